@@ -1,0 +1,15 @@
+# The two entry points (see README.md). Everything else is cargo.
+.PHONY: setup lab test
+
+setup:
+	@scripts/setup
+
+# The main job: the default lab suite, report under ./brisk-lab-out.
+lab: setup
+	cargo run --release -p brisk-cli -- lab
+
+# Every test: format, lints, the workspace's tests, and the quick lab suite.
+test: setup
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets -- -D warnings
+	cargo test --workspace --release

@@ -1,0 +1,104 @@
+//! Queue disciplines behind one small trait.
+//!
+//! A queue is a pure state machine: `enqueue(now, packet)` and
+//! `dequeue(now)`. Disciplines that update state on a timer (PIE, DualPI2)
+//! catch up lazily from `now` on each call, so the driver never has to
+//! schedule wake-ups for them. Where the algorithm signals congestion, an
+//! ECN-capable packet is marked CE in its real header; a Not-ECT packet is
+//! dropped. Every drop and mark is reported through [`Queue::poll_event`] so
+//! traces can show them.
+
+mod fifo;
+
+pub use fifo::{Fifo, FifoConfig};
+
+use crate::packet::Packet;
+use brisk_time::Instant;
+
+/// Why a queue dropped a packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DropReason {
+    /// The packet or byte limit was reached (tail drop or its FQ variant).
+    Overflow,
+    /// The AQM's control law chose to drop (Not-ECT, or ECN overloaded).
+    Aqm,
+}
+
+/// Something a queue did that a trace should show.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum QueueEvent {
+    Dropped { at: Instant, packet: Packet, reason: DropReason },
+    /// The packet with this id was marked CE; it stays in the queue.
+    Marked { at: Instant, packet_id: u64 },
+}
+
+/// Counters every discipline keeps.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueueStats {
+    pub enqueued_packets: u64,
+    pub enqueued_bytes: u64,
+    pub dequeued_packets: u64,
+    pub dequeued_bytes: u64,
+    pub dropped_overflow: u64,
+    pub dropped_aqm: u64,
+    pub marked: u64,
+    /// Packets and bytes queued now.
+    pub backlog_packets: u64,
+    pub backlog_bytes: u64,
+}
+
+impl QueueStats {
+    pub fn drops(&self) -> u64 {
+        self.dropped_overflow + self.dropped_aqm
+    }
+}
+
+/// A queue discipline.
+pub trait Queue: Send {
+    /// Short lower-case name ("fifo", "codel", ...), as used in scenarios.
+    fn name(&self) -> &'static str;
+
+    /// Offers a packet arriving at `now`. The queue stores it, marks it, or
+    /// drops it (or, in FQ disciplines, drops another packet instead).
+    fn enqueue(&mut self, now: Instant, packet: Packet);
+
+    /// Takes the next packet to transmit at `now`, if any. AQMs that act at
+    /// dequeue (CoDel) may drop packets here before returning one.
+    fn dequeue(&mut self, now: Instant) -> Option<Packet>;
+
+    /// Counters, including the current backlog.
+    fn stats(&self) -> QueueStats;
+
+    /// The next drop or mark since the last call, oldest first.
+    fn poll_event(&mut self) -> Option<QueueEvent>;
+
+    fn len_packets(&self) -> usize {
+        self.stats().backlog_packets as usize
+    }
+
+    fn len_bytes(&self) -> usize {
+        self.stats().backlog_bytes as usize
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len_packets() == 0
+    }
+}
+
+/// Packet and byte limits shared by every discipline; `None` is unlimited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub packets: Option<usize>,
+    pub bytes: Option<usize>,
+}
+
+impl Limits {
+    pub const fn packets(n: usize) -> Limits {
+        Limits { packets: Some(n), bytes: None }
+    }
+
+    /// Would a queue holding `packets` and `bytes` overflow by adding `len`?
+    pub fn would_overflow(&self, packets: usize, bytes: usize, len: usize) -> bool {
+        self.packets.is_some_and(|l| packets + 1 > l) || self.bytes.is_some_and(|l| bytes + len > l)
+    }
+}

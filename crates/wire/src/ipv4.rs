@@ -1,0 +1,283 @@
+//! IPv4 headers (RFC 791).
+
+use crate::{Ecn, Result, WireError, checksum};
+use std::net::Ipv4Addr;
+
+mod field {
+    use core::ops::Range;
+    pub const VER_IHL: usize = 0;
+    pub const TOS: usize = 1;
+    pub const LEN: Range<usize> = 2..4;
+    pub const IDENT: Range<usize> = 4..6;
+    pub const FLG_OFF: Range<usize> = 6..8;
+    pub const TTL: usize = 8;
+    pub const PROTOCOL: usize = 9;
+    pub const CHECKSUM: Range<usize> = 10..12;
+    pub const SRC: Range<usize> = 12..16;
+    pub const DST: Range<usize> = 16..20;
+}
+
+/// Length of a header without options.
+pub const HEADER_LEN: usize = 20;
+
+/// A read (and, over `&mut [u8]`, write) view of an IPv4 datagram.
+#[derive(Debug, Clone)]
+pub struct Ipv4Packet<T: AsRef<[u8]>> {
+    buffer: T,
+}
+
+impl<T: AsRef<[u8]>> Ipv4Packet<T> {
+    /// Validates version, header length and total length against the buffer.
+    /// After this, no getter panics.
+    pub fn new_checked(buffer: T) -> Result<Self> {
+        let b = buffer.as_ref();
+        if b.len() < HEADER_LEN {
+            return Err(WireError::Truncated { need: HEADER_LEN, have: b.len() });
+        }
+        if b[field::VER_IHL] >> 4 != 4 {
+            return Err(WireError::BadVersion(b[field::VER_IHL] >> 4));
+        }
+        let ihl = usize::from(b[field::VER_IHL] & 0x0f) * 4;
+        if ihl < HEADER_LEN {
+            return Err(WireError::Malformed("ipv4 header length under 20"));
+        }
+        let total = usize::from(u16::from_be_bytes([b[2], b[3]]));
+        if total < ihl {
+            return Err(WireError::Malformed("ipv4 total length under header length"));
+        }
+        if b.len() < total {
+            return Err(WireError::Truncated { need: total, have: b.len() });
+        }
+        Ok(Ipv4Packet { buffer })
+    }
+
+    fn b(&self) -> &[u8] {
+        self.buffer.as_ref()
+    }
+
+    pub fn header_len(&self) -> usize {
+        usize::from(self.b()[field::VER_IHL] & 0x0f) * 4
+    }
+    pub fn dscp(&self) -> u8 {
+        self.b()[field::TOS] >> 2
+    }
+    pub fn ecn(&self) -> Ecn {
+        Ecn::from_bits(self.b()[field::TOS])
+    }
+    pub fn total_len(&self) -> usize {
+        usize::from(u16::from_be_bytes([self.b()[2], self.b()[3]]))
+    }
+    pub fn ident(&self) -> u16 {
+        u16::from_be_bytes([self.b()[field::IDENT.start], self.b()[field::IDENT.start + 1]])
+    }
+    pub fn dont_frag(&self) -> bool {
+        self.b()[field::FLG_OFF.start] & 0x40 != 0
+    }
+    /// True for a fragment other than a whole datagram (MF set or offset > 0).
+    pub fn is_fragment(&self) -> bool {
+        let v = u16::from_be_bytes([self.b()[6], self.b()[7]]);
+        v & 0x2000 != 0 || v & 0x1fff != 0
+    }
+    pub fn ttl(&self) -> u8 {
+        self.b()[field::TTL]
+    }
+    pub fn protocol(&self) -> u8 {
+        self.b()[field::PROTOCOL]
+    }
+    pub fn checksum(&self) -> u16 {
+        u16::from_be_bytes([self.b()[10], self.b()[11]])
+    }
+    pub fn src(&self) -> Ipv4Addr {
+        let s = &self.b()[field::SRC];
+        Ipv4Addr::new(s[0], s[1], s[2], s[3])
+    }
+    pub fn dst(&self) -> Ipv4Addr {
+        let s = &self.b()[field::DST];
+        Ipv4Addr::new(s[0], s[1], s[2], s[3])
+    }
+    pub fn verify_checksum(&self) -> bool {
+        checksum::of(&self.b()[..self.header_len()]) == 0
+    }
+    /// The bytes after the header, up to the total length.
+    pub fn payload(&self) -> &[u8] {
+        &self.b()[self.header_len()..self.total_len()]
+    }
+    pub fn into_inner(self) -> T {
+        self.buffer
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
+    /// Rewrites the ECN bits and patches the header checksum incrementally.
+    pub fn set_ecn(&mut self, ecn: Ecn) {
+        let b = self.buffer.as_mut();
+        let old = u16::from_be_bytes([b[0], b[1]]);
+        b[field::TOS] = (b[field::TOS] & !0b11) | ecn.bits();
+        let new = u16::from_be_bytes([b[0], b[1]]);
+        let c = checksum::update(u16::from_be_bytes([b[10], b[11]]), old, new);
+        b[field::CHECKSUM].copy_from_slice(&c.to_be_bytes());
+    }
+
+    /// Decrements TTL (as a router hop does), patching the checksum.
+    /// Returns false when TTL was already 0 or 1 and the packet must die.
+    pub fn decrement_ttl(&mut self) -> bool {
+        let b = self.buffer.as_mut();
+        if b[field::TTL] <= 1 {
+            return false;
+        }
+        let old = u16::from_be_bytes([b[8], b[9]]);
+        b[field::TTL] -= 1;
+        let new = u16::from_be_bytes([b[8], b[9]]);
+        let c = checksum::update(u16::from_be_bytes([b[10], b[11]]), old, new);
+        b[field::CHECKSUM].copy_from_slice(&c.to_be_bytes());
+        true
+    }
+
+    pub fn payload_mut(&mut self) -> &mut [u8] {
+        let (h, t) = (self.header_len(), self.total_len());
+        &mut self.buffer.as_mut()[h..t]
+    }
+}
+
+/// A parsed IPv4 header without options.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ipv4Repr {
+    pub src: Ipv4Addr,
+    pub dst: Ipv4Addr,
+    pub protocol: u8,
+    pub dscp: u8,
+    pub ecn: Ecn,
+    pub ttl: u8,
+    pub ident: u16,
+    pub payload_len: usize,
+}
+
+impl Ipv4Repr {
+    /// Parses and validates a datagram, including its header checksum.
+    pub fn parse<T: AsRef<[u8]>>(p: &Ipv4Packet<T>) -> Result<Self> {
+        if !p.verify_checksum() {
+            return Err(WireError::BadChecksum);
+        }
+        Ok(Ipv4Repr {
+            src: p.src(),
+            dst: p.dst(),
+            protocol: p.protocol(),
+            dscp: p.dscp(),
+            ecn: p.ecn(),
+            ttl: p.ttl(),
+            ident: p.ident(),
+            payload_len: p.total_len() - p.header_len(),
+        })
+    }
+
+    pub fn header_len(&self) -> usize {
+        HEADER_LEN
+    }
+
+    /// Writes the header (DF set, no options) with a valid checksum into
+    /// `buf[..20]`. Fails when the buffer or payload length does not fit.
+    pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
+        if buf.len() < HEADER_LEN {
+            return Err(WireError::Truncated { need: HEADER_LEN, have: buf.len() });
+        }
+        let total = u16::try_from(HEADER_LEN + self.payload_len)
+            .map_err(|_| WireError::Malformed("ipv4 datagram over 65535 bytes"))?;
+        buf[field::VER_IHL] = 0x45;
+        buf[field::TOS] = (self.dscp << 2) | self.ecn.bits();
+        buf[field::LEN].copy_from_slice(&total.to_be_bytes());
+        buf[field::IDENT].copy_from_slice(&self.ident.to_be_bytes());
+        buf[field::FLG_OFF].copy_from_slice(&0x4000u16.to_be_bytes());
+        buf[field::TTL] = self.ttl;
+        buf[field::PROTOCOL] = self.protocol;
+        buf[field::CHECKSUM].copy_from_slice(&[0, 0]);
+        buf[field::SRC].copy_from_slice(&self.src.octets());
+        buf[field::DST].copy_from_slice(&self.dst.octets());
+        let c = checksum::of(&buf[..HEADER_LEN]);
+        buf[field::CHECKSUM].copy_from_slice(&c.to_be_bytes());
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // A 20-byte header + 4 bytes payload: 10.0.0.1 -> 10.0.0.2, UDP, ECT(1), DSCP 10.
+    const BYTES: [u8; 24] = [
+        0x45, 0x29, 0x00, 0x18, 0x00, 0x07, 0x40, 0x00, 0x40, 0x11, 0x26, 0xa3, 10, 0, 0, 1, 10,
+        0, 0, 2, 0xde, 0xad, 0xbe, 0xef,
+    ];
+
+    fn repr() -> Ipv4Repr {
+        Ipv4Repr {
+            src: Ipv4Addr::new(10, 0, 0, 1),
+            dst: Ipv4Addr::new(10, 0, 0, 2),
+            protocol: 17,
+            dscp: 10,
+            ecn: Ecn::Ect1,
+            ttl: 64,
+            ident: 7,
+            payload_len: 4,
+        }
+    }
+
+    #[test]
+    fn deconstruct() {
+        let p = Ipv4Packet::new_checked(&BYTES[..]).unwrap();
+        assert_eq!(p.header_len(), 20);
+        assert_eq!(p.dscp(), 10);
+        assert_eq!(p.ecn(), Ecn::Ect1);
+        assert_eq!(p.total_len(), 24);
+        assert!(p.dont_frag() && !p.is_fragment());
+        assert_eq!(p.ttl(), 64);
+        assert_eq!(p.protocol(), 17);
+        assert_eq!(p.src(), Ipv4Addr::new(10, 0, 0, 1));
+        assert!(p.verify_checksum());
+        assert_eq!(p.payload(), &[0xde, 0xad, 0xbe, 0xef]);
+    }
+
+    #[test]
+    fn construct() {
+        let mut buf = [0u8; 24];
+        repr().emit(&mut buf).unwrap();
+        buf[20..].copy_from_slice(&[0xde, 0xad, 0xbe, 0xef]);
+        assert_eq!(buf, BYTES);
+    }
+
+    #[test]
+    fn parse() {
+        let p = Ipv4Packet::new_checked(&BYTES[..]).unwrap();
+        assert_eq!(Ipv4Repr::parse(&p).unwrap(), repr());
+    }
+
+    #[test]
+    fn set_ecn_keeps_checksum_valid() {
+        let mut buf = BYTES;
+        let mut p = Ipv4Packet::new_checked(&mut buf[..]).unwrap();
+        p.set_ecn(Ecn::Ce);
+        assert_eq!(p.ecn(), Ecn::Ce);
+        assert_eq!(p.dscp(), 10);
+        assert!(p.verify_checksum());
+        assert!(p.decrement_ttl());
+        assert_eq!(p.ttl(), 63);
+        assert!(p.verify_checksum());
+    }
+
+    #[test]
+    fn rejects_malformed() {
+        assert!(matches!(
+            Ipv4Packet::new_checked(&BYTES[..19]),
+            Err(WireError::Truncated { .. })
+        ));
+        let mut b = BYTES;
+        b[0] = 0x44;
+        assert!(Ipv4Packet::new_checked(&b[..]).is_err());
+        let mut b = BYTES;
+        b[3] = 0x40;
+        assert!(Ipv4Packet::new_checked(&b[..]).is_err());
+        let mut b = BYTES;
+        b[12] ^= 1;
+        let p = Ipv4Packet::new_checked(&b[..]).unwrap();
+        assert_eq!(Ipv4Repr::parse(&p), Err(WireError::BadChecksum));
+    }
+}
