@@ -1,0 +1,1 @@
+//! Congestion controllers (being built).

@@ -1,0 +1,1 @@
+//! ECN validation (being built).

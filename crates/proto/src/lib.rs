@@ -1,0 +1,7 @@
+//! The Brisk transport: a sans-IO protocol state machine (being built).
+
+pub mod congestion;
+pub mod ecn_validation;
+pub mod pacing;
+pub mod rtt;
+pub mod streams;

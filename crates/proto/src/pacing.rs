@@ -1,0 +1,1 @@
+//! Pacing (being built).

@@ -1,0 +1,1 @@
+//! RTT estimation (being built).

@@ -1,0 +1,1 @@
+//! The virtual-time network simulator (being built).

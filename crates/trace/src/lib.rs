@@ -1,0 +1,1 @@
+//! Captures, metrics and plots (being built).
