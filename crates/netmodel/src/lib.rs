@@ -9,11 +9,13 @@
 //! Modules: [`packet`] the unit that flows (a real IP datagram plus
 //! bookkeeping); [`queue`] the [`Queue`] trait and its disciplines (FIFO,
 //! CoDel, FQ-CoDel, PIE, DualPI2); [`link`] one direction of a link: a queue
-//! drained at a rate, then propagation and impairments.
+//! drained at a rate, then propagation and impairments; [`units`] human
+//! units ("10Mbit", "20ms") for configuration files.
 
 pub mod link;
 pub mod packet;
 pub mod queue;
+pub mod units;
 
 pub use link::{Link, LinkConfig, LinkEvent};
 pub use packet::Packet;

@@ -25,7 +25,13 @@ impl Packet {
         let s = ip::summarize(&data)?;
         let mut data = data;
         data.truncate(s.total_len);
-        Ok(Packet { data, id, sent_at, enqueued_at: sent_at, flow: s.flow })
+        Ok(Packet {
+            data,
+            id,
+            sent_at,
+            enqueued_at: sent_at,
+            flow: s.flow,
+        })
     }
 
     /// Bytes on the wire (the IP datagram; link-layer framing is not counted).

@@ -118,7 +118,12 @@ impl Sub<Instant> for Instant {
 
 impl fmt::Debug for Instant {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{:09}s", self.0 / 1_000_000_000, self.0 % 1_000_000_000)
+        write!(
+            f,
+            "{}.{:09}s",
+            self.0 / 1_000_000_000,
+            self.0 % 1_000_000_000
+        )
     }
 }
 
@@ -138,7 +143,10 @@ mod tests {
         assert_eq!(t + Duration::from_millis(1), Instant::from_millis(6));
         assert_eq!(t - Duration::from_secs(1), Instant::ZERO);
         assert_eq!(Instant::ZERO - t, Duration::ZERO);
-        assert_eq!(Instant::FAR_FUTURE + Duration::from_secs(1), Instant::FAR_FUTURE);
+        assert_eq!(
+            Instant::FAR_FUTURE + Duration::from_secs(1),
+            Instant::FAR_FUTURE
+        );
         assert_eq!(t.checked_duration_since(Instant::from_millis(6)), None);
     }
 

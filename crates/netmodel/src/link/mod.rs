@@ -44,11 +44,19 @@ pub struct LinkConfig {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LinkEvent {
     /// The queue dropped a packet.
-    QueueDrop { at: Instant, packet: Packet, reason: DropReason },
+    QueueDrop {
+        at: Instant,
+        packet: Packet,
+        reason: DropReason,
+    },
     /// The queue marked a packet CE.
     Marked { at: Instant, packet_id: u64 },
     /// A packet left the queue after waiting `queue_delay`.
-    Dequeued { at: Instant, packet_id: u64, queue_delay: Duration },
+    Dequeued {
+        at: Instant,
+        packet_id: u64,
+        queue_delay: Duration,
+    },
 }
 
 /// Totals over the life of the link.
@@ -138,8 +146,13 @@ impl Link {
 
     fn advance(&mut self, now: Instant) {
         loop {
-            let next_rx = self.in_flight.front().map(|(t, _)| *t).filter(|t| *t <= now);
-            let next_tx = (!self.queue.is_empty() && self.busy_until <= now).then_some(self.busy_until);
+            let next_rx = self
+                .in_flight
+                .front()
+                .map(|(t, _)| *t)
+                .filter(|t| *t <= now);
+            let next_tx =
+                (!self.queue.is_empty() && self.busy_until <= now).then_some(self.busy_until);
             match (next_tx, next_rx) {
                 (Some(tx), Some(rx)) if rx <= tx => self.arrive(),
                 (Some(tx), _) => self.transmit(tx),
@@ -161,19 +174,26 @@ impl Link {
         self.drain_queue_events();
         let Some(packet) = packet else { return };
         let queue_delay = start - packet.enqueued_at;
-        self.events.push_back(LinkEvent::Dequeued { at: start, packet_id: packet.id, queue_delay });
+        self.events.push_back(LinkEvent::Dequeued {
+            at: start,
+            packet_id: packet.id,
+            queue_delay,
+        });
         let tx = self.config.rate.transmit_time(start, packet.len());
         self.busy_until = start + tx;
         self.stats.transmitted_packets += 1;
         self.stats.transmitted_bytes += packet.len() as u64;
         self.stats.busy += tx;
-        self.in_flight.push_back((self.busy_until + self.config.delay, packet));
+        self.in_flight
+            .push_back((self.busy_until + self.config.delay, packet));
     }
 
     fn drain_queue_events(&mut self) {
         while let Some(e) = self.queue.poll_event() {
             self.events.push_back(match e {
-                QueueEvent::Dropped { at, packet, reason } => LinkEvent::QueueDrop { at, packet, reason },
+                QueueEvent::Dropped { at, packet, reason } => {
+                    LinkEvent::QueueDrop { at, packet, reason }
+                }
                 QueueEvent::Marked { at, packet_id } => LinkEvent::Marked { at, packet_id },
             });
         }
@@ -188,8 +208,15 @@ mod tests {
     use brisk_wire::Ecn;
 
     fn link(bps: u64, delay_ms: u64) -> Link {
-        let config = LinkConfig { rate: RateModel::Constant { bps }, delay: Duration::from_millis(delay_ms) };
-        Link::new(config, Box::new(Fifo::new(FifoConfig::default())), crate::rng(1, 0))
+        let config = LinkConfig {
+            rate: RateModel::Constant { bps },
+            delay: Duration::from_millis(delay_ms),
+        };
+        Link::new(
+            config,
+            Box::new(Fifo::new(FifoConfig::default())),
+            crate::rng(1, 0),
+        )
     }
 
     /// Runs the link as a simulator would: wake at each poll_timeout.
@@ -224,7 +251,12 @@ mod tests {
         l.handle_packet(Instant::from_millis(5), udp(2, 0, 1000, Ecn::NotEct));
         // Called long after both finished: arrival times are still exact.
         l.handle_timeout(Instant::from_millis(100));
-        let got: Vec<_> = std::iter::from_fn(|| l.poll_delivery()).map(|(t, p)| (t, p.id)).collect();
-        assert_eq!(got, vec![(Instant::from_millis(6), 1), (Instant::from_millis(7), 2)]);
+        let got: Vec<_> = std::iter::from_fn(|| l.poll_delivery())
+            .map(|(t, p)| (t, p.id))
+            .collect();
+        assert_eq!(
+            got,
+            vec![(Instant::from_millis(6), 1), (Instant::from_millis(7), 2)]
+        );
     }
 }

@@ -6,21 +6,34 @@ use crate::packet::Packet;
 use brisk_time::Instant;
 use std::collections::VecDeque;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// `[queue.fifo]`: `limit_packets` (default 1000, like Linux's
+/// txqueuelen) and/or `limit_bytes`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct FifoConfig {
-    pub limits: Limits,
+    pub limit_packets: Option<usize>,
+    #[serde(deserialize_with = "crate::units::opt_bytes::deserialize")]
+    pub limit_bytes: Option<u64>,
 }
 
 impl Default for FifoConfig {
-    /// 1000 packets, like Linux's default txqueuelen.
     fn default() -> Self {
-        FifoConfig { limits: Limits::packets(1000) }
+        FifoConfig {
+            limit_packets: Some(1000),
+            limit_bytes: None,
+        }
+    }
+}
+
+impl FifoConfig {
+    pub fn limits(&self) -> Limits {
+        Limits::new(self.limit_packets, self.limit_bytes)
     }
 }
 
 #[derive(Debug)]
 pub struct Fifo {
-    config: FifoConfig,
+    limits: Limits,
     queue: VecDeque<Packet>,
     stats: QueueStats,
     events: VecDeque<QueueEvent>,
@@ -28,7 +41,12 @@ pub struct Fifo {
 
 impl Fifo {
     pub fn new(config: FifoConfig) -> Fifo {
-        Fifo { config, queue: VecDeque::new(), stats: QueueStats::default(), events: VecDeque::new() }
+        Fifo {
+            limits: config.limits(),
+            queue: VecDeque::new(),
+            stats: QueueStats::default(),
+            events: VecDeque::new(),
+        }
     }
 }
 
@@ -38,10 +56,17 @@ impl Queue for Fifo {
     }
 
     fn enqueue(&mut self, now: Instant, mut packet: Packet) {
-        let (n, b) = (self.stats.backlog_packets as usize, self.stats.backlog_bytes as usize);
-        if self.config.limits.would_overflow(n, b, packet.len()) {
+        let (n, b) = (
+            self.stats.backlog_packets as usize,
+            self.stats.backlog_bytes as usize,
+        );
+        if self.limits.would_overflow(n, b, packet.len()) {
             self.stats.dropped_overflow += 1;
-            self.events.push_back(QueueEvent::Dropped { at: now, packet, reason: DropReason::Overflow });
+            self.events.push_back(QueueEvent::Dropped {
+                at: now,
+                packet,
+                reason: DropReason::Overflow,
+            });
             return;
         }
         packet.enqueued_at = now;
@@ -78,7 +103,10 @@ mod tests {
 
     #[test]
     fn tail_drops_past_the_packet_limit_in_order() {
-        let mut q = Fifo::new(FifoConfig { limits: Limits::packets(3) });
+        let mut q = Fifo::new(FifoConfig {
+            limit_packets: Some(3),
+            limit_bytes: None,
+        });
         for i in 0..5 {
             q.enqueue(Instant::ZERO, udp(i, 0, 100, Ecn::Ect0));
         }
@@ -90,18 +118,57 @@ mod tests {
             })
             .collect();
         assert_eq!(dropped, vec![3, 4]);
-        let out: Vec<u64> = std::iter::from_fn(|| q.dequeue(Instant::ZERO)).map(|p| p.id).collect();
+        let out: Vec<u64> = std::iter::from_fn(|| q.dequeue(Instant::ZERO))
+            .map(|p| p.id)
+            .collect();
         assert_eq!(out, vec![0, 1, 2]);
         assert!(q.is_empty());
     }
 
     #[test]
     fn byte_limit_counts_whole_datagrams() {
-        let mut q = Fifo::new(FifoConfig { limits: Limits { packets: None, bytes: Some(250) } });
+        let mut q = Fifo::new(FifoConfig {
+            limit_packets: None,
+            limit_bytes: Some(250),
+        });
         for i in 0..3 {
             q.enqueue(Instant::ZERO, udp(i, 0, 100, Ecn::NotEct));
         }
         assert_eq!((q.len_packets(), q.len_bytes()), (2, 200));
         assert_eq!(q.stats().drops(), 1);
+    }
+
+    #[test]
+    fn config_from_toml_with_units_and_line_numbers() {
+        use crate::queue::QueueConfig;
+        #[derive(serde::Deserialize)]
+        struct Scenario {
+            queue: QueueConfig,
+        }
+        let s: Scenario = toml::from_str("[queue.fifo]\nlimit_bytes = \"150KB\"").unwrap();
+        let want = FifoConfig {
+            limit_packets: Some(1000),
+            limit_bytes: Some(150_000),
+        };
+        assert_eq!(s.queue, QueueConfig::Fifo(want));
+        let bad = "[queue.fifo]\n\nlimit_bytes = \"huge\"";
+        let err = toml::from_str::<Scenario>(bad).err().unwrap().to_string();
+        assert!(
+            err.contains("line 3") && err.contains("limit_bytes") && err.contains("huge"),
+            "{err}"
+        );
+        let err = toml::from_str::<Scenario>("[queue.fifo]\nlimit_pakets = 5")
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            err.contains("limit_pakets") && err.contains("line 2"),
+            "{err}"
+        );
+        let err = toml::from_str::<Scenario>("[queue.lifo]")
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("lifo") && err.contains("fifo"), "{err}");
     }
 }

@@ -12,8 +12,37 @@ mod fifo;
 
 pub use fifo::{Fifo, FifoConfig};
 
+use crate::Rng;
 use crate::packet::Packet;
 use brisk_time::Instant;
+use serde::Deserialize;
+
+/// A queue discipline and its settings, as written in a scenario: a table
+/// named for the discipline, e.g. `[queue.codel]` with `target = "5ms"`.
+/// Omitted fields take the discipline's published defaults. (Externally
+/// tagged on purpose: serde can then report a bad field with its line.)
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum QueueConfig {
+    Fifo(FifoConfig),
+}
+
+impl Default for QueueConfig {
+    fn default() -> Self {
+        QueueConfig::Fifo(FifoConfig::default())
+    }
+}
+
+impl QueueConfig {
+    /// Builds the discipline. `rng` feeds disciplines that draw random
+    /// numbers (PIE, DualPI2) and seeds flow hashing (FQ-CoDel).
+    pub fn build(&self, rng: Rng) -> Box<dyn Queue> {
+        let _ = rng;
+        match self {
+            QueueConfig::Fifo(c) => Box::new(Fifo::new(c.clone())),
+        }
+    }
+}
 
 /// Why a queue dropped a packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -27,7 +56,11 @@ pub enum DropReason {
 /// Something a queue did that a trace should show.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum QueueEvent {
-    Dropped { at: Instant, packet: Packet, reason: DropReason },
+    Dropped {
+        at: Instant,
+        packet: Packet,
+        reason: DropReason,
+    },
     /// The packet with this id was marked CE; it stays in the queue.
     Marked { at: Instant, packet_id: u64 },
 }
@@ -86,6 +119,9 @@ pub trait Queue: Send {
 }
 
 /// Packet and byte limits shared by every discipline; `None` is unlimited.
+/// Configs spell these as two plain fields, `limit_packets = 200` and
+/// `limit_bytes = "150KB"` (not a nested table), and convert with
+/// [`Limits::new`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     pub packets: Option<usize>,
@@ -93,8 +129,18 @@ pub struct Limits {
 }
 
 impl Limits {
+    pub fn new(packets: Option<usize>, bytes: Option<u64>) -> Limits {
+        Limits {
+            packets,
+            bytes: bytes.map(|b| usize::try_from(b).unwrap_or(usize::MAX)),
+        }
+    }
+
     pub const fn packets(n: usize) -> Limits {
-        Limits { packets: Some(n), bytes: None }
+        Limits {
+            packets: Some(n),
+            bytes: None,
+        }
     }
 
     /// Would a queue holding `packets` and `bytes` overflow by adding `len`?
