@@ -1,0 +1,373 @@
+//! Summaries of what a run measured: percentiles of latencies and sizes,
+//! and time series thinned for plotting without hiding spikes.
+//!
+//! Latencies are kept in an HDR histogram with microsecond units and three
+//! significant digits: exact up to 2.048 ms, within 0.1% above, up to one
+//! hour (longer values are clamped to the top, never dropped).
+
+use brisk_time::Instant;
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// Three significant digits: 0.1% resolution, the usual HDR choice.
+const SIGNIFICANT_DIGITS: u8 = 3;
+/// The longest latency kept apart from the rest: one hour, in microseconds.
+const MAX_LATENCY_US: u64 = 3_600_000_000;
+/// The largest size kept apart from the rest: 1 TiB, in bytes.
+const MAX_SIZE_BYTES: u64 = 1 << 40;
+
+/// The usual report row. Units are those of the summary that produced it:
+/// milliseconds for [`LatencySummary`], bytes for [`SizeSummary`]. An empty
+/// summary gives all zeros with `count == 0`.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Percentiles {
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub max: f64,
+    pub mean: f64,
+    pub count: u64,
+}
+
+/// An HDR histogram over `1..=max` in some integer unit.
+#[derive(Debug, Clone)]
+struct Hist(Histogram<u64>);
+
+impl Hist {
+    fn new(max: u64) -> Self {
+        // The bounds are constants satisfying the crate's preconditions
+        // (low >= 1, high >= 2 * low, digits <= 5), so this cannot fail.
+        Hist(
+            Histogram::new_with_bounds(1, max, SIGNIFICANT_DIGITS)
+                .expect("constant bounds are valid"),
+        )
+    }
+
+    fn record(&mut self, value: u64) {
+        self.0.saturating_record(value);
+    }
+
+    fn merge(&mut self, other: &Hist) {
+        // Same bounds on both sides, so nothing can fall outside the range.
+        let _ = self.0.add(&other.0);
+    }
+
+    fn quantile(&self, q: f64) -> u64 {
+        if self.0.is_empty() {
+            0
+        } else {
+            self.0.value_at_quantile(q)
+        }
+    }
+
+    fn percentiles(&self, scale: f64) -> Percentiles {
+        if self.0.is_empty() {
+            return Percentiles::default();
+        }
+        Percentiles {
+            p50: self.quantile(0.50) as f64 * scale,
+            p90: self.quantile(0.90) as f64 * scale,
+            p99: self.quantile(0.99) as f64 * scale,
+            max: self.0.max() as f64 * scale,
+            mean: self.0.mean() * scale,
+            count: self.0.len(),
+        }
+    }
+}
+
+/// Percentiles of latencies (RTT, one-way delay, queueing delay,
+/// completion time). Reports milliseconds.
+#[derive(Debug, Clone)]
+pub struct LatencySummary(Hist);
+
+impl Default for LatencySummary {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl LatencySummary {
+    pub fn new() -> Self {
+        LatencySummary(Hist::new(MAX_LATENCY_US))
+    }
+
+    /// Records one latency, rounded down to whole microseconds.
+    pub fn record(&mut self, latency: Duration) {
+        self.0
+            .record(u64::try_from(latency.as_micros()).unwrap_or(u64::MAX));
+    }
+
+    /// Adds every sample of `other` (e.g. to pool runs with different seeds).
+    pub fn merge(&mut self, other: &LatencySummary) {
+        self.0.merge(&other.0);
+    }
+
+    /// The latency at quantile `q` in `0.0..=1.0`; zero when empty.
+    pub fn quantile(&self, q: f64) -> Duration {
+        Duration::from_micros(self.0.quantile(q))
+    }
+
+    pub fn len(&self) -> u64 {
+        self.0.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.0.is_empty()
+    }
+
+    /// p50, p90, p99, max and mean in milliseconds.
+    pub fn percentiles(&self) -> Percentiles {
+        self.0.percentiles(1e-3)
+    }
+}
+
+/// Percentiles of sizes (packet lengths, queue backlogs, burst sizes).
+/// Reports bytes.
+#[derive(Debug, Clone)]
+pub struct SizeSummary(Hist);
+
+impl Default for SizeSummary {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl SizeSummary {
+    pub fn new() -> Self {
+        SizeSummary(Hist::new(MAX_SIZE_BYTES))
+    }
+
+    pub fn record(&mut self, len_bytes: u64) {
+        self.0.record(len_bytes);
+    }
+
+    pub fn merge(&mut self, other: &SizeSummary) {
+        self.0.merge(&other.0);
+    }
+
+    pub fn len(&self) -> u64 {
+        self.0.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.0.is_empty()
+    }
+
+    /// p50, p90, p99, max and mean in bytes.
+    pub fn percentiles(&self) -> Percentiles {
+        self.0.percentiles(1.0)
+    }
+}
+
+/// A named time series: `(seconds since the run's start, value in unit)`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Series {
+    pub name: String,
+    /// The unit of the values, e.g. "ms" or "Mbit/s"; plots print it.
+    pub unit: String,
+    pub points: Vec<(f64, f64)>,
+}
+
+impl Series {
+    pub fn new(name: impl Into<String>, unit: impl Into<String>) -> Self {
+        Series {
+            name: name.into(),
+            unit: unit.into(),
+            points: Vec::new(),
+        }
+    }
+
+    pub fn push(&mut self, t_s: f64, value: f64) {
+        self.points.push((t_s, value));
+    }
+
+    /// Appends a value observed at `at`, counting seconds from `Instant::ZERO`.
+    pub fn push_at(&mut self, at: Instant, value: f64) {
+        self.push(at.as_secs_f64(), value);
+    }
+
+    /// At most `max_points` points that keep the shape, for plotting.
+    ///
+    /// Points with a non-finite time or value are dropped. The rest are cut
+    /// into `max_points / 2` runs of consecutive points and each run keeps
+    /// its minimum and its maximum, in time order, so a one-sample spike
+    /// (a delay burst, a rate collapse) survives any amount of thinning.
+    /// With `max_points == 1` the single point kept is the maximum.
+    pub fn downsample(&self, max_points: usize) -> Series {
+        let finite: Vec<(f64, f64)> = self
+            .points
+            .iter()
+            .copied()
+            .filter(|(t, v)| t.is_finite() && v.is_finite())
+            .collect();
+        let points = if finite.len() <= max_points {
+            finite
+        } else if max_points < 2 {
+            finite
+                .iter()
+                .copied()
+                .max_by(|a, b| a.1.total_cmp(&b.1))
+                .into_iter()
+                .take(max_points)
+                .collect()
+        } else {
+            let buckets = max_points / 2;
+            let chunk = finite.len().div_ceil(buckets);
+            let mut out = Vec::with_capacity(max_points);
+            for run in finite.chunks(chunk) {
+                let lo = (0..run.len()).min_by(|&a, &b| run[a].1.total_cmp(&run[b].1));
+                let hi = (0..run.len()).max_by(|&a, &b| run[a].1.total_cmp(&run[b].1));
+                if let (Some(lo), Some(hi)) = (lo, hi) {
+                    out.push(run[lo.min(hi)]);
+                    if lo != hi {
+                        out.push(run[lo.max(hi)]);
+                    }
+                }
+            }
+            out
+        };
+        Series {
+            name: self.name.clone(),
+            unit: self.unit.clone(),
+            points,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_of_a_uniform_spread() {
+        // 1..=1000 ms: the pth percentile is p% of 1000 ms, within the
+        // histogram's 0.1% resolution.
+        let mut s = LatencySummary::new();
+        for ms in 1..=1000 {
+            s.record(Duration::from_millis(ms));
+        }
+        let p = s.percentiles();
+        assert_eq!(p.count, 1000);
+        for (got, want) in [
+            (p.p50, 500.0),
+            (p.p90, 900.0),
+            (p.p99, 990.0),
+            (p.max, 1000.0),
+            (p.mean, 500.5),
+        ] {
+            assert!((got - want).abs() <= want * 1e-3, "got {got}, want {want}");
+        }
+    }
+
+    #[test]
+    fn latencies_are_microsecond_exact_below_two_ms_and_reach_past_100_s() {
+        let mut s = LatencySummary::new();
+        s.record(Duration::from_micros(1_234));
+        assert_eq!(s.quantile(1.0), Duration::from_micros(1_234));
+        assert_eq!(s.percentiles().max, 1.234);
+
+        let mut long = LatencySummary::new();
+        long.record(Duration::from_secs(150));
+        let max = long.percentiles().max;
+        assert!((max - 150_000.0).abs() <= 150.0, "{max}");
+        // Beyond the range a value is clamped, not lost.
+        long.record(Duration::from_secs(86_400));
+        assert_eq!(long.len(), 2);
+        assert!(long.percentiles().max >= 3_600_000.0 * 0.999);
+    }
+
+    #[test]
+    fn empty_summary_is_zeros_and_serializes() {
+        let s = LatencySummary::new();
+        assert!(s.is_empty());
+        assert_eq!(s.percentiles(), Percentiles::default());
+        assert_eq!(s.quantile(0.5), Duration::ZERO);
+        let json = serde_json::to_string(&s.percentiles()).unwrap();
+        assert_eq!(
+            json,
+            r#"{"p50":0.0,"p90":0.0,"p99":0.0,"max":0.0,"mean":0.0,"count":0}"#
+        );
+    }
+
+    #[test]
+    fn merge_pools_samples() {
+        let (mut a, mut b) = (LatencySummary::new(), LatencySummary::new());
+        a.record(Duration::from_millis(10));
+        b.record(Duration::from_millis(30));
+        a.merge(&b);
+        assert_eq!(a.len(), 2);
+        assert!((a.percentiles().mean - 20.0).abs() < 0.02);
+    }
+
+    #[test]
+    fn sizes_report_bytes() {
+        let mut s = SizeSummary::new();
+        for len in [40, 1200, 1200, 1500] {
+            s.record(len);
+        }
+        let p = s.percentiles();
+        assert_eq!((p.p50, p.max, p.count), (1200.0, 1500.0, 4));
+        assert!((p.mean - 985.0).abs() < 1.0);
+        let mut t = SizeSummary::new();
+        t.merge(&s);
+        assert_eq!(t.len(), 4);
+        assert!(SizeSummary::new().is_empty());
+    }
+
+    fn ramp_with_spikes(n: usize) -> Series {
+        let mut s = Series::new("rtt", "ms");
+        for i in 0..n {
+            let v = match i {
+                4_321 => 900.0,
+                7_777 => -50.0,
+                _ => 20.0 + (i % 10) as f64,
+            };
+            s.push(i as f64 * 1e-3, v);
+        }
+        s
+    }
+
+    #[test]
+    fn downsample_keeps_spikes_and_order() {
+        let s = ramp_with_spikes(10_000);
+        for n in [2, 3, 100, 999] {
+            let d = s.downsample(n);
+            assert!(d.points.len() <= n, "{n}: {}", d.points.len());
+            assert!(d.points.iter().any(|p| p.1 == 900.0), "{n} lost the peak");
+            assert!(d.points.iter().any(|p| p.1 == -50.0), "{n} lost the dip");
+            assert!(
+                d.points.windows(2).all(|w| w[0].0 < w[1].0),
+                "{n} out of order"
+            );
+            assert_eq!((d.name.as_str(), d.unit.as_str()), ("rtt", "ms"));
+        }
+        // Short series come back whole.
+        assert_eq!(s.downsample(20_000).points, s.points);
+    }
+
+    #[test]
+    fn downsample_edge_cases() {
+        let s = ramp_with_spikes(10);
+        assert!(s.downsample(0).points.is_empty());
+        let one = ramp_with_spikes(10_000).downsample(1);
+        assert_eq!(
+            one.points.iter().map(|p| p.1).collect::<Vec<_>>(),
+            vec![900.0]
+        );
+        assert!(Series::new("x", "").downsample(10).points.is_empty());
+
+        let mut bad = Series::new("x", "ms");
+        bad.push(0.0, f64::NAN);
+        bad.push(f64::INFINITY, 1.0);
+        bad.push(1.0, 2.0);
+        assert_eq!(bad.downsample(10).points, vec![(1.0, 2.0)]);
+    }
+
+    #[test]
+    fn push_at_counts_seconds_from_zero() {
+        let mut s = Series::new("rate", "Mbit/s");
+        s.push_at(Instant::from_millis(1_500), 12.0);
+        assert_eq!(s.points, vec![(1.5, 12.0)]);
+    }
+}
