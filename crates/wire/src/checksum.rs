@@ -1,5 +1,7 @@
 //! The Internet checksum (RFC 1071) and its incremental update (RFC 1624).
 
+use std::net::IpAddr;
+
 /// Adds `data` as big-endian 16-bit words to a running 32-bit sum.
 pub fn add(mut sum: u32, data: &[u8]) -> u32 {
     let mut chunks = data.chunks_exact(2);
@@ -44,6 +46,25 @@ pub fn pseudo_header(src: &[u8], dst: &[u8], protocol: u8, len: u32) -> u32 {
         sum = sum.wrapping_add(u32::from(protocol));
     }
     sum
+}
+
+/// [`pseudo_header`] over typed addresses. An IPv4 address paired with an
+/// IPv6 one is summed as its IPv4-mapped IPv6 form, so a mixed pair gives a
+/// checksum that no real datagram carries rather than a panic.
+pub fn pseudo_header_ip(src: IpAddr, dst: IpAddr, protocol: u8, len: usize) -> u32 {
+    // Lengths above u32 cannot occur in a datagram (IPv6 jumbograms top out
+    // at 2^32 - 1); saturate instead of wrapping so a bogus one never verifies.
+    let len = u32::try_from(len).unwrap_or(u32::MAX);
+    match (src, dst) {
+        (IpAddr::V4(s), IpAddr::V4(d)) => pseudo_header(&s.octets(), &d.octets(), protocol, len),
+        (s, d) => {
+            let v6 = |a: IpAddr| match a {
+                IpAddr::V4(a) => a.to_ipv6_mapped(),
+                IpAddr::V6(a) => a,
+            };
+            pseudo_header(&v6(s).octets(), &v6(d).octets(), protocol, len)
+        }
+    }
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 
 use crate::ipv4::{Ipv4Packet, Ipv4Repr};
 use crate::ipv6::{Ipv6Packet, Ipv6Repr};
+use crate::tcp::{self, TcpPacket, TcpRepr};
 use crate::udp::{self, UdpRepr};
 use crate::{Ecn, Result, WireError};
 use std::net::{IpAddr, SocketAddr};
@@ -47,7 +48,11 @@ pub fn summarize(bytes: &[u8]) -> Result<IpSummary> {
         4 => {
             let p = Ipv4Packet::new_checked(bytes)?;
             // A non-first fragment carries no transport header.
-            let off = if frag_offset(bytes) != 0 { usize::MAX } else { p.header_len() };
+            let off = if frag_offset(bytes) != 0 {
+                usize::MAX
+            } else {
+                p.header_len()
+            };
             let (s, d) = (IpAddr::V4(p.src()), IpAddr::V4(p.dst()));
             (4, p.ecn(), p.dscp(), p.total_len(), off, s, d, p.protocol())
         }
@@ -59,7 +64,10 @@ pub fn summarize(bytes: &[u8]) -> Result<IpSummary> {
         }
     };
     let (src_port, dst_port) = match (protocol, bytes.get(off..off.saturating_add(4))) {
-        (6 | 17, Some(h)) => (u16::from_be_bytes([h[0], h[1]]), u16::from_be_bytes([h[2], h[3]])),
+        (6 | 17, Some(h)) => (
+            u16::from_be_bytes([h[0], h[1]]),
+            u16::from_be_bytes([h[2], h[3]]),
+        ),
         _ => (0, 0),
     };
     Ok(IpSummary {
@@ -68,7 +76,13 @@ pub fn summarize(bytes: &[u8]) -> Result<IpSummary> {
         dscp,
         total_len,
         transport_offset: off.min(total_len),
-        flow: FlowKey { src, dst, protocol, src_port, dst_port },
+        flow: FlowKey {
+            src,
+            dst,
+            protocol,
+            src_port,
+            dst_port,
+        },
     })
 }
 
@@ -96,43 +110,78 @@ pub fn set_ecn(bytes: &mut [u8], ecn: Ecn) -> Result<()> {
 /// Builds a complete IPv4 or IPv6 datagram carrying one UDP payload, with
 /// valid checksums. `src` and `dst` must be of the same family.
 pub fn udp_datagram(src: SocketAddr, dst: SocketAddr, ecn: Ecn, payload: &[u8]) -> Result<Vec<u8>> {
+    let repr = UdpRepr {
+        src_port: src.port(),
+        dst_port: dst.port(),
+    };
     let udp_len = udp::HEADER_LEN + payload.len();
-    let repr = UdpRepr { src_port: src.port(), dst_port: dst.port() };
-    match (src.ip(), dst.ip()) {
+    datagram(src.ip(), dst.ip(), udp::PROTOCOL, ecn, udp_len, |buf| {
+        repr.emit(buf, src.ip(), dst.ip(), payload)
+    })
+}
+
+/// Builds a complete IPv4 or IPv6 datagram carrying one TCP segment, with
+/// valid checksums (TTL / hop limit 64, DF set, DSCP, ident and flow label
+/// zero). `src` and `dst` must be of the same family; ports come from `tcp`.
+pub fn tcp_datagram(
+    src: IpAddr,
+    dst: IpAddr,
+    ecn: Ecn,
+    tcp: &TcpRepr,
+    payload: &[u8],
+) -> Result<Vec<u8>> {
+    let tcp_len = tcp.header_len() + payload.len();
+    datagram(src, dst, tcp::PROTOCOL, ecn, tcp_len, |buf| {
+        tcp.emit(buf, src, dst, payload)
+    })
+}
+
+/// Writes an IP header for `transport_len` bytes of `protocol`, then lets
+/// `fill` write the transport header and payload after it.
+fn datagram(
+    src: IpAddr,
+    dst: IpAddr,
+    protocol: u8,
+    ecn: Ecn,
+    transport_len: usize,
+    fill: impl FnOnce(&mut [u8]) -> Result<()>,
+) -> Result<Vec<u8>> {
+    let mut buf = match (src, dst) {
         (IpAddr::V4(s), IpAddr::V4(d)) => {
             let ip = Ipv4Repr {
                 src: s,
                 dst: d,
-                protocol: udp::PROTOCOL,
+                protocol,
                 dscp: 0,
                 ecn,
                 ttl: 64,
                 ident: 0,
-                payload_len: udp_len,
+                payload_len: transport_len,
             };
-            let mut buf = vec![0u8; ip.header_len() + udp_len];
+            let mut buf = vec![0u8; ip.header_len() + transport_len];
             ip.emit(&mut buf)?;
-            repr.emit(&mut buf[ip.header_len()..], src.ip(), dst.ip(), payload)?;
-            Ok(buf)
+            buf
         }
         (IpAddr::V6(s), IpAddr::V6(d)) => {
             let ip = Ipv6Repr {
                 src: s,
                 dst: d,
-                next_header: udp::PROTOCOL,
+                next_header: protocol,
                 dscp: 0,
                 ecn,
                 flow_label: 0,
                 hop_limit: 64,
-                payload_len: udp_len,
+                payload_len: transport_len,
             };
-            let mut buf = vec![0u8; ip.header_len() + udp_len];
+            let mut buf = vec![0u8; ip.header_len() + transport_len];
             ip.emit(&mut buf)?;
-            repr.emit(&mut buf[ip.header_len()..], src.ip(), dst.ip(), payload)?;
-            Ok(buf)
+            buf
         }
-        _ => Err(WireError::FamilyMismatch),
-    }
+        _ => return Err(WireError::FamilyMismatch),
+    };
+    let header_len = buf.len() - transport_len;
+    fill(&mut buf[header_len..])?;
+    Ok(buf)
 }
 
 /// The UDP payload and addresses of a datagram built by [`udp_datagram`] (or
@@ -156,19 +205,62 @@ pub fn parse_udp(bytes: &[u8]) -> Result<(SocketAddr, SocketAddr, Ecn, &[u8])> {
     ))
 }
 
+/// A TCP segment read out of a whole datagram by [`parse_tcp`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TcpSegment<'a> {
+    pub src: IpAddr,
+    pub dst: IpAddr,
+    pub ecn: Ecn,
+    pub tcp: TcpRepr,
+    pub payload: &'a [u8],
+}
+
+/// The TCP header, payload, addresses and ECN codepoint of a datagram built
+/// by [`tcp_datagram`] (or any valid IP/TCP datagram, IPv6 extension headers
+/// skipped), IPv4 header and TCP checksums verified.
+pub fn parse_tcp(bytes: &[u8]) -> Result<TcpSegment<'_>> {
+    let s = summarize(bytes)?;
+    if s.flow.protocol != tcp::PROTOCOL || s.transport_offset >= s.total_len {
+        return Err(WireError::Malformed("not a tcp datagram"));
+    }
+    if s.version == 4 {
+        Ipv4Repr::parse(&Ipv4Packet::new_checked(bytes)?)?;
+    }
+    let segment = bytes
+        .get(s.transport_offset..s.total_len)
+        .ok_or(WireError::Malformed("tcp segment outside the datagram"))?;
+    let p = TcpPacket::new_checked(segment)?;
+    let tcp = TcpRepr::parse(&p, s.flow.src, s.flow.dst)?;
+    Ok(TcpSegment {
+        src: s.flow.src,
+        dst: s.flow.dst,
+        ecn: s.ecn,
+        tcp,
+        payload: &segment[p.header_len()..],
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fixtures::{TCP4_DATA, TCP4_SYN, TCP6_DATA, TCP6_SYNACK, UDP4, UDP6};
+    use crate::tcp::TcpFlags;
 
     #[test]
     fn udp_round_trip_both_families() {
-        for (a, b) in [("10.0.0.1:1000", "10.0.0.2:2000"), ("[2001:db8::1]:1000", "[2001:db8::2]:2000")] {
+        for (a, b) in [
+            ("10.0.0.1:1000", "10.0.0.2:2000"),
+            ("[2001:db8::1]:1000", "[2001:db8::2]:2000"),
+        ] {
             let (a, b): (SocketAddr, SocketAddr) = (a.parse().unwrap(), b.parse().unwrap());
             let mut d = udp_datagram(a, b, Ecn::Ect1, b"hello").unwrap();
             let s = summarize(&d).unwrap();
             assert_eq!(s.ecn, Ecn::Ect1);
             assert_eq!(s.total_len, d.len());
-            assert_eq!((s.flow.src_port, s.flow.dst_port, s.flow.protocol), (1000, 2000, 17));
+            assert_eq!(
+                (s.flow.src_port, s.flow.dst_port, s.flow.protocol),
+                (1000, 2000, 17)
+            );
             set_ecn(&mut d, Ecn::Ce).unwrap();
             let (src, dst, e, payload) = parse_udp(&d).unwrap();
             assert_eq!((src, dst, e, payload), (a, b, Ecn::Ce, &b"hello"[..]));
@@ -179,7 +271,106 @@ mod tests {
     fn mixed_families_are_refused() {
         let a: SocketAddr = "10.0.0.1:1".parse().unwrap();
         let b: SocketAddr = "[::1]:1".parse().unwrap();
-        assert_eq!(udp_datagram(a, b, Ecn::NotEct, b"").err(), Some(WireError::FamilyMismatch));
+        assert_eq!(
+            udp_datagram(a, b, Ecn::NotEct, b"").err(),
+            Some(WireError::FamilyMismatch)
+        );
+        let tcp = parse_tcp(&TCP4_DATA).unwrap().tcp;
+        let got = tcp_datagram(a.ip(), b.ip(), Ecn::NotEct, &tcp, b"").err();
+        assert_eq!(got, Some(WireError::FamilyMismatch));
+    }
+
+    #[test]
+    fn summarize_and_parse_real_captures() {
+        let v4 = |d| IpAddr::V4(std::net::Ipv4Addr::new(192, 0, 2, d));
+        let v6 = |d| IpAddr::V6(std::net::Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, d));
+        let s = summarize(&TCP4_DATA).unwrap();
+        assert_eq!((s.version, s.ecn, s.dscp), (4, Ecn::Ect0, 0));
+        assert_eq!((s.total_len, s.transport_offset), (58, 20));
+        let flow = FlowKey {
+            src: v4(1),
+            dst: v4(2),
+            protocol: 6,
+            src_port: 46184,
+            dst_port: 40001,
+        };
+        assert_eq!(s.flow, flow);
+        let seg = parse_tcp(&TCP4_DATA).unwrap();
+        assert_eq!((seg.src, seg.dst, seg.ecn), (v4(1), v4(2), Ecn::Ect0));
+        assert_eq!(seg.payload, b"hello\n");
+        assert_eq!(seg.tcp.seq_number, 0x81a7_d8da);
+
+        let seg = parse_tcp(&TCP6_SYNACK).unwrap();
+        assert_eq!((seg.src, seg.dst, seg.ecn), (v6(2), v6(1), Ecn::NotEct));
+        assert!(
+            seg.tcp
+                .flags
+                .contains(TcpFlags::SYN | TcpFlags::ACK | TcpFlags::ECE)
+        );
+        assert_eq!(seg.tcp.mss(), Some(1440));
+
+        let (src, dst, ecn, payload) = parse_udp(&UDP4).unwrap();
+        assert_eq!(
+            (src, dst, ecn),
+            (
+                "192.0.2.1:57040".parse().unwrap(),
+                "192.0.2.2:40003".parse().unwrap(),
+                Ecn::Ect1
+            )
+        );
+        assert_eq!(payload, b"brisk");
+        let (src, _, ecn, payload) = parse_udp(&UDP6).unwrap();
+        assert_eq!(
+            (src, ecn, payload),
+            (
+                "[2001:db8::1]:57387".parse().unwrap(),
+                Ecn::Ect0,
+                &b"brisk"[..]
+            )
+        );
+
+        // Each parser refuses the other transport.
+        assert!(parse_tcp(&UDP4).is_err() && parse_tcp(&UDP6).is_err());
+        assert!(parse_udp(&TCP4_SYN).is_err() && parse_udp(&TCP6_DATA).is_err());
+    }
+
+    #[test]
+    fn tcp_round_trip_both_families() {
+        for bytes in [
+            &TCP4_SYN[..],
+            &TCP4_DATA[..],
+            &TCP6_SYNACK[..],
+            &TCP6_DATA[..],
+        ] {
+            let seg = parse_tcp(bytes).unwrap();
+            let mut d = tcp_datagram(seg.src, seg.dst, Ecn::Ect1, &seg.tcp, seg.payload).unwrap();
+            assert_eq!(d.len(), bytes.len());
+            // The transport bytes are the captured ones; only IP fields differ.
+            let off = if seg.src.is_ipv4() { 20 } else { 40 };
+            assert_eq!(d[off..], bytes[off..]);
+            set_ecn(&mut d, Ecn::Ce).unwrap();
+            let back = parse_tcp(&d).unwrap();
+            assert_eq!(
+                back,
+                TcpSegment {
+                    ecn: Ecn::Ce,
+                    ..seg
+                }
+            );
+        }
+    }
+
+    #[test]
+    fn corrupted_tcp_datagrams_are_refused() {
+        let mut b = TCP4_DATA;
+        b[57] ^= 0x20; // payload bit: TCP checksum
+        assert_eq!(parse_tcp(&b).err(), Some(WireError::BadChecksum));
+        let mut b = TCP4_DATA;
+        b[8] = 63; // TTL without fixing the header checksum
+        assert_eq!(parse_tcp(&b).err(), Some(WireError::BadChecksum));
+        let mut b = TCP6_DATA;
+        b[52] = 0x40; // data offset 4 words
+        assert!(matches!(parse_tcp(&b), Err(WireError::Malformed(_))));
     }
 
     #[test]

@@ -32,7 +32,10 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
     pub fn new_checked(buffer: T) -> Result<Self> {
         let b = buffer.as_ref();
         if b.len() < HEADER_LEN {
-            return Err(WireError::Truncated { need: HEADER_LEN, have: b.len() });
+            return Err(WireError::Truncated {
+                need: HEADER_LEN,
+                have: b.len(),
+            });
         }
         if b[field::VER_IHL] >> 4 != 4 {
             return Err(WireError::BadVersion(b[field::VER_IHL] >> 4));
@@ -43,10 +46,15 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
         }
         let total = usize::from(u16::from_be_bytes([b[2], b[3]]));
         if total < ihl {
-            return Err(WireError::Malformed("ipv4 total length under header length"));
+            return Err(WireError::Malformed(
+                "ipv4 total length under header length",
+            ));
         }
         if b.len() < total {
-            return Err(WireError::Truncated { need: total, have: b.len() });
+            return Err(WireError::Truncated {
+                need: total,
+                have: b.len(),
+            });
         }
         Ok(Ipv4Packet { buffer })
     }
@@ -68,7 +76,10 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
         usize::from(u16::from_be_bytes([self.b()[2], self.b()[3]]))
     }
     pub fn ident(&self) -> u16 {
-        u16::from_be_bytes([self.b()[field::IDENT.start], self.b()[field::IDENT.start + 1]])
+        u16::from_be_bytes([
+            self.b()[field::IDENT.start],
+            self.b()[field::IDENT.start + 1],
+        ])
     }
     pub fn dont_frag(&self) -> bool {
         self.b()[field::FLG_OFF.start] & 0x40 != 0
@@ -137,6 +148,45 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
         let (h, t) = (self.header_len(), self.total_len());
         &mut self.buffer.as_mut()[h..t]
     }
+
+    // The setters below leave the header checksum stale (call
+    // `fill_checksum` when done) and never touch the lengths `new_checked`
+    // validated.
+
+    /// Sets the six DSCP bits (higher bits of `dscp` are dropped); ECN stays.
+    pub fn set_dscp(&mut self, dscp: u8) {
+        let b = self.buffer.as_mut();
+        b[field::TOS] = ((dscp & 0x3f) << 2) | (b[field::TOS] & 0b11);
+    }
+    pub fn set_ident(&mut self, ident: u16) {
+        self.buffer.as_mut()[field::IDENT].copy_from_slice(&ident.to_be_bytes());
+    }
+    /// Sets or clears DF; MF and the fragment offset stay.
+    pub fn set_dont_frag(&mut self, df: bool) {
+        let b = self.buffer.as_mut();
+        let df_bit = if df { 0x40 } else { 0 };
+        b[field::FLG_OFF.start] = (b[field::FLG_OFF.start] & !0x40) | df_bit;
+    }
+    pub fn set_ttl(&mut self, ttl: u8) {
+        self.buffer.as_mut()[field::TTL] = ttl;
+    }
+    pub fn set_protocol(&mut self, protocol: u8) {
+        self.buffer.as_mut()[field::PROTOCOL] = protocol;
+    }
+    pub fn set_src(&mut self, src: Ipv4Addr) {
+        self.buffer.as_mut()[field::SRC].copy_from_slice(&src.octets());
+    }
+    pub fn set_dst(&mut self, dst: Ipv4Addr) {
+        self.buffer.as_mut()[field::DST].copy_from_slice(&dst.octets());
+    }
+    /// Recomputes the header checksum (options included).
+    pub fn fill_checksum(&mut self) {
+        let h = self.header_len();
+        let b = self.buffer.as_mut();
+        b[field::CHECKSUM].copy_from_slice(&[0, 0]);
+        let c = checksum::of(&b[..h]);
+        b[field::CHECKSUM].copy_from_slice(&c.to_be_bytes());
+    }
 }
 
 /// A parsed IPv4 header without options.
@@ -175,10 +225,17 @@ impl Ipv4Repr {
     }
 
     /// Writes the header (DF set, no options) with a valid checksum into
-    /// `buf[..20]`. Fails when the buffer or payload length does not fit.
+    /// `buf[..20]`. Fails when the buffer or payload length does not fit, or
+    /// when `dscp` has more than six bits.
     pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
         if buf.len() < HEADER_LEN {
-            return Err(WireError::Truncated { need: HEADER_LEN, have: buf.len() });
+            return Err(WireError::Truncated {
+                need: HEADER_LEN,
+                have: buf.len(),
+            });
+        }
+        if self.dscp > 0x3f {
+            return Err(WireError::Malformed("dscp over 63"));
         }
         let total = u16::try_from(HEADER_LEN + self.payload_len)
             .map_err(|_| WireError::Malformed("ipv4 datagram over 65535 bytes"))?;
@@ -201,58 +258,89 @@ impl Ipv4Repr {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fixtures::{TCP4_SYN, UDP4};
 
-    // A 20-byte header + 4 bytes payload: 10.0.0.1 -> 10.0.0.2, UDP, ECT(1), DSCP 10.
-    const BYTES: [u8; 24] = [
-        0x45, 0x29, 0x00, 0x18, 0x00, 0x07, 0x40, 0x00, 0x40, 0x11, 0x26, 0xa3, 10, 0, 0, 1, 10,
-        0, 0, 2, 0xde, 0xad, 0xbe, 0xef,
-    ];
-
+    /// The header of `fixtures::UDP4`: DSCP 10 + ECT(1), a Linux UDP send.
     fn repr() -> Ipv4Repr {
         Ipv4Repr {
-            src: Ipv4Addr::new(10, 0, 0, 1),
-            dst: Ipv4Addr::new(10, 0, 0, 2),
+            src: Ipv4Addr::new(192, 0, 2, 1),
+            dst: Ipv4Addr::new(192, 0, 2, 2),
             protocol: 17,
             dscp: 10,
             ecn: Ecn::Ect1,
             ttl: 64,
-            ident: 7,
-            payload_len: 4,
+            ident: 0xa2d3,
+            payload_len: 13,
         }
     }
 
     #[test]
     fn deconstruct() {
-        let p = Ipv4Packet::new_checked(&BYTES[..]).unwrap();
+        let p = Ipv4Packet::new_checked(&UDP4[..]).unwrap();
         assert_eq!(p.header_len(), 20);
         assert_eq!(p.dscp(), 10);
         assert_eq!(p.ecn(), Ecn::Ect1);
-        assert_eq!(p.total_len(), 24);
+        assert_eq!(p.total_len(), 33);
+        assert_eq!(p.ident(), 0xa2d3);
         assert!(p.dont_frag() && !p.is_fragment());
         assert_eq!(p.ttl(), 64);
         assert_eq!(p.protocol(), 17);
-        assert_eq!(p.src(), Ipv4Addr::new(10, 0, 0, 1));
+        assert_eq!(p.checksum(), 0x13cc);
+        assert_eq!(p.src(), Ipv4Addr::new(192, 0, 2, 1));
+        assert_eq!(p.dst(), Ipv4Addr::new(192, 0, 2, 2));
         assert!(p.verify_checksum());
-        assert_eq!(p.payload(), &[0xde, 0xad, 0xbe, 0xef]);
+        assert_eq!(p.payload(), &UDP4[20..]);
+
+        let p = Ipv4Packet::new_checked(&TCP4_SYN[..]).unwrap();
+        let got = (p.protocol(), p.ecn(), p.dscp(), p.ident());
+        assert_eq!(got, (6, Ecn::NotEct, 0, 0x5d2e));
+        assert!(p.verify_checksum());
     }
 
     #[test]
     fn construct() {
-        let mut buf = [0u8; 24];
-        repr().emit(&mut buf).unwrap();
-        buf[20..].copy_from_slice(&[0xde, 0xad, 0xbe, 0xef]);
-        assert_eq!(buf, BYTES);
+        // Keep version, header length and total length; setters do the rest.
+        let mut buf = [0u8; 33];
+        buf[0] = UDP4[0];
+        buf[2..4].copy_from_slice(&UDP4[2..4]);
+        let mut p = Ipv4Packet::new_checked(&mut buf[..]).unwrap();
+        p.set_dscp(10);
+        p.set_ecn(Ecn::Ect1);
+        p.set_ident(0xa2d3);
+        p.set_dont_frag(true);
+        p.set_ttl(64);
+        p.set_protocol(17);
+        p.set_src(Ipv4Addr::new(192, 0, 2, 1));
+        p.set_dst(Ipv4Addr::new(192, 0, 2, 2));
+        p.fill_checksum();
+        p.payload_mut().copy_from_slice(&UDP4[20..]);
+        assert_eq!(buf, UDP4);
     }
 
     #[test]
     fn parse() {
-        let p = Ipv4Packet::new_checked(&BYTES[..]).unwrap();
+        let p = Ipv4Packet::new_checked(&UDP4[..]).unwrap();
         assert_eq!(Ipv4Repr::parse(&p).unwrap(), repr());
     }
 
     #[test]
-    fn set_ecn_keeps_checksum_valid() {
-        let mut buf = BYTES;
+    fn emit() {
+        let mut buf = [0xa5u8; 20];
+        repr().emit(&mut buf).unwrap();
+        assert_eq!(buf, UDP4[..20]);
+        let bad_dscp = Ipv4Repr { dscp: 64, ..repr() };
+        assert!(bad_dscp.emit(&mut buf).is_err());
+        let too_big = Ipv4Repr {
+            payload_len: 65516,
+            ..repr()
+        };
+        assert!(too_big.emit(&mut buf).is_err());
+        assert!(repr().emit(&mut buf[..19]).is_err());
+    }
+
+    #[test]
+    fn router_edits_keep_checksum_valid() {
+        let mut buf = UDP4;
         let mut p = Ipv4Packet::new_checked(&mut buf[..]).unwrap();
         p.set_ecn(Ecn::Ce);
         assert_eq!(p.ecn(), Ecn::Ce);
@@ -261,21 +349,34 @@ mod tests {
         assert!(p.decrement_ttl());
         assert_eq!(p.ttl(), 63);
         assert!(p.verify_checksum());
+        p.set_ttl(1);
+        assert!(!p.verify_checksum());
+        p.fill_checksum();
+        assert!(p.verify_checksum());
+        assert!(!p.decrement_ttl());
     }
 
     #[test]
     fn rejects_malformed() {
         assert!(matches!(
-            Ipv4Packet::new_checked(&BYTES[..19]),
+            Ipv4Packet::new_checked(&UDP4[..19]),
             Err(WireError::Truncated { .. })
         ));
-        let mut b = BYTES;
+        assert!(matches!(
+            Ipv4Packet::new_checked(&UDP4[..32]),
+            Err(WireError::Truncated { .. })
+        ));
+        let mut b = UDP4;
         b[0] = 0x44;
         assert!(Ipv4Packet::new_checked(&b[..]).is_err());
-        let mut b = BYTES;
-        b[3] = 0x40;
+        let mut b = UDP4;
+        b[3] = 0x10;
         assert!(Ipv4Packet::new_checked(&b[..]).is_err());
-        let mut b = BYTES;
+        let mut b = UDP4;
+        b[0] = 0x65;
+        let got = Ipv4Packet::new_checked(&b[..]).err();
+        assert_eq!(got, Some(WireError::BadVersion(6)));
+        let mut b = UDP4;
         b[12] ^= 1;
         let p = Ipv4Packet::new_checked(&b[..]).unwrap();
         assert_eq!(Ipv4Repr::parse(&p), Err(WireError::BadChecksum));

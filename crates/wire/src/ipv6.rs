@@ -27,14 +27,20 @@ impl<T: AsRef<[u8]>> Ipv6Packet<T> {
     pub fn new_checked(buffer: T) -> Result<Self> {
         let b = buffer.as_ref();
         if b.len() < HEADER_LEN {
-            return Err(WireError::Truncated { need: HEADER_LEN, have: b.len() });
+            return Err(WireError::Truncated {
+                need: HEADER_LEN,
+                have: b.len(),
+            });
         }
         if b[0] >> 4 != 6 {
             return Err(WireError::BadVersion(b[0] >> 4));
         }
         let total = HEADER_LEN + usize::from(u16::from_be_bytes([b[4], b[5]]));
         if b.len() < total {
-            return Err(WireError::Truncated { need: total, have: b.len() });
+            return Err(WireError::Truncated {
+                need: total,
+                have: b.len(),
+            });
         }
         Ok(Ipv6Packet { buffer })
     }
@@ -136,6 +142,37 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv6Packet<T> {
         let t = self.total_len();
         &mut self.buffer.as_mut()[HEADER_LEN..t]
     }
+
+    // The setters below never touch the payload length `new_checked`
+    // validated.
+
+    /// Sets the six DSCP bits (higher bits of `dscp` are dropped); ECN stays.
+    pub fn set_dscp(&mut self, dscp: u8) {
+        let b = self.buffer.as_mut();
+        let tc = ((dscp & 0x3f) << 2) | ((b[1] >> 4) & 0b11);
+        b[0] = (b[0] & 0xf0) | (tc >> 4);
+        b[1] = (b[1] & 0x0f) | (tc << 4);
+    }
+    /// Sets the 20-bit flow label (higher bits of `label` are dropped).
+    pub fn set_flow_label(&mut self, label: u32) {
+        let b = self.buffer.as_mut();
+        let [_, hi, mid, lo] = label.to_be_bytes();
+        b[1] = (b[1] & 0xf0) | (hi & 0x0f);
+        b[2] = mid;
+        b[3] = lo;
+    }
+    pub fn set_next_header(&mut self, next_header: u8) {
+        self.buffer.as_mut()[field::NEXT_HEADER] = next_header;
+    }
+    pub fn set_hop_limit(&mut self, hop_limit: u8) {
+        self.buffer.as_mut()[field::HOP_LIMIT] = hop_limit;
+    }
+    pub fn set_src(&mut self, src: Ipv6Addr) {
+        self.buffer.as_mut()[field::SRC].copy_from_slice(&src.octets());
+    }
+    pub fn set_dst(&mut self, dst: Ipv6Addr) {
+        self.buffer.as_mut()[field::DST].copy_from_slice(&dst.octets());
+    }
 }
 
 /// A parsed IPv6 fixed header.
@@ -169,15 +206,26 @@ impl Ipv6Repr {
         HEADER_LEN
     }
 
-    /// Writes the fixed header into `buf[..40]`.
+    /// Writes the fixed header into `buf[..40]`. Fails when the buffer or
+    /// payload length does not fit, when `dscp` has more than six bits or
+    /// `flow_label` more than twenty.
     pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
         if buf.len() < HEADER_LEN {
-            return Err(WireError::Truncated { need: HEADER_LEN, have: buf.len() });
+            return Err(WireError::Truncated {
+                need: HEADER_LEN,
+                have: buf.len(),
+            });
+        }
+        if self.dscp > 0x3f {
+            return Err(WireError::Malformed("dscp over 63"));
+        }
+        if self.flow_label > 0x000f_ffff {
+            return Err(WireError::Malformed("ipv6 flow label over 20 bits"));
         }
         let len = u16::try_from(self.payload_len)
             .map_err(|_| WireError::Malformed("ipv6 payload over 65535 bytes (no jumbograms)"))?;
         let tc = u32::from((self.dscp << 2) | self.ecn.bits());
-        let word = (6u32 << 28) | (tc << 20) | (self.flow_label & 0x000f_ffff);
+        let word = (6u32 << 28) | (tc << 20) | self.flow_label;
         buf[field::VTC_FLOW].copy_from_slice(&word.to_be_bytes());
         buf[field::PAYLOAD_LEN].copy_from_slice(&len.to_be_bytes());
         buf[field::NEXT_HEADER] = self.next_header;
@@ -191,15 +239,9 @@ impl Ipv6Repr {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fixtures::{TCP6_SYNACK, UDP6};
 
-    // 2001:db8::1 -> 2001:db8::2, UDP, DSCP 10 + ECT(0), flow label 0x12345, 2-byte payload.
-    const BYTES: [u8; 42] = [
-        0x62, 0xa1, 0x23, 0x45, 0x00, 0x02, 17, 64, //
-        0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, //
-        0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, //
-        0xaa, 0xbb,
-    ];
-
+    /// The header of `fixtures::UDP6`: DSCP 10 + ECT(0), a Linux UDP send.
     fn repr() -> Ipv6Repr {
         Ipv6Repr {
             src: "2001:db8::1".parse().unwrap(),
@@ -207,54 +249,127 @@ mod tests {
             next_header: 17,
             dscp: 10,
             ecn: Ecn::Ect0,
-            flow_label: 0x12345,
+            flow_label: 0xffce0,
             hop_limit: 64,
-            payload_len: 2,
+            payload_len: 13,
         }
     }
 
     #[test]
     fn deconstruct() {
-        let p = Ipv6Packet::new_checked(&BYTES[..]).unwrap();
+        let p = Ipv6Packet::new_checked(&UDP6[..]).unwrap();
         assert_eq!(p.dscp(), 10);
         assert_eq!(p.ecn(), Ecn::Ect0);
-        assert_eq!(p.flow_label(), 0x12345);
+        assert_eq!(p.flow_label(), 0xffce0);
+        assert_eq!(p.payload_len(), 13);
+        assert_eq!(p.total_len(), 53);
         assert_eq!(p.next_header(), 17);
         assert_eq!(p.hop_limit(), 64);
-        assert_eq!(p.payload(), &[0xaa, 0xbb]);
+        assert_eq!(p.src(), "2001:db8::1".parse::<Ipv6Addr>().unwrap());
+        assert_eq!(p.dst(), "2001:db8::2".parse::<Ipv6Addr>().unwrap());
+        assert_eq!(p.payload(), &UDP6[40..]);
         assert_eq!(p.upper_layer(), Some((17, 40)));
+
+        let p = Ipv6Packet::new_checked(&TCP6_SYNACK[..]).unwrap();
+        let got = (p.next_header(), p.ecn(), p.flow_label(), p.upper_layer());
+        assert_eq!(got, (6, Ecn::NotEct, 0x51d7e, Some((6, 40))));
     }
 
     #[test]
     fn construct() {
-        let mut buf = [0u8; 42];
-        repr().emit(&mut buf).unwrap();
-        buf[40..].copy_from_slice(&[0xaa, 0xbb]);
-        assert_eq!(buf, BYTES);
+        // Keep the version and payload length; setters do the rest.
+        let mut buf = [0u8; 53];
+        buf[0] = 0x60;
+        buf[4..6].copy_from_slice(&UDP6[4..6]);
+        let mut p = Ipv6Packet::new_checked(&mut buf[..]).unwrap();
+        p.set_dscp(10);
+        p.set_ecn(Ecn::Ect0);
+        p.set_flow_label(0xffce0);
+        p.set_next_header(17);
+        p.set_hop_limit(64);
+        p.set_src("2001:db8::1".parse().unwrap());
+        p.set_dst("2001:db8::2".parse().unwrap());
+        p.payload_mut().copy_from_slice(&UDP6[40..]);
+        assert_eq!(buf, UDP6);
     }
 
     #[test]
     fn parse() {
-        let p = Ipv6Packet::new_checked(&BYTES[..]).unwrap();
+        let p = Ipv6Packet::new_checked(&UDP6[..]).unwrap();
         assert_eq!(Ipv6Repr::parse(&p).unwrap(), repr());
     }
 
     #[test]
-    fn set_ecn_keeps_dscp_and_flow_label() {
-        let mut buf = BYTES;
+    fn emit() {
+        let mut buf = [0xa5u8; 40];
+        repr().emit(&mut buf).unwrap();
+        assert_eq!(buf, UDP6[..40]);
+        for bad in [
+            Ipv6Repr { dscp: 64, ..repr() },
+            Ipv6Repr {
+                flow_label: 0x10_0000,
+                ..repr()
+            },
+            Ipv6Repr {
+                payload_len: 65536,
+                ..repr()
+            },
+        ] {
+            assert!(bad.emit(&mut buf).is_err(), "{bad:?}");
+        }
+        assert!(repr().emit(&mut buf[..39]).is_err());
+    }
+
+    #[test]
+    fn field_setters_leave_their_neighbours_alone() {
+        let mut buf = UDP6;
         let mut p = Ipv6Packet::new_checked(&mut buf[..]).unwrap();
         p.set_ecn(Ecn::Ce);
-        assert_eq!(p.ecn(), Ecn::Ce);
-        assert_eq!(p.dscp(), 10);
-        assert_eq!(p.flow_label(), 0x12345);
+        assert_eq!((p.ecn(), p.dscp(), p.flow_label()), (Ecn::Ce, 10, 0xffce0));
+        p.set_dscp(0x2e);
+        assert_eq!(
+            (p.ecn(), p.dscp(), p.flow_label()),
+            (Ecn::Ce, 0x2e, 0xffce0)
+        );
+        p.set_flow_label(0xfff0_0001);
+        assert_eq!((p.ecn(), p.dscp(), p.flow_label()), (Ecn::Ce, 0x2e, 1));
+        assert!(p.decrement_hop_limit());
+        assert_eq!(p.hop_limit(), 63);
+        p.set_hop_limit(1);
+        assert!(!p.decrement_hop_limit());
+        assert_eq!(buf[0] >> 4, 6);
+    }
+
+    #[test]
+    fn upper_layer_skips_extension_headers() {
+        // UDP6 with an 8-byte hop-by-hop header (one PadN option) inserted
+        // in front of the UDP header.
+        let mut b = UDP6[..40].to_vec();
+        b[6] = 0;
+        b[5] += 8;
+        b.extend_from_slice(&[17, 0, 1, 4, 0, 0, 0, 0]);
+        b.extend_from_slice(&UDP6[40..]);
+        let p = Ipv6Packet::new_checked(&b[..]).unwrap();
+        assert_eq!(p.upper_layer(), Some((17, 48)));
+        // A non-first fragment has no transport header.
+        b[6] = 44;
+        b[42..44].copy_from_slice(&0x0008u16.to_be_bytes());
+        let p = Ipv6Packet::new_checked(&b[..]).unwrap();
+        assert_eq!(p.upper_layer(), None);
+        // A length running past the datagram is not followed.
+        b[6] = 60;
+        b[41] = 200;
+        let p = Ipv6Packet::new_checked(&b[..]).unwrap();
+        assert_eq!(p.upper_layer(), None);
     }
 
     #[test]
     fn rejects_malformed() {
-        assert!(Ipv6Packet::new_checked(&BYTES[..39]).is_err());
-        assert!(Ipv6Packet::new_checked(&BYTES[..41]).is_err());
-        let mut b = BYTES;
+        assert!(Ipv6Packet::new_checked(&UDP6[..39]).is_err());
+        assert!(Ipv6Packet::new_checked(&UDP6[..52]).is_err());
+        let mut b = UDP6;
         b[0] = 0x40;
-        assert_eq!(Ipv6Packet::new_checked(&b[..]).err(), Some(WireError::BadVersion(4)));
+        let got = Ipv6Packet::new_checked(&b[..]).err();
+        assert_eq!(got, Some(WireError::BadVersion(4)));
     }
 }

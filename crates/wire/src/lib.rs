@@ -16,10 +16,14 @@ pub mod ecn;
 pub mod ip;
 pub mod ipv4;
 pub mod ipv6;
+pub mod tcp;
 pub mod udp;
 
+#[cfg(test)]
+mod fixtures;
+
 pub use ecn::Ecn;
-pub use ip::{FlowKey, IpSummary, udp_datagram};
+pub use ip::{FlowKey, IpSummary, tcp_datagram, udp_datagram};
 
 /// Why bytes could not be read as the format asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]

@@ -18,14 +18,20 @@ impl<T: AsRef<[u8]>> UdpPacket<T> {
     pub fn new_checked(buffer: T) -> Result<Self> {
         let b = buffer.as_ref();
         if b.len() < HEADER_LEN {
-            return Err(WireError::Truncated { need: HEADER_LEN, have: b.len() });
+            return Err(WireError::Truncated {
+                need: HEADER_LEN,
+                have: b.len(),
+            });
         }
         let len = usize::from(u16::from_be_bytes([b[4], b[5]]));
         if len < HEADER_LEN {
             return Err(WireError::Malformed("udp length under 8"));
         }
         if b.len() < len {
-            return Err(WireError::Truncated { need: len, have: b.len() });
+            return Err(WireError::Truncated {
+                need: len,
+                have: b.len(),
+            });
         }
         Ok(UdpPacket { buffer })
     }
@@ -61,23 +67,32 @@ impl<T: AsRef<[u8]>> UdpPacket<T> {
     }
 }
 
-fn pseudo(src: IpAddr, dst: IpAddr, len: usize) -> u32 {
-    match (src, dst) {
-        (IpAddr::V4(s), IpAddr::V4(d)) => {
-            checksum::pseudo_header(&s.octets(), &d.octets(), PROTOCOL, len as u32)
-        }
-        (s, d) => {
-            let s6 = match s {
-                IpAddr::V4(a) => a.to_ipv6_mapped(),
-                IpAddr::V6(a) => a,
-            };
-            let d6 = match d {
-                IpAddr::V4(a) => a.to_ipv6_mapped(),
-                IpAddr::V6(a) => a,
-            };
-            checksum::pseudo_header(&s6.octets(), &d6.octets(), PROTOCOL, len as u32)
-        }
+impl<T: AsRef<[u8]> + AsMut<[u8]>> UdpPacket<T> {
+    pub fn set_src_port(&mut self, port: u16) {
+        self.buffer.as_mut()[0..2].copy_from_slice(&port.to_be_bytes());
     }
+    pub fn set_dst_port(&mut self, port: u16) {
+        self.buffer.as_mut()[2..4].copy_from_slice(&port.to_be_bytes());
+    }
+    pub fn set_checksum(&mut self, check: u16) {
+        self.buffer.as_mut()[6..8].copy_from_slice(&check.to_be_bytes());
+    }
+    /// The payload up to the length field, which setters never change.
+    pub fn payload_mut(&mut self) -> &mut [u8] {
+        let len = self.len();
+        &mut self.buffer.as_mut()[HEADER_LEN..len]
+    }
+    /// Recomputes the checksum; a computed zero is sent as 0xffff (RFC 768).
+    pub fn fill_checksum(&mut self, src: IpAddr, dst: IpAddr) {
+        self.set_checksum(0);
+        let len = self.len();
+        let c = checksum::finish(checksum::add(pseudo(src, dst, len), &self.b()[..len]));
+        self.set_checksum(if c == 0 { 0xffff } else { c });
+    }
+}
+
+fn pseudo(src: IpAddr, dst: IpAddr, len: usize) -> u32 {
+    checksum::pseudo_header_ip(src, dst, PROTOCOL, len)
 }
 
 /// A parsed UDP header.
@@ -93,14 +108,20 @@ impl UdpRepr {
         if !p.verify_checksum(src, dst) {
             return Err(WireError::BadChecksum);
         }
-        Ok(UdpRepr { src_port: p.src_port(), dst_port: p.dst_port() })
+        Ok(UdpRepr {
+            src_port: p.src_port(),
+            dst_port: p.dst_port(),
+        })
     }
 
     /// Writes header and payload into `buf`, with the checksum filled in.
     pub fn emit(&self, buf: &mut [u8], src: IpAddr, dst: IpAddr, payload: &[u8]) -> Result<()> {
         let len = HEADER_LEN + payload.len();
         if buf.len() < len {
-            return Err(WireError::Truncated { need: len, have: buf.len() });
+            return Err(WireError::Truncated {
+                need: len,
+                have: buf.len(),
+            });
         }
         let len16 = u16::try_from(len).map_err(|_| WireError::Malformed("udp over 65535"))?;
         buf[0..2].copy_from_slice(&self.src_port.to_be_bytes());
@@ -120,33 +141,103 @@ impl UdpRepr {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fixtures::{UDP4, UDP6};
+    use std::net::{Ipv4Addr, Ipv6Addr};
 
-    const SRC: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(192, 0, 2, 1));
-    const DST: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(192, 0, 2, 2));
+    const SRC4: IpAddr = IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1));
+    const DST4: IpAddr = IpAddr::V4(Ipv4Addr::new(192, 0, 2, 2));
+    const SRC6: IpAddr = IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1));
+    const DST6: IpAddr = IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 2));
+
+    /// Each fixture as (UDP bytes, source, destination, repr, checksum).
+    fn cases() -> [(&'static [u8], IpAddr, IpAddr, UdpRepr, u16); 2] {
+        [
+            (
+                &UDP4[20..],
+                SRC4,
+                DST4,
+                UdpRepr {
+                    src_port: 57040,
+                    dst_port: 40003,
+                },
+                0xc9d5,
+            ),
+            (
+                &UDP6[40..],
+                SRC6,
+                DST6,
+                UdpRepr {
+                    src_port: 57387,
+                    dst_port: 40004,
+                },
+                0xf108,
+            ),
+        ]
+    }
 
     #[test]
-    fn construct_then_deconstruct() {
-        let mut buf = [0u8; 12];
-        UdpRepr { src_port: 4433, dst_port: 53 }
-            .emit(&mut buf, SRC, DST, b"ping")
-            .unwrap();
-        assert_eq!(&buf[..6], &[0x11, 0x51, 0x00, 0x35, 0x00, 0x0c]);
-        let p = UdpPacket::new_checked(&buf[..]).unwrap();
-        assert_eq!((p.src_port(), p.dst_port(), p.len()), (4433, 53, 12));
-        assert_eq!(p.payload(), b"ping");
-        assert_eq!(
-            UdpRepr::parse(&p, SRC, DST).unwrap(),
-            UdpRepr { src_port: 4433, dst_port: 53 }
-        );
+    fn deconstruct() {
+        for (bytes, src, dst, repr, check) in cases() {
+            let p = UdpPacket::new_checked(bytes).unwrap();
+            assert_eq!((p.src_port(), p.dst_port()), (repr.src_port, repr.dst_port));
+            assert_eq!((p.len(), p.checksum()), (13, check));
+            assert!(!p.is_empty());
+            assert_eq!(p.payload(), b"brisk");
+            assert!(p.verify_checksum(src, dst));
+        }
+    }
+
+    #[test]
+    fn construct() {
+        for (bytes, src, dst, repr, _) in cases() {
+            // Keep the length field; setters do the rest.
+            let mut buf = vec![0u8; bytes.len()];
+            buf[4..6].copy_from_slice(&bytes[4..6]);
+            let mut p = UdpPacket::new_checked(&mut buf[..]).unwrap();
+            p.set_src_port(repr.src_port);
+            p.set_dst_port(repr.dst_port);
+            p.payload_mut().copy_from_slice(b"brisk");
+            p.fill_checksum(src, dst);
+            assert_eq!(buf, bytes);
+        }
+    }
+
+    #[test]
+    fn parse() {
+        for (bytes, src, dst, repr, _) in cases() {
+            let p = UdpPacket::new_checked(bytes).unwrap();
+            assert_eq!(UdpRepr::parse(&p, src, dst).unwrap(), repr);
+        }
+    }
+
+    #[test]
+    fn emit() {
+        for (bytes, src, dst, repr, _) in cases() {
+            let mut buf = vec![0xa5u8; bytes.len()];
+            repr.emit(&mut buf, src, dst, b"brisk").unwrap();
+            assert_eq!(buf, bytes);
+            assert!(repr.emit(&mut buf[..12], src, dst, b"brisk").is_err());
+        }
+    }
+
+    #[test]
+    fn zero_checksum_means_none_over_ipv4_only() {
+        for (bytes, src, dst, _, _) in cases() {
+            let mut b = bytes.to_vec();
+            b[6..8].copy_from_slice(&[0, 0]);
+            let p = UdpPacket::new_checked(&b[..]).unwrap();
+            assert_eq!(p.verify_checksum(src, dst), src.is_ipv4());
+        }
     }
 
     #[test]
     fn corrupted_payload_fails_checksum() {
-        let mut buf = [0u8; 12];
-        UdpRepr { src_port: 1, dst_port: 2 }.emit(&mut buf, SRC, DST, b"data").unwrap();
-        buf[9] ^= 0x40;
-        let p = UdpPacket::new_checked(&buf[..]).unwrap();
-        assert_eq!(UdpRepr::parse(&p, SRC, DST), Err(WireError::BadChecksum));
+        for (bytes, src, dst, _, _) in cases() {
+            let mut b = bytes.to_vec();
+            b[9] ^= 0x40;
+            let p = UdpPacket::new_checked(&b[..]).unwrap();
+            assert_eq!(UdpRepr::parse(&p, src, dst), Err(WireError::BadChecksum));
+        }
     }
 
     #[test]
