@@ -14,7 +14,7 @@ use brisk_time::Instant;
 use std::collections::VecDeque;
 use std::time::Duration;
 
-/// How fast the transmitter drains the queue.
+/// How fast the transmitter drains the queue. In a scenario: `rate = "10Mbit"`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum RateModel {
     /// A fixed rate in bits per second.
@@ -32,12 +32,31 @@ impl RateModel {
     }
 }
 
-/// Settings of one link direction.
-#[derive(Debug, Clone, PartialEq)]
+impl<'de> serde::Deserialize<'de> for RateModel {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        crate::units::rate_bps::deserialize(d).map(|bps| RateModel::Constant { bps })
+    }
+}
+
+/// Settings of one link direction, as a scenario's `[link.down]` or
+/// `[link.up]` table. Omitted fields keep their defaults: 10 Mbit/s, no delay.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct LinkConfig {
+    /// `rate = "10Mbit"`: how fast the queue drains.
     pub rate: RateModel,
-    /// One-way propagation delay.
+    /// `delay = "20ms"`: one-way propagation delay.
+    #[serde(with = "crate::units::duration")]
     pub delay: Duration,
+}
+
+impl Default for LinkConfig {
+    fn default() -> Self {
+        LinkConfig {
+            rate: RateModel::Constant { bps: 10_000_000 },
+            delay: Duration::ZERO,
+        }
+    }
 }
 
 /// Something the link did that a trace should show.
@@ -242,6 +261,19 @@ mod tests {
         let want: Vec<(Instant, u64)> = (0..3).map(|i| (Instant::from_millis(11 + i), i)).collect();
         assert_eq!(got, want);
         assert_eq!(l.stats().busy, Duration::from_millis(3));
+    }
+
+    #[test]
+    fn config_defaults_and_toml() {
+        let c: LinkConfig = toml::from_str("rate = \"2Mbit\"\ndelay = \"10ms\"").unwrap();
+        assert_eq!(c.rate, RateModel::Constant { bps: 2_000_000 });
+        assert_eq!(c.delay, Duration::from_millis(10));
+        let d: LinkConfig = toml::from_str("").unwrap();
+        assert_eq!(d, LinkConfig::default());
+        let err = toml::from_str::<LinkConfig>("\nrate = \"quick\"")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("line 2") && err.contains("quick"), "{err}");
     }
 
     #[test]
