@@ -1,0 +1,106 @@
+//! The ACK frame: acknowledged packet-number ranges, the receiver's ack
+//! delay and its exact per-codepoint ECN counters.
+//!
+//! ```text
+//! type (0x02, or 0x03 with ECN counts) | largest | ack delay (units of 2^3 us)
+//! | range count | first range | (gap, range length) * range count
+//! | [ect0 | ect1 | ce]        all varints
+//! ```
+//!
+//! Ranges are stored descending and disjoint; the first holds `largest`.
+
+use super::FrameError;
+use crate::varint::{self, Reader};
+use std::ops::RangeInclusive;
+use std::time::Duration;
+
+/// ACK delay travels in units of 2^ACK_DELAY_EXPONENT microseconds.
+pub const ACK_DELAY_EXPONENT: u32 = 3;
+/// A bound on the ranges one frame may carry, so a hostile ACK cannot make
+/// the receiver allocate without limit.
+pub const MAX_ACK_RANGES: usize = 256;
+
+/// Cumulative counts of received packets per ECN codepoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct AckEcnCounts {
+    pub ect0: u64,
+    pub ect1: u64,
+    pub ce: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AckFrame {
+    /// Descending, disjoint, non-adjacent ranges; never empty.
+    pub ranges: Vec<RangeInclusive<u64>>,
+    /// Time the receiver held the largest packet before acknowledging it.
+    pub ack_delay: Duration,
+    pub ecn: Option<AckEcnCounts>,
+}
+
+impl AckFrame {
+    pub fn largest(&self) -> u64 {
+        self.ranges.first().map_or(0, |r| *r.end())
+    }
+
+    /// True when `pn` lies in one of the ranges.
+    pub fn contains(&self, pn: u64) -> bool {
+        self.ranges.iter().any(|r| r.contains(&pn))
+    }
+
+    pub(super) fn parse(r: &mut Reader<'_>, with_ecn: bool) -> Result<Self, FrameError> {
+        let largest = r.varint()?;
+        let delay_units = r.varint()?;
+        let ack_delay = Duration::from_micros(delay_units.saturating_mul(1 << ACK_DELAY_EXPONENT));
+        let count = r.varint()?;
+        if count >= MAX_ACK_RANGES as u64 {
+            return Err(FrameError::Invalid("too many ack ranges"));
+        }
+        let first = r.varint()?;
+        let mut low = largest
+            .checked_sub(first)
+            .ok_or(FrameError::Invalid("ack range below zero"))?;
+        let mut ranges = Vec::with_capacity(count as usize + 1);
+        ranges.push(low..=largest);
+        for _ in 0..count {
+            let gap = r.varint()?;
+            let len = r.varint()?;
+            // The next range ends `gap + 2` below the previous range's start.
+            let high = low
+                .checked_sub(gap)
+                .and_then(|x| x.checked_sub(2))
+                .ok_or(FrameError::Invalid("ack gap below zero"))?;
+            low = high
+                .checked_sub(len)
+                .ok_or(FrameError::Invalid("ack range below zero"))?;
+            ranges.push(low..=high);
+        }
+        let ecn = if with_ecn {
+            Some(AckEcnCounts { ect0: r.varint()?, ect1: r.varint()?, ce: r.varint()? })
+        } else {
+            None
+        };
+        Ok(AckFrame { ranges, ack_delay, ecn })
+    }
+
+    pub(super) fn emit(&self, out: &mut Vec<u8>) {
+        let Some(first) = self.ranges.first() else {
+            return;
+        };
+        out.push(if self.ecn.is_some() { super::ty::ACK_ECN } else { super::ty::ACK });
+        varint::write(out, *first.end());
+        varint::write(out, (self.ack_delay.as_micros() >> ACK_DELAY_EXPONENT) as u64);
+        varint::write(out, (self.ranges.len() - 1) as u64);
+        varint::write(out, first.end().saturating_sub(*first.start()));
+        let mut prev_low = *first.start();
+        for r in &self.ranges[1..] {
+            varint::write(out, prev_low.saturating_sub(r.end() + 2));
+            varint::write(out, r.end().saturating_sub(*r.start()));
+            prev_low = *r.start();
+        }
+        if let Some(e) = self.ecn {
+            varint::write(out, e.ect0);
+            varint::write(out, e.ect1);
+            varint::write(out, e.ce);
+        }
+    }
+}

@@ -1,0 +1,431 @@
+//! Frames: the units a packet's decrypted payload is made of
+//! (docs/PROTOCOL.md §4).
+//!
+//! Every frame starts with a varint type. [`Frame`] is the parsed form,
+//! borrowing stream data and close reasons from the packet; `parse` never
+//! panics and rejects unknown or reserved types, because a peer may send an
+//! extension's frames only after both sides advertised the extension in
+//! their transport parameters.
+
+mod ack;
+
+pub use ack::{ACK_DELAY_EXPONENT, AckEcnCounts, AckFrame, MAX_ACK_RANGES};
+
+use crate::varint::{self, DecodeError, Reader};
+
+/// Frame type numbers. Gaps are reserved for extensions (see
+/// [`ty::is_reserved`]).
+pub mod ty {
+    pub const PADDING: u8 = 0x00;
+    pub const PING: u8 = 0x01;
+    pub const ACK: u8 = 0x02;
+    pub const ACK_ECN: u8 = 0x03;
+    pub const RESET_STREAM: u8 = 0x04;
+    pub const STOP_SENDING: u8 = 0x05;
+    /// 0x08..=0x0f: STREAM with the OFF (0x04), LEN (0x02) and FIN (0x01) bits.
+    pub const STREAM: u8 = 0x08;
+    pub const MAX_DATA: u8 = 0x10;
+    pub const MAX_STREAM_DATA: u8 = 0x11;
+    pub const MAX_STREAMS_BIDI: u8 = 0x12;
+    pub const MAX_STREAMS_UNI: u8 = 0x13;
+    pub const DATA_BLOCKED: u8 = 0x14;
+    pub const STREAM_DATA_BLOCKED: u8 = 0x15;
+    pub const CONNECTION_CLOSE: u8 = 0x1c;
+    pub const APPLICATION_CLOSE: u8 = 0x1d;
+    pub const HANDSHAKE_DONE: u8 = 0x1e;
+
+    /// Types set aside for planned extensions: 0x06-0x07 (tokens), 0x16-0x17
+    /// (STREAMS_BLOCKED), 0x18-0x1b (NEW/RETIRE_CONNECTION_ID and
+    /// PATH_CHALLENGE/RESPONSE for migration), 0x1f (ACK_FREQUENCY), 0x20-0x2f
+    /// (FEC repair and source-block frames), 0x30-0x31 (DATAGRAM), 0x32
+    /// (PRIORITY_UPDATE) and everything from 0x40 up (experiments).
+    pub fn is_reserved(t: u64) -> bool {
+        matches!(t, 0x06..=0x07 | 0x16..=0x1b | 0x1f..=0x32) || t >= 0x40
+    }
+}
+
+/// Why a payload could not be read as frames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum FrameError {
+    #[error(transparent)]
+    Decode(#[from] DecodeError),
+    #[error("unknown frame type {0:#x}")]
+    UnknownType(u64),
+    #[error("invalid frame: {0}")]
+    Invalid(&'static str),
+}
+
+/// A chunk of one stream's bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamFrame<'a> {
+    pub id: u64,
+    pub offset: u64,
+    pub fin: bool,
+    pub data: &'a [u8],
+}
+
+impl StreamFrame<'_> {
+    /// Header bytes of a STREAM frame that carries an explicit length.
+    pub fn header_len(id: u64, offset: u64, len: usize) -> usize {
+        let off = if offset > 0 { varint::size(offset).unwrap_or(8) } else { 0 };
+        1 + varint::size(id).unwrap_or(8) + off + varint::size(len as u64).unwrap_or(8)
+    }
+}
+
+/// CONNECTION_CLOSE: `frame_type` is present for transport errors
+/// (type 0x1c) and absent for application closes (0x1d).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CloseFrame<'a> {
+    pub error_code: u64,
+    pub frame_type: Option<u64>,
+    pub reason: &'a [u8],
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Frame<'a> {
+    /// A run of zero bytes (the count).
+    Padding(usize),
+    Ping,
+    Ack(AckFrame),
+    ResetStream { id: u64, error_code: u64, final_size: u64 },
+    StopSending { id: u64, error_code: u64 },
+    Stream(StreamFrame<'a>),
+    MaxData(u64),
+    MaxStreamData { id: u64, max: u64 },
+    MaxStreams { bidi: bool, count: u64 },
+    DataBlocked(u64),
+    StreamDataBlocked { id: u64, limit: u64 },
+    Close(CloseFrame<'a>),
+    HandshakeDone,
+}
+
+impl<'a> Frame<'a> {
+    /// Reads one frame. A STREAM frame without the LEN bit runs to the end
+    /// of `r`.
+    pub fn parse(r: &mut Reader<'a>) -> Result<Self, FrameError> {
+        let t = r.varint()?;
+        let frame = match t {
+            0x00 => {
+                let n = 1 + r.rest().iter().take_while(|&&b| b == 0).count();
+                r.bytes(n - 1)?;
+                Frame::Padding(n)
+            }
+            0x01 => Frame::Ping,
+            0x02 | 0x03 => Frame::Ack(AckFrame::parse(r, t == 0x03)?),
+            0x04 => Frame::ResetStream {
+                id: r.varint()?,
+                error_code: r.varint()?,
+                final_size: r.varint()?,
+            },
+            0x05 => Frame::StopSending { id: r.varint()?, error_code: r.varint()? },
+            0x08..=0x0f => {
+                let id = r.varint()?;
+                let offset = if t & 0x04 != 0 { r.varint()? } else { 0 };
+                let len = if t & 0x02 != 0 { r.varint_len()? } else { r.remaining() };
+                let data = r.bytes(len)?;
+                if offset.saturating_add(len as u64) > varint::MAX {
+                    return Err(FrameError::Invalid("stream offset beyond 2^62"));
+                }
+                Frame::Stream(StreamFrame { id, offset, fin: t & 0x01 != 0, data })
+            }
+            0x10 => Frame::MaxData(r.varint()?),
+            0x11 => Frame::MaxStreamData { id: r.varint()?, max: r.varint()? },
+            0x12 | 0x13 => Frame::MaxStreams { bidi: t == 0x12, count: r.varint()? },
+            0x14 => Frame::DataBlocked(r.varint()?),
+            0x15 => Frame::StreamDataBlocked { id: r.varint()?, limit: r.varint()? },
+            0x1c | 0x1d => {
+                let error_code = r.varint()?;
+                let frame_type = if t == 0x1c { Some(r.varint()?) } else { None };
+                let len = r.varint_len()?;
+                Frame::Close(CloseFrame { error_code, frame_type, reason: r.bytes(len)? })
+            }
+            0x1e => Frame::HandshakeDone,
+            other => return Err(FrameError::UnknownType(other)),
+        };
+        Ok(frame)
+    }
+
+    /// Appends the frame. STREAM frames always carry an explicit length so
+    /// that any frame may follow them.
+    pub fn emit(&self, out: &mut Vec<u8>) {
+        match self {
+            Frame::Padding(n) => out.resize(out.len() + n, 0),
+            Frame::Ping => out.push(ty::PING),
+            Frame::Ack(a) => a.emit(out),
+            Frame::ResetStream { id, error_code, final_size } => {
+                out.push(ty::RESET_STREAM);
+                for v in [id, error_code, final_size] {
+                    varint::write(out, *v);
+                }
+            }
+            Frame::StopSending { id, error_code } => {
+                out.push(ty::STOP_SENDING);
+                varint::write(out, *id);
+                varint::write(out, *error_code);
+            }
+            Frame::Stream(s) => {
+                let mut t = ty::STREAM | 0x02;
+                if s.offset > 0 {
+                    t |= 0x04;
+                }
+                if s.fin {
+                    t |= 0x01;
+                }
+                out.push(t);
+                varint::write(out, s.id);
+                if s.offset > 0 {
+                    varint::write(out, s.offset);
+                }
+                varint::write(out, s.data.len() as u64);
+                out.extend_from_slice(s.data);
+            }
+            Frame::MaxData(v) => {
+                out.push(ty::MAX_DATA);
+                varint::write(out, *v);
+            }
+            Frame::MaxStreamData { id, max } => {
+                out.push(ty::MAX_STREAM_DATA);
+                varint::write(out, *id);
+                varint::write(out, *max);
+            }
+            Frame::MaxStreams { bidi, count } => {
+                out.push(if *bidi { ty::MAX_STREAMS_BIDI } else { ty::MAX_STREAMS_UNI });
+                varint::write(out, *count);
+            }
+            Frame::DataBlocked(v) => {
+                out.push(ty::DATA_BLOCKED);
+                varint::write(out, *v);
+            }
+            Frame::StreamDataBlocked { id, limit } => {
+                out.push(ty::STREAM_DATA_BLOCKED);
+                varint::write(out, *id);
+                varint::write(out, *limit);
+            }
+            Frame::Close(c) => {
+                match c.frame_type {
+                    Some(ft) => {
+                        out.push(ty::CONNECTION_CLOSE);
+                        varint::write(out, c.error_code);
+                        varint::write(out, ft);
+                    }
+                    None => {
+                        out.push(ty::APPLICATION_CLOSE);
+                        varint::write(out, c.error_code);
+                    }
+                }
+                varint::write(out, c.reason.len() as u64);
+                out.extend_from_slice(c.reason);
+            }
+            Frame::HandshakeDone => out.push(ty::HANDSHAKE_DONE),
+        }
+    }
+
+    /// Bytes `emit` appends.
+    pub fn len(&self) -> usize {
+        let mut v = Vec::new();
+        self.emit(&mut v);
+        v.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// Frames other than PADDING, ACK and CONNECTION_CLOSE oblige the
+    /// receiver to acknowledge the packet (RFC 9000 §13.2.1).
+    pub fn is_ack_eliciting(&self) -> bool {
+        !matches!(self, Frame::Padding(_) | Frame::Ack(_) | Frame::Close(_))
+    }
+}
+
+/// Iterates over the frames of a decrypted payload, stopping at the first
+/// error.
+pub struct FrameIter<'a> {
+    r: Reader<'a>,
+    failed: bool,
+}
+
+impl<'a> FrameIter<'a> {
+    pub fn new(payload: &'a [u8]) -> Self {
+        FrameIter { r: Reader::new(payload), failed: false }
+    }
+}
+
+impl<'a> Iterator for FrameIter<'a> {
+    type Item = Result<Frame<'a>, FrameError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed || self.r.is_empty() {
+            return None;
+        }
+        let f = Frame::parse(&mut self.r);
+        self.failed = f.is_err();
+        Some(f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::time::Duration;
+
+    fn parse_all(b: &[u8]) -> Result<Vec<Frame<'_>>, FrameError> {
+        FrameIter::new(b).collect()
+    }
+
+    fn emit_all(frames: &[Frame<'_>]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for f in frames {
+            f.emit(&mut out);
+        }
+        out
+    }
+
+    /// ACK_ECN: largest 100, delay 5 units (40 us), 1 extra range,
+    /// first range 2 (98..=100), gap 3 len 4 (89..=93), counts 7/0/1.
+    const ACK: [u8; 10] = [0x03, 0x40, 0x64, 0x05, 0x01, 0x02, 0x03, 0x04, 0x07, 0x00];
+
+    fn ack_repr() -> AckFrame {
+        AckFrame {
+            ranges: vec![98..=100, 89..=93],
+            ack_delay: Duration::from_micros(40),
+            ecn: Some(AckEcnCounts { ect0: 7, ect1: 0, ce: 1 }),
+        }
+    }
+
+    #[test]
+    fn deconstruct_and_parse_ack() {
+        let mut bytes = ACK.to_vec();
+        bytes.push(0x01); // ce
+        let f = parse_all(&bytes).unwrap();
+        assert_eq!(f, vec![Frame::Ack(ack_repr())]);
+        let Frame::Ack(a) = &f[0] else { unreachable!() };
+        assert_eq!(a.largest(), 100);
+        assert!(a.contains(89) && a.contains(93) && !a.contains(94) && !a.contains(97));
+    }
+
+    #[test]
+    fn construct_and_emit_ack() {
+        let out = emit_all(&[Frame::Ack(ack_repr())]);
+        assert_eq!(&out[..10], &ACK);
+        assert_eq!(out[10], 0x01);
+        let plain = AckFrame { ecn: None, ..ack_repr() };
+        assert_eq!(emit_all(&[Frame::Ack(plain)])[0], 0x02);
+    }
+
+    /// STREAM with OFF|LEN|FIN: id 4, offset 1000 (2 bytes), 3 bytes of data.
+    const STREAM: [u8; 9] = [0x0f, 0x04, 0x43, 0xe8, 0x03, b'a', b'b', b'c', 0x01];
+
+    #[test]
+    fn stream_frame_then_ping() {
+        let f = parse_all(&STREAM).unwrap();
+        assert_eq!(
+            f,
+            vec![
+                Frame::Stream(StreamFrame { id: 4, offset: 1000, fin: true, data: b"abc" }),
+                Frame::Ping
+            ]
+        );
+        assert_eq!(emit_all(&f), STREAM);
+        assert_eq!(StreamFrame::header_len(4, 1000, 3), 5);
+        // Without LEN the data runs to the end of the packet.
+        assert_eq!(
+            parse_all(&[0x08, 0x01, b'x', b'y']).unwrap(),
+            vec![Frame::Stream(StreamFrame { id: 1, offset: 0, fin: false, data: b"xy" })]
+        );
+    }
+
+    /// Transport close: code 0x0a, frame type 0x08, reason "bad".
+    const CLOSE: [u8; 7] = [0x1c, 0x0a, 0x08, 0x03, b'b', b'a', b'd'];
+
+    #[test]
+    fn close_frames() {
+        let c = Frame::Close(CloseFrame { error_code: 10, frame_type: Some(8), reason: b"bad" });
+        assert_eq!(parse_all(&CLOSE).unwrap(), vec![c.clone()]);
+        assert_eq!(emit_all(&[c]), CLOSE);
+        let app = Frame::Close(CloseFrame { error_code: 7, frame_type: None, reason: b"" });
+        assert_eq!(emit_all(&[app.clone()]), [0x1d, 0x07, 0x00]);
+        assert!(!app.is_ack_eliciting());
+    }
+
+    #[test]
+    fn flow_control_and_padding_frames() {
+        let bytes = [0x00, 0x00, 0x00, 0x10, 0x44, 0x00, 0x12, 0x05, 0x1e, 0x04, 0x01, 0x02, 0x03];
+        let f = parse_all(&bytes).unwrap();
+        assert_eq!(
+            f,
+            vec![
+                Frame::Padding(3),
+                Frame::MaxData(1024),
+                Frame::MaxStreams { bidi: true, count: 5 },
+                Frame::HandshakeDone,
+                Frame::ResetStream { id: 1, error_code: 2, final_size: 3 },
+            ]
+        );
+        assert_eq!(emit_all(&f), bytes);
+    }
+
+    #[test]
+    fn rejects_reserved_unknown_and_broken_frames() {
+        for t in [0x06u8, 0x18, 0x1a, 0x30] {
+            assert!(ty::is_reserved(u64::from(t)));
+            assert_eq!(parse_all(&[t]), Err(FrameError::UnknownType(u64::from(t))));
+        }
+        // ACK whose first range goes below zero.
+        assert!(parse_all(&[0x02, 0x01, 0x00, 0x00, 0x05]).is_err());
+        // ACK with a gap below zero.
+        assert!(parse_all(&[0x02, 0x05, 0x00, 0x01, 0x01, 0x05, 0x00]).is_err());
+        // Truncated STREAM length.
+        assert!(parse_all(&[0x0a, 0x00, 0x05, b'a']).is_err());
+        // Close reason longer than the packet.
+        assert!(parse_all(&[0x1d, 0x00, 0x09, b'a']).is_err());
+    }
+
+    fn arb_frame() -> impl Strategy<Value = Frame<'static>> {
+        let v = 0..=varint::MAX;
+        prop_oneof![
+            Just(Frame::Ping),
+            Just(Frame::HandshakeDone),
+            v.clone().prop_map(Frame::MaxData),
+            (v.clone(), v.clone()).prop_map(|(id, max)| Frame::MaxStreamData { id, max }),
+            (any::<bool>(), v.clone()).prop_map(|(bidi, count)| Frame::MaxStreams { bidi, count }),
+            (v.clone(), v.clone(), v.clone())
+                .prop_map(|(id, error_code, final_size)| Frame::ResetStream { id, error_code, final_size }),
+            (v.clone(), 0u64..(1 << 40), any::<bool>(), 0usize..40).prop_map(|(id, offset, fin, n)| {
+                Frame::Stream(StreamFrame { id, offset, fin, data: &b"0123456789012345678901234567890123456789"[..n] })
+            }),
+            (1u64..1 << 40, proptest::collection::vec((0u64..1000, 0u64..1000), 1..8), 0u64..1_000_000, any::<bool>())
+                .prop_map(|(largest, pairs, delay_units, ecn)| {
+                    let mut ranges = Vec::new();
+                    let mut high = largest;
+                    for (gap, len) in pairs {
+                        let low = high.saturating_sub(len);
+                        ranges.push(low..=high);
+                        match low.checked_sub(gap + 2) {
+                            Some(h) => high = h,
+                            None => break,
+                        }
+                    }
+                    Frame::Ack(AckFrame {
+                        ranges,
+                        ack_delay: Duration::from_micros(delay_units << ACK_DELAY_EXPONENT),
+                        ecn: ecn.then_some(AckEcnCounts { ect0: largest, ect1: delay_units, ce: 3 }),
+                    })
+                }),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn frames_round_trip(frames in proptest::collection::vec(arb_frame(), 1..6)) {
+            let bytes = emit_all(&frames);
+            prop_assert_eq!(frames.iter().map(Frame::len).sum::<usize>(), bytes.len());
+            prop_assert_eq!(parse_all(&bytes).unwrap(), frames);
+        }
+
+        #[test]
+        fn parse_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..64)) {
+            let _ = parse_all(&bytes);
+        }
+    }
+}
