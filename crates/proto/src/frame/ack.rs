@@ -10,6 +10,7 @@
 //! Ranges are stored descending and disjoint; the first holds `largest`.
 
 use super::FrameError;
+use crate::congestion::EcnCounts;
 use crate::varint::{self, Reader};
 use std::ops::RangeInclusive;
 use std::time::Duration;
@@ -20,21 +21,14 @@ pub const ACK_DELAY_EXPONENT: u32 = 3;
 /// the receiver allocate without limit.
 pub const MAX_ACK_RANGES: usize = 256;
 
-/// Cumulative counts of received packets per ECN codepoint.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct AckEcnCounts {
-    pub ect0: u64,
-    pub ect1: u64,
-    pub ce: u64,
-}
-
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AckFrame {
     /// Descending, disjoint, non-adjacent ranges; never empty.
     pub ranges: Vec<RangeInclusive<u64>>,
     /// Time the receiver held the largest packet before acknowledging it.
     pub ack_delay: Duration,
-    pub ecn: Option<AckEcnCounts>,
+    /// The receiver's cumulative per-codepoint counts (type 0x03 only).
+    pub ecn: Option<EcnCounts>,
 }
 
 impl AckFrame {
@@ -75,7 +69,7 @@ impl AckFrame {
             ranges.push(low..=high);
         }
         let ecn = if with_ecn {
-            Some(AckEcnCounts { ect0: r.varint()?, ect1: r.varint()?, ce: r.varint()? })
+            Some(EcnCounts { ect0: r.varint()?, ect1: r.varint()?, ce: r.varint()? })
         } else {
             None
         };

@@ -9,7 +9,7 @@
 
 mod ack;
 
-pub use ack::{ACK_DELAY_EXPONENT, AckEcnCounts, AckFrame, MAX_ACK_RANGES};
+pub use ack::{ACK_DELAY_EXPONENT, AckFrame, MAX_ACK_RANGES};
 
 use crate::varint::{self, DecodeError, Reader};
 
@@ -289,7 +289,7 @@ mod tests {
         AckFrame {
             ranges: vec![98..=100, 89..=93],
             ack_delay: Duration::from_micros(40),
-            ecn: Some(AckEcnCounts { ect0: 7, ect1: 0, ce: 1 }),
+            ecn: Some(crate::congestion::EcnCounts { ect0: 7, ect1: 0, ce: 1 }),
         }
     }
 
@@ -409,7 +409,7 @@ mod tests {
                     Frame::Ack(AckFrame {
                         ranges,
                         ack_delay: Duration::from_micros(delay_units << ACK_DELAY_EXPONENT),
-                        ecn: ecn.then_some(AckEcnCounts { ect0: largest, ect1: delay_units, ce: 3 }),
+                        ecn: ecn.then_some(crate::congestion::EcnCounts { ect0: largest, ect1: delay_units, ce: 3 }),
                     })
                 }),
         ]

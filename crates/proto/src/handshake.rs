@@ -1,0 +1,324 @@
+//! The Noise handshake (docs/PROTOCOL.md §3).
+//!
+//! Two patterns, both `25519_ChaChaPoly_BLAKE2s`:
+//! - **IK** when the client knows the server's static key: two messages;
+//!   the first is already encrypted to the server, so it carries early data,
+//!   and the server is authenticated as soon as the client reads the second.
+//! - **XX** otherwise: three messages; the client learns the server's key.
+//!
+//! The prologue binds the version, the pattern and both connection IDs of
+//! the client's first packet, so tampering with any of them makes the
+//! handshake fail. Each message's payload is a [`HandshakePayload`]:
+//! transport parameters and, in IK's first message only, early stream data.
+
+use crate::crypto::{KEY_LEN, Keypair, PacketKey, SeededResolver};
+use crate::packet::ConnectionId;
+use crate::transport_params::TransportParams;
+use crate::varint::{self, DecodeError, Reader};
+
+const MAX_NOISE_MSG: usize = 65_535;
+
+/// Which Noise pattern a connection uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Pattern {
+    /// Client knows the server's static key: 1-RTT, early data possible.
+    Ik,
+    /// Mutual key exchange without prior knowledge: 1.5-RTT.
+    Xx,
+}
+
+impl Pattern {
+    fn noise_name(self) -> &'static str {
+        match self {
+            Pattern::Ik => "Noise_IK_25519_ChaChaPoly_BLAKE2s",
+            Pattern::Xx => "Noise_XX_25519_ChaChaPoly_BLAKE2s",
+        }
+    }
+
+    /// The byte that opens an Initial packet's payload.
+    pub fn id(self) -> u8 {
+        match self {
+            Pattern::Ik => 1,
+            Pattern::Xx => 2,
+        }
+    }
+
+    pub fn from_id(b: u8) -> Option<Self> {
+        match b {
+            1 => Some(Pattern::Ik),
+            2 => Some(Pattern::Xx),
+            _ => None,
+        }
+    }
+
+    /// Messages in the pattern.
+    pub fn messages(self) -> usize {
+        match self {
+            Pattern::Ik => 2,
+            Pattern::Xx => 3,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Pattern::Ik => "IK",
+            Pattern::Xx => "XX",
+        }
+    }
+}
+
+/// Why a handshake step failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HandshakeError {
+    #[error("noise: {0}")]
+    Noise(String),
+    #[error("handshake payload: {0}")]
+    Payload(#[from] DecodeError),
+}
+
+fn noise(e: snow::Error) -> HandshakeError {
+    HandshakeError::Noise(e.to_string())
+}
+
+/// The prologue both sides feed to Noise.
+pub fn prologue(version: u32, pattern: Pattern, client_dcid: &ConnectionId, client_scid: &ConnectionId) -> Vec<u8> {
+    let mut p = b"brisk".to_vec();
+    p.extend_from_slice(&version.to_be_bytes());
+    p.push(pattern.id());
+    for c in [client_dcid, client_scid] {
+        p.push(c.len() as u8);
+        p.extend_from_slice(c.as_bytes());
+    }
+    p
+}
+
+/// One side's handshake state.
+pub struct Handshake {
+    state: snow::HandshakeState,
+    pattern: Pattern,
+}
+
+impl std::fmt::Debug for Handshake {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Handshake").field("pattern", &self.pattern).finish()
+    }
+}
+
+impl Handshake {
+    /// The client side; `server_key` is required for IK.
+    pub fn initiator(
+        pattern: Pattern,
+        local: &Keypair,
+        server_key: Option<&[u8; KEY_LEN]>,
+        prologue: &[u8],
+        seed: [u8; 32],
+    ) -> Result<Self, HandshakeError> {
+        let params = pattern.noise_name().parse().map_err(noise)?;
+        let mut b = snow::Builder::with_resolver(params, Box::new(SeededResolver::new(seed)))
+            .local_private_key(local.private())
+            .map_err(noise)?
+            .prologue(prologue)
+            .map_err(noise)?;
+        if let Some(k) = server_key {
+            b = b.remote_public_key(k).map_err(noise)?;
+        }
+        Ok(Handshake { state: b.build_initiator().map_err(noise)?, pattern })
+    }
+
+    /// The server side.
+    pub fn responder(pattern: Pattern, local: &Keypair, prologue: &[u8], seed: [u8; 32]) -> Result<Self, HandshakeError> {
+        let params = pattern.noise_name().parse().map_err(noise)?;
+        let state = snow::Builder::with_resolver(params, Box::new(SeededResolver::new(seed)))
+            .local_private_key(local.private())
+            .map_err(noise)?
+            .prologue(prologue)
+            .map_err(noise)?
+            .build_responder()
+            .map_err(noise)?;
+        Ok(Handshake { state, pattern })
+    }
+
+    pub fn pattern(&self) -> Pattern {
+        self.pattern
+    }
+
+    /// Writes the next message carrying `payload`.
+    pub fn write(&mut self, payload: &[u8]) -> Result<Vec<u8>, HandshakeError> {
+        let mut out = vec![0u8; MAX_NOISE_MSG];
+        let n = self.state.write_message(payload, &mut out).map_err(noise)?;
+        out.truncate(n);
+        Ok(out)
+    }
+
+    /// Reads the peer's next message and returns its payload. On error the
+    /// state is unusable only if snow says so; a forged message is simply
+    /// rejected.
+    pub fn read(&mut self, msg: &[u8]) -> Result<Vec<u8>, HandshakeError> {
+        let mut out = vec![0u8; MAX_NOISE_MSG];
+        let n = self.state.read_message(msg, &mut out).map_err(noise)?;
+        out.truncate(n);
+        Ok(out)
+    }
+
+    pub fn is_my_turn(&self) -> bool {
+        self.state.is_my_turn()
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.state.is_handshake_finished()
+    }
+
+    /// The peer's static key, once the handshake revealed it.
+    pub fn remote_static(&self) -> Option<[u8; KEY_LEN]> {
+        self.state.get_remote_static().and_then(|k| k.try_into().ok())
+    }
+
+    /// The 1-RTT keys `(send, receive)` after the last message.
+    pub fn into_keys(mut self) -> (PacketKey, PacketKey) {
+        let (i2r, r2i) = self.state.dangerously_get_raw_split();
+        if self.state.is_initiator() {
+            (PacketKey::new(i2r), PacketKey::new(r2i))
+        } else {
+            (PacketKey::new(r2i), PacketKey::new(i2r))
+        }
+    }
+}
+
+/// What a handshake message carries: parameters, then (IK message 1 only)
+/// early STREAM data as `stream id, length, bytes`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HandshakePayload {
+    pub params: TransportParams,
+    pub early: Option<(u64, Vec<u8>)>,
+}
+
+impl HandshakePayload {
+    pub fn emit(&self) -> Vec<u8> {
+        let mut p = Vec::new();
+        self.params.emit(&mut p);
+        let mut out = Vec::with_capacity(p.len() + 8);
+        varint::write(&mut out, p.len() as u64);
+        out.extend_from_slice(&p);
+        if let Some((id, data)) = &self.early {
+            varint::write(&mut out, *id);
+            varint::write(&mut out, data.len() as u64);
+            out.extend_from_slice(data);
+        }
+        out
+    }
+
+    pub fn parse(b: &[u8]) -> Result<Self, DecodeError> {
+        let mut r = Reader::new(b);
+        let len = r.varint_len()?;
+        let params = TransportParams::parse(r.bytes(len)?)?;
+        let early = if r.is_empty() {
+            None
+        } else {
+            let id = r.varint()?;
+            let len = r.varint_len()?;
+            let data = r.bytes(len)?.to_vec();
+            if !r.is_empty() {
+                return Err(DecodeError::Malformed("trailing handshake payload"));
+            }
+            Some((id, data))
+        };
+        Ok(HandshakePayload { params, early })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+
+    fn keys(seed: u64) -> Keypair {
+        Keypair::generate(&mut ChaCha8Rng::seed_from_u64(seed))
+    }
+
+    fn cid(b: u8) -> ConnectionId {
+        ConnectionId::new(&[b; 8]).unwrap()
+    }
+
+    #[test]
+    fn ik_completes_in_two_messages_with_encrypted_early_payload() {
+        let (client, server) = (keys(1), keys(2));
+        let pro = prologue(1, Pattern::Ik, &cid(1), &cid(2));
+        let mut c = Handshake::initiator(Pattern::Ik, &client, Some(&server.public()), &pro, [3; 32]).unwrap();
+        let mut s = Handshake::responder(Pattern::Ik, &server, &pro, [4; 32]).unwrap();
+        let m1 = c.write(b"GET /index").unwrap();
+        assert!(!m1.windows(10).any(|w| w == b"GET /index"), "payload is encrypted");
+        assert_eq!(s.read(&m1).unwrap(), b"GET /index");
+        assert_eq!(s.remote_static(), Some(client.public()));
+        let m2 = s.write(b"ok").unwrap();
+        assert!(s.is_finished());
+        assert_eq!(c.read(&m2).unwrap(), b"ok");
+        assert!(c.is_finished());
+        let (c_tx, c_rx) = c.into_keys();
+        let (s_tx, s_rx) = s.into_keys();
+        let mut pkt = b"h".to_vec();
+        pkt.extend_from_slice(b"data");
+        c_tx.seal(0, &mut pkt, 1);
+        assert_eq!(s_rx.open(0, b"h", &pkt[1..]).unwrap(), b"data");
+        let mut pkt = b"h".to_vec();
+        pkt.extend_from_slice(b"back");
+        s_tx.seal(0, &mut pkt, 1);
+        assert_eq!(c_rx.open(0, b"h", &pkt[1..]).unwrap(), b"back");
+        assert!(c_rx.open(0, b"h", &{
+            let mut p = b"h".to_vec();
+            p.extend_from_slice(b"xxxx");
+            c_tx.seal(0, &mut p, 1);
+            p
+        }[1..]).is_err(), "directions use different keys");
+    }
+
+    #[test]
+    fn ik_with_wrong_server_key_fails_at_the_server() {
+        let (client, server, impostor) = (keys(1), keys(2), keys(3));
+        let pro = prologue(1, Pattern::Ik, &cid(1), &cid(2));
+        let mut c = Handshake::initiator(Pattern::Ik, &client, Some(&impostor.public()), &pro, [3; 32]).unwrap();
+        let mut s = Handshake::responder(Pattern::Ik, &server, &pro, [4; 32]).unwrap();
+        let m1 = c.write(b"").unwrap();
+        assert!(s.read(&m1).is_err());
+    }
+
+    #[test]
+    fn xx_completes_in_three_messages_and_prologue_binds_ids() {
+        let (client, server) = (keys(1), keys(2));
+        let pro = prologue(1, Pattern::Xx, &cid(1), &cid(2));
+        let mut c = Handshake::initiator(Pattern::Xx, &client, None, &pro, [3; 32]).unwrap();
+        let mut s = Handshake::responder(Pattern::Xx, &server, &pro, [4; 32]).unwrap();
+        let m1 = c.write(b"").unwrap();
+        s.read(&m1).unwrap();
+        let m2 = s.write(b"params").unwrap();
+        assert_eq!(c.read(&m2).unwrap(), b"params");
+        assert_eq!(c.remote_static(), Some(server.public()));
+        let m3 = c.write(b"").unwrap();
+        assert!(c.is_finished());
+        s.read(&m3).unwrap();
+        assert!(s.is_finished());
+        assert_eq!(s.remote_static(), Some(client.public()));
+
+        // A server that saw different connection IDs cannot complete.
+        let other = prologue(1, Pattern::Xx, &cid(9), &cid(2));
+        let mut c = Handshake::initiator(Pattern::Xx, &client, None, &pro, [3; 32]).unwrap();
+        let mut s = Handshake::responder(Pattern::Xx, &server, &other, [4; 32]).unwrap();
+        s.read(&c.write(b"").unwrap()).unwrap();
+        assert!(c.read(&s.write(b"").unwrap()).is_err());
+    }
+
+    #[test]
+    fn payload_round_trip_and_garbage() {
+        let p = HandshakePayload {
+            params: TransportParams { source_cid: cid(5), ..TransportParams::default() },
+            early: Some((0, b"hello".to_vec())),
+        };
+        assert_eq!(HandshakePayload::parse(&p.emit()).unwrap(), p);
+        let bare = HandshakePayload { early: None, ..p.clone() };
+        assert_eq!(HandshakePayload::parse(&bare.emit()).unwrap(), bare);
+        let mut long = p.emit();
+        long.push(0);
+        assert!(HandshakePayload::parse(&long).is_err());
+        assert!(HandshakePayload::parse(&[0x30]).is_err());
+    }
+}

@@ -1,0 +1,214 @@
+//! Transport parameters: what each side declares in its handshake message
+//! (docs/PROTOCOL.md §3.3).
+//!
+//! A sequence of `(id varint, length varint, value)` entries. Unknown ids are
+//! skipped, which is how extensions are negotiated: a side advertises an
+//! extension by sending its parameter, and may use the extension's frames
+//! only once the peer advertised it too. Integer values are varints.
+
+use crate::packet::ConnectionId;
+use crate::varint::{self, DecodeError, Reader};
+use std::time::Duration;
+
+mod id {
+    pub const MAX_IDLE_TIMEOUT_MS: u64 = 0x01;
+    pub const MAX_ACK_DELAY_MS: u64 = 0x02;
+    pub const INITIAL_MAX_DATA: u64 = 0x03;
+    pub const INITIAL_MAX_STREAM_DATA: u64 = 0x04;
+    pub const INITIAL_MAX_STREAMS_BIDI: u64 = 0x05;
+    pub const INITIAL_MAX_STREAMS_UNI: u64 = 0x06;
+    pub const SOURCE_CID: u64 = 0x07;
+    pub const ORIGINAL_DCID: u64 = 0x08;
+    pub const MAX_UDP_PAYLOAD: u64 = 0x09;
+    pub const EARLY_DATA_ACCEPTED: u64 = 0x0a;
+}
+
+/// Ids set aside for extensions: 0x10 DATAGRAM, 0x11 FEC, 0x12
+/// ACK_FREQUENCY, 0x13 connection migration (active CID limit), 0x14
+/// stream priorities on the wire, 0x15 PMTU probing.
+pub const RESERVED_EXTENSION_IDS: std::ops::RangeInclusive<u64> = 0x10..=0x15;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransportParams {
+    /// Zero disables the idle timeout.
+    pub max_idle_timeout: Duration,
+    /// The longest this side delays an acknowledgement.
+    pub max_ack_delay: Duration,
+    pub initial_max_data: u64,
+    pub initial_max_stream_data: u64,
+    pub initial_max_streams_bidi: u64,
+    pub initial_max_streams_uni: u64,
+    /// The connection ID in the sender's long header, repeated here so the
+    /// handshake authenticates it.
+    pub source_cid: ConnectionId,
+    /// Server only: the destination ID of the client's first Initial.
+    pub original_dcid: Option<ConnectionId>,
+    pub max_udp_payload: u64,
+    /// Server only: the early data in the client's first message was used.
+    pub early_data_accepted: bool,
+}
+
+impl Default for TransportParams {
+    fn default() -> Self {
+        TransportParams {
+            max_idle_timeout: Duration::from_secs(30),
+            max_ack_delay: Duration::from_millis(25),
+            initial_max_data: 0,
+            initial_max_stream_data: 0,
+            initial_max_streams_bidi: 0,
+            initial_max_streams_uni: 0,
+            source_cid: ConnectionId::default(),
+            original_dcid: None,
+            max_udp_payload: 1200,
+            early_data_accepted: false,
+        }
+    }
+}
+
+fn put_int(out: &mut Vec<u8>, id: u64, v: u64) {
+    varint::write(out, id);
+    varint::write(out, varint::size(v).unwrap_or(8) as u64);
+    varint::write(out, v);
+}
+
+fn put_bytes(out: &mut Vec<u8>, id: u64, b: &[u8]) {
+    varint::write(out, id);
+    varint::write(out, b.len() as u64);
+    out.extend_from_slice(b);
+}
+
+impl TransportParams {
+    pub fn emit(&self, out: &mut Vec<u8>) {
+        put_int(out, id::MAX_IDLE_TIMEOUT_MS, self.max_idle_timeout.as_millis() as u64);
+        put_int(out, id::MAX_ACK_DELAY_MS, self.max_ack_delay.as_millis() as u64);
+        put_int(out, id::INITIAL_MAX_DATA, self.initial_max_data);
+        put_int(out, id::INITIAL_MAX_STREAM_DATA, self.initial_max_stream_data);
+        put_int(out, id::INITIAL_MAX_STREAMS_BIDI, self.initial_max_streams_bidi);
+        put_int(out, id::INITIAL_MAX_STREAMS_UNI, self.initial_max_streams_uni);
+        put_bytes(out, id::SOURCE_CID, self.source_cid.as_bytes());
+        if let Some(c) = &self.original_dcid {
+            put_bytes(out, id::ORIGINAL_DCID, c.as_bytes());
+        }
+        put_int(out, id::MAX_UDP_PAYLOAD, self.max_udp_payload);
+        if self.early_data_accepted {
+            put_bytes(out, id::EARLY_DATA_ACCEPTED, &[]);
+        }
+    }
+
+    /// Parses a whole parameter block; a parameter given twice, a value
+    /// that does not fill its length, or a missing source CID is an error.
+    pub fn parse(b: &[u8]) -> Result<Self, DecodeError> {
+        let mut p = TransportParams::default();
+        let mut seen = 0u64;
+        let mut source_seen = false;
+        let mut r = Reader::new(b);
+        while !r.is_empty() {
+            let pid = r.varint()?;
+            let len = r.varint_len()?;
+            let mut v = Reader::new(r.bytes(len)?);
+            if pid < 64 {
+                if seen & (1 << pid) != 0 {
+                    return Err(DecodeError::Malformed("duplicate transport parameter"));
+                }
+                seen |= 1 << pid;
+            }
+            let int = |v: &mut Reader<'_>| -> Result<u64, DecodeError> {
+                let x = v.varint()?;
+                if v.is_empty() {
+                    Ok(x)
+                } else {
+                    Err(DecodeError::Malformed("parameter length"))
+                }
+            };
+            let cid = |v: &Reader<'_>| {
+                ConnectionId::new(v.rest()).ok_or(DecodeError::Malformed("connection id length"))
+            };
+            match pid {
+                id::MAX_IDLE_TIMEOUT_MS => p.max_idle_timeout = Duration::from_millis(int(&mut v)?),
+                id::MAX_ACK_DELAY_MS => {
+                    let ms = int(&mut v)?;
+                    if ms >= 1 << 14 {
+                        return Err(DecodeError::Malformed("max_ack_delay over 2^14 ms"));
+                    }
+                    p.max_ack_delay = Duration::from_millis(ms);
+                }
+                id::INITIAL_MAX_DATA => p.initial_max_data = int(&mut v)?,
+                id::INITIAL_MAX_STREAM_DATA => p.initial_max_stream_data = int(&mut v)?,
+                id::INITIAL_MAX_STREAMS_BIDI => p.initial_max_streams_bidi = int(&mut v)?,
+                id::INITIAL_MAX_STREAMS_UNI => p.initial_max_streams_uni = int(&mut v)?,
+                id::SOURCE_CID => {
+                    p.source_cid = cid(&v)?;
+                    source_seen = true;
+                }
+                id::ORIGINAL_DCID => p.original_dcid = Some(cid(&v)?),
+                id::MAX_UDP_PAYLOAD => {
+                    p.max_udp_payload = int(&mut v)?;
+                    if p.max_udp_payload < 1200 {
+                        return Err(DecodeError::Malformed("max_udp_payload under 1200"));
+                    }
+                }
+                id::EARLY_DATA_ACCEPTED => p.early_data_accepted = true,
+                _ => {}
+            }
+        }
+        if !source_seen {
+            return Err(DecodeError::Malformed("missing source connection id"));
+        }
+        Ok(p)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> TransportParams {
+        TransportParams {
+            max_idle_timeout: Duration::from_secs(10),
+            initial_max_data: 1 << 20,
+            initial_max_stream_data: 1 << 16,
+            initial_max_streams_bidi: 100,
+            initial_max_streams_uni: 3,
+            source_cid: ConnectionId::new(&[1, 2, 3]).unwrap(),
+            original_dcid: Some(ConnectionId::new(&[9; 8]).unwrap()),
+            early_data_accepted: true,
+            ..TransportParams::default()
+        }
+    }
+
+    #[test]
+    fn round_trips_and_skips_unknown_ids() {
+        let mut b = Vec::new();
+        sample().emit(&mut b);
+        // An unknown extension parameter (id 0x11, 2 bytes) is ignored.
+        b.extend_from_slice(&[0x11, 0x02, 0xab, 0xcd]);
+        assert_eq!(TransportParams::parse(&b).unwrap(), sample());
+    }
+
+    #[test]
+    fn fixed_bytes() {
+        let p = TransportParams::parse(&[0x01, 0x02, 0x40, 0x64, 0x07, 0x01, 0xaa]).unwrap();
+        assert_eq!(p.max_idle_timeout, Duration::from_millis(100));
+        assert_eq!(p.source_cid.as_bytes(), &[0xaa]);
+        assert_eq!(p.max_ack_delay, Duration::from_millis(25), "default when absent");
+    }
+
+    #[test]
+    fn rejects_bad_blocks() {
+        // Missing source CID.
+        assert!(TransportParams::parse(&[0x01, 0x01, 0x05]).is_err());
+        // Duplicate parameter.
+        assert!(TransportParams::parse(&[0x07, 0x00, 0x07, 0x00]).is_err());
+        // Value shorter than its length / trailing bytes in an integer.
+        assert!(TransportParams::parse(&[0x07, 0x00, 0x01, 0x02, 0x05]).is_err());
+        assert!(TransportParams::parse(&[0x07, 0x00, 0x01, 0x02, 0x05, 0x05]).is_err());
+        // max_udp_payload under 1200.
+        assert!(TransportParams::parse(&[0x07, 0x00, 0x09, 0x01, 0x05]).is_err());
+        for n in 0..20 {
+            let mut b = Vec::new();
+            sample().emit(&mut b);
+            b.truncate(n);
+            let _ = TransportParams::parse(&b);
+        }
+    }
+}
