@@ -1,0 +1,616 @@
+//! A minimal qlog writer: Brisk's transport events in the QUIC event schema,
+//! so qvis and other qlog tools can draw congestion windows, RTTs, losses
+//! and packet flows of a Brisk connection.
+//!
+//! The format is qlog 0.3 in JSON-SEQ form (draft-ietf-quic-qlog-main-schema-03
+//! and quic-events-03): each record is the ASCII record separator 0x1E, one
+//! JSON text and a newline (RFC 7464). The first record is the header
+//! (`qlog_format`, `qlog_version`, `title`, and a `trace` with its
+//! `vantage_point` and `common_fields`); every later record is one event
+//! `{"time": ms, "name": "category:event", "data": {...}}`, with `time` in
+//! milliseconds (float) after the trace's reference instant.
+//!
+//! Rust field names carry units (`smoothed_rtt: Duration`,
+//! `congestion_window_bytes`); the JSON uses qlog's names and units
+//! (milliseconds for times, bytes, bits per second for pacing).
+
+use brisk_time::Instant;
+use serde::{Serialize, Serializer};
+use std::io::{self, Write};
+use std::time::Duration;
+
+/// RFC 7464's record separator, written before every record.
+pub const RECORD_SEPARATOR: u8 = 0x1e;
+pub const QLOG_VERSION: &str = "0.3";
+pub const QLOG_FORMAT: &str = "JSON-SEQ";
+
+/// Why a qlog record could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum QlogError {
+    #[error("qlog i/o: {0}")]
+    Io(#[from] io::Error),
+    #[error("qlog encoding: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+/// Which side of the connection wrote the trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VantageKind {
+    Client,
+    Server,
+    /// An observer in the path, e.g. the simulator's bottleneck.
+    Network,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct VantagePoint {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(rename = "type")]
+    pub kind: VantageKind,
+}
+
+impl VantagePoint {
+    pub fn new(kind: VantageKind, name: impl Into<String>) -> Self {
+        VantagePoint {
+            name: Some(name.into()),
+            kind,
+        }
+    }
+}
+
+/// Brisk's packet types in QUIC's names: long-header Initial and Handshake
+/// packets, and short-header packets after the handshake.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum PacketType {
+    #[serde(rename = "initial")]
+    Initial,
+    #[serde(rename = "handshake")]
+    Handshake,
+    #[serde(rename = "1RTT")]
+    OneRtt,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct PacketHeader {
+    pub packet_type: PacketType,
+    pub packet_number: u64,
+}
+
+/// Wire facts of a packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct RawInfo {
+    /// The whole UDP payload, header included.
+    #[serde(rename = "length")]
+    pub length_bytes: u64,
+}
+
+/// Stream direction of a MAX_STREAMS frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StreamType {
+    Bidirectional,
+    Unidirectional,
+}
+
+/// Whether a CONNECTION_CLOSE carries a transport or an application code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorSpace {
+    Transport,
+    Application,
+}
+
+/// The frames of a packet, one variant per Brisk frame type.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "frame_type", rename_all = "snake_case")]
+pub enum QlogFrame {
+    Padding {
+        #[serde(rename = "length")]
+        length_bytes: u64,
+    },
+    Ping,
+    Ack {
+        #[serde(serialize_with = "opt_ms", skip_serializing_if = "Option::is_none")]
+        ack_delay: Option<Duration>,
+        /// Inclusive `[first, last]` packet number ranges.
+        acked_ranges: Vec<[u64; 2]>,
+        /// The ECN counts (RFC 9000 §19.3.2), when the ACK carries them.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        ect1: Option<u64>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        ect0: Option<u64>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        ce: Option<u64>,
+    },
+    ResetStream {
+        stream_id: u64,
+        error_code: u64,
+        final_size: u64,
+    },
+    StopSending {
+        stream_id: u64,
+        error_code: u64,
+    },
+    Stream {
+        stream_id: u64,
+        offset: u64,
+        #[serde(rename = "length")]
+        length_bytes: u64,
+        fin: bool,
+    },
+    MaxData {
+        maximum: u64,
+    },
+    MaxStreamData {
+        stream_id: u64,
+        maximum: u64,
+    },
+    MaxStreams {
+        stream_type: StreamType,
+        maximum: u64,
+    },
+    DataBlocked {
+        limit: u64,
+    },
+    StreamDataBlocked {
+        stream_id: u64,
+        limit: u64,
+    },
+    ConnectionClose {
+        error_space: ErrorSpace,
+        error_code: u64,
+        reason: String,
+    },
+    HandshakeDone,
+    /// A frame type qlog has no name for.
+    Unknown {
+        raw_frame_type: u64,
+    },
+}
+
+/// A packet sent or received.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PacketEvent {
+    pub header: PacketHeader,
+    pub frames: Vec<QlogFrame>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub raw: Option<RawInfo>,
+}
+
+/// What declared a packet lost (RFC 9002 §6.1 and §6.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LossTrigger {
+    ReorderingThreshold,
+    TimeThreshold,
+    PtoExpired,
+}
+
+/// Recovery state after an update; absent fields did not change.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub struct Metrics {
+    #[serde(serialize_with = "opt_ms", skip_serializing_if = "Option::is_none")]
+    pub min_rtt: Option<Duration>,
+    #[serde(serialize_with = "opt_ms", skip_serializing_if = "Option::is_none")]
+    pub smoothed_rtt: Option<Duration>,
+    #[serde(serialize_with = "opt_ms", skip_serializing_if = "Option::is_none")]
+    pub latest_rtt: Option<Duration>,
+    #[serde(serialize_with = "opt_ms", skip_serializing_if = "Option::is_none")]
+    pub rtt_variance: Option<Duration>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pto_count: Option<u32>,
+    #[serde(rename = "congestion_window", skip_serializing_if = "Option::is_none")]
+    pub congestion_window_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes_in_flight: Option<u64>,
+    #[serde(rename = "ssthresh", skip_serializing_if = "Option::is_none")]
+    pub ssthresh_bytes: Option<u64>,
+    #[serde(rename = "pacing_rate", skip_serializing_if = "Option::is_none")]
+    pub pacing_rate_bps: Option<u64>,
+}
+
+/// The ECN validation states of RFC 9000 §13.4.2 as qlog names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EcnState {
+    Testing,
+    Unknown,
+    Failed,
+    Capable,
+}
+
+/// The events Brisk logs, named as in qlog's QUIC schema.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "name", content = "data")]
+pub enum QlogEvent {
+    #[serde(rename = "transport:packet_sent")]
+    PacketSent(PacketEvent),
+    #[serde(rename = "transport:packet_received")]
+    PacketReceived(PacketEvent),
+    #[serde(rename = "recovery:packet_lost")]
+    PacketLost {
+        header: PacketHeader,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        frames: Vec<QlogFrame>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        trigger: Option<LossTrigger>,
+    },
+    #[serde(rename = "recovery:metrics_updated")]
+    MetricsUpdated(Metrics),
+    /// The controller's own state names, e.g. "slow_start",
+    /// "congestion_avoidance", "recovery", "application_limited".
+    #[serde(rename = "recovery:congestion_state_updated")]
+    CongestionStateUpdated {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        old: Option<String>,
+        new: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        trigger: Option<String>,
+    },
+    #[serde(rename = "recovery:ecn_state_updated")]
+    EcnStateUpdated {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        old: Option<EcnState>,
+        new: EcnState,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        trigger: Option<String>,
+    },
+}
+
+/// A Duration as qlog's float milliseconds.
+fn opt_ms<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => s.serialize_f64(d.as_secs_f64() * 1e3),
+        None => s.serialize_none(),
+    }
+}
+
+#[derive(Serialize)]
+struct Header<'a> {
+    qlog_format: &'static str,
+    qlog_version: &'static str,
+    title: &'a str,
+    trace: Trace<'a>,
+}
+
+#[derive(Serialize)]
+struct Trace<'a> {
+    vantage_point: &'a VantagePoint,
+    common_fields: CommonFields,
+}
+
+#[derive(Serialize)]
+struct CommonFields {
+    /// Brisk's events use QUIC's schema, so tools read them as QUIC.
+    protocol_type: [&'static str; 1],
+    time_format: &'static str,
+    /// The reference instant in ms on Brisk's clock (whose epoch is the
+    /// start of the run, not the Unix epoch).
+    reference_time: f64,
+}
+
+#[derive(Serialize)]
+struct Record<'a> {
+    time: f64,
+    #[serde(flatten)]
+    event: &'a QlogEvent,
+}
+
+/// Streams one qlog trace to any [`Write`], one record per call.
+///
+/// The writer does not buffer: wrap a file in a `BufWriter`.
+#[derive(Debug)]
+pub struct QlogWriter<W: Write> {
+    out: W,
+    reference: Instant,
+    events: u64,
+}
+
+impl<W: Write> QlogWriter<W> {
+    /// Writes the header; event times count from `Instant::ZERO`.
+    pub fn new(out: W, title: &str, vantage: VantagePoint) -> Result<Self, QlogError> {
+        Self::with_reference(out, title, vantage, Instant::ZERO)
+    }
+
+    /// Writes the header; event times count from `reference` (e.g. the
+    /// moment a connection started).
+    pub fn with_reference(
+        mut out: W,
+        title: &str,
+        vantage: VantagePoint,
+        reference: Instant,
+    ) -> Result<Self, QlogError> {
+        let header = Header {
+            qlog_format: QLOG_FORMAT,
+            qlog_version: QLOG_VERSION,
+            title,
+            trace: Trace {
+                vantage_point: &vantage,
+                common_fields: CommonFields {
+                    protocol_type: ["QUIC"],
+                    time_format: "relative",
+                    reference_time: reference.as_nanos() as f64 / 1e6,
+                },
+            },
+        };
+        write_record(&mut out, &header)?;
+        Ok(QlogWriter {
+            out,
+            reference,
+            events: 0,
+        })
+    }
+
+    /// Appends one event that happened at `time`. An event before the
+    /// reference gets a negative time rather than a wrong one.
+    pub fn event(&mut self, time: Instant, ev: &QlogEvent) -> Result<(), QlogError> {
+        let ns = i128::from(time.as_nanos()) - i128::from(self.reference.as_nanos());
+        write_record(
+            &mut self.out,
+            &Record {
+                time: ns as f64 / 1e6,
+                event: ev,
+            },
+        )?;
+        self.events += 1;
+        Ok(())
+    }
+
+    /// Events written so far (the header not counted).
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+
+    /// Flushes and returns the underlying writer.
+    pub fn into_inner(mut self) -> Result<W, QlogError> {
+        self.out.flush()?;
+        Ok(self.out)
+    }
+}
+
+/// RS, the JSON text, LF: one JSON-SEQ record. The record is built in memory
+/// first so a serialization error never leaves half a record behind.
+fn write_record<W: Write, T: Serialize>(out: &mut W, value: &T) -> Result<(), QlogError> {
+    let mut buf = vec![RECORD_SEPARATOR];
+    serde_json::to_writer(&mut buf, value)?;
+    buf.push(b'\n');
+    out.write_all(&buf)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    /// Splits a JSON-SEQ text into records, checking RFC 7464 framing.
+    fn records(bytes: &[u8]) -> Vec<Value> {
+        assert_eq!(bytes.first(), Some(&RECORD_SEPARATOR), "must start with RS");
+        let text = std::str::from_utf8(bytes).unwrap();
+        text.split('\u{1e}')
+            .skip(1)
+            .map(|r| {
+                assert!(r.ends_with('\n'), "record not newline-terminated: {r:?}");
+                serde_json::from_str(r.trim_end()).unwrap()
+            })
+            .collect()
+    }
+
+    fn pn(n: u64) -> PacketHeader {
+        PacketHeader {
+            packet_type: PacketType::OneRtt,
+            packet_number: n,
+        }
+    }
+
+    fn every_event() -> Vec<QlogEvent> {
+        let frames = vec![
+            QlogFrame::Ack {
+                ack_delay: Some(Duration::from_micros(250)),
+                acked_ranges: vec![[0, 4], [6, 9]],
+                ect1: Some(9),
+                ect0: Some(0),
+                ce: Some(2),
+            },
+            QlogFrame::Stream {
+                stream_id: 4,
+                offset: 1200,
+                length_bytes: 1100,
+                fin: false,
+            },
+            QlogFrame::Padding { length_bytes: 3 },
+            QlogFrame::Ping,
+            QlogFrame::MaxStreams {
+                stream_type: StreamType::Bidirectional,
+                maximum: 100,
+            },
+            QlogFrame::ConnectionClose {
+                error_space: ErrorSpace::Application,
+                error_code: 7,
+                reason: "bye".into(),
+            },
+            QlogFrame::Unknown {
+                raw_frame_type: 0x42,
+            },
+        ];
+        vec![
+            QlogEvent::PacketSent(PacketEvent {
+                header: pn(10),
+                frames: frames.clone(),
+                raw: Some(RawInfo { length_bytes: 1252 }),
+            }),
+            QlogEvent::PacketReceived(PacketEvent {
+                header: pn(11),
+                frames: vec![QlogFrame::HandshakeDone],
+                raw: None,
+            }),
+            QlogEvent::PacketLost {
+                header: pn(12),
+                frames: vec![],
+                trigger: Some(LossTrigger::TimeThreshold),
+            },
+            QlogEvent::MetricsUpdated(Metrics {
+                min_rtt: Some(Duration::from_millis(20)),
+                smoothed_rtt: Some(Duration::from_micros(22_500)),
+                latest_rtt: Some(Duration::from_micros(21_250)),
+                congestion_window_bytes: Some(14_720),
+                bytes_in_flight: Some(12_000),
+                pacing_rate_bps: Some(5_000_000),
+                ..Metrics::default()
+            }),
+            QlogEvent::CongestionStateUpdated {
+                old: Some("slow_start".into()),
+                new: "congestion_avoidance".into(),
+                trigger: Some("ecn".into()),
+            },
+            QlogEvent::EcnStateUpdated {
+                old: Some(EcnState::Testing),
+                new: EcnState::Capable,
+                trigger: None,
+            },
+        ]
+    }
+
+    fn write(reference: Instant, events: &[(Instant, QlogEvent)]) -> Vec<u8> {
+        let vantage = VantagePoint::new(VantageKind::Client, "brisk client");
+        let mut w =
+            QlogWriter::with_reference(Vec::new(), "bulk over L4S", vantage, reference).unwrap();
+        for (t, e) in events {
+            w.event(*t, e).unwrap();
+        }
+        assert_eq!(w.events(), events.len() as u64);
+        w.into_inner().unwrap()
+    }
+
+    #[test]
+    fn header_names_format_version_vantage_and_reference() {
+        let recs = records(&write(Instant::from_millis(1_500), &[]));
+        assert_eq!(recs.len(), 1);
+        assert_eq!(
+            recs[0],
+            json!({
+                "qlog_format": "JSON-SEQ",
+                "qlog_version": "0.3",
+                "title": "bulk over L4S",
+                "trace": {
+                    "vantage_point": {"name": "brisk client", "type": "client"},
+                    "common_fields": {"protocol_type": ["QUIC"], "time_format": "relative", "reference_time": 1500.0}
+                }
+            })
+        );
+    }
+
+    #[test]
+    fn every_event_is_one_json_record_with_qlog_names() {
+        let reference = Instant::from_millis(1_000);
+        let events: Vec<(Instant, QlogEvent)> = every_event()
+            .into_iter()
+            .enumerate()
+            .map(|(i, e)| (reference + Duration::from_micros(1_500 * i as u64 + 250), e))
+            .collect();
+        let bytes = write(reference, &events);
+        assert_eq!(
+            bytes.iter().filter(|&&b| b == RECORD_SEPARATOR).count(),
+            events.len() + 1
+        );
+        let recs = records(&bytes);
+        let names: Vec<&str> = recs[1..]
+            .iter()
+            .map(|r| r["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "transport:packet_sent",
+                "transport:packet_received",
+                "recovery:packet_lost",
+                "recovery:metrics_updated",
+                "recovery:congestion_state_updated",
+                "recovery:ecn_state_updated",
+            ]
+        );
+        let times: Vec<f64> = recs[1..]
+            .iter()
+            .map(|r| r["time"].as_f64().unwrap())
+            .collect();
+        assert_eq!(times, [0.25, 1.75, 3.25, 4.75, 6.25, 7.75]);
+
+        let sent = &recs[1]["data"];
+        assert_eq!(
+            sent["header"],
+            json!({"packet_type": "1RTT", "packet_number": 10})
+        );
+        assert_eq!(sent["raw"], json!({"length": 1252}));
+        assert_eq!(
+            sent["frames"][0],
+            json!({"frame_type": "ack", "ack_delay": 0.25, "acked_ranges": [[0, 4], [6, 9]], "ect1": 9, "ect0": 0, "ce": 2})
+        );
+        assert_eq!(
+            sent["frames"][1],
+            json!({"frame_type": "stream", "stream_id": 4, "offset": 1200, "length": 1100, "fin": false})
+        );
+        assert_eq!(sent["frames"][3], json!({"frame_type": "ping"}));
+        assert_eq!(
+            sent["frames"][4],
+            json!({"frame_type": "max_streams", "stream_type": "bidirectional", "maximum": 100})
+        );
+        assert_eq!(
+            sent["frames"][6],
+            json!({"frame_type": "unknown", "raw_frame_type": 66})
+        );
+        assert_eq!(
+            recs[2]["data"]["frames"],
+            json!([{"frame_type": "handshake_done"}])
+        );
+        assert_eq!(
+            recs[3]["data"],
+            json!({"header": {"packet_type": "1RTT", "packet_number": 12}, "trigger": "time_threshold"})
+        );
+        assert_eq!(
+            recs[4]["data"],
+            json!({
+                "min_rtt": 20.0, "smoothed_rtt": 22.5, "latest_rtt": 21.25,
+                "congestion_window": 14720, "bytes_in_flight": 12000, "pacing_rate": 5000000
+            })
+        );
+        assert_eq!(
+            recs[5]["data"],
+            json!({"old": "slow_start", "new": "congestion_avoidance", "trigger": "ecn"})
+        );
+        assert_eq!(recs[6]["data"], json!({"old": "testing", "new": "capable"}));
+    }
+
+    #[test]
+    fn events_before_the_reference_get_negative_times() {
+        let ev = QlogEvent::EcnStateUpdated {
+            old: None,
+            new: EcnState::Failed,
+            trigger: None,
+        };
+        let recs = records(&write(
+            Instant::from_millis(10),
+            &[(Instant::from_millis(9), ev)],
+        ));
+        assert_eq!(recs[1]["time"], json!(-1.0));
+    }
+
+    #[test]
+    fn io_errors_surface() {
+        struct Broken;
+        impl Write for Broken {
+            fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+                Err(io::Error::other("disk full"))
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let vantage = VantagePoint::new(VantageKind::Server, "s");
+        assert!(matches!(
+            QlogWriter::new(Broken, "t", vantage),
+            Err(QlogError::Io(_))
+        ));
+    }
+}
