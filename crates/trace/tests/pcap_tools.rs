@@ -6,20 +6,17 @@
 
 use brisk_time::Instant;
 use brisk_trace::pcap::{LinkType, PcapConfig, PcapWriter, TsResolution};
-use brisk_wire::checksum;
-use brisk_wire::ipv4::Ipv4Repr;
-use brisk_wire::ipv6::Ipv6Repr;
-use brisk_wire::{Ecn, udp_datagram};
-use std::net::{IpAddr, SocketAddr};
+use brisk_wire::tcp::{TcpFlags, TcpRepr};
+use brisk_wire::{Ecn, tcp_datagram, udp_datagram};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
-const TCP_PROTOCOL: u8 = 6;
-const FIN: u8 = 0x01;
-const SYN: u8 = 0x02;
-const PSH: u8 = 0x08;
-const ACK: u8 = 0x10;
+const FIN: TcpFlags = TcpFlags::FIN;
+const SYN: TcpFlags = TcpFlags::SYN;
+const PSH: TcpFlags = TcpFlags::PSH;
+const ACK: TcpFlags = TcpFlags::ACK;
 /// One full-sized data segment's payload.
 static DATA: [u8; 1000] = [0x5a; 1000];
 
@@ -56,73 +53,29 @@ fn addr(s: &str) -> SocketAddr {
     s.parse().unwrap()
 }
 
-/// A TCP segment with a 20-byte header and a valid checksum, inside an
-/// IPv4 or IPv6 datagram.
+/// The TCP fields the tests vary; ports come from the addresses.
 #[derive(Clone, Copy)]
 struct Segment<'a> {
     seq: u32,
     ack: u32,
-    flags: u8,
+    flags: TcpFlags,
     window: u16,
     ecn: Ecn,
     payload: &'a [u8],
 }
 
-fn tcp_datagram(src: SocketAddr, dst: SocketAddr, s: Segment) -> Vec<u8> {
-    let tcp_len = 20 + s.payload.len();
-    let mut tcp = vec![0u8; tcp_len];
-    tcp[0..2].copy_from_slice(&src.port().to_be_bytes());
-    tcp[2..4].copy_from_slice(&dst.port().to_be_bytes());
-    tcp[4..8].copy_from_slice(&s.seq.to_be_bytes());
-    tcp[8..12].copy_from_slice(&s.ack.to_be_bytes());
-    tcp[12] = 5 << 4;
-    tcp[13] = s.flags;
-    tcp[14..16].copy_from_slice(&s.window.to_be_bytes());
-    tcp[20..].copy_from_slice(s.payload);
-    let (src_ip, dst_ip): (Vec<u8>, Vec<u8>) = match (src.ip(), dst.ip()) {
-        (IpAddr::V4(a), IpAddr::V4(b)) => (a.octets().to_vec(), b.octets().to_vec()),
-        (IpAddr::V6(a), IpAddr::V6(b)) => (a.octets().to_vec(), b.octets().to_vec()),
-        _ => panic!("mixed families"),
+fn tcp(src: SocketAddr, dst: SocketAddr, s: Segment) -> Vec<u8> {
+    let repr = TcpRepr {
+        src_port: src.port(),
+        dst_port: dst.port(),
+        seq_number: s.seq,
+        ack_number: s.ack,
+        flags: s.flags,
+        window: s.window,
+        urgent_pointer: 0,
+        options: Vec::new(),
     };
-    let sum = checksum::pseudo_header(&src_ip, &dst_ip, TCP_PROTOCOL, tcp_len as u32);
-    let c = checksum::finish(checksum::add(sum, &tcp));
-    tcp[16..18].copy_from_slice(&c.to_be_bytes());
-
-    let mut out = match (src.ip(), dst.ip()) {
-        (IpAddr::V4(a), IpAddr::V4(b)) => {
-            let ip = Ipv4Repr {
-                src: a,
-                dst: b,
-                protocol: TCP_PROTOCOL,
-                dscp: 0,
-                ecn: s.ecn,
-                ttl: 64,
-                ident: 0,
-                payload_len: tcp_len,
-            };
-            let mut buf = vec![0u8; ip.header_len()];
-            ip.emit(&mut buf).unwrap();
-            buf
-        }
-        (IpAddr::V6(a), IpAddr::V6(b)) => {
-            let ip = Ipv6Repr {
-                src: a,
-                dst: b,
-                next_header: TCP_PROTOCOL,
-                dscp: 0,
-                ecn: s.ecn,
-                flow_label: 0,
-                hop_limit: 64,
-                payload_len: tcp_len,
-            };
-            let mut buf = vec![0u8; ip.header_len()];
-            ip.emit(&mut buf).unwrap();
-            buf
-        }
-        _ => unreachable!(),
-    };
-    out.extend_from_slice(&tcp);
-    out
+    tcp_datagram(src.ip(), dst.ip(), s.ecn, &repr, s.payload).unwrap()
 }
 
 /// A whole TCP connection: handshake, five 1000-byte data segments of which
@@ -143,7 +96,7 @@ fn tcp_connection(client: SocketAddr, server: SocketAddr, t0_ms: u64) -> Vec<(In
     let mut out = Vec::new();
     let mut push = |from: SocketAddr, to: SocketAddr, s: Segment| {
         at += Duration::from_micros(1_250);
-        out.push((at, tcp_datagram(from, to, s)));
+        out.push((at, tcp(from, to, s)));
     };
     let c = c_isn + 1;
     let s = s_isn + 1;
@@ -199,10 +152,7 @@ fn mixed_packets() -> Vec<(Instant, Vec<u8>)> {
                 ecn,
                 payload: b"tcp",
             };
-            out.push((
-                t + Duration::from_nanos(1),
-                tcp_datagram(addr(a), addr(b), s),
-            ));
+            out.push((t + Duration::from_nanos(1), tcp(addr(a), addr(b), s)));
         }
     }
     out
