@@ -17,7 +17,7 @@ pub mod packet;
 pub mod queue;
 pub mod units;
 
-pub use link::{Link, LinkConfig, LinkEvent, LinkStats, RateModel};
+pub use link::{Link, LinkConfig, LinkEvent, LinkStats, LossCause, RateModel};
 pub use packet::Packet;
 pub use queue::{DropReason, Queue, QueueEvent, QueueStats};
 

@@ -1,65 +1,63 @@
-//! One direction of a link: packets wait in a queue, leave it one at a time
-//! at the link rate, then propagate for the link delay to the far end.
+//! One direction of a link: packets wait in a queue, a transmitter drains
+//! it per a rate model, then impairments act and the packet propagates to
+//! the far end.
 //!
 //! Drive it like every Brisk state machine: feed arrivals with
 //! [`Link::handle_packet`], call [`Link::handle_timeout`] at (or after)
 //! [`Link::poll_timeout`], and drain [`Link::poll_delivery`] and
 //! [`Link::poll_event`] after each call. Calling late is allowed: the link
-//! replays what happened in between at the exact times it happened.
+//! replays what happened in between at the exact times it happened, and
+//! draws its random numbers in that same order, so a run depends only on
+//! the seed and the inputs.
+//!
+//! The pipeline, in order (each stage in its own module):
+//! 1. the queue discipline ([`crate::queue`]);
+//! 2. the transmitter ([`rate`]): constant, scheduled or mahimahi-trace
+//!    capacity, frozen during [`outage`]s unless `outage_drops`;
+//! 3. [`loss`] (random or Gilbert-Elliott), after the transmitter so lost
+//!    packets used capacity; outage losses in `outage_drops` mode;
+//! 4. [`ecn_rewrite`] at the hop;
+//! 5. duplication;
+//! 6. propagation: delay plus [`jitter`], order kept unless
+//!    `reorder_on_jitter`, and explicit [`reorder`]ing.
+//!
+//! [`config`] holds [`LinkConfig`] and its scenario syntax; [`profiles`]
+//! names ready-made mobile and Wi-Fi settings from published sources.
+
+pub mod config;
+pub mod ecn_rewrite;
+pub mod jitter;
+pub mod loss;
+pub mod outage;
+pub mod profiles;
+pub mod rate;
+pub mod reorder;
+mod transmitter;
+
+pub use config::{LinkConfig, LinkConfigError};
+pub use ecn_rewrite::EcnRewrite;
+pub use jitter::Jitter;
+pub use loss::{GilbertElliott, LossCause, LossModel};
+pub use outage::{Outage, PeriodicOutage};
+pub use profiles::Profile;
+pub use rate::{MahimahiTrace, RateModel, RateSchedule, RateStep, TraceError};
+pub use reorder::{Reorder, ReorderDepth};
 
 use crate::Rng;
 use crate::packet::Packet;
 use crate::queue::{DropReason, Queue, QueueEvent};
 use brisk_time::Instant;
-use std::collections::VecDeque;
+use brisk_wire::Ecn;
+use loss::LossState;
+use outage::OutageSchedule;
+use rand::Rng as _;
+use reorder::Holds;
+use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
+use transmitter::{Transmitter, TxOutput};
 
-/// How fast the transmitter drains the queue. In a scenario: `rate = "10Mbit"`.
-#[derive(Debug, Clone, PartialEq)]
-pub enum RateModel {
-    /// A fixed rate in bits per second.
-    Constant { bps: u64 },
-}
-
-impl RateModel {
-    /// Serialization time of `bytes` starting at `start`.
-    fn transmit_time(&self, _start: Instant, bytes: usize) -> Duration {
-        match self {
-            RateModel::Constant { bps } => {
-                Duration::from_nanos((bytes as u64 * 8 * 1_000_000_000).div_ceil((*bps).max(1)))
-            }
-        }
-    }
-}
-
-impl<'de> serde::Deserialize<'de> for RateModel {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        crate::units::rate_bps::deserialize(d).map(|bps| RateModel::Constant { bps })
-    }
-}
-
-/// Settings of one link direction, as a scenario's `[link.down]` or
-/// `[link.up]` table. Omitted fields keep their defaults: 10 Mbit/s, no delay.
-#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct LinkConfig {
-    /// `rate = "10Mbit"`: how fast the queue drains.
-    pub rate: RateModel,
-    /// `delay = "20ms"`: one-way propagation delay.
-    #[serde(with = "crate::units::duration")]
-    pub delay: Duration,
-}
-
-impl Default for LinkConfig {
-    fn default() -> Self {
-        LinkConfig {
-            rate: RateModel::Constant { bps: 10_000_000 },
-            delay: Duration::ZERO,
-        }
-    }
-}
-
-/// Something the link did that a trace should show.
+/// Something the link did that a trace should show. Events come out in
+/// time order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LinkEvent {
     /// The queue dropped a packet.
@@ -76,40 +74,88 @@ pub enum LinkEvent {
         packet_id: u64,
         queue_delay: Duration,
     },
+    /// The link lost a packet after transmitting it.
+    Lost {
+        at: Instant,
+        packet: Packet,
+        cause: LossCause,
+    },
+    /// The hop rewrote a packet's ECN field.
+    EcnRewritten {
+        at: Instant,
+        packet_id: u64,
+        from: Ecn,
+        to: Ecn,
+    },
+    /// A packet was duplicated; both copies carry the same id.
+    Duplicated { at: Instant, packet_id: u64 },
+    /// A packet was held back to be overtaken (explicit reordering).
+    Reordered { at: Instant, packet_id: u64 },
 }
 
 /// Totals over the life of the link.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LinkStats {
+    /// Packets and bytes that finished serialization (lost ones included).
     pub transmitted_packets: u64,
     pub transmitted_bytes: u64,
-    /// Time the transmitter spent sending (for utilization).
+    /// Time the transmitter spent sending (for utilization). For a mahimahi
+    /// trace: the air time at the trace's mean rate.
     pub busy: Duration,
+    /// Packets lost after transmission, whatever the cause.
+    pub lost_packets: u64,
+    pub duplicated_packets: u64,
+    pub reordered_packets: u64,
+    pub ecn_rewritten_packets: u64,
+    /// Packets handed to the far end (duplicates count twice).
+    pub delivered_packets: u64,
 }
 
 /// One direction of a link.
 pub struct Link {
     config: LinkConfig,
     queue: Box<dyn Queue>,
-    #[allow(dead_code)] // drawn from by impairments
     rng: Rng,
-    /// When the transmitter finishes the packet it is sending.
-    busy_until: Instant,
-    /// Packets propagating, in arrival order.
-    in_flight: VecDeque<(Instant, Packet)>,
+    tx: Transmitter,
+    /// Outages that lose packets (`outage_drops`); empty otherwise.
+    drop_outages: OutageSchedule,
+    loss: Option<LossState>,
+    holds: Holds,
+    /// Latest arrival given to a packet that keeps its order.
+    last_in_order: Instant,
+    /// Packets propagating, by (arrival, sequence) so ties keep send order.
+    in_flight: BTreeMap<(Instant, u64), Packet>,
+    next_seq: u64,
+    tx_out: Vec<TxOutput>,
     delivered: VecDeque<(Instant, Packet)>,
     events: VecDeque<LinkEvent>,
     stats: LinkStats,
 }
 
 impl Link {
+    /// Builds a link direction. `rng` feeds every random impairment; give
+    /// each link its own stream ([`crate::rng`]). A config that names a
+    /// mahimahi file it has not loaded yields a link that never transmits
+    /// ([`LinkConfig::validate`] reports it).
     pub fn new(config: LinkConfig, queue: Box<dyn Queue>, rng: Rng) -> Link {
+        let outages = OutageSchedule::new(&config.outages, config.outage_every);
+        let (freeze, drop_outages) = if config.outage_drops {
+            (OutageSchedule::default(), outages)
+        } else {
+            (outages, OutageSchedule::default())
+        };
         Link {
+            tx: Transmitter::new(&config.rate, freeze),
+            drop_outages,
+            loss: config.loss.map(LossState::new),
             config,
             queue,
             rng,
-            busy_until: Instant::ZERO,
-            in_flight: VecDeque::new(),
+            holds: Holds::default(),
+            last_in_order: Instant::ZERO,
+            in_flight: BTreeMap::new(),
+            next_seq: 0,
+            tx_out: Vec::new(),
             delivered: VecDeque::new(),
             events: VecDeque::new(),
             stats: LinkStats::default(),
@@ -131,11 +177,11 @@ impl Link {
     /// A packet arrives at the link's input at `now`.
     pub fn handle_packet(&mut self, now: Instant, packet: Packet) {
         self.advance(now);
+        if self.tx.is_idle() && self.queue.is_empty() {
+            self.tx.wake(now);
+        }
         self.queue.enqueue(now, packet);
         self.drain_queue_events();
-        if self.busy_until < now {
-            self.busy_until = now;
-        }
         self.advance(now);
     }
 
@@ -146,8 +192,8 @@ impl Link {
 
     /// The next time the link has something to do, if any.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let tx = (!self.queue.is_empty()).then_some(self.busy_until);
-        let rx = self.in_flight.front().map(|(t, _)| *t);
+        let tx = self.tx.due(!self.queue.is_empty());
+        let rx = self.in_flight.first_key_value().map(|((t, _), _)| *t);
         match (tx, rx) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -165,46 +211,136 @@ impl Link {
 
     fn advance(&mut self, now: Instant) {
         loop {
-            let next_rx = self
+            let rx = self
                 .in_flight
-                .front()
-                .map(|(t, _)| *t)
+                .first_key_value()
+                .map(|((t, _), _)| *t)
                 .filter(|t| *t <= now);
-            let next_tx =
-                (!self.queue.is_empty() && self.busy_until <= now).then_some(self.busy_until);
-            match (next_tx, next_rx) {
-                (Some(tx), Some(rx)) if rx <= tx => self.arrive(),
-                (Some(tx), _) => self.transmit(tx),
-                (None, Some(_)) => self.arrive(),
+            let tx = self.tx.due(!self.queue.is_empty()).filter(|t| *t <= now);
+            match (tx, rx) {
+                // Arrivals first on ties: they were scheduled earlier.
+                (Some(t), Some(r)) if t < r => self.transmit(t),
+                (_, Some(_)) => self.arrive(),
+                (Some(t), None) => self.transmit(t),
                 (None, None) => break,
             }
         }
     }
 
     fn arrive(&mut self) {
-        if let Some(p) = self.in_flight.pop_front() {
-            self.delivered.push_back(p);
+        if let Some(((at, _), packet)) = self.in_flight.pop_first() {
+            self.stats.delivered_packets += 1;
+            self.delivered.push_back((at, packet));
         }
     }
 
-    /// The transmitter is free at `start`: take the next packet and send it.
-    fn transmit(&mut self, start: Instant) {
-        let packet = self.queue.dequeue(start);
+    fn transmit(&mut self, at: Instant) {
+        let mut out = std::mem::take(&mut self.tx_out);
+        self.tx.step(at, self.queue.as_mut(), &mut out);
+        // Drops an AQM made while dequeuing happened at `at`, before the
+        // packet it returned left.
         self.drain_queue_events();
-        let Some(packet) = packet else { return };
-        let queue_delay = start - packet.enqueued_at;
-        self.events.push_back(LinkEvent::Dequeued {
-            at: start,
-            packet_id: packet.id,
-            queue_delay,
-        });
-        let tx = self.config.rate.transmit_time(start, packet.len());
-        self.busy_until = start + tx;
-        self.stats.transmitted_packets += 1;
-        self.stats.transmitted_bytes += packet.len() as u64;
-        self.stats.busy += tx;
-        self.in_flight
-            .push_back((self.busy_until + self.config.delay, packet));
+        for o in out.drain(..) {
+            match o {
+                TxOutput::Dequeued {
+                    at,
+                    packet_id,
+                    queue_delay,
+                } => self.events.push_back(LinkEvent::Dequeued {
+                    at,
+                    packet_id,
+                    queue_delay,
+                }),
+                TxOutput::Sent { at, packet, busy } => {
+                    self.stats.transmitted_packets += 1;
+                    self.stats.transmitted_bytes += packet.len() as u64;
+                    self.stats.busy += busy;
+                    self.impair(at, packet);
+                }
+            }
+        }
+        self.tx_out = out;
+        if self.tx.is_idle() && self.queue.is_empty() && !self.holds.is_empty() {
+            // The transmitter ran dry: nothing more will overtake them.
+            for (t, p) in self.holds.flush(self.last_in_order) {
+                self.schedule(t, p);
+            }
+        }
+    }
+
+    /// Stages after the transmitter, for a packet serialized at `at`.
+    fn impair(&mut self, at: Instant, mut packet: Packet) {
+        let cause = if self.drop_outages.is_down(at) {
+            Some(LossCause::Outage)
+        } else {
+            self.loss.as_mut().and_then(|l| l.draw(&mut self.rng))
+        };
+        if let Some(cause) = cause {
+            self.stats.lost_packets += 1;
+            self.events.push_back(LinkEvent::Lost { at, packet, cause });
+            return;
+        }
+        if let Some((from, to)) = self.config.ecn.apply(&mut packet) {
+            self.stats.ecn_rewritten_packets += 1;
+            self.events.push_back(LinkEvent::EcnRewritten {
+                at,
+                packet_id: packet.id,
+                from,
+                to,
+            });
+        }
+        let dup = self.config.duplicate > 0.0 && self.rng.random::<f64>() < self.config.duplicate;
+        if dup {
+            self.stats.duplicated_packets += 1;
+            self.events.push_back(LinkEvent::Duplicated {
+                at,
+                packet_id: packet.id,
+            });
+            let copy = packet.clone();
+            self.propagate(at, packet);
+            self.propagate(at, copy);
+        } else {
+            self.propagate(at, packet);
+        }
+    }
+
+    /// Delay, jitter and reordering for a packet that left at `at`.
+    fn propagate(&mut self, at: Instant, packet: Packet) {
+        let one_way = match self.config.jitter {
+            Some(j) => j.apply(self.config.delay, &mut self.rng),
+            None => self.config.delay,
+        };
+        let natural = at + one_way;
+        if let Some(r) = self.config.reorder
+            && r.probability > 0.0
+            && self.rng.random::<f64>() < r.probability
+        {
+            self.stats.reordered_packets += 1;
+            self.events.push_back(LinkEvent::Reordered {
+                at,
+                packet_id: packet.id,
+            });
+            match r.depth {
+                ReorderDepth::Packets(n) => self.holds.hold(packet, natural, n),
+                ReorderDepth::Time(d) => self.schedule(natural + d, packet),
+            }
+            return;
+        }
+        let arrival = if self.config.reorder_on_jitter {
+            natural
+        } else {
+            natural.max(self.last_in_order)
+        };
+        self.last_in_order = self.last_in_order.max(arrival);
+        self.schedule(arrival, packet);
+        for (t, p) in self.holds.on_pass(arrival) {
+            self.schedule(t, p);
+        }
+    }
+
+    fn schedule(&mut self, arrival: Instant, packet: Packet) {
+        self.in_flight.insert((arrival, self.next_seq), packet);
+        self.next_seq += 1;
     }
 
     fn drain_queue_events(&mut self) {
@@ -224,12 +360,12 @@ mod tests {
     use super::*;
     use crate::packet::tests::udp;
     use crate::queue::{Fifo, FifoConfig};
-    use brisk_wire::Ecn;
 
     fn link(bps: u64, delay_ms: u64) -> Link {
         let config = LinkConfig {
             rate: RateModel::Constant { bps },
             delay: Duration::from_millis(delay_ms),
+            ..LinkConfig::default()
         };
         Link::new(
             config,
@@ -261,19 +397,7 @@ mod tests {
         let want: Vec<(Instant, u64)> = (0..3).map(|i| (Instant::from_millis(11 + i), i)).collect();
         assert_eq!(got, want);
         assert_eq!(l.stats().busy, Duration::from_millis(3));
-    }
-
-    #[test]
-    fn config_defaults_and_toml() {
-        let c: LinkConfig = toml::from_str("rate = \"2Mbit\"\ndelay = \"10ms\"").unwrap();
-        assert_eq!(c.rate, RateModel::Constant { bps: 2_000_000 });
-        assert_eq!(c.delay, Duration::from_millis(10));
-        let d: LinkConfig = toml::from_str("").unwrap();
-        assert_eq!(d, LinkConfig::default());
-        let err = toml::from_str::<LinkConfig>("\nrate = \"quick\"")
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("line 2") && err.contains("quick"), "{err}");
+        assert_eq!(l.stats().delivered_packets, 3);
     }
 
     #[test]
@@ -290,5 +414,41 @@ mod tests {
             got,
             vec![(Instant::from_millis(6), 1), (Instant::from_millis(7), 2)]
         );
+    }
+
+    #[test]
+    fn events_come_out_in_time_order() {
+        let config = LinkConfig {
+            rate: RateModel::Constant { bps: 8_000_000 },
+            loss: Some(LossModel::Random { probability: 0.5 }),
+            ..LinkConfig::default()
+        };
+        let mut l = Link::new(
+            config,
+            Box::new(Fifo::new(FifoConfig {
+                limit_packets: Some(5),
+                limit_bytes: None,
+            })),
+            crate::rng(9, 0),
+        );
+        for i in 0..20 {
+            l.handle_packet(Instant::from_micros(300 * i), udp(i, 0, 1000, Ecn::NotEct));
+        }
+        drain(&mut l);
+        let times: Vec<Instant> = std::iter::from_fn(|| l.poll_event())
+            .map(|e| match e {
+                LinkEvent::QueueDrop { at, .. }
+                | LinkEvent::Marked { at, .. }
+                | LinkEvent::Dequeued { at, .. }
+                | LinkEvent::Lost { at, .. }
+                | LinkEvent::EcnRewritten { at, .. }
+                | LinkEvent::Duplicated { at, .. }
+                | LinkEvent::Reordered { at, .. } => at,
+            })
+            .collect();
+        assert!(times.len() > 20);
+        assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
+        let s = l.stats();
+        assert_eq!(s.transmitted_packets, s.lost_packets + s.delivered_packets);
     }
 }

@@ -1,0 +1,159 @@
+//! Random loss on the radio hop: independent (Bernoulli) or bursty
+//! (Gilbert-Elliott).
+//!
+//! Loss is drawn after the transmitter, when a packet has been serialized:
+//! a radio frame that is lost still used the air time, so lost packets
+//! consume link capacity, and a queue upstream sees the same backlog it
+//! would with a clean link. (netem drops before its delay line instead; for
+//! a bottleneck that is the radio itself, after is the physical choice.)
+
+use crate::Rng;
+use rand::Rng as _;
+
+/// How packets are lost.
+///
+/// In a scenario: `loss = "1%"` (random, also `{ random = "1%" }`) or
+/// `loss = { gilbert_elliott = { loss = "2%", burst_packets = 5 } }`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum LossModel {
+    /// Each packet is lost independently with this probability.
+    Random { probability: f64 },
+    /// Bursty loss with a mean rate and a mean burst length; see
+    /// [`GilbertElliott`].
+    GilbertElliott(GilbertElliott),
+}
+
+/// The two-state Gilbert-Elliott channel, set by what one can measure: the
+/// mean loss rate and the mean length of a loss burst, in packets.
+///
+/// The channel is a Markov chain stepped once per packet, with a Good state
+/// that loses nothing and a Bad state that loses every packet (the simple
+/// Gilbert case, so a loss burst is exactly one stay in Bad). With
+/// `p = P(Good -> Bad)` and `r = P(Bad -> Good)`:
+///
+/// - a stay in Bad lasts k packets with probability `(1-r)^(k-1) r`, so the
+///   mean burst length is `B = 1/r`, hence `r = 1/B`;
+/// - the stationary share of Bad, which is the loss rate, is
+///   `L = p / (p + r)`, hence `p = r L / (1 - L) = L / ((1 - L) B)`.
+///
+/// `p <= 1` requires `L <= B / (B + 1)`; `B >= 1` by definition.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GilbertElliott {
+    /// Mean loss rate L, within `0..1`.
+    pub loss: f64,
+    /// Mean burst length B in packets, at least 1.
+    pub burst_packets: f64,
+}
+
+impl GilbertElliott {
+    /// Checks the parameters can be met by a chain.
+    pub fn new(loss: f64, burst_packets: f64) -> Result<GilbertElliott, String> {
+        if !(0.0..1.0).contains(&loss) {
+            return Err(format!(
+                "gilbert_elliott loss must be within 0..1, got {loss}"
+            ));
+        }
+        if !burst_packets.is_finite() || burst_packets < 1.0 {
+            return Err(format!(
+                "gilbert_elliott burst_packets must be at least 1, got {burst_packets}"
+            ));
+        }
+        if loss > burst_packets / (burst_packets + 1.0) {
+            return Err(format!(
+                "gilbert_elliott loss {loss} is too high for bursts of {burst_packets} packets \
+                 (at most B/(B+1) = {:.3})",
+                burst_packets / (burst_packets + 1.0)
+            ));
+        }
+        Ok(GilbertElliott {
+            loss,
+            burst_packets,
+        })
+    }
+
+    /// P(Good -> Bad) per packet.
+    pub fn p_good_to_bad(&self) -> f64 {
+        self.loss / ((1.0 - self.loss) * self.burst_packets)
+    }
+
+    /// P(Bad -> Good) per packet.
+    pub fn p_bad_to_good(&self) -> f64 {
+        1.0 / self.burst_packets
+    }
+}
+
+/// Why the link lost a packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LossCause {
+    /// Independent random loss.
+    Random,
+    /// A Gilbert-Elliott loss burst.
+    Burst,
+    /// The packet left the transmitter during an outage with
+    /// `outage_drops = true`.
+    Outage,
+}
+
+/// A loss model with its running state.
+#[derive(Debug, Clone)]
+pub(crate) struct LossState {
+    model: LossModel,
+    /// Gilbert-Elliott: in the Bad state. The chain starts Good.
+    bad: bool,
+}
+
+impl LossState {
+    pub(crate) fn new(model: LossModel) -> LossState {
+        LossState { model, bad: false }
+    }
+
+    /// Steps the model for one packet; `Some` if the packet is lost.
+    pub(crate) fn draw(&mut self, rng: &mut Rng) -> Option<LossCause> {
+        match self.model {
+            LossModel::Random { probability } => (probability > 0.0
+                && rng.random::<f64>() < probability)
+                .then_some(LossCause::Random),
+            LossModel::GilbertElliott(ge) => {
+                let flip = if self.bad {
+                    ge.p_bad_to_good()
+                } else {
+                    ge.p_good_to_bad()
+                };
+                if rng.random::<f64>() < flip {
+                    self.bad = !self.bad;
+                }
+                self.bad.then_some(LossCause::Burst)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transition_probabilities_follow_the_derivation() {
+        let ge = GilbertElliott::new(0.02, 5.0).unwrap();
+        assert!((ge.p_bad_to_good() - 0.2).abs() < 1e-12);
+        // p = 0.02 / (0.98 * 5)
+        assert!((ge.p_good_to_bad() - 0.02 / 4.9).abs() < 1e-12);
+        let (p, r) = (ge.p_good_to_bad(), ge.p_bad_to_good());
+        assert!((p / (p + r) - 0.02).abs() < 1e-12);
+        assert!(GilbertElliott::new(0.6, 1.0).is_err());
+        assert!(GilbertElliott::new(0.5, 1.0).is_ok());
+        assert!(GilbertElliott::new(0.1, 0.5).is_err());
+        assert!(GilbertElliott::new(1.0, 5.0).is_err());
+    }
+
+    #[test]
+    fn zero_loss_never_draws_a_loss() {
+        let mut s = LossState::new(LossModel::Random { probability: 0.0 });
+        let mut rng = crate::rng(1, 0);
+        assert!((0..1000).all(|_| s.draw(&mut rng).is_none()));
+        let mut g = LossState::new(LossModel::GilbertElliott(
+            GilbertElliott::new(0.0, 3.0).unwrap(),
+        ));
+        assert!((0..1000).all(|_| g.draw(&mut rng).is_none()));
+    }
+}
