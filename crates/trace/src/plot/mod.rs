@@ -41,9 +41,11 @@ const MIN_HEIGHT_PX: u32 = 150;
 const MAX_SIDE_PX: u32 = 20_000;
 
 const FONT: &str = "sans-serif";
-const TITLE_FONT_PX: u32 = 20;
-const LABEL_FONT_PX: u32 = 14;
-const DESC_FONT_PX: u32 = 15;
+/// Font sizes as plotters takes them; its SVG backend writes `size / 1.24`
+/// (so 15 becomes 12.1 px on the page).
+const TITLE_FONT_PX: u32 = 22;
+const LABEL_FONT_PX: u32 = 15;
+const DESC_FONT_PX: u32 = 16;
 
 /// Tableau 10: distinct hues, readable on white.
 const PALETTE: [RGBColor; 10] = [
@@ -167,7 +169,8 @@ impl LegendEntry {
 }
 
 /// Pixels per legend row and per character of a legend name (a generous
-/// estimate for a 14 px sans-serif face, so names never overlap the plot).
+/// estimate for the legend's 12 px sans-serif text, so names stay inside
+/// their column).
 const LEGEND_ROW_PX: i32 = 22;
 const LEGEND_CHAR_PX: u32 = 8;
 const LEGEND_SWATCH_PX: i32 = 26;

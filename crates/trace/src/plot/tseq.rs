@@ -12,8 +12,8 @@
 //! transport and a pcap reader can all produce it.
 
 use super::{
-    Frame, LegendEntry, Mark, PlotError, builder, finite_span, no_data, render, si_label,
-    time_range, value_range,
+    Frame, LegendEntry, Mark, PlotError, builder, finite_span, no_data, padded_range, render,
+    si_label, time_range,
 };
 use plotters::prelude::*;
 
@@ -68,7 +68,7 @@ pub fn time_sequence_chart(frame: &Frame, events: &[SeqEvent]) -> Result<String,
         v
     };
     let x = time_range(finite_span(events.iter().map(|e| e.time_s)));
-    let y = value_range(finite_span(events.iter().flat_map(extent)));
+    let y = padded_range(finite_span(events.iter().flat_map(extent)));
     let has = |k: SeqKind| events.iter().any(|e| e.kind == k);
     let data = |e: &&SeqEvent| e.kind != SeqKind::Ack;
     let mut entries = Vec::new();
