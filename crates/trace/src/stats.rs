@@ -267,6 +267,11 @@ mod tests {
         assert_eq!(s.quantile(1.0), Duration::from_micros(1_234));
         assert_eq!(s.percentiles().max, 1.234);
 
+        let mut zero = LatencySummary::new();
+        zero.record(Duration::ZERO);
+        zero.record(Duration::from_nanos(999));
+        assert_eq!((zero.len(), zero.percentiles().max), (2, 0.0));
+
         let mut long = LatencySummary::new();
         long.record(Duration::from_secs(150));
         let max = long.percentiles().max;
