@@ -9,8 +9,15 @@
 //! traces can show them.
 
 mod fifo;
+mod codel;
+mod codel_law;
+mod flow_hash;
+mod fq_codel;
 
 pub use fifo::{Fifo, FifoConfig};
+pub use codel::{Codel, CodelConfig};
+pub use codel_law::CodelCounters;
+pub use fq_codel::{FlowList, FlowSnapshot, FqCodel, FqCodelConfig, FqCodelStats, MtuBacklog};
 
 use crate::Rng;
 use crate::packet::Packet;
@@ -25,6 +32,8 @@ use serde::Deserialize;
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum QueueConfig {
     Fifo(FifoConfig),
+    Codel(CodelConfig),
+    FqCodel(FqCodelConfig),
 }
 
 impl Default for QueueConfig {
@@ -40,6 +49,8 @@ impl QueueConfig {
         let _ = rng;
         match self {
             QueueConfig::Fifo(c) => Box::new(Fifo::new(c.clone())),
+            QueueConfig::Codel(c) => Box::new(Codel::new(c.clone())),
+            QueueConfig::FqCodel(c) => Box::new(FqCodel::new(c.clone(), rng)),
         }
     }
 }
