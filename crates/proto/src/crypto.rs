@@ -137,15 +137,17 @@ impl PacketKey {
         PacketKey { aead: ChaCha20Poly1305::new(&Key::from(key)) }
     }
 
-    /// Encrypts `packet[header_len..]` in place and appends the tag; the
-    /// header is the associated data.
-    pub fn seal(&self, pn: u64, packet: &mut Vec<u8>, header_len: usize) {
-        let (header, payload) = packet.split_at_mut(header_len);
+    /// Encrypts `buf[payload_start..]` in place and appends the tag; the
+    /// header `buf[header_start..payload_start]` is the associated data.
+    /// (Earlier bytes of `buf` may hold other packets of the datagram.)
+    pub fn seal(&self, pn: u64, buf: &mut Vec<u8>, header_start: usize, payload_start: usize) {
+        let (before, payload) = buf.split_at_mut(payload_start);
+        let header = &before[header_start..];
         let tag = self
             .aead
             .encrypt_in_place_detached(&nonce(pn), header, payload)
             .expect("ChaCha20-Poly1305 accepts any payload under 256 GiB");
-        packet.extend_from_slice(&tag);
+        buf.extend_from_slice(&tag);
     }
 
     /// Authenticates `header` and `sealed` (ciphertext and tag) and returns
@@ -191,7 +193,7 @@ mod tests {
         let key = PacketKey::new([7; 32]);
         let mut pkt = b"HDR".to_vec();
         pkt.extend_from_slice(b"secret payload");
-        key.seal(42, &mut pkt, 3);
+        key.seal(42, &mut pkt, 0, 3);
         assert_eq!(pkt.len(), 3 + 14 + TAG_LEN);
         assert_ne!(&pkt[3..17], b"secret payload");
         assert_eq!(key.open(42, &pkt[..3], &pkt[3..]).unwrap(), b"secret payload");

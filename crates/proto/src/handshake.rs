@@ -258,16 +258,16 @@ mod tests {
         let (s_tx, s_rx) = s.into_keys();
         let mut pkt = b"h".to_vec();
         pkt.extend_from_slice(b"data");
-        c_tx.seal(0, &mut pkt, 1);
+        c_tx.seal(0, &mut pkt, 0, 1);
         assert_eq!(s_rx.open(0, b"h", &pkt[1..]).unwrap(), b"data");
         let mut pkt = b"h".to_vec();
         pkt.extend_from_slice(b"back");
-        s_tx.seal(0, &mut pkt, 1);
+        s_tx.seal(0, &mut pkt, 0, 1);
         assert_eq!(c_rx.open(0, b"h", &pkt[1..]).unwrap(), b"back");
         assert!(c_rx.open(0, b"h", &{
             let mut p = b"h".to_vec();
             p.extend_from_slice(b"xxxx");
-            c_tx.seal(0, &mut p, 1);
+            c_tx.seal(0, &mut p, 0, 1);
             p
         }[1..]).is_err(), "directions use different keys");
     }

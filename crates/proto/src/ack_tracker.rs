@@ -1,0 +1,265 @@
+//! The receiver's side of acknowledgements: which packet numbers arrived,
+//! how many of them carried each ECN codepoint, and when to send an ACK.
+//!
+//! When (RFC 9000 §13.2 with the L4S twist of RFC 9331 §4.1's "prompt"
+//! feedback):
+//! - after every second ack-eliciting packet;
+//! - otherwise at most `max_ack_delay` (25 ms by default) after the first
+//!   unacknowledged ack-eliciting packet;
+//! - at once when an ack-eliciting packet arrives out of order (a gap opens
+//!   or an older packet fills one), so the sender's loss detection and
+//!   reordering heuristics work on fresh information;
+//! - at once when the CE state of arriving packets changes, so a scalable
+//!   controller sees the start and end of each congestion episode within a
+//!   packet, as DCTCP's receiver does.
+//!
+//! The ranges double as the duplicate filter: a packet number already
+//! recorded, or below the forgetting floor, is a replay.
+
+use crate::congestion::EcnCounts;
+use crate::frame::AckFrame;
+use brisk_time::Instant;
+use brisk_wire::Ecn;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// Ack-eliciting packets that trigger an ACK without waiting.
+pub const ACK_ELICITING_THRESHOLD: u32 = 2;
+/// Ranges kept at most; older ones are forgotten (and their packet numbers
+/// count as duplicates from then on).
+pub const MAX_TRACKED_RANGES: usize = 128;
+/// Ranges one ACK frame reports at most (newest first).
+pub const MAX_REPORTED_RANGES: usize = 32;
+
+#[derive(Debug, Clone)]
+pub struct AckTracker {
+    /// Received packet numbers: start -> end (inclusive), disjoint, non-adjacent.
+    ranges: BTreeMap<u64, u64>,
+    /// Packet numbers below this are forgotten.
+    floor: u64,
+    largest: Option<(u64, Instant)>,
+    ecn: EcnCounts,
+    last_was_ce: bool,
+    max_ack_delay: Duration,
+    /// Ack-eliciting packets since the last ACK we sent.
+    unacked_eliciting: u32,
+    /// Some packet arrived since the last ACK we sent.
+    pending: bool,
+    immediate: bool,
+    deadline: Option<Instant>,
+}
+
+impl AckTracker {
+    pub fn new(max_ack_delay: Duration) -> Self {
+        AckTracker {
+            ranges: BTreeMap::new(),
+            floor: 0,
+            largest: None,
+            ecn: EcnCounts::default(),
+            last_was_ce: false,
+            max_ack_delay,
+            unacked_eliciting: 0,
+            pending: false,
+            immediate: false,
+            deadline: None,
+        }
+    }
+
+    /// The largest packet number received, used to expand truncated ones.
+    pub fn largest(&self) -> Option<u64> {
+        self.largest.map(|(pn, _)| pn)
+    }
+
+    /// Cumulative counts of received packets per codepoint.
+    pub fn ecn_counts(&self) -> EcnCounts {
+        self.ecn
+    }
+
+    /// True when `pn` was received already or is too old to tell.
+    pub fn is_duplicate(&self, pn: u64) -> bool {
+        pn < self.floor || self.ranges.range(..=pn).next_back().is_some_and(|(_, &end)| pn <= end)
+    }
+
+    /// Records an authenticated packet that was not a duplicate.
+    pub fn on_packet(&mut self, now: Instant, pn: u64, ecn: Ecn, ack_eliciting: bool) {
+        let out_of_order = match self.largest {
+            Some((l, _)) => pn != l + 1,
+            None => pn != 0,
+        };
+        if self.largest.is_none_or(|(l, _)| pn > l) {
+            self.largest = Some((pn, now));
+        }
+        self.insert(pn);
+        self.ecn.add(ecn, 1);
+        let is_ce = ecn == Ecn::Ce;
+        let ce_changed = is_ce != self.last_was_ce;
+        self.last_was_ce = is_ce;
+        self.pending = true;
+        if ce_changed {
+            self.immediate = true;
+        }
+        if ack_eliciting {
+            self.unacked_eliciting += 1;
+            if out_of_order || self.unacked_eliciting >= ACK_ELICITING_THRESHOLD {
+                self.immediate = true;
+            }
+            self.deadline.get_or_insert(now + self.max_ack_delay);
+        }
+    }
+
+    fn insert(&mut self, pn: u64) {
+        let mut start = pn;
+        let mut end = pn;
+        if let Some((&s, &e)) = self.ranges.range(..=pn).next_back() {
+            if e + 1 >= pn {
+                start = s;
+                end = end.max(e);
+                self.ranges.remove(&s);
+            }
+        }
+        if let Some(&e) = self.ranges.get(&(end + 1)) {
+            self.ranges.remove(&(end + 1));
+            end = e;
+        }
+        self.ranges.insert(start, end);
+        while self.ranges.len() > MAX_TRACKED_RANGES {
+            if let Some((_, e)) = self.ranges.pop_first() {
+                self.floor = e + 1;
+            }
+        }
+    }
+
+    /// An ACK should go out now (alone if nothing else is to be sent).
+    pub fn ack_due(&self, now: Instant) -> bool {
+        self.pending && (self.immediate || self.deadline.is_some_and(|d| d <= now))
+    }
+
+    /// Something is unacknowledged, so a packet that goes out anyway should
+    /// carry an ACK.
+    pub fn has_pending(&self) -> bool {
+        self.pending && self.unacked_eliciting > 0
+    }
+
+    /// When the delayed ACK is due.
+    pub fn deadline(&self) -> Option<Instant> {
+        if self.pending { self.deadline } else { None }
+    }
+
+    /// The ACK frame describing what arrived, newest ranges first.
+    pub fn build(&self, now: Instant) -> Option<AckFrame> {
+        let (_, received_at) = self.largest?;
+        let ranges = self
+            .ranges
+            .iter()
+            .rev()
+            .take(MAX_REPORTED_RANGES)
+            .map(|(&s, &e)| s..=e)
+            .collect();
+        Some(AckFrame { ranges, ack_delay: now - received_at, ecn: Some(self.ecn) })
+    }
+
+    /// An ACK frame went out.
+    pub fn on_ack_sent(&mut self) {
+        self.pending = false;
+        self.immediate = false;
+        self.unacked_eliciting = 0;
+        self.deadline = None;
+    }
+
+    /// The peer acknowledged a packet of ours carrying an ACK whose largest
+    /// was `largest`: it knows about everything up to there, so older ranges
+    /// need not be reported again.
+    pub fn on_ack_of_ack(&mut self, largest: u64) {
+        if largest <= self.floor {
+            return;
+        }
+        self.floor = largest;
+        let keep = self.ranges.split_off(&largest);
+        let below = std::mem::replace(&mut self.ranges, keep);
+        if let Some((&s, &e)) = below.iter().next_back() {
+            if e >= largest {
+                self.ranges.insert(s.max(largest), e);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    fn t(ms: u64) -> Instant {
+        Instant::from_millis(ms)
+    }
+
+    #[test]
+    fn acks_every_second_eliciting_packet_or_after_max_delay() {
+        let mut a = AckTracker::new(25 * MS);
+        a.on_packet(t(0), 0, Ecn::NotEct, true);
+        assert!(!a.ack_due(t(0)));
+        assert_eq!(a.deadline(), Some(t(25)));
+        assert!(a.ack_due(t(25)));
+        a.on_packet(t(1), 1, Ecn::NotEct, true);
+        assert!(a.ack_due(t(1)));
+        let f = a.build(t(3)).unwrap();
+        assert_eq!(f.ranges, vec![0..=1]);
+        assert_eq!(f.ack_delay, 2 * MS);
+        a.on_ack_sent();
+        assert!(!a.ack_due(t(100)));
+        // A non-eliciting packet alone never forces an ACK.
+        a.on_packet(t(5), 2, Ecn::NotEct, false);
+        assert!(!a.ack_due(t(100)) && !a.has_pending());
+    }
+
+    #[test]
+    fn reordering_and_ce_changes_ack_at_once() {
+        let mut a = AckTracker::new(25 * MS);
+        a.on_packet(t(0), 0, Ecn::Ect1, true);
+        a.on_ack_sent();
+        a.on_packet(t(1), 2, Ecn::Ect1, true); // gap: 1 missing
+        assert!(a.ack_due(t(1)));
+        a.on_ack_sent();
+        a.on_packet(t(2), 1, Ecn::Ect1, true); // fills the gap late
+        assert!(a.ack_due(t(2)));
+        assert_eq!(a.build(t(2)).unwrap().ranges, vec![0..=2]);
+        a.on_ack_sent();
+        a.on_packet(t(3), 3, Ecn::Ce, true); // CE starts
+        assert!(a.ack_due(t(3)));
+        a.on_ack_sent();
+        a.on_packet(t(4), 4, Ecn::Ce, true); // still CE: no hurry
+        assert!(!a.ack_due(t(4)));
+        a.on_packet(t(4), 5, Ecn::Ect1, false); // CE ends
+        assert!(a.ack_due(t(4)));
+        let e = a.build(t(4)).unwrap().ecn.unwrap();
+        assert_eq!(e, EcnCounts { ect0: 0, ect1: 4, ce: 2 });
+    }
+
+    #[test]
+    fn ranges_merge_report_newest_first_and_detect_duplicates() {
+        let mut a = AckTracker::new(25 * MS);
+        for pn in [0, 1, 2, 5, 6, 9, 4, 3] {
+            assert!(!a.is_duplicate(pn));
+            a.on_packet(t(0), pn, Ecn::NotEct, true);
+            assert!(a.is_duplicate(pn));
+        }
+        assert_eq!(a.build(t(0)).unwrap().ranges, vec![9..=9, 0..=6]);
+        assert!(!a.is_duplicate(7) && !a.is_duplicate(10));
+        a.on_ack_of_ack(5);
+        assert!(a.is_duplicate(4), "below the floor");
+        assert!(!a.is_duplicate(7));
+        assert_eq!(a.build(t(0)).unwrap().ranges, vec![9..=9, 5..=6]);
+    }
+
+    #[test]
+    fn range_count_is_bounded() {
+        let mut a = AckTracker::new(25 * MS);
+        for i in 0..1000u64 {
+            a.on_packet(t(0), i * 2, Ecn::NotEct, true);
+        }
+        assert!(a.ranges.len() <= MAX_TRACKED_RANGES);
+        assert_eq!(a.build(t(0)).unwrap().ranges.len(), MAX_REPORTED_RANGES);
+        assert!(a.is_duplicate(0), "forgotten packets count as duplicates");
+    }
+}

@@ -1,0 +1,157 @@
+//! Configuration: per-connection transport knobs, and what a client and a
+//! server need to start a connection.
+
+use crate::congestion::{CcAlgorithm, CcConfig};
+use crate::crypto::{KEY_LEN, Keypair};
+use crate::loss::LossConfig;
+use crate::packet::VERSION_1;
+use crate::streams::StreamsConfig;
+use std::time::Duration;
+
+/// Knobs of one connection, shared by clients and servers.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TransportConfig {
+    /// The largest UDP payload this side sends (and the size of padded
+    /// Initial datagrams); at least 1200.
+    pub max_datagram_size: u64,
+    /// The RTT assumed before the first sample (RFC 9002: 333 ms).
+    #[serde(with = "millis")]
+    pub initial_rtt: Duration,
+    /// Close after this long without hearing from the peer; the smaller of
+    /// both sides' values applies. Zero disables it.
+    #[serde(with = "millis")]
+    pub max_idle_timeout: Duration,
+    /// The longest this side delays an ACK.
+    #[serde(with = "millis")]
+    pub max_ack_delay: Duration,
+    /// Send a PING after this much quiet, e.g. to keep a NAT binding alive
+    /// (bindings often expire after 15-30 s of silence).
+    #[serde(with = "opt_millis")]
+    pub keep_alive_interval: Option<Duration>,
+    pub cc: CcAlgorithm,
+    pub cc_config: CcConfig,
+    pub loss: LossConfig,
+    pub streams: StreamsConfig,
+    /// Mark packets ECN-capable (subject to validation).
+    pub ecn: bool,
+}
+
+impl Default for TransportConfig {
+    fn default() -> Self {
+        TransportConfig {
+            max_datagram_size: 1200,
+            initial_rtt: crate::rtt::DEFAULT_INITIAL_RTT,
+            max_idle_timeout: Duration::from_secs(30),
+            max_ack_delay: Duration::from_millis(25),
+            keep_alive_interval: None,
+            cc: CcAlgorithm::Cubic,
+            cc_config: CcConfig::default(),
+            loss: LossConfig::default(),
+            streams: StreamsConfig::default(),
+            ecn: true,
+        }
+    }
+}
+
+impl TransportConfig {
+    /// The datagram size actually used: never below the 1200 bytes every
+    /// path must carry.
+    pub(crate) fn mds(&self) -> usize {
+        self.max_datagram_size.clamp(1200, 65_527) as usize
+    }
+}
+
+/// What a client needs to connect.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    /// The server's static public key. Known: the IK pattern, one round
+    /// trip, early data possible. Unknown: the XX pattern, and the key the
+    /// server presents is reported by `Connection::remote_static_key`.
+    pub server_static_key: Option<[u8; KEY_LEN]>,
+    /// The client's own static identity; a fresh one per connection if
+    /// `None`.
+    pub keypair: Option<Keypair>,
+    pub version: u32,
+    pub transport: TransportConfig,
+}
+
+impl ClientConfig {
+    pub fn new(server_static_key: Option<[u8; KEY_LEN]>) -> Self {
+        ClientConfig { server_static_key, keypair: None, version: VERSION_1, transport: TransportConfig::default() }
+    }
+
+    /// Chooses the congestion controller.
+    pub fn with_cc(mut self, cc: CcAlgorithm) -> Self {
+        self.transport.cc = cc;
+        self
+    }
+}
+
+/// What a server needs to accept connections.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    pub keypair: Keypair,
+    /// Deliver early data from IK first messages. The application must only
+    /// act on it in ways that are safe to repeat: it can be replayed.
+    pub accept_early_data: bool,
+    /// New handshakes are refused beyond this many live connections.
+    pub max_connections: usize,
+    pub transport: TransportConfig,
+}
+
+impl ServerConfig {
+    pub fn new(keypair: Keypair) -> Self {
+        ServerConfig { keypair, accept_early_data: true, max_connections: 10_000, transport: TransportConfig::default() }
+    }
+}
+
+/// Durations as integer milliseconds in config files.
+pub(crate) mod millis {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(d.as_millis() as u64)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        Ok(Duration::from_millis(u64::deserialize(d)?))
+    }
+}
+
+pub(crate) mod opt_millis {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.serialize_some(&(d.as_millis() as u64)),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        Ok(Option::<u64>::deserialize(d)?.map(Duration::from_millis))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transport_config_reads_partial_json_in_milliseconds() {
+        let c: TransportConfig =
+            serde_json::from_str(r#"{"max_idle_timeout": 5000, "cc": "prague", "keep_alive_interval": 15000}"#)
+                .unwrap();
+        assert_eq!(c.max_idle_timeout, Duration::from_secs(5));
+        assert_eq!(c.cc, CcAlgorithm::Prague);
+        assert_eq!(c.keep_alive_interval, Some(Duration::from_secs(15)));
+        assert_eq!(c.max_ack_delay, Duration::from_millis(25));
+        assert!(serde_json::from_str::<TransportConfig>(r#"{"idle": 1}"#).is_err());
+        let back: TransportConfig = serde_json::from_str(&serde_json::to_string(&c).unwrap()).unwrap();
+        assert_eq!(back, c);
+        assert_eq!(TransportConfig { max_datagram_size: 10, ..c }.mds(), 1200);
+    }
+}

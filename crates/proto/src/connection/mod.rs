@@ -1,0 +1,835 @@
+//! One connection: a sans-IO state machine from the first handshake packet
+//! to the end of the draining period.
+//!
+//! Methods, by kind (the quinn-proto convention):
+//! - **inputs** `handle_datagram(now, remote, ecn, bytes)` and
+//!   `handle_timeout(now)`;
+//! - **outputs** `poll_transmit(now)` (one UDP payload per call; call until
+//!   `None`), `poll_timeout()` (when to call `handle_timeout` next) and
+//!   `poll_event()`;
+//! - **application** the stream calls (`open_stream`, `write`, `read`, ...),
+//!   `send_early`, `close`;
+//! - **getters** `stats`, `state`, `remote_address`, ...
+//!
+//! After any input or application call, drain `poll_transmit`, then read
+//! `poll_timeout` again: every call may change the next wake-up.
+//!
+//! Files: [`timer`] the timer table, `recv` datagrams, packets and frames
+//! in, `send` packet assembly out.
+
+mod recv;
+mod send;
+pub(crate) mod timer;
+
+use crate::ack_tracker::AckTracker;
+use crate::config::{ClientConfig, ServerConfig, TransportConfig};
+use crate::congestion::{CcAlgorithm, Controller};
+use crate::crypto::{KEY_LEN, Keypair, PacketKey};
+use crate::ecn_validation::{EcnState, EcnValidator};
+use crate::error::{ConnectError, ConnectionError, EarlyDataError};
+use crate::handshake::{self, Handshake, HandshakeError, HandshakePayload, Pattern};
+use crate::loss::LossDetection;
+use crate::pacing::Pacer;
+use crate::packet::{ConnectionId, LongType, SUPPORTED_VERSIONS};
+use crate::qlog::QlogSink;
+use crate::rtt::RttEstimator;
+use crate::sent_packets::SentPackets;
+use crate::stats::{ConnectionStats, DropStats};
+use crate::streams::{
+    PeerLimits, Priority, ReadResult, Side, StreamError, StreamEvent, StreamId, Streams,
+};
+use crate::transport_params::TransportParams;
+use crate::varint;
+use brisk_time::Instant;
+use brisk_wire::Ecn;
+use rand::{RngCore, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::time::Duration;
+use timer::{Timer, TimerTable};
+
+/// One UDP payload to send.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Transmit {
+    pub destination: SocketAddr,
+    /// The ECN codepoint for the IP header, chosen by the congestion
+    /// controller and vetted by ECN validation.
+    pub ecn: Ecn,
+    pub contents: Vec<u8>,
+}
+
+/// Something the application should hear about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// The handshake completed: streams can carry data both ways.
+    Connected,
+    Stream(StreamEvent),
+    /// Server only: the client's first flight carried early data on this
+    /// stream. It may be a replay; act on it only idempotently.
+    EarlyData { stream: StreamId, len_bytes: u64 },
+    /// The connection failed or the peer closed it.
+    ConnectionLost(ConnectionError),
+    /// The connection is gone for good (after closing or draining); it can
+    /// be dropped.
+    Closed,
+}
+
+/// Where a connection is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConnState {
+    /// No 1-RTT keys yet.
+    Handshake,
+    Established,
+    /// We sent CONNECTION_CLOSE and answer anything with it again.
+    Closing,
+    /// The peer closed; we stay quiet until the period ends.
+    Draining,
+    Drained,
+}
+
+/// Bytes the caller declares safe to process more than once. Early data
+/// can be captured and replayed by an attacker, so only requests whose
+/// repetition does no harm (a read, a lookup) belong in it.
+#[derive(Debug, Clone, Copy)]
+pub struct Idempotent<'a>(&'a [u8]);
+
+impl<'a> Idempotent<'a> {
+    /// The caller asserts that processing `data` twice is harmless.
+    pub fn declare(data: &'a [u8]) -> Self {
+        Idempotent(data)
+    }
+}
+
+/// A CONNECTION_CLOSE we send.
+#[derive(Debug, Clone)]
+struct CloseInfo {
+    code: u64,
+    /// `Some` for transport errors.
+    frame_type: Option<u64>,
+    reason: Vec<u8>,
+}
+
+/// Handshake book-keeping.
+#[derive(Debug)]
+struct HandshakeProgress {
+    noise: Option<Handshake>,
+    pattern: Pattern,
+    /// Our last message as a long packet's payload (unpadded), resent until
+    /// the peer is known to have it.
+    last_msg: Option<(LongType, Vec<u8>)>,
+    send_pending: bool,
+    first_sent_at: Option<Instant>,
+    last_sent_at: Option<Instant>,
+    resent: bool,
+    pto_count: u32,
+    next_pn: u64,
+    /// The peer holds our last message: we read the final message, or
+    /// authenticated a 1-RTT packet from the peer.
+    confirmed: bool,
+    done_frame_pending: bool,
+    early: Option<(StreamId, Vec<u8>)>,
+    local_params: TransportParams,
+}
+
+/// Bytes of a first flight that early data may fill.
+pub const MAX_EARLY_DATA: usize = 900;
+
+pub struct Connection {
+    side: Side,
+    config: TransportConfig,
+    version: u32,
+    state: ConnState,
+    local_cid: ConnectionId,
+    remote_cid: ConnectionId,
+    /// The destination ID of the client's first Initial.
+    initial_dcid: ConnectionId,
+    remote: SocketAddr,
+    hs: HandshakeProgress,
+    /// (send, receive) 1-RTT keys.
+    keys: Option<(PacketKey, PacketKey)>,
+    peer_params: Option<TransportParams>,
+    remote_static: Option<[u8; KEY_LEN]>,
+    /// Server: the client proved it receives at its address.
+    validated: bool,
+    unvalidated_rx_bytes: u64,
+    unvalidated_tx_bytes: u64,
+    next_pn: u64,
+    sent: SentPackets,
+    acks: AckTracker,
+    loss: LossDetection,
+    rtt: RttEstimator,
+    cc: Box<dyn Controller>,
+    pacer: Pacer,
+    ecn: EcnValidator,
+    streams: Streams,
+    probes_pending: u8,
+    ping_pending: bool,
+    close: Option<CloseInfo>,
+    close_pending: bool,
+    idle_timeout: Duration,
+    peer_max_ack_delay: Duration,
+    /// An ack-eliciting packet left since we last received one (RFC 9000
+    /// §10.1: only the first such packet restarts the idle timer).
+    eliciting_sent_since_rx: bool,
+    timers: TimerTable,
+    events: VecDeque<Event>,
+    stats: ConnectionStats,
+    qlog: Option<Box<dyn QlogSink>>,
+    last_slow_start: bool,
+    last_ecn_state: EcnState,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("side", &self.side)
+            .field("state", &self.state)
+            .field("local_cid", &self.local_cid)
+            .field("remote", &self.remote)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the server learned from a client's Initial.
+pub(crate) struct InitialInfo<'a> {
+    pub version: u32,
+    pub dcid: ConnectionId,
+    pub scid: ConnectionId,
+    pub pattern: Pattern,
+    pub message: &'a [u8],
+    pub datagram_len: usize,
+}
+
+fn local_params(config: &TransportConfig, local_cid: ConnectionId) -> TransportParams {
+    TransportParams {
+        max_idle_timeout: config.max_idle_timeout,
+        max_ack_delay: config.max_ack_delay,
+        initial_max_data: config.streams.connection_receive_window,
+        initial_max_stream_data: config.streams.stream_receive_window,
+        initial_max_streams_bidi: config.streams.max_streams_bidi,
+        initial_max_streams_uni: config.streams.max_streams_uni,
+        source_cid: local_cid,
+        original_dcid: None,
+        max_udp_payload: config.mds() as u64,
+        early_data_accepted: false,
+    }
+}
+
+impl Connection {
+    #[allow(clippy::too_many_arguments)]
+    fn new_common(
+        now: Instant,
+        side: Side,
+        config: TransportConfig,
+        version: u32,
+        local_cid: ConnectionId,
+        initial_dcid: ConnectionId,
+        remote: SocketAddr,
+        noise: Handshake,
+    ) -> Self {
+        let cc = config.cc.build(&config.cc_config);
+        let preferred = if config.ecn { cc.ecn() } else { Ecn::NotEct };
+        let ecn = EcnValidator::new(preferred, now);
+        let ecn_state = ecn.state();
+        let pattern = noise.pattern();
+        let mut stats = ConnectionStats {
+            smoothed_rtt: config.initial_rtt,
+            min_rtt: config.initial_rtt,
+            latest_rtt: config.initial_rtt,
+            rttvar: config.initial_rtt / 2,
+            cwnd_bytes: cc.window(),
+            ssthresh_bytes: None,
+            bytes_in_flight: 0,
+            pacing_rate_bps: 0,
+            datagrams_sent: 0,
+            bytes_sent: 0,
+            datagrams_received: 0,
+            bytes_received: 0,
+            packets_sent: 0,
+            packets_received: 0,
+            packets_lost: 0,
+            bytes_lost: 0,
+            packets_retransmitted: 0,
+            stream_bytes_retransmitted: 0,
+            stream_bytes_sent: 0,
+            stream_bytes_received: 0,
+            spurious_losses: 0,
+            ptos: 0,
+            probes_sent: 0,
+            congestion_events: 0,
+            persistent_congestion_events: 0,
+            ecn_sent: Default::default(),
+            ecn_echoed: Default::default(),
+            ecn_received: Default::default(),
+            ecn_state,
+            ecn_codepoint: ecn.codepoint(),
+            early_data_sent_bytes: 0,
+            early_data_received_bytes: 0,
+            migrations: 0,
+            amplification_blocked: 0,
+            dropped: DropStats::default(),
+        };
+        stats.ssthresh_bytes = cc.metrics().ssthresh_bytes;
+        let mut conn = Connection {
+            side,
+            version,
+            state: ConnState::Handshake,
+            local_cid,
+            remote_cid: initial_dcid,
+            initial_dcid,
+            remote,
+            hs: HandshakeProgress {
+                noise: Some(noise),
+                pattern,
+                last_msg: None,
+                send_pending: false,
+                first_sent_at: None,
+                last_sent_at: None,
+                resent: false,
+                pto_count: 0,
+                next_pn: 0,
+                confirmed: false,
+                done_frame_pending: false,
+                early: None,
+                local_params: local_params(&config, local_cid),
+            },
+            keys: None,
+            peer_params: None,
+            remote_static: None,
+            validated: side == Side::Client,
+            unvalidated_rx_bytes: 0,
+            unvalidated_tx_bytes: 0,
+            next_pn: 0,
+            sent: SentPackets::default(),
+            acks: AckTracker::new(config.max_ack_delay),
+            loss: LossDetection::new(config.loss),
+            rtt: RttEstimator::new(config.initial_rtt),
+            last_slow_start: cc.in_slow_start(),
+            cc,
+            pacer: Pacer::new(config.mds() as u64),
+            ecn,
+            streams: Streams::new(side, config.streams.clone()),
+            probes_pending: 0,
+            ping_pending: false,
+            close: None,
+            close_pending: false,
+            idle_timeout: config.max_idle_timeout,
+            peer_max_ack_delay: config.max_ack_delay,
+            eliciting_sent_since_rx: false,
+            timers: TimerTable::default(),
+            events: VecDeque::new(),
+            stats,
+            qlog: None,
+            last_ecn_state: ecn_state,
+            config,
+        };
+        conn.restart_idle_timer(now);
+        conn
+    }
+
+    /// A client connection; its first flight goes out at the first
+    /// `poll_transmit`, so `send_early` may be called before that.
+    pub(crate) fn new_client(
+        now: Instant,
+        config: &ClientConfig,
+        local_cid: ConnectionId,
+        initial_dcid: ConnectionId,
+        remote: SocketAddr,
+        seed: [u8; 32],
+    ) -> Result<Self, ConnectError> {
+        if !SUPPORTED_VERSIONS.contains(&config.version) {
+            return Err(ConnectError::UnsupportedVersion(config.version));
+        }
+        let mut rng = ChaCha20Rng::from_seed(seed);
+        let keypair = config.keypair.clone().unwrap_or_else(|| Keypair::generate(&mut rng));
+        let pattern = if config.server_static_key.is_some() { Pattern::Ik } else { Pattern::Xx };
+        let prologue = handshake::prologue(config.version, pattern, &initial_dcid, &local_cid);
+        let mut noise_seed = [0u8; 32];
+        rng.fill_bytes(&mut noise_seed);
+        let noise =
+            Handshake::initiator(pattern, &keypair, config.server_static_key.as_ref(), &prologue, noise_seed)?;
+        let mut conn = Connection::new_common(
+            now,
+            Side::Client,
+            config.transport.clone(),
+            config.version,
+            local_cid,
+            initial_dcid,
+            remote,
+            noise,
+        );
+        conn.remote_static = config.server_static_key;
+        conn.hs.send_pending = true;
+        Ok(conn)
+    }
+
+    /// A server connection for a client's Initial whose handshake message
+    /// was read successfully; anything else is an error and leaves no state.
+    pub(crate) fn new_server(
+        now: Instant,
+        config: &ServerConfig,
+        local_cid: ConnectionId,
+        initial: InitialInfo<'_>,
+        remote: SocketAddr,
+        seed: [u8; 32],
+    ) -> Result<Self, HandshakeError> {
+        let prologue = handshake::prologue(initial.version, initial.pattern, &initial.dcid, &initial.scid);
+        let mut noise = Handshake::responder(initial.pattern, &config.keypair, &prologue, seed)?;
+        let payload = HandshakePayload::parse(&noise.read(initial.message)?)?;
+        if payload.params.source_cid != initial.scid {
+            return Err(HandshakeError::Noise("source connection id mismatch".into()));
+        }
+        let mut conn = Connection::new_common(
+            now,
+            Side::Server,
+            config.transport.clone(),
+            initial.version,
+            local_cid,
+            initial.dcid,
+            remote,
+            noise,
+        );
+        conn.remote_cid = initial.scid;
+        conn.unvalidated_rx_bytes = initial.datagram_len as u64;
+        conn.apply_peer_params(payload.params);
+        let mut accepted = false;
+        if let Some((id, data)) = payload.early {
+            let stream = StreamId(id);
+            let fits = config.accept_early_data
+                && initial.pattern == Pattern::Ik
+                && stream.initiator() == Side::Client
+                && stream.is_bidi();
+            if fits && conn.streams.handle_stream_frame(stream, 0, &data, false).is_ok() {
+                accepted = true;
+                conn.stats.early_data_received_bytes += data.len() as u64;
+                conn.events.push_back(Event::EarlyData { stream, len_bytes: data.len() as u64 });
+            }
+        }
+        conn.hs.local_params.original_dcid = Some(initial.dcid);
+        conn.hs.local_params.early_data_accepted = accepted;
+        let reply = HandshakePayload { params: conn.hs.local_params.clone(), early: None }.emit();
+        let Some(noise) = conn.hs.noise.as_mut() else {
+            return Err(HandshakeError::Noise("handshake state missing".into()));
+        };
+        let msg = noise.write(&reply)?;
+        conn.hs.last_msg = Some((LongType::Handshake, hs_payload(None, &msg)));
+        conn.hs.send_pending = true;
+        conn.remote_static = noise.remote_static();
+        if noise.is_finished() {
+            conn.on_handshake_complete(now);
+        }
+        Ok(conn)
+    }
+
+    fn apply_peer_params(&mut self, p: TransportParams) {
+        self.idle_timeout = match (self.config.max_idle_timeout, p.max_idle_timeout) {
+            (Duration::ZERO, t) | (t, Duration::ZERO) => t,
+            (a, b) => a.min(b),
+        };
+        self.peer_max_ack_delay = p.max_ack_delay;
+        self.streams.set_peer_limits(PeerLimits {
+            max_streams_bidi: p.initial_max_streams_bidi,
+            max_streams_uni: p.initial_max_streams_uni,
+            max_data: p.initial_max_data,
+            max_stream_data: p.initial_max_stream_data,
+        });
+        self.peer_params = Some(p);
+    }
+
+    /// Keys are in place: 1-RTT packets flow from here on.
+    fn on_handshake_complete(&mut self, now: Instant) {
+        let Some(noise) = self.hs.noise.take() else { return };
+        if self.remote_static.is_none() {
+            self.remote_static = noise.remote_static();
+        }
+        let messages = noise.pattern().messages();
+        let we_read_last = match self.side {
+            Side::Client => messages % 2 == 0,
+            Side::Server => messages % 2 == 1,
+        };
+        self.keys = Some(noise.into_keys());
+        self.state = ConnState::Established;
+        if we_read_last {
+            self.hs.confirmed = true;
+            self.hs.done_frame_pending = true;
+        }
+        self.events.push_back(Event::Connected);
+        self.restart_idle_timer(now);
+    }
+
+    // ---- getters ----
+
+    pub fn side(&self) -> Side {
+        self.side
+    }
+
+    pub fn state(&self) -> ConnState {
+        self.state
+    }
+
+    pub fn is_established(&self) -> bool {
+        self.state == ConnState::Established
+    }
+
+    pub fn is_drained(&self) -> bool {
+        self.state == ConnState::Drained
+    }
+
+    pub fn remote_address(&self) -> SocketAddr {
+        self.remote
+    }
+
+    pub fn local_cid(&self) -> ConnectionId {
+        self.local_cid
+    }
+
+    pub(crate) fn initial_dcid(&self) -> ConnectionId {
+        self.initial_dcid
+    }
+
+    pub fn pattern(&self) -> Pattern {
+        self.hs.pattern
+    }
+
+    pub fn congestion_algorithm(&self) -> CcAlgorithm {
+        self.config.cc
+    }
+
+    /// The peer's static key: pinned (client, IK) or presented in the
+    /// handshake.
+    pub fn remote_static_key(&self) -> Option<[u8; KEY_LEN]> {
+        self.remote_static
+    }
+
+    /// Both sides know the handshake is over.
+    pub fn is_handshake_confirmed(&self) -> bool {
+        self.hs.confirmed
+    }
+
+    pub fn rtt(&self) -> &RttEstimator {
+        &self.rtt
+    }
+
+    /// Read access to the streams (states, buffered bytes).
+    pub fn streams(&self) -> &Streams {
+        &self.streams
+    }
+
+    pub fn stats(&self) -> ConnectionStats {
+        let mut s = self.stats.clone();
+        s.smoothed_rtt = self.rtt.smoothed();
+        s.min_rtt = self.rtt.min();
+        s.latest_rtt = self.rtt.latest();
+        s.rttvar = self.rtt.rttvar();
+        s.cwnd_bytes = self.cc.window();
+        s.ssthresh_bytes = self.cc.metrics().ssthresh_bytes;
+        s.bytes_in_flight = self.sent.bytes_in_flight();
+        s.pacing_rate_bps = self.pacer.rate_bps();
+        s.spurious_losses = self.loss.spurious_losses();
+        s.ecn_state = self.ecn.state();
+        s.ecn_codepoint = self.ecn.codepoint();
+        let st = self.streams.stats();
+        s.stream_bytes_sent = st.bytes_sent;
+        s.stream_bytes_retransmitted = st.bytes_retransmitted;
+        s.stream_bytes_received = st.bytes_received;
+        s
+    }
+
+    /// Sends this connection's qlog events to `sink` from now on.
+    pub fn set_qlog(&mut self, sink: Box<dyn QlogSink>) {
+        self.qlog = Some(sink);
+    }
+
+    // ---- application: streams ----
+
+    pub fn open_stream(&mut self, bidi: bool, priority: Priority) -> Result<StreamId, StreamError> {
+        self.streams.open(bidi, priority)
+    }
+
+    pub fn accept_stream(&mut self) -> Option<StreamId> {
+        self.streams.accept()
+    }
+
+    pub fn write(&mut self, id: StreamId, data: &[u8]) -> Result<usize, StreamError> {
+        self.streams.write(id, data)
+    }
+
+    pub fn finish(&mut self, id: StreamId) -> Result<(), StreamError> {
+        self.streams.finish(id)
+    }
+
+    pub fn reset_stream(&mut self, id: StreamId, error_code: u64) -> Result<(), StreamError> {
+        self.streams.reset(id, error_code)
+    }
+
+    pub fn stop_sending(&mut self, id: StreamId, error_code: u64) -> Result<(), StreamError> {
+        self.streams.stop_sending(id, error_code)
+    }
+
+    pub fn read(&mut self, id: StreamId, buf: &mut [u8]) -> Result<ReadResult, StreamError> {
+        self.streams.read(id, buf)
+    }
+
+    pub fn set_priority(&mut self, id: StreamId, priority: Priority) -> Result<(), StreamError> {
+        self.streams.set_priority(id, priority)
+    }
+
+    /// Bytes worth writing to `id` now: what the congestion window will let
+    /// out within about one round trip (`cwnd - in flight + 2 packets`),
+    /// minus what already waits unsent, capped by the stream's buffer room.
+    /// Writing one such unit at a time keeps data fresh (the
+    /// TCP_NOTSENT_LOWAT idea).
+    pub fn writable_bytes(&self, id: StreamId) -> u64 {
+        if !self.streams.is_writable(id) {
+            return 0;
+        }
+        let mds = self.config.mds() as u64;
+        let window = self.cc.window().saturating_sub(self.sent.bytes_in_flight()) + 2 * mds;
+        let room = self
+            .config
+            .streams
+            .send_buffer_limit
+            .saturating_sub(self.streams.send_buffered_bytes(id));
+        window.saturating_sub(self.streams.unsent_bytes(id)).min(room)
+    }
+
+    /// Client, IK only, before the first flight leaves: opens a
+    /// bidirectional stream and sends `data` on it inside the first
+    /// handshake message, encrypted to the server's static key. The bytes
+    /// are also queued on the stream as usual, so they arrive even if the
+    /// server refuses early data.
+    pub fn send_early(&mut self, data: Idempotent<'_>) -> Result<StreamId, EarlyDataError> {
+        if self.side != Side::Client {
+            return Err(EarlyDataError::NotClient);
+        }
+        if self.hs.pattern != Pattern::Ik {
+            return Err(EarlyDataError::NotIk);
+        }
+        if self.hs.last_msg.is_some() {
+            return Err(EarlyDataError::TooLate);
+        }
+        if self.hs.early.is_some() {
+            return Err(EarlyDataError::AlreadySent);
+        }
+        if data.0.len() > MAX_EARLY_DATA {
+            return Err(EarlyDataError::TooLarge { len: data.0.len(), max: MAX_EARLY_DATA });
+        }
+        let id = self
+            .streams
+            .open(true, Priority::default())
+            .map_err(|_| EarlyDataError::StreamsBlocked)?;
+        let _ = self.streams.write(id, data.0);
+        self.hs.early = Some((id, data.0.to_vec()));
+        self.stats.early_data_sent_bytes += data.0.len() as u64;
+        Ok(id)
+    }
+
+    /// Closes the connection with an application error code. Before the
+    /// handshake completes there is no key to authenticate a close with, so
+    /// the connection just goes away.
+    pub fn close(&mut self, now: Instant, code: u64, reason: &[u8]) {
+        match self.state {
+            ConnState::Handshake => self.drain_now(),
+            ConnState::Established => {
+                self.start_closing(now, CloseInfo { code, frame_type: None, reason: reason.to_vec() })
+            }
+            _ => {}
+        }
+    }
+
+    fn start_closing(&mut self, now: Instant, info: CloseInfo) {
+        self.close = Some(info);
+        self.close_pending = true;
+        self.state = ConnState::Closing;
+        self.timers.stop_all();
+        self.timers.set(Timer::Close, now + self.closing_period());
+    }
+
+    /// We detected a protocol error: tell the peer and the application.
+    fn transport_error(&mut self, now: Instant, code: u64, frame_type: u64, reason: &str) {
+        if matches!(self.state, ConnState::Closing | ConnState::Draining | ConnState::Drained) {
+            return;
+        }
+        self.events.push_back(Event::ConnectionLost(ConnectionError::TransportError {
+            code,
+            reason: reason.to_owned(),
+        }));
+        if self.keys.is_some() {
+            self.start_closing(
+                now,
+                CloseInfo { code, frame_type: Some(frame_type), reason: reason.as_bytes().to_vec() },
+            );
+        } else {
+            self.drain_now();
+        }
+    }
+
+    fn start_draining(&mut self, now: Instant) {
+        self.state = ConnState::Draining;
+        self.timers.stop_all();
+        self.timers.set(Timer::Close, now + self.closing_period());
+    }
+
+    fn drain_now(&mut self) {
+        self.state = ConnState::Drained;
+        self.timers.stop_all();
+        self.events.push_back(Event::Closed);
+    }
+
+    /// Three probe timeouts (RFC 9000 §10.2).
+    fn closing_period(&self) -> Duration {
+        LossDetection::pto_base(&self.rtt, self.peer_max_ack_delay) * 3
+    }
+
+    // ---- outputs ----
+
+    pub fn poll_event(&mut self) -> Option<Event> {
+        if let Some(e) = self.events.pop_front() {
+            return Some(e);
+        }
+        if matches!(self.state, ConnState::Established | ConnState::Handshake) {
+            return self.streams.poll_event().map(Event::Stream);
+        }
+        None
+    }
+
+    /// When `handle_timeout` must be called next.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.timers.next()
+    }
+
+    pub fn handle_timeout(&mut self, now: Instant) {
+        for t in Timer::ALL {
+            if !self.timers.is_expired(t, now) {
+                continue;
+            }
+            self.timers.stop(t);
+            match t {
+                Timer::Idle => {
+                    if matches!(self.state, ConnState::Handshake | ConnState::Established) {
+                        self.events.push_back(Event::ConnectionLost(ConnectionError::TimedOut));
+                    }
+                    self.drain_now();
+                    return;
+                }
+                Timer::Close => {
+                    self.drain_now();
+                    return;
+                }
+                Timer::LossDetection => self.on_loss_timeout(now),
+                Timer::AckDelay | Timer::Pacing => {}
+                Timer::Ecn => {
+                    self.ecn.handle_timeout(now);
+                    self.log_ecn_state(now);
+                }
+                Timer::KeepAlive => self.ping_pending = true,
+            }
+        }
+        self.update_timers(now);
+    }
+
+    fn on_loss_timeout(&mut self, now: Instant) {
+        if self.loss.loss_time().is_some_and(|t| t <= now) {
+            let lost = self.loss.detect_lost(now, &mut self.sent, &self.rtt, self.peer_max_ack_delay);
+            self.on_packets_lost(now, lost, crate::qlog::LossTrigger::TimeThreshold);
+            return;
+        }
+        if self.hs_retransmit_deadline().is_some_and(|t| t <= now) {
+            self.hs.send_pending = true;
+            self.hs.resent = true;
+            self.hs.pto_count += 1;
+            self.stats.ptos += 1;
+            return;
+        }
+        if self.pto_deadline().is_some_and(|t| t <= now) {
+            self.probes_pending = self.loss.on_pto();
+            self.stats.ptos += 1;
+        }
+    }
+
+    fn hs_retransmit_deadline(&self) -> Option<Instant> {
+        if self.hs.confirmed || self.hs.last_msg.is_none() || self.hs.send_pending {
+            return None;
+        }
+        let backoff = 1u32 << self.hs.pto_count.min(16);
+        Some(self.hs.last_sent_at? + LossDetection::pto_base(&self.rtt, Duration::ZERO) * backoff)
+    }
+
+    fn pto_deadline(&self) -> Option<Instant> {
+        if self.keys.is_none() || !self.sent.has_eliciting_in_flight() {
+            return None;
+        }
+        self.loss.pto_deadline(&self.rtt, self.peer_max_ack_delay)
+    }
+
+    fn restart_idle_timer(&mut self, now: Instant) {
+        if self.idle_timeout > Duration::ZERO {
+            // Never time out faster than three probes (RFC 9000 §10.1).
+            let t = self.idle_timeout.max(self.closing_period());
+            self.timers.set(Timer::Idle, now + t);
+        }
+    }
+
+    /// Re-arms every timer from the current state.
+    fn update_timers(&mut self, now: Instant) {
+        if matches!(self.state, ConnState::Closing | ConnState::Draining | ConnState::Drained) {
+            return;
+        }
+        let loss = [self.loss.loss_time(), self.hs_retransmit_deadline(), self.pto_deadline()]
+            .into_iter()
+            .flatten()
+            .min();
+        self.timers.set_opt(Timer::LossDetection, loss);
+        self.timers.set_opt(Timer::AckDelay, if self.keys.is_some() { self.acks.deadline() } else { None });
+        self.timers.set_opt(Timer::Ecn, self.ecn.poll_timeout());
+        if let Some(i) = self.config.keep_alive_interval {
+            if self.keys.is_some() && self.timers.get(Timer::KeepAlive).is_none() {
+                self.timers.set(Timer::KeepAlive, now + i);
+            }
+        }
+    }
+
+    fn log_ecn_state(&mut self, now: Instant) {
+        let s = self.ecn.state();
+        if s != self.last_ecn_state {
+            let old = self.last_ecn_state;
+            self.last_ecn_state = s;
+            if let Some(q) = self.qlog.as_mut() {
+                q.emit(
+                    now,
+                    crate::qlog::QlogEvent::EcnStateUpdated {
+                        old: Some(crate::qlog::ecn_state(old)),
+                        new: crate::qlog::ecn_state(s),
+                        trigger: self.ecn.last_failure().map(|f| f.name().to_owned()),
+                    },
+                );
+            }
+        }
+    }
+}
+
+/// A long packet's payload: (Initial only) the pattern byte, then the
+/// Noise message with its length.
+fn hs_payload(pattern: Option<Pattern>, msg: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(msg.len() + 4);
+    if let Some(p) = pattern {
+        out.push(p.id());
+    }
+    varint::write(&mut out, msg.len() as u64);
+    out.extend_from_slice(msg);
+    out
+}
+
+/// Splits a long packet's payload into (pattern, Noise message); the zero
+/// padding after the message is ignored.
+pub(crate) fn parse_hs_payload(initial: bool, payload: &[u8]) -> Option<(Option<Pattern>, &[u8])> {
+    let mut r = varint::Reader::new(payload);
+    let pattern = if initial { Some(Pattern::from_id(r.u8().ok()?)?) } else { None };
+    let len = r.varint_len().ok()?;
+    let msg = r.bytes(len).ok()?;
+    if r.rest().iter().any(|&b| b != 0) {
+        return None;
+    }
+    Some((pattern, msg))
+}

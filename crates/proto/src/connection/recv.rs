@@ -1,0 +1,488 @@
+//! Datagrams in: handshake packets, 1-RTT packets and their frames, ACK
+//! processing and the reaction to losses.
+
+use super::{ConnState, Connection, Event, hs_payload, parse_hs_payload};
+use crate::congestion::{AckSample, EcnCounts, LossSample};
+use crate::ecn_validation::EcnState;
+use crate::error::{ConnectionError, code};
+use crate::frame::{AckFrame, Frame, FrameIter};
+use crate::handshake::HandshakePayload;
+use crate::loss::LostBatch;
+use crate::packet::{HeaderView, LOCAL_CID_LEN, LongType, decode_packet_number};
+use crate::qlog::{self, LossTrigger, PacketEvent, PacketHeader, PacketType, QlogEvent, RawInfo};
+use crate::sent_packets::SentFrame;
+use crate::streams::{Side, StreamError, StreamId};
+use brisk_time::Instant;
+use brisk_wire::Ecn;
+use std::net::SocketAddr;
+
+impl Connection {
+    /// A UDP payload from `remote` arrived with `ecn` in its IP header.
+    /// Anything that does not parse, authenticate or fit the state is
+    /// dropped and counted in [`crate::ConnectionStats::dropped`].
+    pub fn handle_datagram(&mut self, now: Instant, remote: SocketAddr, ecn: Ecn, data: &[u8]) {
+        self.stats.datagrams_received += 1;
+        self.stats.bytes_received += data.len() as u64;
+        if self.state == ConnState::Drained {
+            self.stats.dropped.unexpected += 1;
+            return;
+        }
+        if !self.validated {
+            self.unvalidated_rx_bytes += data.len() as u64;
+        }
+        let mut rest = data;
+        while !rest.is_empty() {
+            let view = match HeaderView::new_checked(rest, LOCAL_CID_LEN) {
+                Ok(v) => v,
+                Err(_) => {
+                    self.stats.dropped.malformed += 1;
+                    break;
+                }
+            };
+            let len = view.packet_len();
+            if view.is_version_negotiation() {
+                self.handle_version_negotiation(&view);
+                break;
+            }
+            match view.long_type() {
+                Some(ty) => self.handle_long(now, ty, &view),
+                None => self.handle_short(now, remote, ecn, &view, &rest[..len]),
+            }
+            rest = &rest[len..];
+        }
+        self.update_timers(now);
+    }
+
+    fn handle_version_negotiation(&mut self, view: &HeaderView<&[u8]>) {
+        let ours = self.version;
+        if self.side == Side::Client && self.state == ConnState::Handshake && !view.versions().any(|v| v == ours) {
+            self.events.push_back(Event::ConnectionLost(ConnectionError::VersionMismatch));
+            self.drain_now();
+        } else {
+            self.stats.dropped.unexpected += 1;
+        }
+    }
+
+    fn handle_long(&mut self, now: Instant, ty: LongType, view: &HeaderView<&[u8]>) {
+        let initial = ty == LongType::Initial;
+        let from_peer_side = match self.side {
+            Side::Server => true,
+            Side::Client => !initial,
+        };
+        if view.version() != self.version || !from_peer_side || view.dcid() != self.expected_long_dcid(initial) {
+            self.stats.dropped.unexpected += 1;
+            return;
+        }
+        let Some((_, msg)) = parse_hs_payload(initial, view.payload()) else {
+            self.stats.dropped.malformed += 1;
+            return;
+        };
+        self.log_long_received(now, ty, view);
+        let expecting = self.hs.noise.as_ref().is_some_and(|n| !n.is_my_turn()) && !initial;
+        if !expecting {
+            // A retransmission of a message we already processed: the peer
+            // may be missing our answer.
+            if self.hs.last_msg.is_some() && !self.hs.confirmed {
+                self.hs.send_pending = true;
+            } else if self.keys.is_some() && !matches!(self.state, ConnState::Closing | ConnState::Draining) {
+                self.ping_pending = true;
+            }
+            self.stats.dropped.duplicate += 1;
+            return;
+        }
+        let Some(noise) = self.hs.noise.as_mut() else { return };
+        let payload = match noise.read(msg) {
+            Ok(p) => p,
+            Err(_) => {
+                self.stats.dropped.bad_handshake += 1;
+                return;
+            }
+        };
+        let finished = noise.is_finished();
+        // The server cannot reply to its own message: reading it proves the
+        // client received ours, so its address is real.
+        if self.side == Side::Server {
+            self.validated = true;
+        }
+        self.restart_idle_timer(now);
+        self.eliciting_sent_since_rx = false;
+        match self.side {
+            Side::Client => self.client_read_server_message(now, view, &payload),
+            Side::Server => {
+                // XX message 3: nothing in its payload matters.
+                if finished {
+                    self.hs.last_msg = None;
+                    self.on_handshake_complete(now);
+                }
+            }
+        }
+    }
+
+    /// Which destination ID a long packet must carry.
+    fn expected_long_dcid(&self, initial: bool) -> &[u8] {
+        if initial { self.initial_dcid.as_bytes() } else { self.local_cid.as_bytes() }
+    }
+
+    fn client_read_server_message(&mut self, now: Instant, view: &HeaderView<&[u8]>, payload: &[u8]) {
+        let params = match HandshakePayload::parse(payload) {
+            Ok(p) => p.params,
+            Err(e) => {
+                self.events.push_back(Event::ConnectionLost(ConnectionError::Handshake(e.into())));
+                self.drain_now();
+                return;
+            }
+        };
+        let scid_ok = params.source_cid.as_bytes() == view.scid();
+        let odcid_ok = params.original_dcid == Some(self.initial_dcid);
+        if !scid_ok || !odcid_ok {
+            self.transport_error(now, code::TRANSPORT_PARAMETER_ERROR, 0, "connection ids do not match");
+            return;
+        }
+        if let (Some(sent), false) = (self.hs.first_sent_at, self.hs.resent) {
+            self.rtt.update(now - sent, std::time::Duration::ZERO, now);
+            self.loss.on_rtt_sample(now);
+            self.ecn.set_pto(self.rtt.pto_base());
+        }
+        self.remote_cid = params.source_cid;
+        self.apply_peer_params(params);
+        let Some(noise) = self.hs.noise.as_mut() else { return };
+        if noise.is_my_turn() && !noise.is_finished() {
+            // XX: the third message; its payload is empty.
+            match noise.write(&[]) {
+                Ok(msg) => {
+                    self.hs.last_msg = Some((LongType::Handshake, hs_payload(None, &msg)));
+                    self.hs.send_pending = true;
+                    self.hs.pto_count = 0;
+                }
+                Err(e) => {
+                    self.events.push_back(Event::ConnectionLost(ConnectionError::Handshake(e)));
+                    self.drain_now();
+                    return;
+                }
+            }
+        } else {
+            self.hs.last_msg = None;
+        }
+        if self.hs.noise.as_ref().is_some_and(|n| n.is_finished()) {
+            self.on_handshake_complete(now);
+        }
+    }
+
+    fn handle_short(&mut self, now: Instant, remote: SocketAddr, ecn: Ecn, view: &HeaderView<&[u8]>, packet: &[u8]) {
+        if view.dcid() != self.local_cid.as_bytes() {
+            self.stats.dropped.unexpected += 1;
+            return;
+        }
+        let Some((_, rx)) = self.keys.as_ref() else {
+            self.stats.dropped.undecryptable += 1;
+            return;
+        };
+        let pn = decode_packet_number(self.acks.largest(), view.packet_number());
+        let header_len = view.header_len();
+        let plain = match rx.open(pn, &packet[..header_len], &packet[header_len..]) {
+            Ok(p) => p,
+            Err(_) => {
+                self.stats.dropped.unauthenticated += 1;
+                return;
+            }
+        };
+        if self.acks.is_duplicate(pn) {
+            self.stats.dropped.duplicate += 1;
+            return;
+        }
+        let frames: Result<Vec<Frame<'_>>, _> = FrameIter::new(&plain).collect();
+        let frames = match frames {
+            Ok(f) if !f.is_empty() => f,
+            _ => {
+                self.transport_error(now, code::FRAME_ENCODING_ERROR, 0, "malformed frame");
+                return;
+            }
+        };
+        self.stats.packets_received += 1;
+        self.stats.ecn_received.add(ecn, 1);
+        if self.acks.largest().is_none_or(|l| pn > l) && remote != self.remote {
+            self.remote = remote;
+            self.stats.migrations += 1;
+        }
+        let ack_eliciting = frames.iter().any(Frame::is_ack_eliciting);
+        self.acks.on_packet(now, pn, ecn, ack_eliciting);
+        self.validated = true;
+        if !self.hs.confirmed {
+            self.hs.confirmed = true;
+            self.hs.last_msg = None;
+            self.hs.send_pending = false;
+        }
+        self.restart_idle_timer(now);
+        self.eliciting_sent_since_rx = false;
+        if let Some(q) = self.qlog.as_mut() {
+            q.emit(
+                now,
+                QlogEvent::PacketReceived(PacketEvent {
+                    header: PacketHeader { packet_type: PacketType::OneRtt, packet_number: pn },
+                    frames: frames.iter().map(qlog::frame).collect(),
+                    raw: Some(RawInfo { length_bytes: packet.len() as u64 }),
+                }),
+            );
+        }
+        match self.state {
+            ConnState::Closing => {
+                self.close_pending = true;
+                return;
+            }
+            ConnState::Draining | ConnState::Drained => return,
+            _ => {}
+        }
+        for f in frames {
+            self.handle_frame(now, f);
+            if !matches!(self.state, ConnState::Established) {
+                return;
+            }
+        }
+    }
+
+    fn handle_frame(&mut self, now: Instant, f: Frame<'_>) {
+        let result = match f {
+            Frame::Padding(_) | Frame::Ping | Frame::DataBlocked(_) | Frame::StreamDataBlocked { .. } => Ok(()),
+            Frame::Ack(a) => {
+                self.handle_ack(now, a);
+                Ok(())
+            }
+            Frame::Stream(s) => self.streams.handle_stream_frame(StreamId(s.id), s.offset, s.data, s.fin),
+            Frame::ResetStream { id, error_code, final_size } => {
+                self.streams.handle_reset(StreamId(id), error_code, final_size)
+            }
+            Frame::StopSending { id, error_code } => self.streams.handle_stop_sending(StreamId(id), error_code),
+            Frame::MaxData(m) => {
+                self.streams.handle_max_data(m);
+                Ok(())
+            }
+            Frame::MaxStreamData { id, max } => self.streams.handle_max_stream_data(StreamId(id), max),
+            Frame::MaxStreams { bidi, count } => {
+                self.streams.handle_max_streams(bidi, count);
+                Ok(())
+            }
+            Frame::Close(c) => {
+                let reason = String::from_utf8_lossy(c.reason).into_owned();
+                let err = match c.frame_type {
+                    Some(_) => ConnectionError::PeerTransportError { code: c.error_code, reason },
+                    None => ConnectionError::ApplicationClosed { code: c.error_code, reason },
+                };
+                self.events.push_back(Event::ConnectionLost(err));
+                self.start_draining(now);
+                Ok(())
+            }
+            Frame::HandshakeDone => {
+                if self.side == Side::Server && self.hs.pattern == crate::handshake::Pattern::Xx {
+                    self.transport_error(now, code::PROTOCOL_VIOLATION, 0x1e, "HANDSHAKE_DONE from the client");
+                }
+                Ok(())
+            }
+        };
+        if let Err(e) = result {
+            self.stream_error(now, e);
+        }
+    }
+
+    /// Peer violations close the connection; other stream errors concern
+    /// only the local application and are ignored here.
+    fn stream_error(&mut self, now: Instant, e: StreamError) {
+        if let Some(c) = e.transport_error_code() {
+            self.transport_error(now, c, 0x08, &e.to_string());
+        }
+    }
+
+    fn handle_ack(&mut self, now: Instant, ack: AckFrame) {
+        let largest = ack.largest();
+        if largest >= self.next_pn {
+            self.transport_error(now, code::PROTOCOL_VIOLATION, 0x02, "ACK of a packet never sent");
+            return;
+        }
+        let mut newly = Vec::new();
+        for r in &ack.ranges {
+            newly.extend(self.sent.remove_range(r.clone()));
+            self.loss.check_spurious(r.clone());
+        }
+        self.loss.on_ack(largest, !newly.is_empty());
+        if newly.is_empty() {
+            return;
+        }
+        let eliciting = newly.iter().any(|(_, p)| p.ack_eliciting);
+        let mut largest_sent_at = Instant::ZERO;
+        let mut app_limited = false;
+        if let Some((_, p)) = newly.iter().find(|(pn, _)| *pn == largest) {
+            largest_sent_at = p.time_sent;
+            app_limited = p.app_limited;
+            if eliciting {
+                let delay = if self.hs.confirmed { ack.ack_delay.min(self.peer_max_ack_delay) } else { ack.ack_delay };
+                self.rtt.update(now - p.time_sent, delay, now);
+                self.loss.on_rtt_sample(now);
+                self.ecn.set_pto(self.rtt.pto_base());
+            }
+        } else if let Some((_, p)) = newly.last() {
+            largest_sent_at = p.time_sent;
+            app_limited = p.app_limited;
+        }
+        let mut acked_bytes = 0;
+        let mut acked_packets = 0;
+        let mut newly_ecn = EcnCounts::default();
+        for (_, p) in &newly {
+            if p.ack_eliciting {
+                acked_bytes += p.size_bytes;
+                acked_packets += 1;
+            }
+            newly_ecn.add(p.ecn, 1);
+            if let Some(l) = p.largest_acked {
+                self.acks.on_ack_of_ack(l);
+            }
+            for f in &p.frames {
+                match *f {
+                    SentFrame::Stream { id, offset, len, fin } => self.streams.on_chunk_acked(id, offset, len, fin),
+                    SentFrame::Control(c) => self.streams.on_control_acked(c),
+                    SentFrame::HandshakeDone => {}
+                }
+            }
+        }
+        let totals = ack.ecn.unwrap_or_default();
+        self.stats.ecn_echoed = EcnCounts {
+            ect0: self.stats.ecn_echoed.ect0.max(totals.ect0),
+            ect1: self.stats.ecn_echoed.ect1.max(totals.ect1),
+            ce: self.stats.ecn_echoed.ce.max(totals.ce),
+        };
+        let delta = self.ecn.on_ack_totals(now, &newly_ecn, &totals, largest);
+        self.log_ecn_state(now);
+        let lost = self.loss.detect_lost(now, &mut self.sent, &self.rtt, self.peer_max_ack_delay);
+        self.on_packets_lost(now, lost, LossTrigger::ReorderingThreshold);
+        if acked_bytes > 0 {
+            let before = self.cc.window();
+            let ecn_delta = if self.ecn.state() == EcnState::Failed { EcnCounts::default() } else { delta };
+            self.cc.on_ack(&AckSample {
+                now,
+                acked_bytes,
+                acked_packets,
+                latest_rtt: self.rtt.latest(),
+                smoothed_rtt: self.rtt.smoothed(),
+                min_rtt: self.rtt.min(),
+                ecn_delta,
+                largest_acked_sent_at: largest_sent_at,
+                bytes_in_flight: self.sent.bytes_in_flight(),
+                app_limited,
+            });
+            if self.cc.window() < before {
+                self.stats.congestion_events += 1;
+            }
+        }
+        self.log_metrics(now);
+    }
+
+    /// Hands the content of lost packets back for retransmission and tells
+    /// congestion control and ECN validation.
+    pub(super) fn on_packets_lost(&mut self, now: Instant, batch: LostBatch, trigger: LossTrigger) {
+        if batch.packets.is_empty() {
+            return;
+        }
+        let mut lost_bytes = 0;
+        let mut lost_packets = 0;
+        let mut largest_lost_sent_at = Instant::ZERO;
+        for (pn, p) in &batch.packets {
+            if p.ack_eliciting {
+                lost_bytes += p.size_bytes;
+                lost_packets += 1;
+                largest_lost_sent_at = largest_lost_sent_at.max(p.time_sent);
+            }
+            self.stats.packets_lost += 1;
+            self.stats.bytes_lost += p.size_bytes;
+            if p.ecn.is_ecn_capable() {
+                self.ecn.on_lost(now, p.ecn);
+            }
+            if !p.requeued {
+                for f in &p.frames {
+                    match *f {
+                        SentFrame::Stream { id, offset, len, fin } => self.streams.on_chunk_lost(id, offset, len, fin),
+                        SentFrame::Control(c) => self.streams.on_control_lost(c),
+                        SentFrame::HandshakeDone => self.hs.done_frame_pending = true,
+                    }
+                }
+            }
+            if let Some(q) = self.qlog.as_mut() {
+                q.emit(
+                    now,
+                    QlogEvent::PacketLost {
+                        header: PacketHeader { packet_type: PacketType::OneRtt, packet_number: *pn },
+                        frames: Vec::new(),
+                        trigger: Some(trigger),
+                    },
+                );
+            }
+        }
+        self.log_ecn_state(now);
+        if lost_packets == 0 {
+            return;
+        }
+        let before = self.cc.window();
+        self.cc.on_loss(&LossSample {
+            now,
+            lost_bytes,
+            lost_packets,
+            largest_lost_sent_at,
+            persistent_congestion: batch.persistent_congestion,
+            bytes_in_flight: self.sent.bytes_in_flight(),
+        });
+        if self.cc.window() < before {
+            self.stats.congestion_events += 1;
+        }
+        if batch.persistent_congestion {
+            self.stats.persistent_congestion_events += 1;
+            self.rtt.reset_min();
+        }
+        self.log_metrics(now);
+    }
+
+    pub(super) fn log_metrics(&mut self, now: Instant) {
+        let slow_start = self.cc.in_slow_start();
+        let Some(q) = self.qlog.as_mut() else {
+            self.last_slow_start = slow_start;
+            return;
+        };
+        let m = self.cc.metrics();
+        q.emit(
+            now,
+            QlogEvent::MetricsUpdated(qlog::Metrics {
+                min_rtt: Some(self.rtt.min()),
+                smoothed_rtt: Some(self.rtt.smoothed()),
+                latest_rtt: Some(self.rtt.latest()),
+                rtt_variance: Some(self.rtt.rttvar()),
+                pto_count: Some(self.loss.pto_count()),
+                congestion_window_bytes: Some(m.cwnd_bytes),
+                bytes_in_flight: Some(self.sent.bytes_in_flight()),
+                ssthresh_bytes: m.ssthresh_bytes,
+                pacing_rate_bps: Some(self.pacer.rate_bps()),
+            }),
+        );
+        if slow_start != self.last_slow_start {
+            let name = |s: bool| if s { "slow_start" } else { "congestion_avoidance" }.to_owned();
+            q.emit(
+                now,
+                QlogEvent::CongestionStateUpdated {
+                    old: Some(name(self.last_slow_start)),
+                    new: name(slow_start),
+                    trigger: None,
+                },
+            );
+            self.last_slow_start = slow_start;
+        }
+    }
+
+    fn log_long_received(&mut self, now: Instant, ty: LongType, view: &HeaderView<&[u8]>) {
+        if let Some(q) = self.qlog.as_mut() {
+            let packet_type = if ty == LongType::Initial { PacketType::Initial } else { PacketType::Handshake };
+            q.emit(
+                now,
+                QlogEvent::PacketReceived(PacketEvent {
+                    header: PacketHeader { packet_type, packet_number: u64::from(view.packet_number().value) },
+                    frames: Vec::new(),
+                    raw: Some(RawInfo { length_bytes: view.packet_len() as u64 }),
+                }),
+            );
+        }
+    }
+}

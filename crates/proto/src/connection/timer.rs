@@ -1,0 +1,91 @@
+//! The connection's timers: a small table indexed by [`Timer`], so the next
+//! wake-up is one `min` over a fixed array.
+
+use brisk_time::Instant;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Timer {
+    /// Close when nothing was heard for the idle timeout.
+    Idle = 0,
+    /// Declare packets lost by the time threshold, send a probe, or resend
+    /// the last handshake message.
+    LossDetection = 1,
+    /// Send a delayed ACK.
+    AckDelay = 2,
+    /// The pacer allows the next packet.
+    Pacing = 3,
+    /// The closing or draining period ends.
+    Close = 4,
+    /// ECN validation's probing period ends or a re-test starts.
+    Ecn = 5,
+    /// Send a PING to keep the path (and NAT bindings) alive.
+    KeepAlive = 6,
+}
+
+impl Timer {
+    pub(crate) const ALL: [Timer; 7] = [
+        Timer::Idle,
+        Timer::LossDetection,
+        Timer::AckDelay,
+        Timer::Pacing,
+        Timer::Close,
+        Timer::Ecn,
+        Timer::KeepAlive,
+    ];
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct TimerTable {
+    at: [Option<Instant>; 7],
+}
+
+impl TimerTable {
+    pub(crate) fn set(&mut self, t: Timer, at: Instant) {
+        self.at[t as usize] = Some(at);
+    }
+
+    pub(crate) fn set_opt(&mut self, t: Timer, at: Option<Instant>) {
+        self.at[t as usize] = at;
+    }
+
+    pub(crate) fn stop(&mut self, t: Timer) {
+        self.at[t as usize] = None;
+    }
+
+    pub(crate) fn get(&self, t: Timer) -> Option<Instant> {
+        self.at[t as usize]
+    }
+
+    pub(crate) fn stop_all(&mut self) {
+        self.at = [None; 7];
+    }
+
+    pub(crate) fn next(&self) -> Option<Instant> {
+        self.at.iter().flatten().min().copied()
+    }
+
+    pub(crate) fn is_expired(&self, t: Timer, now: Instant) -> bool {
+        self.at[t as usize].is_some_and(|at| at <= now)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn next_is_the_earliest_armed_timer() {
+        let mut t = TimerTable::default();
+        assert_eq!(t.next(), None);
+        t.set(Timer::Idle, Instant::from_millis(30_000));
+        t.set(Timer::AckDelay, Instant::from_millis(25));
+        assert_eq!(t.next(), Some(Instant::from_millis(25)));
+        assert!(t.is_expired(Timer::AckDelay, Instant::from_millis(25)));
+        assert!(!t.is_expired(Timer::Idle, Instant::from_millis(25)));
+        t.stop(Timer::AckDelay);
+        assert_eq!(t.next(), Some(Instant::from_millis(30_000)));
+        t.stop_all();
+        assert_eq!(t.get(Timer::Idle), None);
+        assert_eq!(Timer::ALL.len(), 7);
+    }
+}

@@ -1,0 +1,289 @@
+//! An endpoint: one UDP socket's worth of connections.
+//!
+//! It routes each datagram by destination connection ID, so a connection
+//! survives the peer's address changing; creates server connections for
+//! valid Initials; answers unknown versions with version negotiation; and
+//! drops everything else without keeping state. Like a connection it is
+//! sans-IO: `handle_datagram` / `handle_timeout` in, `poll_transmit` /
+//! `poll_timeout` / `poll_event` out. The endpoint owns its connections;
+//! reach one with [`Endpoint::connection_mut`].
+
+use crate::config::{ClientConfig, ServerConfig};
+use crate::connection::{Connection, Event, InitialInfo, Transmit, parse_hs_payload};
+use crate::error::ConnectError;
+use crate::packet::{
+    ConnectionId, Header, HeaderView, LOCAL_CID_LEN, LongType, SUPPORTED_VERSIONS,
+};
+use brisk_time::Instant;
+use brisk_wire::Ecn;
+use rand::{RngCore, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+use std::collections::{BTreeMap, VecDeque};
+use std::net::SocketAddr;
+
+/// The smallest datagram that may open a connection (RFC 9000 §14.1): it
+/// makes the 3x amplification allowance worth a full reply, and proves the
+/// path carries 1200-byte datagrams.
+pub const MIN_INITIAL_DATAGRAM: usize = 1200;
+
+/// Names one connection of an endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ConnectionHandle(pub u64);
+
+/// Datagrams the endpoint itself dealt with.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EndpointStats {
+    pub datagrams_received: u64,
+    /// Not even a header.
+    pub malformed: u64,
+    /// For no connection we know, and not a valid Initial.
+    pub unknown_connection: u64,
+    /// Initials under 1200 bytes.
+    pub short_initial: u64,
+    /// Initials whose handshake message did not verify (wrong key,
+    /// garbage, tampering).
+    pub handshake_failed: u64,
+    /// Initials refused because `max_connections` was reached.
+    pub refused: u64,
+    pub version_negotiations_sent: u64,
+    pub connections_accepted: u64,
+}
+
+#[derive(Debug)]
+pub struct Endpoint {
+    rng: ChaCha20Rng,
+    server: Option<ServerConfig>,
+    connections: BTreeMap<ConnectionHandle, Connection>,
+    by_cid: BTreeMap<ConnectionId, ConnectionHandle>,
+    /// Server: the client-chosen destination ID of first Initials, so a
+    /// retransmitted Initial reaches the connection it created.
+    by_initial: BTreeMap<ConnectionId, ConnectionHandle>,
+    next_handle: u64,
+    accept_queue: VecDeque<ConnectionHandle>,
+    stateless: VecDeque<Transmit>,
+    /// Round-robin position of `poll_transmit`.
+    cursor: Option<ConnectionHandle>,
+    stats: EndpointStats,
+}
+
+impl Endpoint {
+    /// A client-only endpoint when `server` is `None`. All randomness
+    /// (connection IDs, ephemeral keys) comes from `seed`.
+    pub fn new(seed: u64, server: Option<ServerConfig>) -> Self {
+        Endpoint {
+            rng: ChaCha20Rng::seed_from_u64(seed),
+            server,
+            connections: BTreeMap::new(),
+            by_cid: BTreeMap::new(),
+            by_initial: BTreeMap::new(),
+            next_handle: 0,
+            accept_queue: VecDeque::new(),
+            stateless: VecDeque::new(),
+            cursor: None,
+            stats: EndpointStats::default(),
+        }
+    }
+
+    pub fn stats(&self) -> EndpointStats {
+        self.stats
+    }
+
+    pub fn connection(&self, h: ConnectionHandle) -> Option<&Connection> {
+        self.connections.get(&h)
+    }
+
+    pub fn connection_mut(&mut self, h: ConnectionHandle) -> Option<&mut Connection> {
+        self.connections.get_mut(&h)
+    }
+
+    /// Live connections, in handle order.
+    pub fn handles(&self) -> impl Iterator<Item = ConnectionHandle> + '_ {
+        self.connections.keys().copied()
+    }
+
+    fn fresh_cid(&mut self) -> ConnectionId {
+        loop {
+            let mut b = [0u8; LOCAL_CID_LEN];
+            self.rng.fill_bytes(&mut b);
+            let cid = ConnectionId::new(&b).unwrap_or_default();
+            if !self.by_cid.contains_key(&cid) && !self.by_initial.contains_key(&cid) {
+                return cid;
+            }
+        }
+    }
+
+    fn seed(&mut self) -> [u8; 32] {
+        let mut s = [0u8; 32];
+        self.rng.fill_bytes(&mut s);
+        s
+    }
+
+    fn insert(&mut self, conn: Connection) -> ConnectionHandle {
+        let h = ConnectionHandle(self.next_handle);
+        self.next_handle += 1;
+        self.by_cid.insert(conn.local_cid(), h);
+        self.connections.insert(h, conn);
+        h
+    }
+
+    /// Starts a connection to `remote`; its first flight leaves at the next
+    /// `poll_transmit`.
+    pub fn connect(
+        &mut self,
+        now: Instant,
+        remote: SocketAddr,
+        config: ClientConfig,
+    ) -> Result<ConnectionHandle, ConnectError> {
+        if remote.port() == 0 || remote.ip().is_unspecified() {
+            return Err(ConnectError::InvalidRemoteAddress);
+        }
+        let local = self.fresh_cid();
+        let initial_dcid = self.fresh_cid();
+        let seed = self.seed();
+        let conn = Connection::new_client(now, &config, local, initial_dcid, remote, seed)?;
+        Ok(self.insert(conn))
+    }
+
+    /// The next connection a client opened to this server.
+    pub fn accept(&mut self) -> Option<ConnectionHandle> {
+        self.accept_queue.pop_front()
+    }
+
+    pub fn handle_datagram(&mut self, now: Instant, remote: SocketAddr, ecn: Ecn, data: &[u8]) {
+        self.stats.datagrams_received += 1;
+        let Ok(view) = HeaderView::new_checked(data, LOCAL_CID_LEN) else {
+            self.stats.malformed += 1;
+            return;
+        };
+        let Some(dcid) = ConnectionId::new(view.dcid()) else {
+            self.stats.malformed += 1;
+            return;
+        };
+        let initial = view.long_type() == Some(LongType::Initial);
+        let routed = self
+            .by_cid
+            .get(&dcid)
+            .or_else(|| if initial { self.by_initial.get(&dcid) } else { None })
+            .copied();
+        if let Some(h) = routed {
+            if let Some(c) = self.connections.get_mut(&h) {
+                c.handle_datagram(now, remote, ecn, data);
+            }
+            return;
+        }
+        if self.server.is_none() {
+            self.stats.unknown_connection += 1;
+            return;
+        }
+        if view.is_long() && !view.is_version_negotiation() && !SUPPORTED_VERSIONS.contains(&view.version()) {
+            self.send_version_negotiation(&view, remote, data.len());
+            return;
+        }
+        if !initial {
+            self.stats.unknown_connection += 1;
+            return;
+        }
+        self.accept_initial(now, remote, &view, data.len());
+    }
+
+    fn send_version_negotiation(&mut self, view: &HeaderView<&[u8]>, remote: SocketAddr, len: usize) {
+        // Only a full-size datagram earns a reply, so this cannot amplify.
+        if len < MIN_INITIAL_DATAGRAM {
+            self.stats.short_initial += 1;
+            return;
+        }
+        let (Some(dcid), Some(scid)) = (ConnectionId::new(view.scid()), ConnectionId::new(view.dcid())) else {
+            return;
+        };
+        let mut contents = Vec::new();
+        Header::VersionNegotiation { dcid, scid, versions: SUPPORTED_VERSIONS.to_vec() }.emit(&mut contents);
+        self.stats.version_negotiations_sent += 1;
+        self.stateless.push_back(Transmit { destination: remote, ecn: Ecn::NotEct, contents });
+    }
+
+    fn accept_initial(&mut self, now: Instant, remote: SocketAddr, view: &HeaderView<&[u8]>, len: usize) {
+        if len < MIN_INITIAL_DATAGRAM {
+            self.stats.short_initial += 1;
+            return;
+        }
+        let Some(server) = self.server.as_ref() else { return };
+        if self.connections.len() >= server.max_connections {
+            self.stats.refused += 1;
+            return;
+        }
+        let (Some(dcid), Some(scid)) = (ConnectionId::new(view.dcid()), ConnectionId::new(view.scid())) else {
+            self.stats.malformed += 1;
+            return;
+        };
+        let Some((Some(pattern), message)) = parse_hs_payload(true, view.payload()) else {
+            self.stats.malformed += 1;
+            return;
+        };
+        let info = InitialInfo { version: view.version(), dcid, scid, pattern, message, datagram_len: len };
+        let local = self.fresh_cid();
+        let seed = self.seed();
+        let Some(server) = self.server.as_ref() else { return };
+        match Connection::new_server(now, server, local, info, remote, seed) {
+            Ok(conn) => {
+                let h = self.insert(conn);
+                self.by_initial.insert(dcid, h);
+                self.accept_queue.push_back(h);
+                self.stats.connections_accepted += 1;
+            }
+            Err(_) => self.stats.handshake_failed += 1,
+        }
+    }
+
+    /// The next datagram to send, taking connections in turn.
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
+        if let Some(t) = self.stateless.pop_front() {
+            return Some(t);
+        }
+        let start = self.cursor.map_or(0, |h| h.0 + 1);
+        let order: Vec<ConnectionHandle> = self
+            .connections
+            .range(ConnectionHandle(start)..)
+            .chain(self.connections.range(..ConnectionHandle(start)))
+            .map(|(h, _)| *h)
+            .collect();
+        for h in order {
+            if let Some(t) = self.connections.get_mut(&h).and_then(|c| c.poll_transmit(now)) {
+                self.cursor = Some(h);
+                return Some(t);
+            }
+        }
+        None
+    }
+
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.connections.values().filter_map(Connection::poll_timeout).min()
+    }
+
+    pub fn handle_timeout(&mut self, now: Instant) {
+        for c in self.connections.values_mut() {
+            if c.poll_timeout().is_some_and(|t| t <= now) {
+                c.handle_timeout(now);
+            }
+        }
+    }
+
+    /// The next event of any connection. After [`Event::Closed`] the
+    /// connection is forgotten.
+    pub fn poll_event(&mut self) -> Option<(ConnectionHandle, Event)> {
+        let mut found = None;
+        for (h, c) in self.connections.iter_mut() {
+            if let Some(e) = c.poll_event() {
+                found = Some((*h, e));
+                break;
+            }
+        }
+        let (h, e) = found?;
+        if e == Event::Closed {
+            if let Some(c) = self.connections.remove(&h) {
+                self.by_cid.remove(&c.local_cid());
+                self.by_initial.remove(&c.initial_dcid());
+            }
+        }
+        Some((h, e))
+    }
+}

@@ -1,0 +1,86 @@
+//! What a connection reports about itself: the numbers the seeds ask to
+//! measure (RTT, window, losses, ECN marks) and counts of every packet it
+//! refused.
+
+use crate::congestion::EcnCounts;
+use crate::ecn_validation::EcnState;
+use brisk_wire::Ecn;
+use std::time::Duration;
+
+/// Datagrams or packets dropped on receipt, by reason. None of them
+/// changes connection state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DropStats {
+    /// Could not be parsed (bad header, bad lengths, reserved bits).
+    pub malformed: u64,
+    /// Failed authentication (tampered, or not from the peer).
+    pub unauthenticated: u64,
+    /// A packet number already received: duplicated or replayed.
+    pub duplicate: u64,
+    /// Arrived before the keys to open it existed.
+    pub undecryptable: u64,
+    /// A handshake message the Noise state machine rejected.
+    pub bad_handshake: u64,
+    /// Arrived after the connection closed, or is of no use in its state.
+    pub unexpected: u64,
+}
+
+impl DropStats {
+    pub fn total(&self) -> u64 {
+        self.malformed + self.unauthenticated + self.duplicate + self.undecryptable + self.bad_handshake + self.unexpected
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConnectionStats {
+    pub smoothed_rtt: Duration,
+    pub min_rtt: Duration,
+    pub latest_rtt: Duration,
+    pub rttvar: Duration,
+    pub cwnd_bytes: u64,
+    pub ssthresh_bytes: Option<u64>,
+    pub bytes_in_flight: u64,
+    pub pacing_rate_bps: u64,
+    /// UDP datagrams and their payload bytes.
+    pub datagrams_sent: u64,
+    pub bytes_sent: u64,
+    pub datagrams_received: u64,
+    pub bytes_received: u64,
+    /// 1-RTT packets.
+    pub packets_sent: u64,
+    pub packets_received: u64,
+    pub packets_lost: u64,
+    pub bytes_lost: u64,
+    /// Packets that carried stream data sent before, and those bytes.
+    pub packets_retransmitted: u64,
+    pub stream_bytes_retransmitted: u64,
+    /// New stream bytes sent, and stream bytes received (each once).
+    pub stream_bytes_sent: u64,
+    pub stream_bytes_received: u64,
+    /// Losses declared and later shown to be reordering.
+    pub spurious_losses: u64,
+    /// Probe timeouts fired, and probe packets sent for them.
+    pub ptos: u64,
+    pub probes_sent: u64,
+    /// Times the congestion window was reduced (loss or CE).
+    pub congestion_events: u64,
+    pub persistent_congestion_events: u64,
+    /// Our 1-RTT packets per codepoint sent.
+    pub ecn_sent: EcnCounts,
+    /// The peer's latest cumulative counts: what it received from us.
+    pub ecn_echoed: EcnCounts,
+    /// Codepoints on the 1-RTT packets we received.
+    pub ecn_received: EcnCounts,
+    pub ecn_state: EcnState,
+    /// The codepoint the next packet would carry.
+    pub ecn_codepoint: Ecn,
+    /// Early data: bytes sent in the first flight (client), or received
+    /// and delivered from it (server).
+    pub early_data_sent_bytes: u64,
+    pub early_data_received_bytes: u64,
+    /// The peer's address changed (NAT rebinding or a new network).
+    pub migrations: u64,
+    /// The server held back sending because of the 3x amplification limit.
+    pub amplification_blocked: u64,
+    pub dropped: DropStats,
+}
