@@ -4,12 +4,26 @@
 //! carry real IP datagrams, so queues classify by the real ECN field and a
 //! capture opens in Wireshark. Each format follows one pattern: a view
 //! `XPacket<T: AsRef<[u8]>>` whose `new_checked` validates lengths before any
-//! getter runs (so no getter can panic afterwards), and a `XRepr` that is the
-//! parsed, validated form with `parse` and `emit`.
+//! getter runs, and a `XRepr` that is the parsed, validated form with `parse`
+//! and `emit`. Setters (over `&mut [u8]`) never change a length field, so
+//! no accessor can panic after `new_checked`; `emit` refuses values that do
+//! not fit their field rather than truncating them.
 //!
-//! Modules: [`ecn`] the two-bit ECN codepoint; [`checksum`] the Internet
-//! checksum; [`ipv4`], [`ipv6`], [`udp`] the formats; [`ip`] version-agnostic
-//! helpers (summarize a datagram, rewrite its ECN field, build a UDP datagram).
+//! Modules:
+//! - [`ecn`]: the two-bit ECN codepoint.
+//! - [`checksum`]: the Internet checksum, its incremental update, and the
+//!   TCP/UDP pseudo-header sums.
+//! - [`ipv4`], [`ipv6`]: network headers (IPv6 extension headers skipped by
+//!   [`ipv6::Ipv6Packet::upper_layer`]).
+//! - [`udp`]: UDP. [`tcp`]: TCP, with [`tcp::TcpFlags`] (including the
+//!   AccECN `AE` bit) and [`tcp::option`] (MSS, window scale, SACK,
+//!   timestamps, Fast Open, unknown kinds kept raw).
+//! - [`ip`]: version-agnostic helpers: summarize a datagram, rewrite its ECN
+//!   field, build and parse whole UDP or TCP datagrams.
+//!
+//! Tests: fixed-byte tests beside each format use real Linux captures
+//! (`fixtures.rs`); `tests/` holds the proptests (round trips, never panic);
+//! `fuzz/` is a cargo-fuzz crate (`parse_any`) outside the workspace.
 
 pub mod checksum;
 pub mod ecn;

@@ -25,6 +25,9 @@ mod field {
     pub const URGENT: Range<usize> = 18..20;
 }
 
+/// The nine flag bits within header bytes 12..14.
+const FLAGS_MASK: u16 = 0x01ff;
+
 /// Length of a header without options.
 pub const HEADER_LEN: usize = 20;
 /// Length of a header with the most options (data offset 15).
@@ -189,7 +192,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> TcpPacket<T> {
     /// Replaces all nine flags; the data offset and reserved bits stay.
     pub fn set_flags(&mut self, flags: TcpFlags) {
         let old = self.be16(field::OFF_FLAGS.start);
-        let new = (old & !TcpFlags::from_bits_truncate(0xffff).bits()) | flags.bits();
+        let new = (old & !FLAGS_MASK) | flags.bits();
         self.put(field::OFF_FLAGS, &new.to_be_bytes());
     }
     pub fn set_window(&mut self, window: u16) {

@@ -16,6 +16,11 @@ const ECNS: [Ecn; 4] = [Ecn::NotEct, Ecn::Ect1, Ecn::Ect0, Ecn::Ce];
 /// IPv4 and IPv6 pseudo-headers); panics only if an invariant breaks.
 pub fn parse_all(data: &[u8]) {
     datagram(data);
+    // Random bytes almost never carry valid checksums; repair them so the
+    // checks behind checksum verification see mutated headers too.
+    if let Some(fixed) = with_checksums_filled(data) {
+        datagram(&fixed);
+    }
     let v4 = (
         IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1)),
         IpAddr::V4(Ipv4Addr::new(192, 0, 2, 2)),
@@ -118,6 +123,27 @@ fn datagram(data: &[u8]) {
             .expect("a parsed tcp datagram rebuilds");
         assert_eq!(parse_tcp(&again), Ok(seg));
     }
+}
+
+/// `data` with its IPv4 header checksum and TCP or UDP checksum recomputed,
+/// when it reads as a datagram at all.
+fn with_checksums_filled(data: &[u8]) -> Option<Vec<u8>> {
+    let s = summarize(data).ok()?;
+    let mut d = data.to_vec();
+    if s.version == 4 {
+        Ipv4Packet::new_checked(&mut d[..]).ok()?.fill_checksum();
+    }
+    let segment = d.get_mut(s.transport_offset..s.total_len)?;
+    match s.flow.protocol {
+        6 => TcpPacket::new_checked(segment)
+            .ok()?
+            .fill_checksum(s.flow.src, s.flow.dst),
+        17 => UdpPacket::new_checked(segment)
+            .ok()?
+            .fill_checksum(s.flow.src, s.flow.dst),
+        _ => {}
+    }
+    Some(d)
 }
 
 fn udp(data: &[u8], src: IpAddr, dst: IpAddr) {
