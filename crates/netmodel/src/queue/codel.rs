@@ -11,7 +11,8 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 /// `[queue.codel]`: RFC 8289's defaults, `target = "5ms"` and
-/// `interval = "100ms"`, with ECN on and a 1000-packet limit.
+/// `interval = "100ms"`, with a 1000-packet limit as in Linux, and ECN on
+/// (Linux's `sch_codel` leaves it off unless asked; `fq_codel` turns it on).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CodelConfig {

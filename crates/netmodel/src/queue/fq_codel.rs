@@ -765,10 +765,10 @@ mod tests {
                 let ecn = if ect1 { Ecn::Ect1 } else { Ecn::Ect0 };
                 q.enqueue(us(t), p120(id as u64, v6, 1000, host, ecn));
             }
-            if let Some(p) = q.dequeue(us(ms * 1000)) {
-                if p.ecn() == Ecn::Ce {
-                    ce.push(p.id);
-                }
+            if let Some(p) = q.dequeue(us(ms * 1000))
+                && p.ecn() == Ecn::Ce
+            {
+                ce.push(p.id);
             }
         }
         assert!(q.is_empty());
@@ -840,6 +840,220 @@ mod tests {
                 1,
                 "one ECT(0) packet marked by the law"
             );
+        }
+    }
+
+    #[test]
+    fn colliding_flows_share_one_queue_in_arrival_order() {
+        // One bucket: every flow collides, as with an unlucky hash in a
+        // big table. The shared queue stays FIFO and CoDel-managed.
+        for v6 in [false, true] {
+            let mut q = fq(FqCodelConfig {
+                flows: 1,
+                ..FqCodelConfig::default()
+            });
+            for id in 0..6 {
+                q.enqueue(
+                    Instant::ZERO,
+                    p120(id, v6, 1000 + id as u16 % 3, 2, Ecn::NotEct),
+                );
+            }
+            assert_eq!(q.flow(0).unwrap().backlog_packets, 6);
+            assert!(q.flow(1).is_none());
+            let out: Vec<u64> = std::iter::from_fn(|| q.dequeue(Instant::ZERO))
+                .map(|p| p.id)
+                .collect();
+            assert_eq!(out, (0..6).collect::<Vec<_>>());
+        }
+        // With a real table, the seed decides which flows collide: the
+        // same seed gives the same placement, another seed another one.
+        let place = |seed| {
+            let q = FqCodel::new(FqCodelConfig::default(), crate::rng(seed, 3));
+            (0..64u16)
+                .map(|port| q.flow_index(&p120(0, false, port, 2, Ecn::NotEct).flow()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(place(1), place(1));
+        assert_ne!(place(1), place(2));
+    }
+
+    #[test]
+    fn quantum_shares_bytes_not_packets() {
+        // Two backlogged flows, 1500-byte and 300-byte packets: DRR gives
+        // each the same bytes per round, so the small-packet flow sends
+        // about five packets for each large one, and at any moment the
+        // bytes sent differ by at most a quantum plus a packet (the DRR
+        // fairness bound).
+        for v6 in [false, true] {
+            let mut q = fq(FqCodelConfig::default());
+            for i in 0..200 {
+                q.enqueue(Instant::ZERO, datagram(i, v6, 1000, 2, 1500, Ecn::NotEct));
+                q.enqueue(
+                    Instant::ZERO,
+                    datagram(1000 + i, v6, 1000, 3, 300, Ecn::NotEct),
+                );
+            }
+            let (mut big, mut small) = (0u64, 0u64);
+            for _ in 0..180 {
+                let p = q.dequeue(Instant::ZERO).unwrap();
+                if p.id < 1000 {
+                    big += p.len() as u64;
+                } else {
+                    small += p.len() as u64;
+                }
+                assert!(big.abs_diff(small) <= 1514 + 1500, "{big} vs {small}");
+            }
+            assert_eq!((big / 1500, small / 300), (31, 149));
+        }
+    }
+
+    #[test]
+    fn a_new_sparse_flow_goes_before_backlogged_ones() {
+        for v6 in [false, true] {
+            let mut q = fq(FqCodelConfig::default());
+            for i in 0..50 {
+                q.enqueue(Instant::ZERO, datagram(i, v6, 1000, 2, 1500, Ecn::NotEct));
+            }
+            // The bulk flow uses up its first quantum and becomes old.
+            for _ in 0..3 {
+                q.dequeue(Instant::ZERO).unwrap();
+            }
+            let bulk = index(&q, &datagram(0, v6, 1000, 2, 1500, Ecn::NotEct));
+            assert_eq!(q.flow(bulk).unwrap().list, FlowList::Old);
+            q.enqueue(Instant::ZERO, p120(99, v6, 53, 9, Ecn::NotEct));
+            assert_eq!(q.dequeue(Instant::ZERO).unwrap().id, 99);
+            assert_eq!(q.fq_stats().new_flow_count, 2);
+        }
+    }
+
+    #[test]
+    fn overflow_drops_a_batch_of_at_most_64_and_counts_memory() {
+        for v6 in [false, true] {
+            // One fat flow of 200 packets and a thin one: the 202nd packet
+            // overflows, and the fat flow loses 64 packets (half of its
+            // backlog would be 100).
+            let mut q = fq(FqCodelConfig {
+                limit_packets: Some(201),
+                ..FqCodelConfig::default()
+            });
+            for i in 0..200 {
+                q.enqueue(Instant::ZERO, p120(i, v6, 1000, 2, Ecn::NotEct));
+            }
+            q.enqueue(Instant::ZERO, p120(500, v6, 1000, 3, Ecn::NotEct));
+            assert_eq!(q.stats().drops(), 0);
+            q.enqueue(Instant::ZERO, p120(501, v6, 1000, 3, Ecn::NotEct));
+            let fat = index(&q, &p120(0, v6, 1000, 2, Ecn::NotEct));
+            assert_eq!(q.flow(fat).unwrap().backlog_packets, 136);
+            assert_eq!(q.stats().dropped_overflow, 64);
+            assert_eq!(q.flows[fat].vars.count, 64);
+            let s = q.fq_stats();
+            assert_eq!((s.drop_overlimit, s.drop_overmemory), (64, 0));
+            // The oldest packets go first.
+            let first = q.poll_event();
+            assert!(
+                matches!(first, Some(QueueEvent::Dropped { ref packet, .. }) if packet.id == 0),
+                "{first:?}"
+            );
+
+            // Over the byte limit: counted as memory drops too.
+            let mut q = fq(FqCodelConfig {
+                limit_bytes: Some(1000),
+                drop_batch_size: 1,
+                ..FqCodelConfig::default()
+            });
+            for i in 0..9 {
+                q.enqueue(Instant::ZERO, p120(i, v6, 1000, 2, Ecn::NotEct));
+            }
+            let s = q.fq_stats();
+            assert_eq!((s.drop_overlimit, s.drop_overmemory), (1, 1));
+            assert_eq!(q.len_bytes(), 960);
+        }
+    }
+
+    #[test]
+    fn config_from_toml_with_checks() {
+        use crate::queue::QueueConfig;
+        #[derive(serde::Deserialize)]
+        struct Scenario {
+            queue: QueueConfig,
+        }
+        let s: Scenario = toml::from_str(
+            "[queue.fq_codel]\nflows = 64\nce_threshold = \"1ms\"\n\
+             ce_threshold_selector = 1\nce_threshold_mask = 3\nmtu_backlog = \"flow\"\n\
+             limit_bytes = \"4MiB\"",
+        )
+        .unwrap();
+        let want = FqCodelConfig {
+            flows: 64,
+            ce_threshold: Some(Duration::from_millis(1)),
+            ce_threshold_selector: 1,
+            ce_threshold_mask: 3,
+            mtu_backlog: MtuBacklog::Flow,
+            limit_bytes: Some(4 << 20),
+            ..FqCodelConfig::default()
+        };
+        assert_eq!(s.queue, QueueConfig::FqCodel(want));
+        assert_eq!(s.queue.build(crate::rng(1, 0)).name(), "fq_codel");
+        let defaults: Scenario = toml::from_str("[queue.fq_codel]").unwrap();
+        assert_eq!(
+            defaults.queue,
+            QueueConfig::FqCodel(FqCodelConfig::default())
+        );
+        for (bad, field) in [
+            ("flows = 0", "flows"),
+            ("flows = 100000", "flows"),
+            ("quantum_bytes = 100", "quantum_bytes"),
+            ("mtu_backlog = \"flows\"", "flows"),
+            ("quantum = 1514", "quantum"),
+        ] {
+            let err = toml::from_str::<Scenario>(&format!("[queue.fq_codel]\n\n{bad}"))
+                .err()
+                .unwrap()
+                .to_string();
+            assert!(err.contains("line 3") && err.contains(field), "{err}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_traffic_keeps_the_books_balanced(
+            ops in proptest::collection::vec((0u8..4, 0u16..6, 48usize..1600, 0u8..4), 1..300),
+            flows in 1u32..8,
+        ) {
+            let mut q = fq(FqCodelConfig {
+                flows,
+                limit_packets: Some(40),
+                limit_bytes: Some(30_000),
+                ce_threshold: Some(Duration::from_millis(1)),
+                ..FqCodelConfig::default()
+            });
+            let mut now = Instant::ZERO;
+            for (i, &(op, flow, len, ecn)) in ops.iter().enumerate() {
+                now += Duration::from_millis(7);
+                if op == 0 {
+                    q.dequeue(now);
+                } else {
+                    let v6 = flow % 2 == 1;
+                    let p = datagram(i as u64, v6, 1000 + flow, 2, len.max(if v6 { 48 } else { 28 }), Ecn::from_bits(ecn));
+                    q.enqueue(now, p);
+                }
+                while q.poll_event().is_some() {}
+                let s = q.stats();
+                proptest::prop_assert_eq!(
+                    s.enqueued_packets,
+                    s.dequeued_packets + s.drops() + s.backlog_packets
+                );
+                let (mut n, mut b) = (0, 0);
+                for f in 0..flows as usize {
+                    let f = q.flow(f).unwrap();
+                    n += f.backlog_packets as u64;
+                    b += f.backlog_bytes;
+                }
+                proptest::prop_assert_eq!((n, b), (s.backlog_packets, s.backlog_bytes));
+                proptest::prop_assert!(s.backlog_packets <= 40 && s.backlog_bytes <= 30_000);
+            }
+            while q.dequeue(now).is_some() {}
+            proptest::prop_assert!(q.is_empty());
         }
     }
 }
