@@ -13,11 +13,14 @@ mod codel;
 mod codel_law;
 mod flow_hash;
 mod fq_codel;
+mod pi_common;
+mod pie;
 
 pub use fifo::{Fifo, FifoConfig};
 pub use codel::{Codel, CodelConfig};
 pub use codel_law::CodelCounters;
 pub use fq_codel::{FlowList, FlowSnapshot, FqCodel, FqCodelConfig, FqCodelStats, MtuBacklog};
+pub use pie::{Pie, PieConfig};
 
 use crate::Rng;
 use crate::packet::Packet;
@@ -34,6 +37,7 @@ pub enum QueueConfig {
     Fifo(FifoConfig),
     Codel(CodelConfig),
     FqCodel(FqCodelConfig),
+    Pie(PieConfig),
 }
 
 impl Default for QueueConfig {
@@ -51,6 +55,7 @@ impl QueueConfig {
             QueueConfig::Fifo(c) => Box::new(Fifo::new(c.clone())),
             QueueConfig::Codel(c) => Box::new(Codel::new(c.clone())),
             QueueConfig::FqCodel(c) => Box::new(FqCodel::new(c.clone(), rng)),
+            QueueConfig::Pie(c) => Box::new(Pie::new(c.clone(), rng)),
         }
     }
 }
