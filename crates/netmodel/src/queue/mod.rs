@@ -11,6 +11,7 @@
 mod fifo;
 mod codel;
 mod codel_law;
+mod dualpi2;
 mod flow_hash;
 mod fq_codel;
 mod pi_common;
@@ -19,6 +20,10 @@ mod pie;
 pub use fifo::{Fifo, FifoConfig};
 pub use codel::{Codel, CodelConfig};
 pub use codel_law::CodelCounters;
+pub use dualpi2::{
+    DualPi2, DualPi2Config, DualPi2ConfigError, DualPi2Stats, EcnMask, Pi2Gains, StepThreshold,
+    SubQueueStats,
+};
 pub use fq_codel::{FlowList, FlowSnapshot, FqCodel, FqCodelConfig, FqCodelStats, MtuBacklog};
 pub use pie::{Pie, PieConfig};
 
@@ -38,6 +43,8 @@ pub enum QueueConfig {
     Codel(CodelConfig),
     FqCodel(FqCodelConfig),
     Pie(PieConfig),
+    #[serde(rename = "dualpi2")]
+    DualPi2(DualPi2Config),
 }
 
 impl Default for QueueConfig {
@@ -56,6 +63,7 @@ impl QueueConfig {
             QueueConfig::Codel(c) => Box::new(Codel::new(c.clone())),
             QueueConfig::FqCodel(c) => Box::new(FqCodel::new(c.clone(), rng)),
             QueueConfig::Pie(c) => Box::new(Pie::new(c.clone(), rng)),
+            QueueConfig::DualPi2(c) => Box::new(DualPi2::new(c.clone(), rng)),
         }
     }
 }
