@@ -470,6 +470,37 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn exactly_one_mtu_queued_counts_as_under() {
+        // Linux's rule is `backlog <= mtu` (ns-3's is `< MinBytes`): with
+        // exactly 1500 bytes left behind each packet, CoDel never drops.
+        let mut q = Codel::new(CodelConfig::default());
+        for i in 0..3 {
+            q.enqueue(Instant::ZERO, udp(i, 0, 750, Ecn::NotEct));
+        }
+        q.dequeue(ms(1000));
+        q.enqueue(ms(1000), udp(3, 0, 750, Ecn::NotEct));
+        q.dequeue(ms(1200));
+        assert_eq!((q.len_packets(), q.stats().drops()), (2, 0));
+    }
+
+    #[test]
+    fn late_marks_catch_up_on_the_schedule() {
+        // As in Linux, a mark moves the next signal time on from the last
+        // scheduled one, not from now: after a long gap, back-to-back
+        // dequeues are each marked until the schedule catches up.
+        let mut q = Codel::new(config(500));
+        fill(&mut q, false, 0, 20, Ecn::Ect0);
+        q.dequeue(ms(10));
+        q.dequeue(ms(210)); // enters the dropping state; next at 310 ms
+        assert_eq!(state(&q), (18, 0, 1, 0));
+        q.dequeue(ms(1000)); // due since 310 ms; next at 360 ms
+        q.dequeue(ms(1001)); // due since 360 ms; next at 416 ms
+        q.dequeue(ms(1002)); // due since 416 ms
+        assert_eq!(state(&q), (15, 0, 4, 0));
+        assert_eq!(q.vars.count, 4);
+    }
+
+    #[test]
     fn already_ce_packets_are_signalled_not_dropped() {
         // As in Linux (INET_ECN_set_ce succeeds on CE): a CE packet carries
         // the signal already, so the law never drops it.
