@@ -1,0 +1,152 @@
+//! Credit-based flow control (RFC 9000 §4), for one stream or the whole
+//! connection.
+//!
+//! The receiver advertises an absolute limit (MAX_DATA, MAX_STREAM_DATA)
+//! and moves it forward as the application consumes data; the sender never
+//! transmits past the last limit it heard.
+
+/// The sender's view: how far the peer lets us go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SendCredit {
+    /// The peer's limit, in bytes from the start.
+    max: u64,
+    /// Bytes counted against the limit so far.
+    used: u64,
+}
+
+impl SendCredit {
+    pub fn new(max: u64) -> Self {
+        SendCredit { max, used: 0 }
+    }
+
+    pub fn available(&self) -> u64 {
+        self.max.saturating_sub(self.used)
+    }
+
+    pub fn max(&self) -> u64 {
+        self.max
+    }
+
+    pub fn consume(&mut self, n: u64) {
+        self.used += n;
+    }
+
+    /// Applies a MAX_DATA frame; limits never move backwards, since frames
+    /// can arrive out of order. Returns whether the limit grew.
+    pub fn raise(&mut self, max: u64) -> bool {
+        let grew = max > self.max;
+        self.max = self.max.max(max);
+        grew
+    }
+
+    /// Replaces the limit (the peer's transport parameters).
+    pub fn set(&mut self, max: u64) {
+        self.max = max;
+    }
+}
+
+/// The receiver's view: what we advertised, what arrived, what was consumed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RecvWindow {
+    /// How far ahead of the consumed data we let the peer send.
+    window: u64,
+    /// The limit the peer knows about.
+    max: u64,
+    /// Highest offset (stream) or sum of highest offsets (connection) seen.
+    received: u64,
+    /// Bytes the application read or that were discarded, so their credit
+    /// can be returned.
+    consumed: u64,
+}
+
+impl RecvWindow {
+    pub fn new(window: u64) -> Self {
+        RecvWindow {
+            window,
+            max: window,
+            received: 0,
+            consumed: 0,
+        }
+    }
+
+    pub fn received(&self) -> u64 {
+        self.received
+    }
+
+    pub fn consumed(&self) -> u64 {
+        self.consumed
+    }
+
+    /// Whether `more` further bytes stay within the advertised limit.
+    pub fn allows(&self, more: u64) -> bool {
+        self.received
+            .checked_add(more)
+            .is_some_and(|r| r <= self.max)
+    }
+
+    /// Counts bytes that arrived; the caller checked [`Self::allows`].
+    pub fn record(&mut self, more: u64) {
+        self.received += more;
+    }
+
+    /// Returns credit for bytes that left the buffer.
+    pub fn consume(&mut self, n: u64) {
+        self.consumed += n;
+    }
+
+    /// True once the application has consumed about half a window since the
+    /// last advertisement: a new limit is then worth a frame.
+    pub fn update_due(&self) -> bool {
+        self.window > 0 && self.consumed + self.window - self.max >= self.window.div_ceil(2)
+    }
+
+    /// Moves the limit to a full window past the consumed data and returns it.
+    pub fn advertise(&mut self) -> u64 {
+        self.max = self.max.max(self.consumed + self.window);
+        self.max
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn send_credit_only_grows_from_frames() {
+        let mut c = SendCredit::new(100);
+        c.consume(60);
+        assert_eq!(c.available(), 40);
+        assert!(!c.raise(80), "an old MAX_DATA is ignored");
+        assert_eq!(c.available(), 40);
+        assert!(c.raise(160));
+        assert_eq!(c.available(), 100);
+        c.set(50);
+        assert_eq!(c.available(), 0);
+        assert_eq!(c.max(), 50);
+    }
+
+    #[test]
+    fn receive_window_updates_after_half_is_consumed() {
+        let mut w = RecvWindow::new(1000);
+        assert!(w.allows(1000));
+        assert!(!w.allows(1001));
+        assert!(!w.allows(u64::MAX));
+        w.record(1000);
+        w.consume(499);
+        assert!(!w.update_due());
+        w.consume(1);
+        assert!(w.update_due());
+        assert_eq!(w.advertise(), 1500);
+        assert!(!w.update_due());
+        assert!(w.allows(500));
+        assert!(!w.allows(501));
+    }
+
+    #[test]
+    fn zero_window_never_asks_for_an_update() {
+        let w = RecvWindow::new(0);
+        assert!(!w.update_due());
+        assert!(w.allows(0));
+        assert!(!w.allows(1));
+    }
+}
