@@ -5,8 +5,8 @@
 mod link_util;
 
 use brisk_netmodel::link::{
-    EcnRewrite, GilbertElliott, Jitter, LossModel, Outage, PeriodicOutage, RateModel, Reorder,
-    ReorderDepth,
+    EcnRewrite, GilbertElliott, IdleLoss, Jitter, LossModel, Outage, PeriodicOutage, RateModel,
+    Reorder, ReorderDepth,
 };
 use brisk_netmodel::{LinkConfig, LinkEvent, LossCause, Packet};
 use brisk_time::Instant;
@@ -383,6 +383,40 @@ fn periodic_outages_repeat() {
     for window in [500, 1000, 1500] {
         assert_eq!(count_in(&got, window, window + 100), 0);
     }
+}
+
+#[test]
+fn first_packets_after_idle_are_lost() {
+    let config = LinkConfig {
+        loss_after_idle: Some(IdleLoss {
+            idle: Duration::from_secs(5),
+            packets: 3,
+        }),
+        ..fast(LinkConfig::default())
+    };
+    let mut l = link(config, 100, 12);
+    // Bursts of 10 packets at 0 s, 4 s (idle 4 s: kept) and 10 s (idle
+    // 6 s: the first 3 are lost).
+    let arrivals = [0u64, 4_000, 10_000]
+        .iter()
+        .flat_map(|&start| (0..10).map(move |i| start + i))
+        .enumerate()
+        .map(|(id, t)| (ms(t), udp(id as u64, false, 1000, Ecn::Ect1)))
+        .collect();
+    let (got, events) = run(&mut l, arrivals);
+    let lost: Vec<(u64, LossCause)> = events
+        .iter()
+        .filter_map(|e| match e {
+            LinkEvent::Lost { packet, cause, .. } => Some((packet.id, *cause)),
+            _ => None,
+        })
+        .collect();
+    let after_idle = LossCause::AfterIdle;
+    assert_eq!(
+        lost,
+        vec![(20, after_idle), (21, after_idle), (22, after_idle)]
+    );
+    assert_eq!(got.len(), 27);
 }
 
 #[test]

@@ -12,6 +12,7 @@
 //! jitter = "2ms"                 # uniform +-2ms; or { normal = "2ms" }
 //! reorder_on_jitter = false
 //! loss = "1%"                    # or { gilbert_elliott = { loss = "2%", burst_packets = 5 } }
+//! loss_after_idle = { idle = "5s", packets = 3 }
 //! reorder = { probability = "1%", depth_packets = 30 }   # or depth = "50ms"
 //! duplicate = "0.1%"
 //! outages = [{ start = "5s", duration = "2s" }]
@@ -26,7 +27,7 @@
 
 use super::ecn_rewrite::EcnRewrite;
 use super::jitter::Jitter;
-use super::loss::{GilbertElliott, LossModel};
+use super::loss::{GilbertElliott, IdleLoss, LossModel};
 use super::outage::{Outage, PeriodicOutage};
 use super::rate::{RateModel, RateSchedule, RateStep, TraceError};
 use super::reorder::{Reorder, ReorderDepth};
@@ -42,9 +43,10 @@ use std::time::Duration;
 /// `[link.up]` table. The default is a clean 10 Mbit/s link with no delay.
 ///
 /// The stages a packet goes through, in order: the queue; the transmitter,
-/// which drains it per `rate` and freezes in outages; loss (after the
-/// transmitter, so lost packets used capacity); ECN rewrite; duplication;
-/// propagation (`delay`, `jitter`, `reorder`).
+/// which drains it per `rate` and freezes in outages; loss (outage, after
+/// idle, then `loss`; after the transmitter, so lost packets used
+/// capacity); ECN rewrite; duplication; propagation (`delay`, `jitter`,
+/// `reorder`).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LinkConfig {
@@ -73,6 +75,10 @@ pub struct LinkConfig {
     /// loses in bursts with that mean rate and mean burst length. Default
     /// none.
     pub loss: Option<LossModel>,
+    /// `loss_after_idle`: `{ idle = "5s", packets = 3 }` loses the first 3
+    /// packets sent after the link was idle for 5 s or more, like a radio
+    /// waking from a low-power state. Default none.
+    pub loss_after_idle: Option<IdleLoss>,
     /// `reorder`: `{ probability = "1%", depth_packets = 30 }` holds a packet
     /// back, with that probability, until 30 later packets have left the
     /// transmitter (or it runs dry); `depth = "50ms"` instead delays it by
@@ -109,6 +115,7 @@ impl Default for LinkConfig {
             jitter: None,
             reorder_on_jitter: false,
             loss: None,
+            loss_after_idle: None,
             reorder: None,
             duplicate: 0.0,
             outages: Vec::new(),
@@ -403,6 +410,7 @@ mod tests {
             jitter = { normal = "2ms" }
             reorder_on_jitter = true
             loss = { gilbert_elliott = { loss = "2%", burst_packets = 5 } }
+            loss_after_idle = { idle = "2s", packets = 4 }
             reorder = { probability = "1%", depth = "50ms" }
             duplicate = "0.1%"
             outages = [{ start = "5s", duration = "2s" }]
@@ -428,6 +436,7 @@ mod tests {
             c.reorder.map(|r| r.depth),
             Some(ReorderDepth::Time(Duration::from_millis(50)))
         );
+        assert_eq!(c.loss_after_idle.map(|l| l.packets), Some(4));
         assert!((c.duplicate - 0.001).abs() < 1e-12);
         assert_eq!(c.outages[0].duration, Duration::from_secs(2));
         assert_eq!(

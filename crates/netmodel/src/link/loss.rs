@@ -9,6 +9,8 @@
 
 use crate::Rng;
 use rand::Rng as _;
+use serde::Deserialize;
+use std::time::Duration;
 
 /// How packets are lost.
 ///
@@ -82,6 +84,20 @@ impl GilbertElliott {
     }
 }
 
+/// `loss_after_idle = { idle = "5s", packets = 3 }`: once the link has been
+/// idle for at least `idle`, the next `packets` packets are lost. Teclo
+/// (seed 004) saw one operator's radio network lose some or all of the
+/// first packets after a quiet period, most likely while the 3G radio moved
+/// from its low-power to its high-power state. Idle time is measured from
+/// the end of one transmission to the start of the next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IdleLoss {
+    #[serde(with = "crate::units::duration")]
+    pub idle: Duration,
+    pub packets: u32,
+}
+
 /// Why the link lost a packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum LossCause {
@@ -92,6 +108,8 @@ pub enum LossCause {
     /// The packet left the transmitter during an outage with
     /// `outage_drops = true`.
     Outage,
+    /// One of the first packets after an idle period (`loss_after_idle`).
+    AfterIdle,
 }
 
 /// A loss model with its running state.

@@ -14,8 +14,9 @@
 //! 1. the queue discipline ([`crate::queue`]);
 //! 2. the transmitter ([`rate`]): constant, scheduled or mahimahi-trace
 //!    capacity, frozen during [`outage`]s unless `outage_drops`;
-//! 3. [`loss`] (random or Gilbert-Elliott), after the transmitter so lost
-//!    packets used capacity; outage losses in `outage_drops` mode;
+//! 3. [`loss`]: outage losses in `outage_drops` mode, losses after idle,
+//!    then random or Gilbert-Elliott loss; after the transmitter, so lost
+//!    packets used capacity;
 //! 4. [`ecn_rewrite`] at the hop;
 //! 5. duplication;
 //! 6. propagation: delay plus [`jitter`], order kept unless
@@ -37,7 +38,7 @@ mod transmitter;
 pub use config::{LinkConfig, LinkConfigError};
 pub use ecn_rewrite::EcnRewrite;
 pub use jitter::Jitter;
-pub use loss::{GilbertElliott, LossCause, LossModel};
+pub use loss::{GilbertElliott, IdleLoss, LossCause, LossModel};
 pub use outage::{Outage, PeriodicOutage};
 pub use profiles::Profile;
 pub use rate::{MahimahiTrace, RateModel, RateSchedule, RateStep, TraceError};
@@ -120,6 +121,10 @@ pub struct Link {
     /// Outages that lose packets (`outage_drops`); empty otherwise.
     drop_outages: OutageSchedule,
     loss: Option<LossState>,
+    /// When the previous packet left the transmitter.
+    last_sent: Instant,
+    /// Packets still to lose after an idle period.
+    idle_losses_left: u32,
     holds: Holds,
     /// Latest arrival given to a packet that keeps its order.
     last_in_order: Instant,
@@ -148,6 +153,8 @@ impl Link {
             tx: Transmitter::new(&config.rate, freeze),
             drop_outages,
             loss: config.loss.map(LossState::new),
+            last_sent: Instant::ZERO,
+            idle_losses_left: 0,
             config,
             queue,
             rng,
@@ -255,7 +262,7 @@ impl Link {
                     self.stats.transmitted_packets += 1;
                     self.stats.transmitted_bytes += packet.len() as u64;
                     self.stats.busy += busy;
-                    self.impair(at, packet);
+                    self.impair(at, busy, packet);
                 }
             }
         }
@@ -268,10 +275,21 @@ impl Link {
         }
     }
 
-    /// Stages after the transmitter, for a packet serialized at `at`.
-    fn impair(&mut self, at: Instant, mut packet: Packet) {
+    /// Stages after the transmitter, for a packet that finished
+    /// serialization at `at` after `busy` of air time.
+    fn impair(&mut self, at: Instant, busy: Duration, mut packet: Packet) {
+        let idle = (at - busy) - self.last_sent;
+        self.last_sent = at;
+        if let Some(il) = self.config.loss_after_idle
+            && idle >= il.idle
+        {
+            self.idle_losses_left = il.packets;
+        }
         let cause = if self.drop_outages.is_down(at) {
             Some(LossCause::Outage)
+        } else if self.idle_losses_left > 0 {
+            self.idle_losses_left -= 1;
+            Some(LossCause::AfterIdle)
         } else {
             self.loss.as_mut().and_then(|l| l.draw(&mut self.rng))
         };

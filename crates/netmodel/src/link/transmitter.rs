@@ -27,7 +27,6 @@ pub(crate) enum TxOutput {
 
 #[derive(Debug)]
 pub(crate) struct Transmitter {
-    rate: RateModel,
     /// Outages that freeze the transmitter (empty in `outage_drops` mode).
     freeze: OutageSchedule,
     state: State,
@@ -37,6 +36,7 @@ pub(crate) struct Transmitter {
 enum State {
     /// Constant or scheduled rate.
     Continuous {
+        rate: RateModel,
         /// When the last packet finished (or the link woke up idle).
         free_at: Instant,
         /// The packet being serialized, its finish time and air time.
@@ -58,6 +58,7 @@ impl Transmitter {
     pub(crate) fn new(rate: &RateModel, freeze: OutageSchedule) -> Transmitter {
         let state = match rate {
             RateModel::Constant { .. } | RateModel::Schedule(_) => State::Continuous {
+                rate: rate.clone(),
                 free_at: Instant::ZERO,
                 sending: None,
             },
@@ -68,11 +69,7 @@ impl Transmitter {
             },
             RateModel::MahimahiFile(_) => State::Stalled,
         };
-        Transmitter {
-            rate: rate.clone(),
-            freeze,
-            state,
-        }
+        Transmitter { freeze, state }
     }
 
     /// True when no packet is partly or wholly being serialized.
@@ -122,7 +119,11 @@ impl Transmitter {
     pub(crate) fn step(&mut self, at: Instant, queue: &mut dyn Queue, out: &mut Vec<TxOutput>) {
         let frozen_until = self.freeze.up_again(at);
         match &mut self.state {
-            State::Continuous { free_at, sending } => {
+            State::Continuous {
+                rate,
+                free_at,
+                sending,
+            } => {
                 if let Some((packet, finish, busy)) = sending.take_if(|s| s.1 <= at) {
                     *free_at = finish;
                     out.push(TxOutput::Sent {
@@ -144,7 +145,7 @@ impl Transmitter {
                     return;
                 };
                 out.push(dequeued(at, &packet));
-                let (finish, busy) = finish_time(&self.rate, &self.freeze, at, packet.len());
+                let (finish, busy) = finish_time(rate, &self.freeze, at, packet.len());
                 *sending = Some((packet, finish, busy));
             }
             State::Trace {
