@@ -1,1 +1,269 @@
-//! Pacing (being built).
+//! Pacing: spreading the congestion window over the round trip.
+//!
+//! A sender that releases its whole window whenever ACKs allow sends bursts
+//! that fill queues and cause loss (RFC 9002 §7.7). The [`Pacer`] is a token
+//! bucket refilled at `gain * cwnd / srtt`: the connection asks
+//! [`Pacer::next_send_time`] before each packet and reports it with
+//! [`Pacer::on_sent`].
+//!
+//! Gain: 2 in slow start, so pacing never holds back a window that doubles
+//! every round trip; 1.25 in congestion avoidance, the value RFC 9002 §7.7
+//! gives as an example, so timer slack and ACK jitter do not leave the
+//! window unused. The window, not the pacer, still bounds what is in flight.
+//!
+//! Burst: the bucket holds 250 µs worth of data at the current rate and
+//! never less than two datagrams, so a sender on a fast path is not woken
+//! for every packet, and an idle period earns no more than one such burst.
+
+use std::time::Duration;
+
+use brisk_time::Instant;
+
+/// Gain on `cwnd / srtt` in slow start.
+pub const SLOW_START_GAIN: f64 = 2.0;
+/// Gain on `cwnd / srtt` in congestion avoidance (RFC 9002 §7.7's `N`).
+pub const CONGESTION_AVOIDANCE_GAIN: f64 = 1.25;
+/// The longest burst, in time at the pacing rate.
+pub const MAX_BURST_TIME: Duration = Duration::from_micros(250);
+/// The smallest burst, in datagrams.
+pub const MIN_BURST_PACKETS: u64 = 2;
+
+/// A token-bucket pacer for one path.
+#[derive(Clone, Debug)]
+pub struct Pacer {
+    max_datagram_size: u64,
+    /// Bytes that may leave now.
+    tokens: f64,
+    /// Bucket size in bytes at the current rate.
+    capacity: f64,
+    /// Bytes per second; zero until the first `next_send_time`.
+    rate_bytes_per_sec: f64,
+    /// When `tokens` was last brought up to date.
+    last_refill: Option<Instant>,
+}
+
+impl Pacer {
+    /// The bucket starts full with the minimum burst.
+    pub fn new(max_datagram_size: u64) -> Self {
+        let max_datagram_size = max_datagram_size.max(1);
+        let capacity = (MIN_BURST_PACKETS * max_datagram_size) as f64;
+        Self {
+            max_datagram_size,
+            tokens: capacity,
+            capacity,
+            rate_bytes_per_sec: 0.0,
+            last_refill: None,
+        }
+    }
+
+    /// When a packet of `bytes` may leave: `now` if the bucket holds enough,
+    /// otherwise the moment it will have refilled enough at the rate set by
+    /// `cwnd` and `srtt`. A zero `srtt` disables pacing.
+    pub fn next_send_time(
+        &mut self,
+        now: Instant,
+        bytes: u64,
+        cwnd: u64,
+        srtt: Duration,
+        slow_start: bool,
+    ) -> Instant {
+        self.refill(now);
+        self.set_rate(cwnd, srtt, slow_start);
+        if self.rate_bytes_per_sec <= 0.0 {
+            return now;
+        }
+        // A packet larger than the bucket waits for a full bucket.
+        let needed = (bytes as f64).min(self.capacity);
+        let missing = needed - self.tokens;
+        if missing <= 0.0 {
+            return now;
+        }
+        // Round up to the next nanosecond so the bucket is surely full enough.
+        let wait_ns = (missing / self.rate_bytes_per_sec * 1e9).ceil();
+        now + Duration::from_nanos(wait_ns as u64)
+    }
+
+    /// A packet of `bytes` left at `now`.
+    pub fn on_sent(&mut self, now: Instant, bytes: u64) {
+        self.refill(now);
+        self.tokens = (self.tokens - bytes as f64).max(0.0);
+    }
+
+    /// The pacing rate in bits per second, as last computed.
+    pub fn rate_bps(&self) -> u64 {
+        (self.rate_bytes_per_sec * 8.0) as u64
+    }
+
+    /// The current bucket size in bytes.
+    pub fn burst_bytes(&self) -> u64 {
+        self.capacity as u64
+    }
+
+    fn refill(&mut self, now: Instant) {
+        if let Some(last) = self.last_refill {
+            let elapsed = (now - last).as_secs_f64();
+            self.tokens = (self.tokens + elapsed * self.rate_bytes_per_sec).min(self.capacity);
+        }
+        self.last_refill = Some(now.max(self.last_refill.unwrap_or(now)));
+    }
+
+    fn set_rate(&mut self, cwnd: u64, srtt: Duration, slow_start: bool) {
+        let srtt_secs = srtt.as_secs_f64();
+        if srtt_secs <= 0.0 {
+            self.rate_bytes_per_sec = 0.0;
+            return;
+        }
+        let gain = if slow_start {
+            SLOW_START_GAIN
+        } else {
+            CONGESTION_AVOIDANCE_GAIN
+        };
+        self.rate_bytes_per_sec = gain * cwnd.max(1) as f64 / srtt_secs;
+        let min_burst = (MIN_BURST_PACKETS * self.max_datagram_size) as f64;
+        self.capacity = (self.rate_bytes_per_sec * MAX_BURST_TIME.as_secs_f64()).max(min_burst);
+        self.tokens = self.tokens.min(self.capacity);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MDS: u64 = 1200;
+
+    /// Sends `packets` datagrams as early as the pacer allows from `start`;
+    /// returns each send time.
+    fn send_all(
+        p: &mut Pacer,
+        start: Instant,
+        packets: u64,
+        cwnd: u64,
+        srtt: Duration,
+        ss: bool,
+    ) -> Vec<Instant> {
+        let mut now = start;
+        (0..packets)
+            .map(|_| {
+                now = p.next_send_time(now, MDS, cwnd, srtt, ss);
+                p.on_sent(now, MDS);
+                now
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_window_is_spread_over_the_rtt_divided_by_the_gain() {
+        let mut p = Pacer::new(MDS);
+        let srtt = Duration::from_millis(100);
+        let cwnd = 100 * MDS;
+        let start = Instant::from_secs_f64(1.0);
+        let times = send_all(&mut p, start, 100, cwnd, srtt, false);
+        // 1.25 * 120 kB / 100 ms = 1.5 MB/s = 12 Mbit/s.
+        assert_eq!(p.rate_bps(), 12_000_000);
+        // 375 bytes of burst at that rate is less than two datagrams, so the
+        // first two leave at once and the other 98 every 0.8 ms.
+        assert_eq!(p.burst_bytes(), 2 * MDS);
+        assert_eq!(times[1], start);
+        let span = (times[99] - start).as_secs_f64();
+        let expected = 98.0 * MDS as f64 / 1.5e6;
+        assert!(
+            (span - expected).abs() < 1e-6,
+            "span {span}, expected {expected}"
+        );
+        // The whole window fits in one srtt, with 20% to spare.
+        assert!(span < srtt.as_secs_f64() / 1.25);
+        for pair in times[2..].windows(2) {
+            let gap = (pair[1] - pair[0]).as_secs_f64();
+            assert!((gap - 0.0008).abs() < 2e-9, "gap {gap}");
+        }
+    }
+
+    #[test]
+    fn slow_start_paces_at_twice_cwnd_over_srtt() {
+        let mut p = Pacer::new(MDS);
+        let srtt = Duration::from_millis(100);
+        let cwnd = 100 * MDS;
+        let start = Instant::from_secs_f64(1.0);
+        let times = send_all(&mut p, start, 100, cwnd, srtt, true);
+        assert_eq!(p.rate_bps(), 2 * cwnd * 8 * 10);
+        let span = (times[99] - start).as_secs_f64();
+        let expected = 98.0 * MDS as f64 / 2.4e6;
+        assert!(
+            (span - expected).abs() < 1e-6,
+            "span {span}, expected {expected}"
+        );
+        let ca_span = {
+            let mut q = Pacer::new(MDS);
+            let t = send_all(&mut q, start, 100, cwnd, srtt, false);
+            (t[99] - start).as_secs_f64()
+        };
+        assert!((ca_span / span - 2.0 / 1.25).abs() < 1e-6);
+    }
+
+    #[test]
+    fn bursts_never_exceed_250_us_of_data() {
+        // 1 Gbit/s-ish: 1000 datagrams per 10 ms srtt at gain 1.25.
+        let mut p = Pacer::new(MDS);
+        let srtt = Duration::from_millis(10);
+        let cwnd = 1_000 * MDS;
+        // Send a little, then idle so the bucket is full when the test starts.
+        send_all(&mut p, Instant::ZERO, 10, cwnd, srtt, false);
+        let start = Instant::from_secs_f64(1.0);
+        let times = send_all(&mut p, start, 2_000, cwnd, srtt, false);
+        let rate = 1.25 * cwnd as f64 / 0.01;
+        let burst = p.burst_bytes();
+        assert_eq!(burst, (rate * 250e-6) as u64);
+        // Over any interval, the bytes sent never exceed one burst plus what
+        // the rate allows in that interval.
+        for (i, &t0) in times.iter().enumerate().step_by(37) {
+            for (j, &t1) in times.iter().enumerate().skip(i) {
+                let sent = ((j - i + 1) as u64 * MDS) as f64;
+                let allowed = burst as f64 + rate * (t1 - t0).as_secs_f64() + 1.0;
+                assert!(sent <= allowed, "{sent} bytes in {:?}", t1 - t0);
+            }
+        }
+        // And back-to-back runs (same instant) are at most a burst long.
+        let longest_run = times
+            .chunk_by(|a, b| a == b)
+            .map(<[Instant]>::len)
+            .max()
+            .unwrap();
+        assert_eq!(longest_run as u64, burst / MDS);
+    }
+
+    #[test]
+    fn idle_time_earns_at_most_one_burst() {
+        let mut p = Pacer::new(MDS);
+        let srtt = Duration::from_millis(20);
+        let cwnd = 50 * MDS;
+        let start = Instant::from_secs_f64(1.0);
+        send_all(&mut p, start, 50, cwnd, srtt, false);
+        let after_idle = start + Duration::from_secs(10);
+        let times = send_all(&mut p, after_idle, 10, cwnd, srtt, false);
+        let immediate = times.iter().filter(|&&t| t == after_idle).count() as u64;
+        assert_eq!(immediate, MIN_BURST_PACKETS);
+        assert!(times[9] > after_idle);
+    }
+
+    #[test]
+    fn zero_srtt_or_window_does_not_panic() {
+        let mut p = Pacer::new(0);
+        let now = Instant::from_millis(5);
+        assert_eq!(p.next_send_time(now, 1200, 0, Duration::ZERO, true), now);
+        let t = p.next_send_time(now, 1200, 0, Duration::from_millis(1), false);
+        assert!(t >= now);
+        p.on_sent(t, 1200);
+        assert!(p.rate_bps() > 0);
+        // Time running backwards is ignored rather than panicking.
+        p.on_sent(Instant::ZERO, 1200);
+        assert!(
+            p.next_send_time(
+                Instant::ZERO,
+                1200,
+                12_000,
+                Duration::from_millis(10),
+                false
+            ) >= Instant::ZERO
+        );
+    }
+}

@@ -1,1 +1,198 @@
-//! RTT estimation (being built).
+//! Round-trip time estimation (RFC 9002 §5).
+//!
+//! One estimator per path. The connection feeds it one sample per ACK that
+//! newly acknowledges the largest packet number and at least one
+//! ack-eliciting packet; congestion control, pacing, loss detection and the
+//! probe timeout all read from it.
+
+use std::time::Duration;
+
+use brisk_time::Instant;
+
+/// RFC 9002 `kGranularity`: the timer granularity the PTO never drops below.
+pub const TIMER_GRANULARITY: Duration = Duration::from_millis(1);
+
+/// RFC 9002 `kInitialRtt`: the RTT assumed before the first sample.
+pub const DEFAULT_INITIAL_RTT: Duration = Duration::from_millis(333);
+
+/// Smoothed RTT, RTT variation, minimum and latest RTT of one path.
+#[derive(Clone, Debug)]
+pub struct RttEstimator {
+    latest: Duration,
+    smoothed: Duration,
+    var: Duration,
+    min: Duration,
+    /// When the last sample was taken; `None` before the first one.
+    last_sample_at: Option<Instant>,
+}
+
+impl RttEstimator {
+    /// Before any sample, RFC 9002 §5.3 has `smoothed_rtt = initial_rtt` and
+    /// `rttvar = initial_rtt / 2`; min and latest also report `initial_rtt`
+    /// so callers never see a zero RTT.
+    pub fn new(initial_rtt: Duration) -> Self {
+        Self {
+            latest: initial_rtt,
+            smoothed: initial_rtt,
+            var: initial_rtt / 2,
+            min: initial_rtt,
+            last_sample_at: None,
+        }
+    }
+
+    /// Takes one RTT sample.
+    ///
+    /// `ack_delay` is the peer's reported delay, already limited by the caller
+    /// to `max_ack_delay` once the handshake is confirmed (RFC 9002 §5.3).
+    ///
+    /// RFC 9002 §5.2-5.3, in short: the minimum RTT ignores ack delay; the ack
+    /// delay is taken off the sample only when the result would not fall below
+    /// the minimum (so a peer cannot talk us into an RTT shorter than the path
+    /// has ever shown); then `rttvar` moves 1/4 of the way towards
+    /// `|smoothed - adjusted|` and `smoothed` moves 1/8 of the way towards
+    /// `adjusted`. The first sample initialises everything directly.
+    pub fn update(&mut self, latest_rtt: Duration, ack_delay: Duration, now: Instant) {
+        self.latest = latest_rtt;
+        if self.last_sample_at.is_none() {
+            self.min = latest_rtt;
+            self.smoothed = latest_rtt;
+            self.var = latest_rtt / 2;
+            self.last_sample_at = Some(now);
+            return;
+        }
+        self.last_sample_at = Some(now);
+        self.min = self.min.min(latest_rtt);
+        let adjusted = if latest_rtt >= self.min + ack_delay {
+            latest_rtt - ack_delay
+        } else {
+            latest_rtt
+        };
+        let deviation = self.smoothed.abs_diff(adjusted);
+        self.var = (self.var * 3 + deviation) / 4;
+        self.smoothed = (self.smoothed * 7 + adjusted) / 8;
+    }
+
+    /// RFC 9002 §5.2: after persistent congestion the old minimum may belong
+    /// to a path that no longer exists, so it restarts from the latest sample.
+    pub fn reset_min(&mut self) {
+        self.min = self.latest;
+    }
+
+    pub fn smoothed(&self) -> Duration {
+        self.smoothed
+    }
+
+    pub fn rttvar(&self) -> Duration {
+        self.var
+    }
+
+    pub fn min(&self) -> Duration {
+        self.min
+    }
+
+    pub fn latest(&self) -> Duration {
+        self.latest
+    }
+
+    /// True once a real sample has replaced the initial guess.
+    pub fn has_sample(&self) -> bool {
+        self.last_sample_at.is_some()
+    }
+
+    /// When the most recent sample was taken.
+    pub fn last_sample_at(&self) -> Option<Instant> {
+        self.last_sample_at
+    }
+
+    /// The PTO before max_ack_delay and backoff (RFC 9002 §6.2.1):
+    /// `smoothed_rtt + max(4 * rttvar, kGranularity)`.
+    pub fn pto_base(&self) -> Duration {
+        self.smoothed + (self.var * 4).max(TIMER_GRANULARITY)
+    }
+}
+
+impl Default for RttEstimator {
+    fn default() -> Self {
+        Self::new(DEFAULT_INITIAL_RTT)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(v: u64) -> Duration {
+        Duration::from_millis(v)
+    }
+
+    #[test]
+    fn before_any_sample_uses_initial_rtt() {
+        let rtt = RttEstimator::default();
+        assert!(!rtt.has_sample());
+        assert_eq!(rtt.smoothed(), ms(333));
+        assert_eq!(rtt.rttvar(), Duration::from_micros(166_500));
+        // RFC 9002 §6.2.2: 333 ms + 4 * 166.5 ms = 999 ms before max_ack_delay.
+        assert_eq!(rtt.pto_base(), ms(999));
+    }
+
+    #[test]
+    fn first_sample_sets_all_estimates_and_ignores_ack_delay() {
+        let mut rtt = RttEstimator::new(ms(333));
+        rtt.update(ms(100), ms(10), Instant::from_millis(100));
+        assert!(rtt.has_sample());
+        assert_eq!(rtt.latest(), ms(100));
+        assert_eq!(rtt.min(), ms(100));
+        assert_eq!(rtt.smoothed(), ms(100));
+        assert_eq!(rtt.rttvar(), ms(50));
+        assert_eq!(rtt.pto_base(), ms(300));
+        assert_eq!(rtt.last_sample_at(), Some(Instant::from_millis(100)));
+    }
+
+    /// Worked by hand from the RFC 9002 §5.3 formulas.
+    #[test]
+    fn ewma_matches_hand_worked_rfc9002_numbers() {
+        let mut rtt = RttEstimator::new(ms(333));
+        rtt.update(ms(100), ms(10), Instant::from_millis(100));
+        // 120 >= 100 + 10, so the ack delay comes off: adjusted = 110.
+        // rttvar = 3/4 * 50 + 1/4 * |100 - 110| = 40
+        // smoothed = 7/8 * 100 + 1/8 * 110 = 101.25
+        rtt.update(ms(120), ms(10), Instant::from_millis(220));
+        assert_eq!(rtt.rttvar(), ms(40));
+        assert_eq!(rtt.smoothed(), Duration::from_micros(101_250));
+        // 105 < 100 + 10, so the ack delay is ignored: adjusted = 105.
+        // rttvar = 3/4 * 40 + 1/4 * 3.75 = 30.9375
+        // smoothed = 7/8 * 101.25 + 1/8 * 105 = 101.71875
+        rtt.update(ms(105), ms(10), Instant::from_millis(330));
+        assert_eq!(rtt.rttvar(), Duration::from_nanos(30_937_500));
+        assert_eq!(rtt.smoothed(), Duration::from_nanos(101_718_750));
+        assert_eq!(rtt.min(), ms(100));
+        // pto_base = 101.71875 + 4 * 30.9375 = 225.46875
+        assert_eq!(rtt.pto_base(), Duration::from_nanos(225_468_750));
+    }
+
+    #[test]
+    fn min_rtt_ignores_ack_delay_and_only_falls() {
+        let mut rtt = RttEstimator::new(ms(333));
+        rtt.update(ms(50), Duration::ZERO, Instant::ZERO);
+        rtt.update(ms(40), ms(30), Instant::from_millis(50));
+        assert_eq!(rtt.min(), ms(40));
+        rtt.update(ms(80), Duration::ZERO, Instant::from_millis(100));
+        assert_eq!(rtt.min(), ms(40));
+        rtt.reset_min();
+        assert_eq!(rtt.min(), ms(80));
+    }
+
+    #[test]
+    fn pto_never_below_granularity() {
+        let mut rtt = RttEstimator::new(ms(333));
+        for i in 0..200 {
+            rtt.update(
+                Duration::from_micros(100),
+                Duration::ZERO,
+                Instant::from_millis(i),
+            );
+        }
+        assert!(rtt.rttvar() < Duration::from_micros(1));
+        assert_eq!(rtt.pto_base(), rtt.smoothed() + TIMER_GRANULARITY);
+    }
+}

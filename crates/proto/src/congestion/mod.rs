@@ -1,1 +1,381 @@
-//! Congestion controllers (being built).
+//! Congestion control: how much may be in flight.
+//!
+//! A controller is a pure state machine behind the [`Controller`] trait. The
+//! connection tells it about every packet sent ([`Controller::on_sent`]),
+//! every ACK ([`AckSample`], which carries the increase in the peer's ECN
+//! counts so a CE mark is a congestion signal) and every loss
+//! ([`LossSample`]); it reads back the window, the ECN codepoint to send and
+//! metrics for qlog. [`CcAlgorithm::build`] is the factory.
+//!
+//! Files: [`newreno`] (RFC 9002 §7), [`cubic`] (RFC 9438), [`prague`]
+//! (draft-briscoe-iccrg-prague-congestion-control, the L4S scalable
+//! controller). All three share `Recovery`, the "one reduction per round
+//! trip" rule.
+
+pub mod cubic;
+pub mod newreno;
+pub mod prague;
+#[cfg(test)]
+mod test_path;
+
+pub use cubic::Cubic;
+pub use newreno::NewReno;
+pub use prague::Prague;
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use brisk_time::Instant;
+use brisk_wire::Ecn;
+use serde::{Deserialize, Serialize};
+
+/// Packet counts per ECN codepoint, as in an ACK frame's ECN section
+/// (RFC 9000 §19.3.2). Used both for the peer's reports and for what we sent.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EcnCounts {
+    pub ect0: u64,
+    pub ect1: u64,
+    pub ce: u64,
+}
+
+impl EcnCounts {
+    /// Counts one packet carrying `ecn`; Not-ECT is not counted.
+    pub fn add(&mut self, ecn: Ecn, packets: u64) {
+        match ecn {
+            Ecn::NotEct => {}
+            Ecn::Ect0 => self.ect0 = self.ect0.saturating_add(packets),
+            Ecn::Ect1 => self.ect1 = self.ect1.saturating_add(packets),
+            Ecn::Ce => self.ce = self.ce.saturating_add(packets),
+        }
+    }
+
+    /// The count for one codepoint (zero for Not-ECT).
+    pub fn get(&self, ecn: Ecn) -> u64 {
+        match ecn {
+            Ecn::NotEct => 0,
+            Ecn::Ect0 => self.ect0,
+            Ecn::Ect1 => self.ect1,
+            Ecn::Ce => self.ce,
+        }
+    }
+
+    /// All ECN-capable packets: ECT(0) + ECT(1) + CE.
+    pub fn total(&self) -> u64 {
+        self.ect0.saturating_add(self.ect1).saturating_add(self.ce)
+    }
+
+    /// `self - earlier` per codepoint, or `None` if any count went down
+    /// (which a correct peer never reports: RFC 9000 §13.4.2.1).
+    pub fn checked_sub(&self, earlier: &EcnCounts) -> Option<EcnCounts> {
+        Some(EcnCounts {
+            ect0: self.ect0.checked_sub(earlier.ect0)?,
+            ect1: self.ect1.checked_sub(earlier.ect1)?,
+            ce: self.ce.checked_sub(earlier.ce)?,
+        })
+    }
+
+    /// Per-codepoint saturating sum.
+    pub fn saturating_add(&self, other: &EcnCounts) -> EcnCounts {
+        EcnCounts {
+            ect0: self.ect0.saturating_add(other.ect0),
+            ect1: self.ect1.saturating_add(other.ect1),
+            ce: self.ce.saturating_add(other.ce),
+        }
+    }
+}
+
+/// What one ACK frame did, as far as congestion control cares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AckSample {
+    pub now: Instant,
+    /// Bytes of in-flight packets this ACK newly acknowledged.
+    pub acked_bytes: u64,
+    pub acked_packets: u64,
+    pub latest_rtt: Duration,
+    pub smoothed_rtt: Duration,
+    pub min_rtt: Duration,
+    /// Increase of the peer's reported counts carried by this ACK.
+    pub ecn_delta: EcnCounts,
+    /// Send time of the newest packet this ACK acknowledges.
+    pub largest_acked_sent_at: Instant,
+    /// Bytes in flight after removing the acknowledged packets.
+    pub bytes_in_flight: u64,
+    /// True when the sender had less to send than the window allowed, so the
+    /// ACK says nothing about whether a larger window would fit the path
+    /// (RFC 9002 §7.8: the window must not grow then).
+    pub app_limited: bool,
+}
+
+/// Packets one loss-detection pass declared lost.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LossSample {
+    pub now: Instant,
+    pub lost_bytes: u64,
+    pub lost_packets: u64,
+    /// Send time of the newest lost packet: decides whether this loss starts
+    /// a new recovery period or belongs to the current one.
+    pub largest_lost_sent_at: Instant,
+    /// RFC 9002 §7.6: every packet over a long enough span was lost.
+    pub persistent_congestion: bool,
+    /// Bytes in flight after removing the lost packets.
+    pub bytes_in_flight: u64,
+}
+
+/// What a controller reports for qlog and statistics.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CcMetrics {
+    pub cwnd_bytes: u64,
+    /// `None` while the slow-start threshold is still unset (infinite).
+    pub ssthresh_bytes: Option<u64>,
+    /// One algorithm-specific value with its qlog name: Prague's `alpha`,
+    /// CUBIC's `w_max_bytes`; NewReno has none.
+    pub extra: Option<(&'static str, f64)>,
+}
+
+/// A congestion controller.
+///
+/// Call order per ACK frame, following RFC 9002 §A.7: first
+/// [`on_loss`](Controller::on_loss) for the packets this ACK caused to be
+/// declared lost, then [`on_ack`](Controller::on_ack) for the packets it
+/// acknowledged. Both may be skipped when empty.
+pub trait Controller: Send + fmt::Debug {
+    fn name(&self) -> &'static str;
+    /// A packet of `bytes` left at `now`; `bytes_in_flight` includes it.
+    fn on_sent(&mut self, now: Instant, bytes: u64, bytes_in_flight: u64);
+    fn on_ack(&mut self, ack: &AckSample);
+    fn on_loss(&mut self, loss: &LossSample);
+    /// The congestion window in bytes; never below the minimum window.
+    fn window(&self) -> u64;
+    /// The window the pacer should spread over one smoothed RTT. Equal to
+    /// [`window`](Controller::window) except for controllers that keep a
+    /// fractional window below the minimum (Prague on low-BDP paths).
+    fn pacing_window(&self) -> u64 {
+        self.window()
+    }
+    /// The codepoint this controller wants on its packets: ECT(1) for a
+    /// scalable (L4S) controller, ECT(0) for a classic one.
+    fn ecn(&self) -> Ecn;
+    fn in_slow_start(&self) -> bool;
+    fn metrics(&self) -> CcMetrics;
+}
+
+/// Window sizes shared by all controllers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CcConfig {
+    pub max_datagram_size: u64,
+    pub initial_window_packets: u64,
+    pub minimum_window_packets: u64,
+}
+
+impl Default for CcConfig {
+    /// RFC 9002 §7.2: 1200-byte datagrams, ten packets initially, two at least.
+    fn default() -> Self {
+        Self {
+            max_datagram_size: 1200,
+            initial_window_packets: 10,
+            minimum_window_packets: 2,
+        }
+    }
+}
+
+impl CcConfig {
+    /// The datagram size used for window arithmetic, never zero.
+    pub fn mds(&self) -> u64 {
+        self.max_datagram_size.max(1)
+    }
+
+    /// The minimum window in bytes (at least one datagram).
+    pub fn minimum_window(&self) -> u64 {
+        self.minimum_window_packets
+            .max(1)
+            .saturating_mul(self.mds())
+    }
+
+    /// The initial window in bytes, never below the minimum window.
+    pub fn initial_window(&self) -> u64 {
+        self.initial_window_packets
+            .saturating_mul(self.mds())
+            .max(self.minimum_window())
+    }
+}
+
+/// The congestion controllers Brisk offers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CcAlgorithm {
+    NewReno,
+    Cubic,
+    Prague,
+}
+
+impl CcAlgorithm {
+    pub const ALL: [CcAlgorithm; 3] = [
+        CcAlgorithm::NewReno,
+        CcAlgorithm::Cubic,
+        CcAlgorithm::Prague,
+    ];
+
+    pub fn build(self, config: &CcConfig) -> Box<dyn Controller> {
+        match self {
+            CcAlgorithm::NewReno => Box::new(NewReno::new(config)),
+            CcAlgorithm::Cubic => Box::new(Cubic::new(config)),
+            CcAlgorithm::Prague => Box::new(Prague::new(config)),
+        }
+    }
+
+    pub const fn name(self) -> &'static str {
+        match self {
+            CcAlgorithm::NewReno => "newreno",
+            CcAlgorithm::Cubic => "cubic",
+            CcAlgorithm::Prague => "prague",
+        }
+    }
+}
+
+impl fmt::Display for CcAlgorithm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A congestion controller name that is not one of [`CcAlgorithm::ALL`].
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown congestion controller {0:?} (expected newreno, cubic or prague)")]
+pub struct UnknownAlgorithm(pub String);
+
+impl FromStr for CcAlgorithm {
+    type Err = UnknownAlgorithm;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        CcAlgorithm::ALL
+            .into_iter()
+            .find(|a| a.name().eq_ignore_ascii_case(s))
+            .ok_or_else(|| UnknownAlgorithm(s.to_owned()))
+    }
+}
+
+/// The congestion recovery period (RFC 9002 §7.3.2).
+///
+/// Entering recovery records the time; any loss or CE mark on a packet sent
+/// at or before that time belongs to the congestion event already reacted to,
+/// so the window is reduced at most once per round trip. Recovery ends when a
+/// packet sent after that time is acknowledged.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Recovery {
+    start: Option<Instant>,
+}
+
+impl Recovery {
+    /// True if a packet sent at `sent_at` was sent before the current recovery
+    /// period started, i.e. its fate was already accounted for.
+    pub(crate) fn covers(&self, sent_at: Instant) -> bool {
+        self.start.is_some_and(|start| sent_at <= start)
+    }
+
+    pub(crate) fn enter(&mut self, now: Instant) {
+        self.start = Some(now);
+    }
+
+    /// RFC 9002 §7.6.2: after persistent congestion the next loss is a new
+    /// event whatever its send time.
+    pub(crate) fn reset(&mut self) {
+        self.start = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn algorithm_names_round_trip_through_fromstr_display_and_serde() {
+        for a in CcAlgorithm::ALL {
+            assert_eq!(a.to_string().parse::<CcAlgorithm>(), Ok(a));
+            let json = serde_json::to_string(&a).unwrap();
+            assert_eq!(json, format!("\"{a}\""));
+            assert_eq!(serde_json::from_str::<CcAlgorithm>(&json).unwrap(), a);
+            let cc = a.build(&CcConfig::default());
+            assert_eq!(cc.name(), a.name());
+        }
+        assert_eq!("PRAGUE".parse::<CcAlgorithm>(), Ok(CcAlgorithm::Prague));
+        assert!("bbr".parse::<CcAlgorithm>().is_err());
+        assert!(serde_json::from_str::<CcAlgorithm>("\"bbr\"").is_err());
+    }
+
+    #[test]
+    fn config_defaults_follow_rfc9002_and_survive_zero_values() {
+        let c = CcConfig::default();
+        assert_eq!(c.initial_window(), 12_000);
+        assert_eq!(c.minimum_window(), 2_400);
+        let odd = CcConfig {
+            max_datagram_size: 0,
+            initial_window_packets: 0,
+            minimum_window_packets: 0,
+        };
+        assert_eq!(odd.minimum_window(), 1);
+        assert_eq!(odd.initial_window(), 1);
+        let partial: CcConfig = serde_json::from_str(r#"{"initial_window_packets": 32}"#).unwrap();
+        assert_eq!(partial.initial_window(), 32 * 1200);
+        assert!(serde_json::from_str::<CcConfig>(r#"{"iw": 3}"#).is_err());
+    }
+
+    #[test]
+    fn controllers_pick_their_codepoint() {
+        let c = CcConfig::default();
+        assert_eq!(CcAlgorithm::Prague.build(&c).ecn(), Ecn::Ect1);
+        assert_eq!(CcAlgorithm::Cubic.build(&c).ecn(), Ecn::Ect0);
+        assert_eq!(CcAlgorithm::NewReno.build(&c).ecn(), Ecn::Ect0);
+        for a in CcAlgorithm::ALL {
+            let cc = a.build(&c);
+            assert_eq!(cc.window(), 12_000);
+            assert!(cc.in_slow_start());
+            assert_eq!(cc.metrics().ssthresh_bytes, None);
+        }
+    }
+
+    #[test]
+    fn ecn_counts_arithmetic() {
+        let mut a = EcnCounts::default();
+        a.add(Ecn::Ect1, 3);
+        a.add(Ecn::Ce, 1);
+        a.add(Ecn::NotEct, 9);
+        assert_eq!(
+            a,
+            EcnCounts {
+                ect0: 0,
+                ect1: 3,
+                ce: 1
+            }
+        );
+        assert_eq!(a.total(), 4);
+        assert_eq!(a.get(Ecn::Ect1), 3);
+        let b = EcnCounts {
+            ect0: 0,
+            ect1: 5,
+            ce: 1,
+        };
+        assert_eq!(
+            b.checked_sub(&a),
+            Some(EcnCounts {
+                ect0: 0,
+                ect1: 2,
+                ce: 0
+            })
+        );
+        assert_eq!(a.checked_sub(&b), None);
+        assert_eq!(a.saturating_add(&b).ect1, 8);
+    }
+
+    #[test]
+    fn recovery_covers_packets_sent_up_to_its_start() {
+        let mut r = Recovery::default();
+        assert!(!r.covers(Instant::ZERO));
+        r.enter(Instant::from_millis(10));
+        assert!(r.covers(Instant::from_millis(10)));
+        assert!(!r.covers(Instant::from_millis(11)));
+        r.reset();
+        assert!(!r.covers(Instant::from_millis(1)));
+    }
+}
