@@ -1,1 +1,40 @@
-fn main() {}
+//! `brisk`: one command for the lab, the transport and the TCP tools.
+//!
+//! Layer: the edge. Parses arguments, reads files, prints and writes
+//! results; everything else lives in the library crates.
+
+mod sim;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "brisk",
+    version,
+    about = "Make network apps feel instant: measure and remove delay."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run one scenario in the deterministic simulator.
+    Sim(sim::SimArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Sim(args) => sim::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("brisk: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

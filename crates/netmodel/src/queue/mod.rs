@@ -8,22 +8,22 @@
 //! dropped. Every drop and mark is reported through [`Queue::poll_event`] so
 //! traces can show them.
 
-mod fifo;
 mod codel;
 mod codel_law;
 mod dualpi2;
+mod fifo;
 mod flow_hash;
 mod fq_codel;
 mod pi_common;
 mod pie;
 
-pub use fifo::{Fifo, FifoConfig};
 pub use codel::{Codel, CodelConfig};
 pub use codel_law::CodelCounters;
 pub use dualpi2::{
     DualPi2, DualPi2Config, DualPi2ConfigError, DualPi2Stats, EcnMask, Pi2Gains, StepThreshold,
     SubQueueStats,
 };
+pub use fifo::{Fifo, FifoConfig};
 pub use fq_codel::{FlowList, FlowSnapshot, FqCodel, FqCodelConfig, FqCodelStats, MtuBacklog};
 pub use pie::{Pie, PieConfig};
 

@@ -1,0 +1,126 @@
+//! `brisk sim SCENARIO.toml [--seed N] [--json] [--out DIR]`.
+
+use anyhow::{Context, Result};
+use brisk_sim::capture::PcapSink;
+use brisk_sim::scenario::{IpFamily, Scenario};
+use brisk_sim::{RunOptions, results::Results};
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+#[derive(clap::Args)]
+pub struct SimArgs {
+    /// The scenario file (TOML; see docs/SCENARIOS.md).
+    scenario: PathBuf,
+    /// Seed for every random draw (overrides the file's `seed`).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Print the results as one JSON object on stdout.
+    #[arg(long)]
+    json: bool,
+    /// Write results.json and bottleneck.pcap into this directory.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Run over IPv6 (or IPv4) whatever the file says.
+    #[arg(long, value_parser = ["v4", "v6"])]
+    ip: Option<String>,
+}
+
+pub fn run(args: SimArgs) -> Result<()> {
+    let scenario = Scenario::load(&args.scenario)?;
+    let mut pcap = match &args.out {
+        Some(dir) => {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+            let path = dir.join("bottleneck.pcap");
+            let file =
+                File::create(&path).with_context(|| format!("cannot write {}", path.display()))?;
+            Some(PcapSink::new(
+                BufWriter::new(file),
+                scenario.capture.snaplen,
+            )?)
+        }
+        None => None,
+    };
+    let options = RunOptions {
+        seed: args.seed,
+        capture: pcap
+            .as_mut()
+            .map(|p| p as &mut dyn brisk_sim::engine::CaptureSink),
+        series: false,
+        ip: args.ip.as_deref().map(|v| {
+            if v == "v6" {
+                IpFamily::V6
+            } else {
+                IpFamily::V4
+            }
+        }),
+    };
+    let started = std::time::Instant::now();
+    let run = brisk_sim::run(&scenario, options);
+    let wall = started.elapsed();
+    if let (Some(dir), Some(pcap)) = (&args.out, pcap) {
+        pcap.finish().context("cannot write bottleneck.pcap")?;
+        write_results(dir, &run.results)?;
+    }
+    if args.json {
+        let mut out = std::io::stdout().lock();
+        serde_json::to_writer(&mut out, &run.results)?;
+        writeln!(out)?;
+    } else {
+        print_table(&run.results);
+        let hops = run.results.engine.packet_hops as f64;
+        eprintln!(
+            "simulated {:.1} s in {:.3} s of wall time ({:.2} M packet-hops/s)",
+            run.results.duration_s,
+            wall.as_secs_f64(),
+            hops / wall.as_secs_f64().max(1e-9) / 1e6
+        );
+        if let Some(dir) = &args.out {
+            eprintln!("wrote {}", dir.display());
+        }
+    }
+    Ok(())
+}
+
+fn write_results(dir: &Path, results: &Results) -> Result<()> {
+    let path = dir.join("results.json");
+    let json = serde_json::to_string_pretty(results)?;
+    std::fs::write(&path, json + "\n").with_context(|| format!("cannot write {}", path.display()))
+}
+
+fn print_table(r: &Results) {
+    println!(
+        "{} (seed {}, {}, {:.1} s): link {:.1}% busy, queue {} drops {} marks {}",
+        if r.scenario.is_empty() {
+            "scenario"
+        } else {
+            &r.scenario
+        },
+        r.seed,
+        r.ip,
+        r.duration_s,
+        r.link.utilization * 100.0,
+        r.queue.kind,
+        r.queue.drops,
+        r.queue.marks
+    );
+    println!(
+        "{:<14} {:<7} {:>10} {:>7} {:>6} {:>9} {:>9} {:>9} {:>9}",
+        "flow", "kind", "goodput", "loss", "CE", "rtt p50", "rtt p99", "queue p50", "queue p99"
+    );
+    for f in &r.flows {
+        println!(
+            "{:<14} {:<7} {:>6.2} Mb/s {:>6.2}% {:>5.1}% {:>6.1} ms {:>6.1} ms {:>6.1} ms {:>6.1} ms",
+            f.name,
+            f.kind,
+            f.goodput_mbps,
+            f.loss_rate * 100.0,
+            f.ce_fraction * 100.0,
+            f.rtt_ms.p50,
+            f.rtt_ms.p99,
+            f.queue_delay_ms.p50,
+            f.queue_delay_ms.p99
+        );
+    }
+}

@@ -1,0 +1,160 @@
+//! Constant-rate UDP, optionally switched on and off: the simplest load, and
+//! the one that shows a queue's standing delay and loss without a
+//! congestion controller in the way.
+
+use super::{AppReport, End, FlowAddrs, FlowApp, stamp};
+use brisk_time::Instant;
+use brisk_wire::{Ecn, ip};
+use std::time::Duration;
+
+/// Sends `size`-byte datagrams at `rate_bps` from `start` to `stop`; with
+/// `on_off`, only during the on periods of a repeating (on, off) cycle.
+#[derive(Debug)]
+pub struct ConstantRate {
+    addrs: FlowAddrs,
+    ecn: Ecn,
+    payload_len: usize,
+    interval: Duration,
+    start: Instant,
+    stop: Instant,
+    on_off: Option<(Duration, Duration)>,
+    next_send: Instant,
+    seq: u64,
+    report: AppReport,
+}
+
+impl ConstantRate {
+    /// `size` is the whole IP datagram; `header_len` the IP + UDP header.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        addrs: FlowAddrs,
+        rate_bps: u64,
+        size: usize,
+        header_len: usize,
+        ecn: Ecn,
+        start: Instant,
+        stop: Instant,
+        on_off: Option<(Duration, Duration)>,
+    ) -> Self {
+        let interval = Duration::from_nanos((size as u64 * 8 * 1_000_000_000) / rate_bps.max(1));
+        ConstantRate {
+            addrs,
+            ecn,
+            payload_len: size.saturating_sub(header_len).max(stamp::LEN),
+            interval: interval.max(Duration::from_nanos(1)),
+            start,
+            stop,
+            on_off,
+            next_send: start,
+            seq: 0,
+            report: AppReport::default(),
+        }
+    }
+
+    /// The first send time at or after `t` that falls in an on period.
+    fn align_to_on(&self, t: Instant) -> Instant {
+        let Some((on, off)) = self.on_off else {
+            return t;
+        };
+        let cycle = (on + off).as_nanos() as u64;
+        let into = (t - self.start).as_nanos() as u64 % cycle.max(1);
+        if into < on.as_nanos() as u64 {
+            t
+        } else {
+            t + Duration::from_nanos(cycle - into)
+        }
+    }
+}
+
+impl FlowApp for ConstantRate {
+    fn handle_datagram(&mut self, _now: Instant, end: End, datagram: &[u8]) {
+        if end == End::Receiver
+            && let Ok((_, _, _, payload)) = ip::parse_udp(datagram)
+        {
+            self.report.delivered_bytes += payload.len() as u64;
+        }
+    }
+
+    fn poll_transmit(&mut self, now: Instant) -> Option<(End, Vec<u8>)> {
+        if now < self.next_send || self.next_send >= self.stop {
+            return None;
+        }
+        let mut payload = vec![0u8; self.payload_len];
+        stamp::write(&mut payload, self.seq, now);
+        self.seq += 1;
+        self.next_send = self.align_to_on(self.next_send + self.interval);
+        let d =
+            ip::udp_datagram(self.addrs.sender, self.addrs.receiver, self.ecn, &payload).ok()?;
+        self.report.sent_bytes += payload.len() as u64;
+        Some((End::Sender, d))
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        (self.next_send < self.stop).then_some(self.next_send)
+    }
+
+    fn handle_timeout(&mut self, _now: Instant) {}
+
+    fn report(&self) -> AppReport {
+        self.report.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn addrs() -> FlowAddrs {
+        FlowAddrs {
+            sender: "10.0.0.1:1000".parse().unwrap(),
+            receiver: "10.0.1.1:2000".parse().unwrap(),
+        }
+    }
+
+    fn run(mut f: ConstantRate, until: Instant) -> Vec<Instant> {
+        let mut times = Vec::new();
+        while let Some(t) = f.poll_timeout().filter(|t| *t < until) {
+            while let Some((_, d)) = f.poll_transmit(t) {
+                assert_eq!(d.len(), 1000);
+                times.push(t);
+            }
+        }
+        times
+    }
+
+    #[test]
+    fn sends_at_the_configured_rate() {
+        // 1000-byte datagrams at 8 Mbit/s: one per millisecond.
+        let f = ConstantRate::new(
+            addrs(),
+            8_000_000,
+            1000,
+            28,
+            Ecn::Ect0,
+            Instant::ZERO,
+            Instant::from_millis(100),
+            None,
+        );
+        let times = run(f, Instant::from_secs_f64(1.0));
+        assert_eq!(times.len(), 100);
+        assert_eq!(times[1] - times[0], Duration::from_millis(1));
+    }
+
+    #[test]
+    fn on_off_sends_only_in_on_periods() {
+        let period = Some((Duration::from_millis(10), Duration::from_millis(30)));
+        let f = ConstantRate::new(
+            addrs(),
+            8_000_000,
+            1000,
+            28,
+            Ecn::NotEct,
+            Instant::ZERO,
+            Instant::from_millis(400),
+            period,
+        );
+        let times = run(f, Instant::from_secs_f64(1.0));
+        assert_eq!(times.len(), 100);
+        assert!(times.iter().all(|t| t.as_millis() % 40 < 10));
+    }
+}

@@ -1,0 +1,103 @@
+//! Traffic: the applications that run on the simulated hosts.
+//!
+//! A flow is a pair of endpoints, one on a sender host and one on a
+//! receiver host, behind one sans-IO interface ([`FlowApp`]). The built-in
+//! sources need no transport; a transport plugs in the same way, wrapping
+//! its own state machines (see `brisk` flows once the transport lands).
+
+mod cbr;
+mod ping;
+
+pub use cbr::ConstantRate;
+pub use ping::Ping;
+
+use brisk_time::Instant;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// Which end of a flow a datagram belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum End {
+    /// The host that sends data; its packets cross the down direction.
+    Sender,
+    /// The host that receives data; its packets cross the up direction.
+    Receiver,
+}
+
+/// The addresses of a flow's two hosts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlowAddrs {
+    pub sender: SocketAddr,
+    pub receiver: SocketAddr,
+}
+
+/// A flow's two endpoints as one sans-IO state machine. Datagrams are whole
+/// IP datagrams (header included), as a host's network stack would see them.
+pub trait FlowApp {
+    /// A datagram arrived at `end` at `now`.
+    fn handle_datagram(&mut self, now: Instant, end: End, datagram: &[u8]);
+
+    /// The next datagram either end wants to send at `now`.
+    fn poll_transmit(&mut self, now: Instant) -> Option<(End, Vec<u8>)>;
+
+    /// When the flow next wants `handle_timeout`, if ever.
+    fn poll_timeout(&self) -> Option<Instant>;
+
+    fn handle_timeout(&mut self, now: Instant);
+
+    /// What the application saw, for results.
+    fn report(&self) -> AppReport;
+}
+
+/// Application-level outcome of a flow.
+#[derive(Debug, Clone, Default)]
+pub struct AppReport {
+    /// Payload bytes the sending application handed to the network.
+    pub sent_bytes: u64,
+    /// Payload bytes the receiving application got.
+    pub delivered_bytes: u64,
+    /// Round-trip samples the application measured itself, with the time
+    /// of each. Empty for one-way kinds.
+    pub rtt_samples: Vec<(Instant, Duration)>,
+    /// Requests or probes that never got an answer.
+    pub unanswered: u64,
+}
+
+/// A tiny payload header shared by the built-in sources: sequence number
+/// and send time, so receivers can measure without help from the engine.
+pub(crate) mod stamp {
+    use brisk_time::Instant;
+
+    pub const LEN: usize = 16;
+
+    pub fn write(buf: &mut [u8], seq: u64, sent: Instant) {
+        if buf.len() >= LEN {
+            buf[..8].copy_from_slice(&seq.to_be_bytes());
+            buf[8..16].copy_from_slice(&sent.as_nanos().to_be_bytes());
+        }
+    }
+
+    pub fn read(buf: &[u8]) -> Option<(u64, Instant)> {
+        let seq = u64::from_be_bytes(buf.get(..8)?.try_into().ok()?);
+        let t = u64::from_be_bytes(buf.get(8..16)?.try_into().ok()?);
+        Some((seq, Instant::from_nanos(t)))
+    }
+}
+
+/// A flow that does nothing: a placeholder while a real one is built.
+#[derive(Debug, Default)]
+pub struct Idle;
+
+impl FlowApp for Idle {
+    fn handle_datagram(&mut self, _now: Instant, _end: End, _datagram: &[u8]) {}
+    fn poll_transmit(&mut self, _now: Instant) -> Option<(End, Vec<u8>)> {
+        None
+    }
+    fn poll_timeout(&self) -> Option<Instant> {
+        None
+    }
+    fn handle_timeout(&mut self, _now: Instant) {}
+    fn report(&self) -> AppReport {
+        AppReport::default()
+    }
+}

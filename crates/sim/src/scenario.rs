@@ -1,0 +1,430 @@
+//! Scenario files: what network to build and what traffic to run over it.
+//!
+//! A scenario is TOML with human units (see `docs/SCENARIOS.md`). Parsing
+//! is two steps: serde reads the structure (its errors carry the field and
+//! line), then [`Scenario::validate`] checks what types cannot express
+//! (which fields apply to which flow kind, ranges), naming the flow and its
+//! line.
+
+use brisk_netmodel::units;
+use brisk_netmodel::{LinkConfig, queue::QueueConfig};
+use brisk_wire::Ecn;
+use serde::Deserialize;
+use std::path::Path;
+use std::time::Duration;
+use toml::Spanned;
+
+/// Why a scenario could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    #[error("cannot read {path}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path}: {message}")]
+    Parse { path: String, message: String },
+    #[error("{path}: line {line}: {message}")]
+    Invalid {
+        path: String,
+        line: usize,
+        message: String,
+    },
+}
+
+/// Address family every host of a run uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IpFamily {
+    #[default]
+    V4,
+    V6,
+}
+
+/// A whole scenario.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Short name, used in reports and output file names.
+    #[serde(default)]
+    pub name: String,
+    /// One sentence for people reading the report.
+    #[serde(default)]
+    pub description: String,
+    /// Virtual time to simulate.
+    #[serde(with = "units::duration")]
+    pub duration: Duration,
+    /// Seed of every random draw in the run; `--seed` overrides it.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// "v4" (default) or "v6": every scenario runs on either family.
+    #[serde(default)]
+    pub ip: IpFamily,
+    /// The bottleneck, one config per direction.
+    #[serde(default)]
+    pub link: Links,
+    /// The bottleneck queue of the down (sender to receiver) direction.
+    #[serde(default)]
+    pub queue: QueueConfig,
+    /// The queue of the up (receiver to sender) direction.
+    #[serde(default)]
+    pub queue_up: QueueConfig,
+    /// Traffic; each entry is one flow between its own pair of hosts.
+    #[serde(default)]
+    pub flows: Vec<Spanned<FlowSpec>>,
+    /// Capture options for `--out`.
+    #[serde(default)]
+    pub capture: CaptureSpec,
+}
+
+fn default_seed() -> u64 {
+    1
+}
+
+/// Both directions of the bottleneck link.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Links {
+    /// Sender to receiver: where data queues.
+    #[serde(default)]
+    pub down: LinkConfig,
+    /// Receiver to sender: where ACKs and echoes travel.
+    #[serde(default)]
+    pub up: LinkConfig,
+}
+
+/// What `--out` captures.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CaptureSpec {
+    /// Bytes of each packet kept in the pcap (headers are enough for
+    /// tcptrace and tshark and keep files small).
+    pub snaplen: u32,
+}
+
+impl Default for CaptureSpec {
+    fn default() -> Self {
+        CaptureSpec { snaplen: 128 }
+    }
+}
+
+/// The kinds of traffic a flow can be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FlowKind {
+    /// UDP at a constant bit rate.
+    Cbr,
+    /// UDP alternating between a constant rate and silence.
+    OnOff,
+    /// Small echo requests at a fixed interval: RTT under load.
+    Ping,
+}
+
+impl FlowKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            FlowKind::Cbr => "cbr",
+            FlowKind::OnOff => "on_off",
+            FlowKind::Ping => "ping",
+        }
+    }
+}
+
+/// One flow as written in the file. Fields that do not apply to the kind
+/// are rejected by [`Scenario::validate`].
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowSpec {
+    pub kind: FlowKind,
+    /// Label in reports; defaults to "<kind>-<index>".
+    #[serde(default)]
+    pub name: Option<String>,
+    /// When the flow starts sending.
+    #[serde(default, with = "opt_duration")]
+    pub start: Option<Duration>,
+    /// When it stops (default: the end of the run).
+    #[serde(default, with = "opt_duration")]
+    pub stop: Option<Duration>,
+    /// The flow's base RTT; must be at least the bottleneck's two
+    /// propagation delays. The rest is added on the sender's access link.
+    #[serde(default, with = "opt_duration")]
+    pub rtt: Option<Duration>,
+    /// Sending rate (cbr, on_off).
+    #[serde(default, with = "opt_rate")]
+    pub rate: Option<u64>,
+    /// IP datagram size (cbr, on_off, ping).
+    #[serde(default, with = "opt_bytes")]
+    pub size: Option<u64>,
+    /// ECN codepoint to send: "not_ect" (default), "ect0", "ect1".
+    #[serde(default)]
+    pub ecn: Option<EcnSpec>,
+    /// On period (on_off).
+    #[serde(default, with = "opt_duration")]
+    pub on: Option<Duration>,
+    /// Off period (on_off).
+    #[serde(default, with = "opt_duration")]
+    pub off: Option<Duration>,
+    /// Probe interval (ping).
+    #[serde(default, with = "opt_duration")]
+    pub interval: Option<Duration>,
+}
+
+/// The ECN codepoint a source writes on its packets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EcnSpec {
+    NotEct,
+    Ect0,
+    Ect1,
+}
+
+impl From<EcnSpec> for Ecn {
+    fn from(e: EcnSpec) -> Ecn {
+        match e {
+            EcnSpec::NotEct => Ecn::NotEct,
+            EcnSpec::Ect0 => Ecn::Ect0,
+            EcnSpec::Ect1 => Ecn::Ect1,
+        }
+    }
+}
+
+macro_rules! opt_adapter {
+    ($name:ident, $ty:ty, $inner:path) => {
+        mod $name {
+            pub fn deserialize<'de, D: serde::Deserializer<'de>>(
+                d: D,
+            ) -> Result<Option<$ty>, D::Error> {
+                $inner(d).map(Some)
+            }
+        }
+    };
+}
+opt_adapter!(
+    opt_duration,
+    std::time::Duration,
+    brisk_netmodel::units::duration::deserialize
+);
+opt_adapter!(opt_rate, u64, brisk_netmodel::units::rate_bps::deserialize);
+opt_adapter!(opt_bytes, u64, brisk_netmodel::units::bytes::deserialize);
+
+/// Which optional fields each kind accepts (beyond kind, name, start, stop, rtt).
+fn allowed_fields(kind: FlowKind) -> &'static [&'static str] {
+    match kind {
+        FlowKind::Cbr => &["rate", "size", "ecn"],
+        FlowKind::OnOff => &["rate", "size", "ecn", "on", "off"],
+        FlowKind::Ping => &["size", "ecn", "interval"],
+    }
+}
+
+impl FlowSpec {
+    fn present_fields(&self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        let mut add = |name, present: bool| {
+            if present {
+                v.push(name)
+            }
+        };
+        add("rate", self.rate.is_some());
+        add("size", self.size.is_some());
+        add("ecn", self.ecn.is_some());
+        add("on", self.on.is_some());
+        add("off", self.off.is_some());
+        add("interval", self.interval.is_some());
+        v
+    }
+
+    /// The label reports use.
+    pub fn label(&self, index: usize) -> String {
+        self.name
+            .clone()
+            .unwrap_or_else(|| format!("{}-{index}", self.kind.name()))
+    }
+}
+
+impl Scenario {
+    /// Reads and validates a scenario file.
+    pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Io {
+            path: shown.clone(),
+            source,
+        })?;
+        Scenario::parse(&text, &shown)
+    }
+
+    /// Parses and validates scenario text; `origin` names it in errors.
+    pub fn parse(text: &str, origin: &str) -> Result<Scenario, ScenarioError> {
+        let scenario: Scenario = toml::from_str(text).map_err(|e| ScenarioError::Parse {
+            path: origin.to_string(),
+            message: e.to_string().trim_end().to_string(),
+        })?;
+        scenario.validate(text, origin)?;
+        Ok(scenario)
+    }
+
+    /// Checks what serde cannot: fields that do not apply to a flow's kind,
+    /// missing required fields, and impossible values.
+    pub fn validate(&self, text: &str, origin: &str) -> Result<(), ScenarioError> {
+        let invalid = |offset: usize, message: String| ScenarioError::Invalid {
+            path: origin.to_string(),
+            line: line_of(text, offset),
+            message,
+        };
+        if self.duration.is_zero() {
+            return Err(invalid(0, "`duration` must be greater than zero".into()));
+        }
+        let min_rtt = self.link.down.delay + self.link.up.delay;
+        for (i, spanned) in self.flows.iter().enumerate() {
+            let f = spanned.get_ref();
+            let at = spanned.span().start;
+            let who = format!("flows[{i}] ({})", f.kind.name());
+            for field in f.present_fields() {
+                if !allowed_fields(f.kind).contains(&field) {
+                    return Err(invalid(
+                        at,
+                        format!("{who}: field `{field}` does not apply to this kind"),
+                    ));
+                }
+            }
+            let required: &[(&str, bool)] = match f.kind {
+                FlowKind::Cbr => &[("rate", f.rate.is_some())],
+                FlowKind::OnOff => &[
+                    ("rate", f.rate.is_some()),
+                    ("on", f.on.is_some()),
+                    ("off", f.off.is_some()),
+                ],
+                FlowKind::Ping => &[],
+            };
+            if let Some((field, _)) = required.iter().find(|(_, ok)| !ok) {
+                return Err(invalid(at, format!("{who}: field `{field}` is required")));
+            }
+            if let Some(rtt) = f.rtt
+                && rtt < min_rtt
+            {
+                return Err(invalid(
+                    at,
+                    format!(
+                        "{who}: `rtt` {rtt:?} is below the bottleneck's own round trip {min_rtt:?}"
+                    ),
+                ));
+            }
+            if let (Some(a), Some(b)) = (f.start, f.stop)
+                && b <= a
+            {
+                return Err(invalid(at, format!("{who}: `stop` must be after `start`")));
+            }
+            let min_size = self.header_bytes() + 8;
+            if let Some(size) = f.size
+                && !(min_size..=65_000).contains(&size)
+            {
+                return Err(invalid(
+                    at,
+                    format!("{who}: `size` must be {min_size}..65000 bytes"),
+                ));
+            }
+            if matches!(f.interval, Some(d) if d.is_zero())
+                || matches!(f.on, Some(d) if d.is_zero())
+            {
+                return Err(invalid(
+                    at,
+                    format!("{who}: periods must be greater than zero"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Bytes of IP + UDP header on this scenario's address family.
+    pub fn header_bytes(&self) -> u64 {
+        match self.ip {
+            IpFamily::V4 => 28,
+            IpFamily::V6 => 48,
+        }
+    }
+}
+
+/// 1-based line of a byte offset.
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())]
+        .bytes()
+        .filter(|b| *b == b'\n')
+        .count()
+        + 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+name = "demo"
+duration = "10s"
+[link.down]
+rate = "10Mbit"
+delay = "10ms"
+[link.up]
+rate = "10Mbit"
+delay = "10ms"
+[queue.fifo]
+limit_packets = 200
+
+[[flows]]
+kind = "cbr"
+rate = "12Mbit"
+ecn = "ect0"
+
+[[flows]]
+kind = "ping"
+interval = "100ms"
+rtt = "40ms"
+"#;
+
+    #[test]
+    fn parses_a_good_file() {
+        let s = Scenario::parse(GOOD, "demo.toml").unwrap();
+        assert_eq!(s.duration, Duration::from_secs(10));
+        assert_eq!(s.flows.len(), 2);
+        assert_eq!(s.flows[0].get_ref().rate, Some(12_000_000));
+        assert_eq!(s.flows[1].get_ref().label(1), "ping-1");
+        assert_eq!(s.seed, 1);
+    }
+
+    fn err(text: &str) -> String {
+        Scenario::parse(text, "bad.toml").unwrap_err().to_string()
+    }
+
+    #[test]
+    fn serde_errors_name_field_and_line() {
+        let e = err("duration = \"10s\"\n[[flows]]\nkind = \"cbr\"\nrate = \"lots\"\n");
+        assert!(
+            e.contains("line 4") && e.contains("rate") && e.contains("lots"),
+            "{e}"
+        );
+        let e = err("duration = \"10s\"\nspeed = 3\n");
+        assert!(e.contains("line 2") && e.contains("speed"), "{e}");
+        let e = err("duration = \"10s\"\n[[flows]]\nkind = \"tcp\"\n");
+        assert!(e.contains("line 3") && e.contains("tcp"), "{e}");
+        let e = err("[[flows]]\nkind = \"ping\"\n");
+        assert!(e.contains("duration"), "{e}");
+    }
+
+    #[test]
+    fn validation_errors_name_flow_field_and_line() {
+        let e = err("duration = \"10s\"\n\n[[flows]]\nkind = \"ping\"\nrate = \"1Mbit\"\n");
+        assert!(
+            e.contains("line 3") && e.contains("flows[0]") && e.contains("`rate`"),
+            "{e}"
+        );
+        let e = err("duration = \"10s\"\n[[flows]]\nkind = \"cbr\"\n");
+        assert!(e.contains("`rate` is required"), "{e}");
+        let e = err(
+            "duration = \"10s\"\n[link.down]\ndelay = \"30ms\"\n[[flows]]\nkind = \"ping\"\nrtt = \"20ms\"\n",
+        );
+        assert!(e.contains("below the bottleneck"), "{e}");
+        let e = err("duration = \"0s\"\n");
+        assert!(e.contains("duration"), "{e}");
+        let e =
+            err("duration = \"1s\"\n[[flows]]\nkind = \"cbr\"\nrate = \"1Mbit\"\nsize = \"10B\"\n");
+        assert!(e.contains("`size`"), "{e}");
+    }
+}
