@@ -156,6 +156,11 @@ pub trait Controller: Send + fmt::Debug {
     /// The codepoint this controller wants on its packets: ECT(1) for a
     /// scalable (L4S) controller, ECT(0) for a classic one.
     fn ecn(&self) -> Ecn;
+    /// ECN validation settled on `ecn` for this path (it may differ from
+    /// [`ecn`](Controller::ecn) after a fallback). A scalable controller whose
+    /// ECT(1) did not survive now meets classic marking, or none, and must
+    /// answer a CE mark as it would a loss. Classic controllers ignore it.
+    fn set_path_ecn(&mut self, _ecn: Ecn) {}
     fn in_slow_start(&self) -> bool;
     fn metrics(&self) -> CcMetrics;
 }

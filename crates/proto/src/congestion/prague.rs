@@ -12,6 +12,10 @@
 //! "virtual RTT" of at least 25 ms, so a short-RTT flow neither grows faster
 //! nor reacts more often than a 25 ms flow would.
 //!
+//! Classic fallback: if ECN validation falls back from ECT(1) to ECT(0),
+//! marks come from classic AQMs that expect a Reno-like answer, so
+//! [`Controller::set_path_ecn`] switches the CE response to a halving.
+//!
 //! Below the two-packet minimum window: the draft leaves a window under two
 //! packets to pacing. Here the internal window may shrink to a quarter of a
 //! datagram; [`Controller::window`] still reports at least the minimum (so
@@ -54,8 +58,10 @@ pub struct Prague {
     round_marked_packets: u64,
     /// When the window was last cut for CE.
     last_ce_cut: Option<Instant>,
-    /// One Reno halving per round trip on loss.
+    /// One Reno halving per round trip on loss (and on CE in classic mode).
     loss_recovery: Recovery,
+    /// The path did not keep ECT(1): treat CE like loss.
+    classic_ecn: bool,
 }
 
 impl Prague {
@@ -72,6 +78,7 @@ impl Prague {
             round_marked_packets: 0,
             last_ce_cut: None,
             loss_recovery: Recovery::default(),
+            classic_ecn: false,
         }
     }
 
@@ -89,6 +96,9 @@ impl Prague {
     /// the marked packet must have been sent after the previous cut (one real
     /// round trip) and the reference RTT must have passed since it.
     fn on_ce(&mut self, ack: &AckSample) {
+        if self.classic_ecn {
+            return self.halve(ack.now, ack.largest_acked_sent_at);
+        }
         let due = self.last_ce_cut.is_none_or(|cut| {
             ack.largest_acked_sent_at > cut && ack.now >= cut + PRAGUE_REFERENCE_RTT
         });
@@ -120,6 +130,17 @@ impl Prague {
         let scale = rtt_ratio.min(1.0).powi(2);
         let base = self.cwnd.max(self.minimum_window as f64);
         self.cwnd += self.mds as f64 * bytes / base * scale;
+    }
+
+    /// The classic response (Reno, RFC 9002 §7.3.2): halve, once per round
+    /// trip, for a loss or a classic CE mark.
+    fn halve(&mut self, now: Instant, sent_at: Instant) {
+        if self.loss_recovery.covers(sent_at) {
+            return;
+        }
+        self.loss_recovery.enter(now);
+        self.cwnd = (self.cwnd * LOSS_BETA).max(self.floor());
+        self.ssthresh = self.cwnd as u64;
     }
 
     /// Rounds end when a packet sent after the round began is acknowledged
@@ -170,15 +191,15 @@ impl Controller for Prague {
     /// Loss means a classic (or no) AQM: halve like Reno, once per round
     /// trip; persistent congestion collapses to the minimum window.
     fn on_loss(&mut self, loss: &LossSample) {
-        if !self.loss_recovery.covers(loss.largest_lost_sent_at) {
-            self.loss_recovery.enter(loss.now);
-            self.cwnd = (self.cwnd * LOSS_BETA).max(self.floor());
-            self.ssthresh = self.cwnd as u64;
-        }
+        self.halve(loss.now, loss.largest_lost_sent_at);
         if loss.persistent_congestion {
             self.cwnd = self.cwnd.min(self.minimum_window as f64);
             self.loss_recovery.reset();
         }
+    }
+
+    fn set_path_ecn(&mut self, ecn: Ecn) {
+        self.classic_ecn = ecn != Ecn::Ect1;
     }
 
     fn window(&self) -> u64 {
@@ -353,6 +374,23 @@ mod tests {
         // Persistent congestion: the minimum window.
         cc.on_loss(&loss(t + ms(500), t + ms(100), true));
         assert_eq!(cc.window(), 2 * MDS);
+    }
+
+    #[test]
+    fn classic_ecn_fallback_answers_ce_like_loss() {
+        let (mut cc, t) = in_avoidance();
+        cc.set_path_ecn(Ecn::Ect0);
+        let before = cc.cwnd;
+        cc.on_ack(&ack(t, t - RTT, MDS, 1));
+        assert_eq!(cc.cwnd, before * 0.5);
+        // Once per round trip, like Reno.
+        cc.on_ack(&ack(t + ms(30), t - ms(5), MDS, 1));
+        assert_eq!(cc.cwnd, before * 0.5);
+        // Back on an L4S path: the alpha-scaled cut again.
+        cc.set_path_ecn(Ecn::Ect1);
+        let before = cc.cwnd;
+        cc.on_ack(&ack(t + RTT * 2, t + RTT, MDS, 1));
+        assert!(cc.cwnd > before * 0.5 && cc.cwnd < before);
     }
 
     #[test]
