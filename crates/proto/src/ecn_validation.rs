@@ -193,7 +193,7 @@ impl EcnValidator {
     }
 
     fn test_period(&self) -> Duration {
-        self.pto * TEST_PTOS
+        self.pto.saturating_mul(TEST_PTOS)
     }
 
     /// A packet numbered `pn` left with codepoint `ecn`.
@@ -201,7 +201,7 @@ impl EcnValidator {
         self.sent.add(ecn, 1);
         if self.state == EcnState::Testing && ecn == self.ect {
             self.test.first_pn.get_or_insert(pn);
-            self.test.sent += 1;
+            self.test.sent = self.test.sent.saturating_add(1);
             if self.test.sent >= TEST_PACKETS {
                 self.test.probing_done = true;
             }
@@ -269,7 +269,7 @@ impl EcnValidator {
     /// A packet sent with `ecn` was declared lost.
     pub fn on_lost(&mut self, now: Instant, ecn: Ecn) {
         if self.state == EcnState::Testing && ecn == self.ect {
-            self.test.lost += 1;
+            self.test.lost = self.test.lost.saturating_add(1);
             self.try_conclude(now);
         }
     }
@@ -281,7 +281,7 @@ impl EcnValidator {
             EcnState::Testing if !self.test.probing_done => {
                 Some(self.test.started_at + self.test_period())
             }
-            EcnState::Testing => Some(self.test.started_at + self.test_period() * 2),
+            EcnState::Testing => Some(self.test.started_at + self.test_period().saturating_mul(2)),
             EcnState::Capable | EcnState::Failed => self.retest_at,
         }
     }
@@ -347,14 +347,14 @@ impl EcnValidator {
             }
         }
         if self.state == EcnState::Testing {
-            self.test.acked += newly;
+            self.test.acked = self.test.acked.saturating_add(newly);
             let covers_test = self
                 .test
                 .first_pn
                 .is_some_and(|first| largest_acked_pn >= first);
             if raises_largest && covers_test {
-                self.test.ce += delta.ce.min(newly);
-                self.test.intact += delta.get(self.ect);
+                self.test.ce = self.test.ce.saturating_add(delta.ce.min(newly));
+                self.test.intact = self.test.intact.saturating_add(delta.get(self.ect));
             }
             self.try_conclude(now);
         }
@@ -420,7 +420,7 @@ impl EcnValidator {
             return;
         }
         let resolved = t.acked.saturating_add(t.lost) >= t.sent;
-        if !resolved && now < t.started_at + self.test_period() * 2 {
+        if !resolved && now < t.started_at + self.test_period().saturating_mul(2) {
             return;
         }
         // Acknowledged packets whose counts rose, but never for our
@@ -716,6 +716,21 @@ mod tests {
             assert_eq!(v.codepoint(), Ecn::Ect0);
         }
         assert_eq!(delays, [60, 120, 240, 480, 480, 480]);
+    }
+
+    #[test]
+    fn absurd_counts_and_ptos_fail_validation_without_panicking() {
+        let huge = counts(u64::MAX, u64::MAX, u64::MAX);
+        let mut v = EcnValidator::new(Ecn::Ect1, T0);
+        v.set_pto(Duration::MAX);
+        let mut pn = 0;
+        send(&mut v, &mut pn, 10);
+        v.on_ack(T0, &huge, &huge, u64::MAX);
+        assert_eq!(v.last_failure(), Some(EcnFailure::InvalidCounts));
+        let _ = v.on_ack_totals(Instant::FAR_FUTURE, &huge, &EcnCounts::default(), u64::MAX);
+        v.on_lost(Instant::FAR_FUTURE, Ecn::Ect0);
+        v.handle_timeout(Instant::FAR_FUTURE);
+        let _ = v.poll_timeout();
     }
 
     #[test]

@@ -46,7 +46,7 @@ impl Pacer {
     /// The bucket starts full with the minimum burst.
     pub fn new(max_datagram_size: u64) -> Self {
         let max_datagram_size = max_datagram_size.max(1);
-        let capacity = (MIN_BURST_PACKETS * max_datagram_size) as f64;
+        let capacity = MIN_BURST_PACKETS.saturating_mul(max_datagram_size) as f64;
         Self {
             max_datagram_size,
             tokens: capacity,
@@ -119,7 +119,7 @@ impl Pacer {
             CONGESTION_AVOIDANCE_GAIN
         };
         self.rate_bytes_per_sec = gain * cwnd.max(1) as f64 / srtt_secs;
-        let min_burst = (MIN_BURST_PACKETS * self.max_datagram_size) as f64;
+        let min_burst = MIN_BURST_PACKETS.saturating_mul(self.max_datagram_size) as f64;
         self.capacity = (self.rate_bytes_per_sec * MAX_BURST_TIME.as_secs_f64()).max(min_burst);
         self.tokens = self.tokens.min(self.capacity);
     }
@@ -254,6 +254,16 @@ mod tests {
         assert!(t >= now);
         p.on_sent(t, 1200);
         assert!(p.rate_bps() > 0);
+        let mut huge = Pacer::new(u64::MAX);
+        let t = huge.next_send_time(now, u64::MAX, u64::MAX, Duration::MAX, false);
+        huge.on_sent(t, u64::MAX);
+        let _ = huge.next_send_time(
+            Instant::FAR_FUTURE,
+            u64::MAX,
+            u64::MAX,
+            Duration::from_nanos(1),
+            true,
+        );
         // Time running backwards is ignored rather than panicking.
         p.on_sent(Instant::ZERO, 1200);
         assert!(

@@ -62,14 +62,16 @@ impl RttEstimator {
         }
         self.last_sample_at = Some(now);
         self.min = self.min.min(latest_rtt);
-        let adjusted = if latest_rtt >= self.min + ack_delay {
+        let adjusted = if latest_rtt >= self.min.saturating_add(ack_delay) {
             latest_rtt - ack_delay
         } else {
             latest_rtt
         };
         let deviation = self.smoothed.abs_diff(adjusted);
-        self.var = (self.var * 3 + deviation) / 4;
-        self.smoothed = (self.smoothed * 7 + adjusted) / 8;
+        // Saturating: a peer's absurd ack delay or a stalled clock must not
+        // panic the estimator.
+        self.var = self.var.saturating_mul(3).saturating_add(deviation) / 4;
+        self.smoothed = self.smoothed.saturating_mul(7).saturating_add(adjusted) / 8;
     }
 
     /// RFC 9002 §5.2: after persistent congestion the old minimum may belong
@@ -107,7 +109,8 @@ impl RttEstimator {
     /// The PTO before max_ack_delay and backoff (RFC 9002 §6.2.1):
     /// `smoothed_rtt + max(4 * rttvar, kGranularity)`.
     pub fn pto_base(&self) -> Duration {
-        self.smoothed + (self.var * 4).max(TIMER_GRANULARITY)
+        self.smoothed
+            .saturating_add(self.var.saturating_mul(4).max(TIMER_GRANULARITY))
     }
 }
 
@@ -180,6 +183,16 @@ mod tests {
         assert_eq!(rtt.min(), ms(40));
         rtt.reset_min();
         assert_eq!(rtt.min(), ms(80));
+    }
+
+    #[test]
+    fn absurd_samples_saturate_instead_of_panicking() {
+        let mut rtt = RttEstimator::default();
+        rtt.update(Duration::MAX, Duration::MAX, Instant::FAR_FUTURE);
+        rtt.update(Duration::MAX, Duration::MAX, Instant::FAR_FUTURE);
+        rtt.update(Duration::ZERO, Duration::MAX, Instant::ZERO);
+        assert_eq!(rtt.min(), Duration::ZERO);
+        assert!(rtt.pto_base() >= rtt.smoothed());
     }
 
     #[test]

@@ -170,7 +170,7 @@ impl Controller for Cubic {
             let room = (self.ssthresh as f64 - self.cwnd).max(0.0);
             let slow_start_bytes = (acked as f64).min(room);
             self.cwnd += slow_start_bytes;
-            acked -= slow_start_bytes as u64;
+            acked = acked.saturating_sub(slow_start_bytes as u64);
             if acked == 0 {
                 return;
             }

@@ -340,6 +340,57 @@ mod tests {
         }
     }
 
+    /// Samples no real path produces (overflowing counts and durations)
+    /// leave every controller with a sane window instead of panicking.
+    #[test]
+    fn absurd_samples_do_not_panic() {
+        let huge = EcnCounts {
+            ect0: u64::MAX,
+            ect1: u64::MAX,
+            ce: u64::MAX,
+        };
+        for mds in [1, 1200, u64::MAX] {
+            let config = CcConfig {
+                max_datagram_size: mds,
+                ..CcConfig::default()
+            };
+            for a in CcAlgorithm::ALL {
+                let mut cc = a.build(&config);
+                let mut ack = AckSample {
+                    now: Instant::FAR_FUTURE,
+                    acked_bytes: u64::MAX,
+                    acked_packets: u64::MAX,
+                    latest_rtt: Duration::MAX,
+                    smoothed_rtt: Duration::MAX,
+                    min_rtt: Duration::ZERO,
+                    ecn_delta: EcnCounts::default(),
+                    largest_acked_sent_at: Instant::FAR_FUTURE,
+                    bytes_in_flight: u64::MAX,
+                    app_limited: false,
+                };
+                cc.on_sent(Instant::ZERO, u64::MAX, 0);
+                for _ in 0..3 {
+                    cc.on_ack(&ack);
+                    cc.on_sent(Instant::FAR_FUTURE, u64::MAX, u64::MAX);
+                }
+                ack.ecn_delta = huge;
+                ack.acked_packets = 0;
+                cc.on_ack(&ack);
+                cc.on_loss(&LossSample {
+                    now: Instant::ZERO,
+                    lost_bytes: u64::MAX,
+                    lost_packets: u64::MAX,
+                    largest_lost_sent_at: Instant::FAR_FUTURE,
+                    persistent_congestion: true,
+                    bytes_in_flight: u64::MAX,
+                });
+                assert!(cc.window() >= config.minimum_window(), "{a} mds {mds}");
+                assert!(cc.pacing_window() > 0);
+                let _ = cc.metrics();
+            }
+        }
+    }
+
     #[test]
     fn ecn_counts_arithmetic() {
         let mut a = EcnCounts::default();

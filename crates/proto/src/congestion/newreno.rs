@@ -59,10 +59,11 @@ impl NewReno {
             acked_bytes -= slow_start_bytes;
         }
         self.ca_acked_bytes = self.ca_acked_bytes.saturating_add(acked_bytes);
-        while self.ca_acked_bytes >= self.cwnd {
-            self.ca_acked_bytes -= self.cwnd;
-            self.cwnd = self.cwnd.saturating_add(self.mds);
-        }
+        // Normally zero or one step; a stretch ACK of several windows takes
+        // them all at the current window size.
+        let steps = self.ca_acked_bytes / self.cwnd.max(1);
+        self.ca_acked_bytes -= steps * self.cwnd.max(1);
+        self.cwnd = self.cwnd.saturating_add(steps.saturating_mul(self.mds));
     }
 }
 
