@@ -87,7 +87,34 @@ pub struct Outcome {
     pub(crate) end: Instant,
 }
 
+/// One flow's time series, recorded when the run asked for series.
+#[derive(Debug, Clone)]
+pub struct FlowSeries {
+    pub name: String,
+    pub kind: &'static str,
+    /// Round trips the application measured: (when, rtt).
+    pub rtt: Vec<(Instant, Duration)>,
+    /// Each data packet's wait in the bottleneck queue: (dequeue time, wait).
+    pub queue_delay: Vec<(Instant, Duration)>,
+    /// Cumulative IP bytes delivered to the receiver: (arrival, total).
+    pub delivered: Vec<(Instant, u64)>,
+}
+
 impl Outcome {
+    /// Time series of every flow (empty vectors unless `series` was on).
+    pub fn series(&self) -> Vec<FlowSeries> {
+        self.flows
+            .iter()
+            .map(|f| FlowSeries {
+                name: f.name.clone(),
+                kind: f.kind,
+                rtt: f.app.report().rtt_samples,
+                queue_delay: f.metrics.queue_delay_series.clone().unwrap_or_default(),
+                delivered: f.metrics.delivered_series.clone().unwrap_or_default(),
+            })
+            .collect()
+    }
+
     pub fn reports(&self) -> Vec<AppReport> {
         self.flows.iter().map(|f| f.app.report()).collect()
     }

@@ -6,6 +6,7 @@
 //! (which fields apply to which flow kind, ranges), naming the flow and its
 //! line.
 
+use brisk_netmodel::link::profiles;
 use brisk_netmodel::units;
 use brisk_netmodel::{LinkConfig, queue::QueueConfig};
 use brisk_wire::Ecn;
@@ -60,6 +61,10 @@ pub struct Scenario {
     /// "v4" (default) or "v6": every scenario runs on either family.
     #[serde(default)]
     pub ip: IpFamily,
+    /// A named network (`brisk_netmodel::link::profiles`, e.g. "lte"):
+    /// sets both link directions. Exclusive with `[link.*]` tables.
+    #[serde(default)]
+    pub profile: Option<String>,
     /// The bottleneck, one config per direction.
     #[serde(default)]
     pub link: Links,
@@ -242,22 +247,91 @@ impl FlowSpec {
 }
 
 impl Scenario {
-    /// Reads and validates a scenario file.
+    /// Reads and validates a scenario file. Trace files it names are read
+    /// relative to the scenario's own directory.
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
         let shown = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Io {
             path: shown.clone(),
             source,
         })?;
-        Scenario::parse(&text, &shown)
+        let base = path.parent().unwrap_or(Path::new("."));
+        Scenario::parse_with_traces(&text, &shown, |trace| {
+            std::fs::read_to_string(base.join(trace))
+        })
     }
 
-    /// Parses and validates scenario text; `origin` names it in errors.
+    /// Parses and validates scenario text that names no trace file;
+    /// `origin` names the text in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Scenario, ScenarioError> {
-        let scenario: Scenario = toml::from_str(text).map_err(|e| ScenarioError::Parse {
+        Scenario::parse_with_traces(text, origin, |trace| {
+            Err(std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                format!(
+                    "{} (trace files need a scenario file to be relative to)",
+                    trace.display()
+                ),
+            ))
+        })
+    }
+
+    /// Parses, reads trace files through `read_trace`, then validates.
+    pub fn parse_with_traces(
+        text: &str,
+        origin: &str,
+        mut read_trace: impl FnMut(&Path) -> std::io::Result<String>,
+    ) -> Result<Scenario, ScenarioError> {
+        let mut scenario: Scenario = toml::from_str(text).map_err(|e| ScenarioError::Parse {
             path: origin.to_string(),
             message: e.to_string().trim_end().to_string(),
         })?;
+        let at = |needle: &str| line_of(text, text.find(needle).unwrap_or(0));
+        let invalid = |line: usize, message: String| ScenarioError::Invalid {
+            path: origin.to_string(),
+            line,
+            message,
+        };
+        if let Some(name) = &scenario.profile {
+            let Some(p) = profiles::by_name(name) else {
+                let known: Vec<&str> = profiles::all().iter().map(|p| p.name).collect();
+                let message = format!("unknown profile {name:?}; known: {}", known.join(", "));
+                return Err(invalid(at("profile"), message));
+            };
+            if text.contains("[link") {
+                let message = "`profile` sets the links: remove it or the [link.*] tables";
+                return Err(invalid(at("[link"), message.into()));
+            }
+            scenario.link = Links {
+                down: p.down(),
+                up: p.up(),
+            };
+        }
+        for (dir, link) in [
+            ("down", &mut scenario.link.down),
+            ("up", &mut scenario.link.up),
+        ] {
+            let line = at(&format!("[link.{dir}]"));
+            if let Some(path) = link.trace_path().map(Path::to_path_buf) {
+                let shown = path.display();
+                let trace = read_trace(&path).map_err(|e| {
+                    invalid(
+                        line,
+                        format!("[link.{dir}]: cannot read trace {shown}: {e}"),
+                    )
+                })?;
+                link.load_trace(&trace)
+                    .map_err(|e| invalid(line, format!("[link.{dir}]: trace {shown}: {e}")))?;
+            }
+            link.validate()
+                .map_err(|e| invalid(line, format!("[link.{dir}]: {e}")))?;
+        }
+        for (table, q) in [("queue", &scenario.queue), ("queue_up", &scenario.queue_up)] {
+            if let QueueConfig::DualPi2(c) = q {
+                let line = at(&format!("[{table}."));
+                c.validate()
+                    .map_err(|e| invalid(line, format!("[{table}.dualpi2]: {e}")))?;
+            }
+        }
         scenario.validate(text, origin)?;
         Ok(scenario)
     }
@@ -406,6 +480,36 @@ rtt = "40ms"
         assert!(e.contains("line 3") && e.contains("tcp"), "{e}");
         let e = err("[[flows]]\nkind = \"ping\"\n");
         assert!(e.contains("duration"), "{e}");
+    }
+
+    #[test]
+    fn profiles_set_both_links() {
+        let s = Scenario::parse("duration = \"1s\"\nprofile = \"lte\"\n", "p.toml").unwrap();
+        assert_eq!(
+            s.link.down.delay + s.link.up.delay,
+            Duration::from_millis(220)
+        );
+        let e = err("duration = \"1s\"\nprofile = \"lte\"\n[link.down]\nrate = \"1Mbit\"\n");
+        assert!(e.contains("profile"), "{e}");
+        let e = err("duration = \"1s\"\n\nprofile = \"6g\"\n");
+        assert!(e.contains("line 3") && e.contains("lte"), "{e}");
+    }
+
+    #[test]
+    fn traces_are_read_through_the_callback() {
+        let text = "duration = \"1s\"\n[link.down]\nrate = { mahimahi = \"t.down\" }\n";
+        let s = Scenario::parse_with_traces(text, "t.toml", |p| {
+            assert_eq!(p, Path::new("t.down"));
+            Ok("1\n2\n".into())
+        })
+        .unwrap();
+        assert!(s.link.down.validate().is_ok());
+        let e = Scenario::parse(text, "t.toml").unwrap_err().to_string();
+        assert!(e.contains("t.down") && e.contains("line 2"), "{e}");
+        let e = Scenario::parse_with_traces(text, "t.toml", |_| Ok("x\n".into()))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("t.down"), "{e}");
     }
 
     #[test]
