@@ -20,6 +20,8 @@
 //!   timestamps, Fast Open, unknown kinds kept raw).
 //! - [`ip`]: version-agnostic helpers: summarize a datagram, rewrite its ECN
 //!   field, build and parse whole UDP or TCP datagrams.
+//! - [`nat64_prefix`]: IPv4-embedded IPv6 addresses under a NAT64 prefix
+//!   (RFC 6052) and prefix discovery from `ipv4only.arpa` (RFC 7050).
 //!
 //! Tests: fixed-byte tests beside each format use real Linux captures
 //! (`fixtures.rs`); `tests/` holds the proptests (round trips, never panic);
@@ -30,6 +32,7 @@ pub mod ecn;
 pub mod ip;
 pub mod ipv4;
 pub mod ipv6;
+pub mod nat64_prefix;
 pub mod tcp;
 pub mod udp;
 
@@ -38,6 +41,7 @@ mod fixtures;
 
 pub use ecn::Ecn;
 pub use ip::{FlowKey, IpSummary, tcp_datagram, udp_datagram};
+pub use nat64_prefix::Nat64Prefix;
 
 /// Why bytes could not be read as the format asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
