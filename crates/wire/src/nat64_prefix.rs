@@ -191,10 +191,8 @@ pub fn discover_prefixes(answers: &[Ipv6Addr]) -> Vec<Nat64Prefix> {
             .into_iter()
             .rev()
             .max_by_key(wkas_under);
-        if let Some(prefix) = best {
-            if !found.contains(&prefix) {
-                found.push(prefix);
-            }
+        if let Some(prefix) = best.filter(|p| !found.contains(p)) {
+            found.push(prefix);
         }
     }
     found
