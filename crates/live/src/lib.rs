@@ -1,0 +1,51 @@
+//! Brisk's real-time lab: real programs (kernel TCP, curl, iperf3, Brisk
+//! itself) in network namespaces, joined through a user-space router that
+//! applies the simulator's own queue and link models to real IP packets.
+//!
+//! Layer: the edge. It owns the OS: namespaces, TUN devices, threads,
+//! processes, the monotonic clock. The models it drives are the sans-IO
+//! `brisk_netmodel::Link`s the simulator uses, built from the same
+//! scenario tables; `brisk-sim` supplies the scenario reader and the result
+//! types, so `brisk live` and `brisk sim` print the same JSON shape.
+//!
+//! Modules, from the bottom:
+//! - [`sys`]: the few Linux calls (TUN ioctl, setns, ppoll, flock, ...);
+//!   every `unsafe` block lives there.
+//! - [`clock`]: the OS monotonic clock as a `brisk_time::Instant`.
+//! - [`names`], [`registry`]: per-run names, and the lockfile registry
+//!   that cleans up after a killed run.
+//! - [`netns`], [`tun`], [`topology`]: namespaces, TUN devices, addresses
+//!   and routes.
+//! - [`router`]: the sans-IO router core (links, forwarding, per-flow
+//!   accounting, fidelity) and its real-time event loop.
+//! - [`capture`]: pcaps at each side of the bottleneck and the per-packet
+//!   queue log.
+//! - [`process`], [`signal`]: programs in namespaces, and clean stops on
+//!   Ctrl-C and SIGTERM.
+//! - [`bulk`], [`echo`]: built-in kernel TCP bulk transfer and UDP echo.
+//! - [`lab`]: the guard that owns a running lab; [`run`]: one whole
+//!   `brisk live` run; [`results`]: its JSON.
+
+pub mod bulk;
+pub mod capture;
+pub mod clock;
+pub mod echo;
+pub mod error;
+pub mod lab;
+pub mod names;
+pub mod netns;
+pub mod process;
+pub mod registry;
+pub mod results;
+pub mod router;
+pub mod run;
+pub mod signal;
+pub mod sys;
+pub mod topology;
+pub mod tun;
+
+pub use error::LiveError;
+pub use lab::{Lab, LabConfig};
+pub use results::LiveResults;
+pub use run::{LiveOutcome, LiveRun, Workload, run};
+pub use topology::IpMode;

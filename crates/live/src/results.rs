@@ -1,0 +1,316 @@
+//! The results of a live run: the same JSON shape as `brisk sim` (same
+//! field names, the simulator's own result types) with `fidelity` in place
+//! of `engine`, and the built-in bulk transfer's report when one ran.
+
+use crate::bulk::BulkReport;
+use crate::router::event_loop::RouterOutcome;
+use crate::router::fidelity::DirectionFidelity;
+use crate::router::flows::{FlowEntry, dir_index};
+use brisk_netmodel::Link;
+use brisk_sim::engine::Direction;
+use brisk_sim::results::{FlowResults, LinkResults, QueueResults};
+use brisk_sim::scenario::Scenario;
+use brisk_trace::stats::{LatencySummary, Percentiles};
+use serde::Serialize;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// Goal of the issue: added delay within this of the model at p99.
+pub const DELAY_ERROR_GOAL: Duration = Duration::from_micros(500);
+/// Goal of the issue: achieved rate within this fraction of configured.
+pub const RATE_ERROR_GOAL: f64 = 0.01;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LiveResults {
+    pub scenario: String,
+    pub seed: u64,
+    /// "v4", "v6" or "v6only" (IPv6-only client through NAT64).
+    pub ip: &'static str,
+    /// Wall time from the router's start to its stop.
+    pub duration_s: f64,
+    /// The down direction (server to client): where downloads queue.
+    pub link: LinkResults,
+    pub link_up: LinkResults,
+    pub queue: QueueResults,
+    pub queue_up: QueueResults,
+    pub flows: Vec<FlowResults>,
+    pub fidelity: FidelityResults,
+    /// The client command's exit code (128 + signal if killed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_exit_code: Option<i32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bulk: Option<BulkReport>,
+}
+
+/// How closely the router followed the models in real time.
+#[derive(Debug, Clone, Serialize)]
+pub struct FidelityResults {
+    pub down: DirectionFidelityResults,
+    pub up: DirectionFidelityResults,
+    /// How late the router handled each model deadline.
+    pub timer_lateness_ms: Percentiles,
+    pub timer_fires: u64,
+    pub wakeups: u64,
+    /// Busy-poll window before each deadline.
+    pub spin_us: u64,
+    pub realtime_priority: bool,
+    /// CPU time of the router thread over the run's wall time.
+    pub router_cpu_fraction: f64,
+    /// Datagrams the kernel dropped at the TUN devices because the router
+    /// did not read them in time.
+    pub tun_drops: u64,
+    pub read_errors: u64,
+    pub write_errors: u64,
+    /// Turns in which a device still had datagrams after a full read burst.
+    pub full_bursts: u64,
+    /// Datagrams refused: not IP, or not between the lab's two sides.
+    pub refused_malformed: u64,
+    pub refused_foreign: u64,
+    /// Packets of flows past the flow table's limit.
+    pub untracked_packets: u64,
+    /// Whether every goal was met (no drops at the devices, delay error
+    /// p99 within 0.5 ms, rate within 1%).
+    pub kept_up: bool,
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DirectionFidelityResults {
+    /// The constant rate checked against (null for other rate models).
+    pub configured_bps: Option<u64>,
+    /// Rate achieved over packets the model sent back to back.
+    pub achieved_bps: Option<f64>,
+    /// `achieved / configured - 1`.
+    pub rate_error: Option<f64>,
+    pub configured_delay_ms: f64,
+    /// Real write time minus the model's delivery time, per packet: the
+    /// error of the added delay.
+    pub delay_error_ms: Percentiles,
+    /// Packets written more than 1 ms late.
+    pub late_packets: u64,
+}
+
+/// What the lab measured besides the router's own state.
+#[derive(Debug, Clone, Default)]
+pub struct RunFacts {
+    pub duration: Duration,
+    pub tun_drops: u64,
+    pub client_exit_code: Option<i32>,
+    pub bulk: Option<BulkReport>,
+    pub spin: Duration,
+    pub ip: &'static str,
+}
+
+fn link_results(link: &Link, duration: Duration, lost: u64) -> LinkResults {
+    let st = link.stats();
+    let secs = duration.as_secs_f64().max(1e-9);
+    LinkResults {
+        utilization: (st.busy.as_secs_f64() / secs).min(1.0),
+        transmitted_packets: st.transmitted_packets,
+        transmitted_bytes: st.transmitted_bytes,
+        throughput_mbps: st.transmitted_bytes as f64 * 8.0 / secs / 1e6,
+        lost_packets: lost,
+    }
+}
+
+fn queue_results(link: &Link, delay: &LatencySummary) -> QueueResults {
+    let q = link.queue();
+    let st = q.stats();
+    QueueResults {
+        kind: q.name(),
+        drops: st.drops(),
+        drops_overflow: st.dropped_overflow,
+        drops_aqm: st.dropped_aqm,
+        marks: st.marked,
+        enqueued_packets: st.enqueued_packets,
+        delay_ms: delay.percentiles(),
+    }
+}
+
+fn protocol_name(p: u8) -> &'static str {
+    match p {
+        6 => "tcp",
+        17 => "udp",
+        1 => "icmp",
+        58 => "icmpv6",
+        _ => "ip",
+    }
+}
+
+/// One flow in the simulator's shape. `return_delay` is the base delay of
+/// the direction opposite to the data, for estimated round trips.
+fn flow_results(id: usize, f: &FlowEntry, link_delay: [Duration; 2]) -> FlowResults {
+    let data = f.data_direction();
+    let d = f.dir(data);
+    let k = f.key;
+    let (client, server) = (
+        SocketAddr::new(k.client, k.client_port),
+        SocketAddr::new(k.server, k.server_port),
+    );
+    let (src, dst) = match data {
+        Direction::Down => (server, client),
+        Direction::Up => (client, server),
+    };
+    let m = &d.metrics;
+    let active = match (d.first_sent, d.last_delivered) {
+        (Some(a), Some(b)) => (b - a).as_secs_f64(),
+        _ => 0.0,
+    }
+    .max(1e-9);
+    let back = link_delay[1 - dir_index(data)];
+    let (rtt_ms, rtt_measured) = if d.rtt.is_empty() {
+        let owd = m.one_way_delay.percentiles();
+        let back_ms = back.as_secs_f64() * 1000.0;
+        let add = |v: f64| if owd.count == 0 { 0.0 } else { v + back_ms };
+        let rtt = Percentiles {
+            p50: add(owd.p50),
+            p90: add(owd.p90),
+            p99: add(owd.p99),
+            max: add(owd.max),
+            mean: add(owd.mean),
+            count: owd.count,
+        };
+        (rtt, false)
+    } else {
+        (d.rtt.percentiles(), true)
+    };
+    let lost = m.queue_drops + m.link_losses;
+    let kind = protocol_name(k.protocol);
+    FlowResults {
+        id,
+        name: format!("{kind} {src} > {dst}"),
+        kind,
+        src: src.to_string(),
+        dst: dst.to_string(),
+        sent_bytes: d.sent_bytes(),
+        delivered_bytes: d.delivered_bytes(),
+        goodput_mbps: d.delivered_bytes() as f64 * 8.0 / active / 1e6,
+        loss_rate: if m.sent_packets == 0 {
+            0.0
+        } else {
+            lost as f64 / m.sent_packets as f64
+        },
+        ce_fraction: if m.delivered_packets == 0 {
+            0.0
+        } else {
+            m.ce_packets as f64 / m.delivered_packets as f64
+        },
+        rtt_ms,
+        rtt_measured,
+        one_way_delay_ms: m.one_way_delay.percentiles(),
+        queue_delay_ms: m.queue_delay.percentiles(),
+        sent_packets: m.sent_packets,
+        delivered_packets: m.delivered_packets,
+        queue_drops: m.queue_drops,
+        link_losses: m.link_losses,
+        ce_packets: m.ce_packets,
+        unanswered: 0,
+    }
+}
+
+fn direction_fidelity(f: &DirectionFidelity, delay: Duration) -> DirectionFidelityResults {
+    let achieved = f.achieved_bps();
+    DirectionFidelityResults {
+        configured_bps: f.configured_bps,
+        achieved_bps: achieved,
+        rate_error: f
+            .configured_bps
+            .zip(achieved)
+            .map(|(c, a)| a / c as f64 - 1.0),
+        configured_delay_ms: delay.as_secs_f64() * 1000.0,
+        delay_error_ms: f.delay_error.percentiles(),
+        late_packets: f.late_packets,
+    }
+}
+
+/// The warnings a run deserves, one per missed goal.
+fn warnings(f: &FidelityResults) -> Vec<String> {
+    let mut w = Vec::new();
+    if f.tun_drops > 0 {
+        w.push(format!(
+            "the kernel dropped {} datagrams at the TUN devices: the router did not read them in time",
+            f.tun_drops
+        ));
+    }
+    if f.write_errors > 0 {
+        w.push(format!(
+            "{} datagrams could not be written to a TUN device",
+            f.write_errors
+        ));
+    }
+    for (name, d) in [("down", &f.down), ("up", &f.up)] {
+        let goal_ms = DELAY_ERROR_GOAL.as_secs_f64() * 1000.0;
+        if d.delay_error_ms.count > 0 && d.delay_error_ms.p99 > goal_ms {
+            w.push(format!(
+                "{name}: packets were written {:.3} ms after the model's time at p99 (goal {goal_ms} ms)",
+                d.delay_error_ms.p99
+            ));
+        }
+        if let Some(e) = d.rate_error
+            && e.abs() > RATE_ERROR_GOAL
+        {
+            w.push(format!(
+                "{name}: achieved rate is {:+.2}% off the configured rate (goal 1%)",
+                e * 100.0
+            ));
+        }
+    }
+    w
+}
+
+/// Builds the results of a finished run.
+pub fn build(
+    scenario: &Scenario,
+    seed: u64,
+    outcome: &RouterOutcome,
+    facts: RunFacts,
+) -> LiveResults {
+    let core = &outcome.core;
+    let s = &outcome.stats;
+    let (down, up) = (core.link(Direction::Down), core.link(Direction::Up));
+    let delays = [down.config().delay, up.config().delay];
+    let flows = core
+        .flows()
+        .flows()
+        .iter()
+        .enumerate()
+        .map(|(i, f)| flow_results(i, f, delays))
+        .collect();
+    let refused = core.refused();
+    let secs = facts.duration.as_secs_f64().max(1e-9);
+    let mut fidelity = FidelityResults {
+        down: direction_fidelity(core.fidelity(Direction::Down), delays[0]),
+        up: direction_fidelity(core.fidelity(Direction::Up), delays[1]),
+        timer_lateness_ms: s.timer_lateness.percentiles(),
+        timer_fires: s.timer_fires,
+        wakeups: s.wakeups,
+        spin_us: u64::try_from(facts.spin.as_micros()).unwrap_or(u64::MAX),
+        realtime_priority: s.realtime,
+        router_cpu_fraction: s.cpu.as_secs_f64() / secs,
+        tun_drops: facts.tun_drops,
+        read_errors: s.read_errors,
+        write_errors: s.write_errors,
+        full_bursts: s.full_bursts,
+        refused_malformed: refused.malformed,
+        refused_foreign: refused.foreign,
+        untracked_packets: core.flows().untracked_packets,
+        kept_up: true,
+        warnings: Vec::new(),
+    };
+    fidelity.warnings = warnings(&fidelity);
+    fidelity.kept_up = fidelity.warnings.is_empty();
+    LiveResults {
+        scenario: scenario.name.clone(),
+        seed,
+        ip: facts.ip,
+        duration_s: facts.duration.as_secs_f64(),
+        link: link_results(down, facts.duration, core.losses(Direction::Down)),
+        link_up: link_results(up, facts.duration, core.losses(Direction::Up)),
+        queue: queue_results(down, core.queue_delay(Direction::Down)),
+        queue_up: queue_results(up, core.queue_delay(Direction::Up)),
+        flows,
+        fidelity,
+        client_exit_code: facts.client_exit_code,
+        bulk: facts.bulk,
+    }
+}

@@ -1,0 +1,328 @@
+//! The router as a sans-IO state machine: datagrams in with the time they
+//! were read, datagrams out with the time the models deliver them. The
+//! real-time loop ([`super::event_loop`]) feeds it from the TUN devices;
+//! tests feed it in virtual time.
+//!
+//! Packets from the server go through the down [`Link`], packets from the
+//! client through the up one: the simulator's own `Link` and queues, built
+//! from the same scenario tables with the same seed streams. Only packets
+//! between the two namespaces' addresses are forwarded; anything else
+//! (router solicitations, multicast, stray destinations) is dropped and
+//! counted, so traffic never leaves the lab.
+
+use super::fidelity::DirectionFidelity;
+use super::flows::{FlowTable, dir_index};
+use crate::topology::Addressing;
+use brisk_netmodel::queue::DropReason;
+use brisk_netmodel::{Link, LinkEvent, Packet};
+use brisk_sim::engine::Direction;
+use brisk_sim::scenario::Scenario;
+use brisk_time::Instant;
+use brisk_trace::stats::LatencySummary;
+use std::collections::VecDeque;
+use std::time::Duration;
+
+/// Packet ids carry their flow in the high bits (as in the simulator), so
+/// link events that name only an id are charged to the right flow.
+const FLOW_SHIFT: u32 = 40;
+/// Flow index of packets whose flow is not tracked.
+const NO_FLOW: u64 = (1 << (64 - FLOW_SHIFT)) - 1;
+/// Packet records kept for the event log before the loop drains them.
+const RECORD_LIMIT: usize = 1 << 20;
+
+/// An end of the bottleneck.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    Client,
+    Server,
+}
+
+impl Side {
+    /// The direction a packet sent by this side travels.
+    pub fn sends(self) -> Direction {
+        match self {
+            Side::Server => Direction::Down,
+            Side::Client => Direction::Up,
+        }
+    }
+
+    /// The side a packet travelling in `dir` reaches.
+    pub fn receiving(dir: Direction) -> Side {
+        match dir {
+            Direction::Down => Side::Client,
+            Direction::Up => Side::Server,
+        }
+    }
+}
+
+/// A datagram to write to `to` now: the models delivered it at `due`.
+#[derive(Debug)]
+pub struct Transmit {
+    pub to: Side,
+    pub due: Instant,
+    pub packet: Packet,
+}
+
+/// What happened to one packet, for the per-packet event log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordKind {
+    /// Left the queue after waiting this long.
+    Dequeued(Duration),
+    /// Dropped by the queue.
+    Dropped(DropReason),
+    /// Lost by a link impairment.
+    Lost,
+    /// Marked CE by the queue.
+    Marked,
+}
+
+/// One line of the per-packet event log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PacketRecord {
+    pub at: Instant,
+    pub dir: Direction,
+    /// Index into [`RouterCore::flows`], if the flow is tracked.
+    pub flow: Option<usize>,
+    pub packet_id: u64,
+    pub kind: RecordKind,
+}
+
+/// Datagrams the router refused, by reason.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Refused {
+    /// Not a valid IPv4/IPv6 datagram.
+    pub malformed: u64,
+    /// Not between the two namespaces' addresses (never forwarded).
+    pub foreign: u64,
+}
+
+/// The router's models and measurements.
+pub struct RouterCore {
+    down: Link,
+    up: Link,
+    addressing: Addressing,
+    flows: FlowTable,
+    next_seq: u64,
+    transmits: VecDeque<Transmit>,
+    refused: Refused,
+    /// Queue delay of every packet, per direction.
+    queue_delay: [LatencySummary; 2],
+    losses: [u64; 2],
+    fidelity: [DirectionFidelity; 2],
+    records: Option<VecDeque<PacketRecord>>,
+    /// Records left out because the log was not drained in time.
+    records_dropped: u64,
+}
+
+impl RouterCore {
+    /// Builds both directions from the scenario, with the simulator's seed
+    /// streams (queues 1 and 2, links 3 and 4).
+    pub fn new(scenario: &Scenario, seed: u64, addressing: Addressing) -> RouterCore {
+        let rng = |stream| brisk_netmodel::rng(seed, stream);
+        let down_q = scenario.queue.build(rng(1));
+        let up_q = scenario.queue_up.build(rng(2));
+        RouterCore {
+            fidelity: [
+                DirectionFidelity::new(&scenario.link.down),
+                DirectionFidelity::new(&scenario.link.up),
+            ],
+            down: Link::new(scenario.link.down.clone(), down_q, rng(3)),
+            up: Link::new(scenario.link.up.clone(), up_q, rng(4)),
+            addressing,
+            flows: FlowTable::default(),
+            next_seq: 0,
+            transmits: VecDeque::new(),
+            refused: Refused::default(),
+            queue_delay: Default::default(),
+            losses: [0; 2],
+            records: None,
+            records_dropped: 0,
+        }
+    }
+
+    /// Keep a record of every queue delay, drop, loss and mark, drained
+    /// with [`RouterCore::poll_record`].
+    pub fn record_packets(&mut self) {
+        self.records = Some(VecDeque::new());
+    }
+
+    pub fn link(&self, dir: Direction) -> &Link {
+        match dir {
+            Direction::Down => &self.down,
+            Direction::Up => &self.up,
+        }
+    }
+
+    fn link_mut(&mut self, dir: Direction) -> &mut Link {
+        match dir {
+            Direction::Down => &mut self.down,
+            Direction::Up => &mut self.up,
+        }
+    }
+
+    pub fn flows(&self) -> &FlowTable {
+        &self.flows
+    }
+
+    pub fn refused(&self) -> Refused {
+        self.refused
+    }
+
+    pub fn queue_delay(&self, dir: Direction) -> &LatencySummary {
+        &self.queue_delay[dir_index(dir)]
+    }
+
+    /// Packets the link of `dir` lost after transmitting them.
+    pub fn losses(&self, dir: Direction) -> u64 {
+        self.losses[dir_index(dir)]
+    }
+
+    pub fn fidelity(&self, dir: Direction) -> &DirectionFidelity {
+        &self.fidelity[dir_index(dir)]
+    }
+
+    pub fn records_dropped(&self) -> u64 {
+        self.records_dropped
+    }
+
+    /// A datagram read from `from`'s TUN device at `now`.
+    pub fn handle_datagram(&mut self, now: Instant, from: Side, data: Vec<u8>) {
+        self.enter(now, from.sends(), data);
+    }
+
+    /// Puts a datagram on the link of `dir` if it goes between the lab's
+    /// two sides.
+    fn enter(&mut self, now: Instant, dir: Direction, data: Vec<u8>) {
+        let Ok(mut packet) = Packet::new(0, now, data) else {
+            self.refused.malformed += 1;
+            return;
+        };
+        if !self.allowed(dir, &packet) {
+            self.refused.foreign += 1;
+            return;
+        }
+        let flow = self.flows.on_sent(now, dir, &packet);
+        let flow_bits = flow.map_or(NO_FLOW, |f| f as u64);
+        packet.id = (flow_bits << FLOW_SHIFT) | (self.next_seq & ((1 << FLOW_SHIFT) - 1));
+        self.next_seq += 1;
+        self.link_mut(dir).handle_packet(now, packet);
+        self.drain(dir);
+    }
+
+    /// Whether a packet on the link of `dir` goes from one side of the lab
+    /// to the other (after any translation at the gateway).
+    fn allowed(&self, dir: Direction, p: &Packet) -> bool {
+        let f = p.flow();
+        let a = &self.addressing;
+        match dir {
+            Direction::Up => a.is_client(f.src) && a.is_server(f.dst),
+            Direction::Down => a.is_server(f.src) && a.is_client(f.dst),
+        }
+    }
+
+    /// The next time the models need [`RouterCore::handle_timeout`].
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        match (self.down.poll_timeout(), self.up.poll_timeout()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Advances both links to `now`.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        for dir in [Direction::Down, Direction::Up] {
+            if self.link(dir).poll_timeout().is_some_and(|t| t <= now) {
+                self.link_mut(dir).handle_timeout(now);
+                self.drain(dir);
+            }
+        }
+    }
+
+    /// The next datagram to write, in the order the models delivered them.
+    pub fn poll_transmit(&mut self) -> Option<Transmit> {
+        self.transmits.pop_front()
+    }
+
+    /// The datagram `t` was written at `written`: account for it.
+    pub fn on_written(&mut self, written: Instant, t: &Transmit) {
+        let dir = match t.to {
+            Side::Client => Direction::Down,
+            Side::Server => Direction::Up,
+        };
+        self.fidelity[dir_index(dir)].on_written(t.due, written, t.packet.len());
+        if let Some(flow) = flow_of(t.packet.id) {
+            self.flows.on_delivered(written, dir, flow, &t.packet);
+        }
+    }
+
+    /// The next per-packet record, if recording.
+    pub fn poll_record(&mut self) -> Option<PacketRecord> {
+        self.records.as_mut().and_then(VecDeque::pop_front)
+    }
+
+    fn drain(&mut self, dir: Direction) {
+        while let Some(e) = self.link_mut(dir).poll_event() {
+            self.on_event(dir, e);
+        }
+        while let Some((due, packet)) = self.link_mut(dir).poll_delivery() {
+            let to = Side::receiving(dir);
+            self.transmits.push_back(Transmit { to, due, packet });
+        }
+    }
+
+    fn on_event(&mut self, dir: Direction, event: LinkEvent) {
+        let (at, id, kind) = match event {
+            LinkEvent::Dequeued {
+                at,
+                packet_id,
+                queue_delay,
+            } => {
+                self.queue_delay[dir_index(dir)].record(queue_delay);
+                if let Some(f) = flow_of(packet_id) {
+                    self.flows.on_queue_delay(at, dir, f, queue_delay);
+                }
+                (at, packet_id, RecordKind::Dequeued(queue_delay))
+            }
+            LinkEvent::QueueDrop { at, packet, reason } => {
+                if let Some(f) = flow_of(packet.id) {
+                    self.flows.on_queue_drop(dir, f);
+                }
+                (at, packet.id, RecordKind::Dropped(reason))
+            }
+            LinkEvent::Lost { at, packet, .. } => {
+                self.losses[dir_index(dir)] += 1;
+                if let Some(f) = flow_of(packet.id) {
+                    self.flows.on_link_loss(dir, f);
+                }
+                (at, packet.id, RecordKind::Lost)
+            }
+            LinkEvent::Marked { at, packet_id } => {
+                if let Some(f) = flow_of(packet_id) {
+                    self.flows.on_mark(dir, f);
+                }
+                (at, packet_id, RecordKind::Marked)
+            }
+            LinkEvent::EcnRewritten { .. }
+            | LinkEvent::Duplicated { .. }
+            | LinkEvent::Reordered { .. } => return,
+        };
+        if let Some(records) = &mut self.records {
+            if records.len() < RECORD_LIMIT {
+                records.push_back(PacketRecord {
+                    at,
+                    dir,
+                    flow: flow_of(id),
+                    packet_id: id,
+                    kind,
+                });
+            } else {
+                self.records_dropped += 1;
+            }
+        }
+    }
+}
+
+fn flow_of(id: u64) -> Option<usize> {
+    let f = id >> FLOW_SHIFT;
+    (f != NO_FLOW).then_some(f as usize)
+}

@@ -1,0 +1,14 @@
+//! The user-space router between the two namespaces.
+//!
+//! [`core`] is the sans-IO part: the simulator's two [`brisk_netmodel::Link`]s,
+//! forwarding rules, per-flow accounting ([`flows`]) and delivery
+//! accuracy ([`fidelity`]). [`event_loop`] drives it in real time from the
+//! TUN devices.
+
+pub mod core;
+pub mod event_loop;
+pub mod fidelity;
+pub mod flows;
+
+pub use self::core::{RouterCore, Side, Transmit};
+pub use event_loop::{LoopConfig, LoopStats, RouterOutcome};

@@ -1,0 +1,122 @@
+//! One whole run as `brisk live` performs it: lab up, server started,
+//! client (a command, an interactive shell, or the built-in bulk transfer)
+//! run to its end, server stopped, results built, lab torn down.
+
+use crate::bulk::{self, BulkConfig, BulkReport};
+use crate::error::LiveError;
+use crate::lab::{Lab, LabConfig};
+use crate::process::{self, Program, Streams};
+use crate::results::LiveResults;
+use crate::signal;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// Grace a server gets between SIGTERM and SIGKILL at the end of a run.
+const SERVER_GRACE: Duration = Duration::from_millis(300);
+
+/// What runs in the client's namespace.
+#[derive(Debug, Clone)]
+pub enum Workload {
+    /// `sh -c COMMAND`; the run ends when it exits.
+    Command(String),
+    /// An interactive shell (`$SHELL`, else `/bin/sh`).
+    Shell,
+    /// The built-in bulk TCP download from the server.
+    Bulk(BulkConfig),
+}
+
+/// A whole run.
+#[derive(Debug, Clone)]
+pub struct LiveRun {
+    pub lab: LabConfig,
+    /// `sh -c COMMAND` in the server's namespace, stopped at the end.
+    pub server: Option<String>,
+    pub workload: Workload,
+    /// Send the programs' stdout to stderr (keeps `--json` output clean).
+    pub quiet_stdout: bool,
+    /// End the run after this long even if the client still runs.
+    pub max_time: Option<Duration>,
+}
+
+/// A finished run.
+#[derive(Debug, Clone)]
+pub struct LiveOutcome {
+    pub results: LiveResults,
+    /// The client's exit code (the shell convention: 128 + signal when
+    /// killed; 124 when `max_time` ended it; 0 for a bulk transfer).
+    pub exit_code: i32,
+}
+
+/// Runs `run` to its end; Ctrl-C or SIGTERM end it early, cleanly.
+pub fn run(run: LiveRun) -> Result<LiveOutcome, LiveError> {
+    signal::install();
+    if !run.lab.scenario.flows.is_empty() {
+        eprintln!(
+            "brisk live: the scenario's [[flows]] are simulator traffic and are not run here; \
+             use --client/--server or --bulk"
+        );
+    }
+    let streams = if run.quiet_stdout {
+        Streams::StdoutToStderr
+    } else {
+        Streams::Inherit
+    };
+    let lab = Lab::up(run.lab)?;
+    if let Workload::Bulk(b) = &run.workload {
+        lab.set_tcp_ecn(b.ecn)?;
+    }
+    let server = match &run.server {
+        Some(cmd) => Some(lab.spawn_server(cmd, streams)?),
+        None => None,
+    };
+    let (exit_code, bulk) = match &run.workload {
+        Workload::Command(cmd) => {
+            let mut client = lab.spawn_client(cmd, streams)?;
+            (finish_client(&lab, &mut client, run.max_time, false)?, None)
+        }
+        Workload::Shell => {
+            let shell = std::env::var("SHELL").unwrap_or_else(|_| "/bin/sh".into());
+            eprintln!(
+                "brisk live: shell in namespace {} (BRISK_SERVER={}); exit it to end the run",
+                lab.names().client,
+                lab.server_addr()
+            );
+            let mut client = Program::spawn_command(
+                lab.client_ns(),
+                "shell",
+                std::process::Command::new(shell),
+                &lab.env(),
+                Streams::Interactive,
+            )?;
+            (finish_client(&lab, &mut client, run.max_time, true)?, None)
+        }
+        Workload::Bulk(b) => (0, Some(run_bulk(&lab, b)?)),
+    };
+    if let Some(s) = server {
+        s.stop(SERVER_GRACE);
+    }
+    let results = lab.finish(Some(exit_code), bulk)?;
+    Ok(LiveOutcome { results, exit_code })
+}
+
+fn run_bulk(lab: &Lab, b: &BulkConfig) -> Result<BulkReport, LiveError> {
+    let bind = SocketAddr::new(lab.server_bind_addr(), bulk::BULK_PORT);
+    let target = SocketAddr::new(lab.server_addr(), bulk::BULK_PORT);
+    bulk::run(lab.server_ns(), bind, lab.client_ns(), target, b)
+}
+
+/// Waits for the client and turns how it ended into an exit code.
+fn finish_client(
+    lab: &Lab,
+    client: &mut Program,
+    max_time: Option<Duration>,
+    interactive: bool,
+) -> Result<i32, LiveError> {
+    match lab.wait(client, max_time, interactive)? {
+        Some(status) => Ok(process::exit_code(status)),
+        None => Ok(match signal::received() {
+            Some(sig) => 128 + sig,
+            None => 124,
+        }),
+    }
+}

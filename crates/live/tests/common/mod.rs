@@ -1,0 +1,58 @@
+//! Shared by the live tests: the root check, one lab at a time, scenarios
+//! from TOML text.
+#![allow(dead_code)]
+
+use brisk_live::{Lab, LabConfig};
+use brisk_sim::scenario::Scenario;
+use std::sync::{Mutex, MutexGuard};
+
+/// Labs measure timing on a 2-core machine: run them one at a time.
+static ONE_LAB: Mutex<()> = Mutex::new(());
+
+/// Holds the lab lock for a test, or returns `None` (after saying why) when
+/// the test cannot run here: not root and not in CI. In CI (`CI=true`) a
+/// missing privilege fails the test instead.
+pub fn lab_guard(test: &str) -> Option<MutexGuard<'static, ()>> {
+    if !brisk_live::sys::has_net_admin() {
+        if std::env::var("CI").is_ok_and(|v| v == "true") {
+            panic!("{test}: the live tests need root (CAP_NET_ADMIN) in CI");
+        }
+        eprintln!("{test}: skipped: needs root (CAP_NET_ADMIN) for namespaces and TUN devices");
+        return None;
+    }
+    Some(ONE_LAB.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
+pub fn scenario(toml: &str) -> Scenario {
+    let text = format!("duration = \"10s\"\n{toml}");
+    Scenario::parse(&text, "test.toml").expect("test scenario parses")
+}
+
+pub fn lab(toml: &str) -> Lab {
+    Lab::up(LabConfig::new(scenario(toml))).expect("lab comes up")
+}
+
+/// Runs the built-in bulk download (server to client) in `lab`.
+pub fn bulk(
+    lab: &Lab,
+    cc: &str,
+    ecn: bool,
+    duration: std::time::Duration,
+) -> brisk_live::bulk::BulkReport {
+    use brisk_live::bulk::{self, BulkConfig};
+    use std::net::SocketAddr;
+    lab.set_tcp_ecn(ecn).expect("set tcp_ecn");
+    let config = BulkConfig {
+        cc: cc.into(),
+        ecn,
+        duration,
+    };
+    bulk::run(
+        lab.server_ns(),
+        SocketAddr::new(lab.server_bind_addr(), bulk::BULK_PORT),
+        lab.client_ns(),
+        SocketAddr::new(lab.server_addr(), bulk::BULK_PORT),
+        &config,
+    )
+    .expect("bulk transfer runs")
+}
