@@ -77,7 +77,12 @@ impl AckTracker {
 
     /// True when `pn` was received already or is too old to tell.
     pub fn is_duplicate(&self, pn: u64) -> bool {
-        pn < self.floor || self.ranges.range(..=pn).next_back().is_some_and(|(_, &end)| pn <= end)
+        pn < self.floor
+            || self
+                .ranges
+                .range(..=pn)
+                .next_back()
+                .is_some_and(|(_, &end)| pn <= end)
     }
 
     /// Records an authenticated packet that was not a duplicate.
@@ -110,12 +115,12 @@ impl AckTracker {
     fn insert(&mut self, pn: u64) {
         let mut start = pn;
         let mut end = pn;
-        if let Some((&s, &e)) = self.ranges.range(..=pn).next_back() {
-            if e + 1 >= pn {
-                start = s;
-                end = end.max(e);
-                self.ranges.remove(&s);
-            }
+        if let Some((&s, &e)) = self.ranges.range(..=pn).next_back()
+            && e + 1 >= pn
+        {
+            start = s;
+            end = end.max(e);
+            self.ranges.remove(&s);
         }
         if let Some(&e) = self.ranges.get(&(end + 1)) {
             self.ranges.remove(&(end + 1));
@@ -155,7 +160,11 @@ impl AckTracker {
             .take(MAX_REPORTED_RANGES)
             .map(|(&s, &e)| s..=e)
             .collect();
-        Some(AckFrame { ranges, ack_delay: now - received_at, ecn: Some(self.ecn) })
+        Some(AckFrame {
+            ranges,
+            ack_delay: now - received_at,
+            ecn: Some(self.ecn),
+        })
     }
 
     /// An ACK frame went out.
@@ -176,10 +185,10 @@ impl AckTracker {
         self.floor = largest;
         let keep = self.ranges.split_off(&largest);
         let below = std::mem::replace(&mut self.ranges, keep);
-        if let Some((&s, &e)) = below.iter().next_back() {
-            if e >= largest {
-                self.ranges.insert(s.max(largest), e);
-            }
+        if let Some((&s, &e)) = below.iter().next_back()
+            && e >= largest
+        {
+            self.ranges.insert(s.max(largest), e);
         }
     }
 }
@@ -233,7 +242,14 @@ mod tests {
         a.on_packet(t(4), 5, Ecn::Ect1, false); // CE ends
         assert!(a.ack_due(t(4)));
         let e = a.build(t(4)).unwrap().ecn.unwrap();
-        assert_eq!(e, EcnCounts { ect0: 0, ect1: 4, ce: 2 });
+        assert_eq!(
+            e,
+            EcnCounts {
+                ect0: 0,
+                ect1: 4,
+                ce: 2
+            }
+        );
     }
 
     #[test]

@@ -78,7 +78,12 @@ pub struct ClientConfig {
 
 impl ClientConfig {
     pub fn new(server_static_key: Option<[u8; KEY_LEN]>) -> Self {
-        ClientConfig { server_static_key, keypair: None, version: VERSION_1, transport: TransportConfig::default() }
+        ClientConfig {
+            server_static_key,
+            keypair: None,
+            version: VERSION_1,
+            transport: TransportConfig::default(),
+        }
     }
 
     /// Chooses the congestion controller.
@@ -102,7 +107,12 @@ pub struct ServerConfig {
 
 impl ServerConfig {
     pub fn new(keypair: Keypair) -> Self {
-        ServerConfig { keypair, accept_early_data: true, max_connections: 10_000, transport: TransportConfig::default() }
+        ServerConfig {
+            keypair,
+            accept_early_data: true,
+            max_connections: 10_000,
+            transport: TransportConfig::default(),
+        }
     }
 }
 
@@ -142,16 +152,25 @@ mod tests {
 
     #[test]
     fn transport_config_reads_partial_json_in_milliseconds() {
-        let c: TransportConfig =
-            serde_json::from_str(r#"{"max_idle_timeout": 5000, "cc": "prague", "keep_alive_interval": 15000}"#)
-                .unwrap();
+        let c: TransportConfig = serde_json::from_str(
+            r#"{"max_idle_timeout": 5000, "cc": "prague", "keep_alive_interval": 15000}"#,
+        )
+        .unwrap();
         assert_eq!(c.max_idle_timeout, Duration::from_secs(5));
         assert_eq!(c.cc, CcAlgorithm::Prague);
         assert_eq!(c.keep_alive_interval, Some(Duration::from_secs(15)));
         assert_eq!(c.max_ack_delay, Duration::from_millis(25));
         assert!(serde_json::from_str::<TransportConfig>(r#"{"idle": 1}"#).is_err());
-        let back: TransportConfig = serde_json::from_str(&serde_json::to_string(&c).unwrap()).unwrap();
+        let back: TransportConfig =
+            serde_json::from_str(&serde_json::to_string(&c).unwrap()).unwrap();
         assert_eq!(back, c);
-        assert_eq!(TransportConfig { max_datagram_size: 10, ..c }.mds(), 1200);
+        assert_eq!(
+            TransportConfig {
+                max_datagram_size: 10,
+                ..c
+            }
+            .mds(),
+            1200
+        );
     }
 }

@@ -134,7 +134,9 @@ fn nonce(pn: u64) -> Nonce {
 
 impl PacketKey {
     pub fn new(key: [u8; KEY_LEN]) -> Self {
-        PacketKey { aead: ChaCha20Poly1305::new(&Key::from(key)) }
+        PacketKey {
+            aead: ChaCha20Poly1305::new(&Key::from(key)),
+        }
     }
 
     /// Encrypts `buf[payload_start..]` in place and appends the tag; the
@@ -153,7 +155,10 @@ impl PacketKey {
     /// Authenticates `header` and `sealed` (ciphertext and tag) and returns
     /// the plaintext.
     pub fn open(&self, pn: u64, header: &[u8], sealed: &[u8]) -> Result<Vec<u8>, CryptoError> {
-        let body_len = sealed.len().checked_sub(TAG_LEN).ok_or(CryptoError::Truncated)?;
+        let body_len = sealed
+            .len()
+            .checked_sub(TAG_LEN)
+            .ok_or(CryptoError::Truncated)?;
         let mut body = sealed[..body_len].to_vec();
         let tag = Tag::from_slice(&sealed[body_len..]);
         self.aead
@@ -196,16 +201,26 @@ mod tests {
         key.seal(42, &mut pkt, 0, 3);
         assert_eq!(pkt.len(), 3 + 14 + TAG_LEN);
         assert_ne!(&pkt[3..17], b"secret payload");
-        assert_eq!(key.open(42, &pkt[..3], &pkt[3..]).unwrap(), b"secret payload");
+        assert_eq!(
+            key.open(42, &pkt[..3], &pkt[3..]).unwrap(),
+            b"secret payload"
+        );
         // Wrong packet number, header bit flip, body bit flip, wrong key.
-        assert_eq!(key.open(43, &pkt[..3], &pkt[3..]), Err(CryptoError::Unauthenticated));
+        assert_eq!(
+            key.open(43, &pkt[..3], &pkt[3..]),
+            Err(CryptoError::Unauthenticated)
+        );
         let mut h = pkt.clone();
         h[0] ^= 1;
         assert!(key.open(42, &h[..3], &h[3..]).is_err());
         let mut b = pkt.clone();
         b[5] ^= 0x80;
         assert!(key.open(42, &b[..3], &b[3..]).is_err());
-        assert!(PacketKey::new([8; 32]).open(42, &pkt[..3], &pkt[3..]).is_err());
+        assert!(
+            PacketKey::new([8; 32])
+                .open(42, &pkt[..3], &pkt[3..])
+                .is_err()
+        );
         assert_eq!(key.open(42, b"", &[0; 15]), Err(CryptoError::Truncated));
     }
 }

@@ -163,7 +163,13 @@ impl Endpoint {
         let routed = self
             .by_cid
             .get(&dcid)
-            .or_else(|| if initial { self.by_initial.get(&dcid) } else { None })
+            .or_else(|| {
+                if initial {
+                    self.by_initial.get(&dcid)
+                } else {
+                    None
+                }
+            })
             .copied();
         if let Some(h) = routed {
             if let Some(c) = self.connections.get_mut(&h) {
@@ -175,7 +181,10 @@ impl Endpoint {
             self.stats.unknown_connection += 1;
             return;
         }
-        if view.is_long() && !view.is_version_negotiation() && !SUPPORTED_VERSIONS.contains(&view.version()) {
+        if view.is_long()
+            && !view.is_version_negotiation()
+            && !SUPPORTED_VERSIONS.contains(&view.version())
+        {
             self.send_version_negotiation(&view, remote, data.len());
             return;
         }
@@ -186,32 +195,60 @@ impl Endpoint {
         self.accept_initial(now, remote, &view, data.len());
     }
 
-    fn send_version_negotiation(&mut self, view: &HeaderView<&[u8]>, remote: SocketAddr, len: usize) {
+    fn send_version_negotiation(
+        &mut self,
+        view: &HeaderView<&[u8]>,
+        remote: SocketAddr,
+        len: usize,
+    ) {
         // Only a full-size datagram earns a reply, so this cannot amplify.
         if len < MIN_INITIAL_DATAGRAM {
             self.stats.short_initial += 1;
             return;
         }
-        let (Some(dcid), Some(scid)) = (ConnectionId::new(view.scid()), ConnectionId::new(view.dcid())) else {
+        let (Some(dcid), Some(scid)) = (
+            ConnectionId::new(view.scid()),
+            ConnectionId::new(view.dcid()),
+        ) else {
             return;
         };
         let mut contents = Vec::new();
-        Header::VersionNegotiation { dcid, scid, versions: SUPPORTED_VERSIONS.to_vec() }.emit(&mut contents);
+        Header::VersionNegotiation {
+            dcid,
+            scid,
+            versions: SUPPORTED_VERSIONS.to_vec(),
+        }
+        .emit(&mut contents);
         self.stats.version_negotiations_sent += 1;
-        self.stateless.push_back(Transmit { destination: remote, ecn: Ecn::NotEct, contents });
+        self.stateless.push_back(Transmit {
+            destination: remote,
+            ecn: Ecn::NotEct,
+            contents,
+        });
     }
 
-    fn accept_initial(&mut self, now: Instant, remote: SocketAddr, view: &HeaderView<&[u8]>, len: usize) {
+    fn accept_initial(
+        &mut self,
+        now: Instant,
+        remote: SocketAddr,
+        view: &HeaderView<&[u8]>,
+        len: usize,
+    ) {
         if len < MIN_INITIAL_DATAGRAM {
             self.stats.short_initial += 1;
             return;
         }
-        let Some(server) = self.server.as_ref() else { return };
+        let Some(server) = self.server.as_ref() else {
+            return;
+        };
         if self.connections.len() >= server.max_connections {
             self.stats.refused += 1;
             return;
         }
-        let (Some(dcid), Some(scid)) = (ConnectionId::new(view.dcid()), ConnectionId::new(view.scid())) else {
+        let (Some(dcid), Some(scid)) = (
+            ConnectionId::new(view.dcid()),
+            ConnectionId::new(view.scid()),
+        ) else {
             self.stats.malformed += 1;
             return;
         };
@@ -219,10 +256,19 @@ impl Endpoint {
             self.stats.malformed += 1;
             return;
         };
-        let info = InitialInfo { version: view.version(), dcid, scid, pattern, message, datagram_len: len };
+        let info = InitialInfo {
+            version: view.version(),
+            dcid,
+            scid,
+            pattern,
+            message,
+            datagram_len: len,
+        };
         let local = self.fresh_cid();
         let seed = self.seed();
-        let Some(server) = self.server.as_ref() else { return };
+        let Some(server) = self.server.as_ref() else {
+            return;
+        };
         match Connection::new_server(now, server, local, info, remote, seed) {
             Ok(conn) => {
                 let h = self.insert(conn);
@@ -247,7 +293,11 @@ impl Endpoint {
             .map(|(h, _)| *h)
             .collect();
         for h in order {
-            if let Some(t) = self.connections.get_mut(&h).and_then(|c| c.poll_transmit(now)) {
+            if let Some(t) = self
+                .connections
+                .get_mut(&h)
+                .and_then(|c| c.poll_transmit(now))
+            {
                 self.cursor = Some(h);
                 return Some(t);
             }
@@ -256,7 +306,10 @@ impl Endpoint {
     }
 
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.connections.values().filter_map(Connection::poll_timeout).min()
+        self.connections
+            .values()
+            .filter_map(Connection::poll_timeout)
+            .min()
     }
 
     pub fn handle_timeout(&mut self, now: Instant) {
@@ -278,11 +331,11 @@ impl Endpoint {
             }
         }
         let (h, e) = found?;
-        if e == Event::Closed {
-            if let Some(c) = self.connections.remove(&h) {
-                self.by_cid.remove(&c.local_cid());
-                self.by_initial.remove(&c.initial_dcid());
-            }
+        if e == Event::Closed
+            && let Some(c) = self.connections.remove(&h)
+        {
+            self.by_cid.remove(&c.local_cid());
+            self.by_initial.remove(&c.initial_dcid());
         }
         Some((h, e))
     }

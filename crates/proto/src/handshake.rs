@@ -81,7 +81,12 @@ fn noise(e: snow::Error) -> HandshakeError {
 }
 
 /// The prologue both sides feed to Noise.
-pub fn prologue(version: u32, pattern: Pattern, client_dcid: &ConnectionId, client_scid: &ConnectionId) -> Vec<u8> {
+pub fn prologue(
+    version: u32,
+    pattern: Pattern,
+    client_dcid: &ConnectionId,
+    client_scid: &ConnectionId,
+) -> Vec<u8> {
     let mut p = b"brisk".to_vec();
     p.extend_from_slice(&version.to_be_bytes());
     p.push(pattern.id());
@@ -100,7 +105,9 @@ pub struct Handshake {
 
 impl std::fmt::Debug for Handshake {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Handshake").field("pattern", &self.pattern).finish()
+        f.debug_struct("Handshake")
+            .field("pattern", &self.pattern)
+            .finish()
     }
 }
 
@@ -122,11 +129,19 @@ impl Handshake {
         if let Some(k) = server_key {
             b = b.remote_public_key(k).map_err(noise)?;
         }
-        Ok(Handshake { state: b.build_initiator().map_err(noise)?, pattern })
+        Ok(Handshake {
+            state: b.build_initiator().map_err(noise)?,
+            pattern,
+        })
     }
 
     /// The server side.
-    pub fn responder(pattern: Pattern, local: &Keypair, prologue: &[u8], seed: [u8; 32]) -> Result<Self, HandshakeError> {
+    pub fn responder(
+        pattern: Pattern,
+        local: &Keypair,
+        prologue: &[u8],
+        seed: [u8; 32],
+    ) -> Result<Self, HandshakeError> {
         let params = pattern.noise_name().parse().map_err(noise)?;
         let state = snow::Builder::with_resolver(params, Box::new(SeededResolver::new(seed)))
             .local_private_key(local.private())
@@ -170,7 +185,9 @@ impl Handshake {
 
     /// The peer's static key, once the handshake revealed it.
     pub fn remote_static(&self) -> Option<[u8; KEY_LEN]> {
-        self.state.get_remote_static().and_then(|k| k.try_into().ok())
+        self.state
+            .get_remote_static()
+            .and_then(|k| k.try_into().ok())
     }
 
     /// The 1-RTT keys `(send, receive)` after the last message.
@@ -244,10 +261,15 @@ mod tests {
     fn ik_completes_in_two_messages_with_encrypted_early_payload() {
         let (client, server) = (keys(1), keys(2));
         let pro = prologue(1, Pattern::Ik, &cid(1), &cid(2));
-        let mut c = Handshake::initiator(Pattern::Ik, &client, Some(&server.public()), &pro, [3; 32]).unwrap();
+        let mut c =
+            Handshake::initiator(Pattern::Ik, &client, Some(&server.public()), &pro, [3; 32])
+                .unwrap();
         let mut s = Handshake::responder(Pattern::Ik, &server, &pro, [4; 32]).unwrap();
         let m1 = c.write(b"GET /index").unwrap();
-        assert!(!m1.windows(10).any(|w| w == b"GET /index"), "payload is encrypted");
+        assert!(
+            !m1.windows(10).any(|w| w == b"GET /index"),
+            "payload is encrypted"
+        );
         assert_eq!(s.read(&m1).unwrap(), b"GET /index");
         assert_eq!(s.remote_static(), Some(client.public()));
         let m2 = s.write(b"ok").unwrap();
@@ -264,19 +286,34 @@ mod tests {
         pkt.extend_from_slice(b"back");
         s_tx.seal(0, &mut pkt, 0, 1);
         assert_eq!(c_rx.open(0, b"h", &pkt[1..]).unwrap(), b"back");
-        assert!(c_rx.open(0, b"h", &{
-            let mut p = b"h".to_vec();
-            p.extend_from_slice(b"xxxx");
-            c_tx.seal(0, &mut p, 0, 1);
-            p
-        }[1..]).is_err(), "directions use different keys");
+        assert!(
+            c_rx.open(
+                0,
+                b"h",
+                &{
+                    let mut p = b"h".to_vec();
+                    p.extend_from_slice(b"xxxx");
+                    c_tx.seal(0, &mut p, 0, 1);
+                    p
+                }[1..]
+            )
+            .is_err(),
+            "directions use different keys"
+        );
     }
 
     #[test]
     fn ik_with_wrong_server_key_fails_at_the_server() {
         let (client, server, impostor) = (keys(1), keys(2), keys(3));
         let pro = prologue(1, Pattern::Ik, &cid(1), &cid(2));
-        let mut c = Handshake::initiator(Pattern::Ik, &client, Some(&impostor.public()), &pro, [3; 32]).unwrap();
+        let mut c = Handshake::initiator(
+            Pattern::Ik,
+            &client,
+            Some(&impostor.public()),
+            &pro,
+            [3; 32],
+        )
+        .unwrap();
         let mut s = Handshake::responder(Pattern::Ik, &server, &pro, [4; 32]).unwrap();
         let m1 = c.write(b"").unwrap();
         assert!(s.read(&m1).is_err());
@@ -310,11 +347,17 @@ mod tests {
     #[test]
     fn payload_round_trip_and_garbage() {
         let p = HandshakePayload {
-            params: TransportParams { source_cid: cid(5), ..TransportParams::default() },
+            params: TransportParams {
+                source_cid: cid(5),
+                ..TransportParams::default()
+            },
             early: Some((0, b"hello".to_vec())),
         };
         assert_eq!(HandshakePayload::parse(&p.emit()).unwrap(), p);
-        let bare = HandshakePayload { early: None, ..p.clone() };
+        let bare = HandshakePayload {
+            early: None,
+            ..p.clone()
+        };
         assert_eq!(HandshakePayload::parse(&bare.emit()).unwrap(), bare);
         let mut long = p.emit();
         long.push(0);

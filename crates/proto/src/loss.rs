@@ -21,7 +21,10 @@
 //! there is any, else the newest unacknowledged data again. The probe
 //! timeout is `max(2 * smoothed_rtt, smoothed_rtt + 4 * rttvar) +
 //! max_ack_delay`, the TLP timer of RFC 8985 §7.2 made no shorter than
-//! RFC 9002's PTO; it doubles only across consecutive timeouts.
+//! RFC 9002's PTO; it doubles only across consecutive timeouts, and stops
+//! doubling at `max_probe_timeout` (2 s): mobile links freeze for seconds
+//! and then work again, and an unbounded backoff would leave a revived path
+//! idle for as long as it was frozen.
 
 use crate::rtt::{RttEstimator, TIMER_GRANULARITY};
 use crate::sent_packets::{SentPacket, SentPackets};
@@ -42,6 +45,11 @@ pub struct LossConfig {
     pub max_reordering_delay: Duration,
     /// RFC 9002 kPersistentCongestionThreshold.
     pub persistent_congestion_threshold: u32,
+    /// Probe backoff stops growing here (or at the unbacked-off probe
+    /// timeout, if that is longer), so a path that comes back after a
+    /// radio freeze is probed again within this long.
+    #[serde(with = "crate::config::millis")]
+    pub max_probe_timeout: Duration,
 }
 
 impl Default for LossConfig {
@@ -51,6 +59,7 @@ impl Default for LossConfig {
             max_reordering_packets: 30,
             max_reordering_delay: Duration::from_millis(50),
             persistent_congestion_threshold: 3,
+            max_probe_timeout: Duration::from_secs(2),
         }
     }
 }
@@ -154,7 +163,9 @@ impl LossDetection {
 
     pub fn reorder_window(&self, rtt: &RttEstimator) -> Duration {
         let cap = rtt.smoothed().max(self.config.max_reordering_delay);
-        (rtt.min() / 4 * self.reorder_mult).min(cap).max(TIMER_GRANULARITY)
+        (rtt.min() / 4 * self.reorder_mult)
+            .min(cap)
+            .max(TIMER_GRANULARITY)
     }
 
     pub fn loss_delay(&self, rtt: &RttEstimator) -> Duration {
@@ -189,8 +200,10 @@ impl LossDetection {
                 self.loss_time = Some(self.loss_time.map_or(at, |t| t.min(at)));
             }
         }
-        let packets: Vec<(u64, SentPacket)> =
-            lost.into_iter().filter_map(|pn| sent.remove(pn).map(|p| (pn, p))).collect();
+        let packets: Vec<(u64, SentPacket)> = lost
+            .into_iter()
+            .filter_map(|pn| sent.remove(pn).map(|p| (pn, p)))
+            .collect();
         if packets.iter().any(|(_, p)| p.ack_eliciting) {
             self.episodes_without_spurious += 1;
             if self.episodes_without_spurious >= REORDER_PERSIST_EPISODES {
@@ -199,13 +212,22 @@ impl LossDetection {
         }
         for (pn, p) in &packets {
             if p.ack_eliciting {
-                self.recently_lost.insert(*pn, LostRecord { declared_at: now, largest_acked: largest });
+                self.recently_lost.insert(
+                    *pn,
+                    LostRecord {
+                        declared_at: now,
+                        largest_acked: largest,
+                    },
+                );
             }
         }
         self.forget_old_losses(now, rtt);
         let pc = (rtt.pto_base() + max_ack_delay) * self.config.persistent_congestion_threshold;
         let persistent_congestion = self.persistent_congestion(&packets, pc);
-        LostBatch { packets, persistent_congestion }
+        LostBatch {
+            packets,
+            persistent_congestion,
+        }
     }
 
     fn persistent_congestion(&self, lost: &[(u64, SentPacket)], duration: Duration) -> bool {
@@ -222,10 +244,10 @@ impl LossDetection {
                 run = Some((*pn, p.time_sent));
             }
             prev = Some(*pn);
-            if let Some((_, start)) = run {
-                if p.time_sent - start > duration {
-                    return true;
-                }
+            if let Some((_, start)) = run
+                && p.time_sent - start > duration
+            {
+                return true;
             }
         }
         false
@@ -233,7 +255,8 @@ impl LossDetection {
 
     fn forget_old_losses(&mut self, now: Instant, rtt: &RttEstimator) {
         let horizon = (rtt.smoothed() * 4).max(Duration::from_secs(1));
-        self.recently_lost.retain(|_, r| r.declared_at + horizon > now);
+        self.recently_lost
+            .retain(|_, r| r.declared_at + horizon > now);
         while self.recently_lost.len() > MAX_REMEMBERED_LOSSES {
             self.recently_lost.pop_first();
         }
@@ -250,13 +273,16 @@ impl LossDetection {
     pub fn check_spurious(&mut self, range: std::ops::RangeInclusive<u64>) -> u64 {
         let pns: Vec<u64> = self.recently_lost.range(range).map(|(&pn, _)| pn).collect();
         for pn in &pns {
-            let Some(r) = self.recently_lost.remove(pn) else { continue };
+            let Some(r) = self.recently_lost.remove(pn) else {
+                continue;
+            };
             self.spurious += 1;
             let distance = r.largest_acked.saturating_sub(*pn) + 1;
-            self.packet_threshold = self
-                .packet_threshold
-                .max(distance)
-                .min(self.config.max_reordering_packets.max(self.config.packet_threshold));
+            self.packet_threshold = self.packet_threshold.max(distance).min(
+                self.config
+                    .max_reordering_packets
+                    .max(self.config.packet_threshold),
+            );
             self.reorder_mult = (self.reorder_mult * 2).min(MAX_REORDER_MULT);
             self.episodes_without_spurious = 0;
         }
@@ -270,7 +296,9 @@ impl LossDetection {
 
     /// The probe timeout with the backoff of consecutive timeouts.
     pub fn pto(&self, rtt: &RttEstimator, max_ack_delay: Duration) -> Duration {
-        Self::pto_base(rtt, max_ack_delay) * (1u32 << self.pto_count.min(MAX_PTO_EXPONENT))
+        let base = Self::pto_base(rtt, max_ack_delay);
+        let backed_off = base * (1u32 << self.pto_count.min(MAX_PTO_EXPONENT));
+        backed_off.min(base.max(self.config.max_probe_timeout))
     }
 
     /// When to probe if nothing is acknowledged, given that ack-eliciting
@@ -335,7 +363,10 @@ mod tests {
         }
         l.on_ack(3, true);
         let b = l.detect_lost(t(110), &mut s, &rtt, 25 * MS);
-        assert_eq!(b.packets.iter().map(|(pn, _)| *pn).collect::<Vec<_>>(), vec![0]);
+        assert_eq!(
+            b.packets.iter().map(|(pn, _)| *pn).collect::<Vec<_>>(),
+            vec![0]
+        );
         assert!(!b.persistent_congestion);
     }
 
@@ -348,7 +379,11 @@ mod tests {
         l.on_ack(1, true);
         // Packet 0 was sent at 0 ms; loss delay is 100 + 25 = 125 ms.
         assert_eq!(l.loss_delay(&rtt), 125 * MS);
-        assert!(l.detect_lost(t(124), &mut s, &rtt, 25 * MS).packets.is_empty());
+        assert!(
+            l.detect_lost(t(124), &mut s, &rtt, 25 * MS)
+                .packets
+                .is_empty()
+        );
         assert_eq!(l.loss_time(), Some(t(125)));
         let b = l.detect_lost(t(125), &mut s, &rtt, 25 * MS);
         assert_eq!(b.packets.len(), 1);
@@ -369,10 +404,20 @@ mod tests {
         assert_eq!(l.packet_threshold(), 30);
         assert_eq!(l.reorder_window(&rtt), 50 * MS);
         for _ in 0..6 {
-            l.recently_lost.insert(1, LostRecord { declared_at: t(41), largest_acked: 2 });
+            l.recently_lost.insert(
+                1,
+                LostRecord {
+                    declared_at: t(41),
+                    largest_acked: 2,
+                },
+            );
             l.check_spurious(1..=1);
         }
-        assert_eq!(l.reorder_window(&rtt), 100 * MS, "capped at max(srtt, 50 ms)");
+        assert_eq!(
+            l.reorder_window(&rtt),
+            100 * MS,
+            "capped at max(srtt, 50 ms)"
+        );
         assert_eq!(l.spurious_losses(), 7);
         assert_eq!(l.check_spurious(0..=99), 0);
     }
@@ -414,15 +459,20 @@ mod tests {
         for i in 1..20 {
             r.update(100 * MS, Duration::ZERO, t(i * 100));
         }
-        assert!(l.pto(&r, 25 * MS) >= 225 * MS && l.pto(&r, 25 * MS) < 240 * MS, "low variance: ~2 srtt");
+        assert!(
+            l.pto(&r, 25 * MS) >= 225 * MS && l.pto(&r, 25 * MS) < 240 * MS,
+            "low variance: ~2 srtt"
+        );
         assert_eq!(l.pto_deadline(&rtt, 25 * MS), None, "nothing sent");
         l.on_eliciting_sent(t(1000));
         assert_eq!(l.on_pto(), 1);
         assert_eq!(l.on_pto(), 2);
         assert_eq!(l.pto(&rtt, 25 * MS), 4 * 325 * MS);
         assert_eq!(l.pto_deadline(&rtt, 25 * MS), Some(t(1000) + 4 * 325 * MS));
+        l.on_pto();
+        assert_eq!(l.pto(&rtt, 25 * MS), 2000 * MS, "backoff capped at 2 s");
         l.on_ack(5, false);
-        assert_eq!(l.pto_count(), 2, "an ACK of nothing new keeps the backoff");
+        assert_eq!(l.pto_count(), 3, "an ACK of nothing new keeps the backoff");
         l.on_ack(5, true);
         assert_eq!(l.pto_count(), 0);
     }

@@ -53,7 +53,10 @@ impl ConnectionId {
         }
         let mut bytes = [0; MAX_CID_LEN];
         bytes[..b.len()].copy_from_slice(b);
-        Some(ConnectionId { len: b.len() as u8, bytes })
+        Some(ConnectionId {
+            len: b.len() as u8,
+            bytes,
+        })
     }
 
     pub fn as_bytes(&self) -> &[u8] {
@@ -114,8 +117,15 @@ impl TruncatedPn {
         };
         let bits = 64 - unacked.leading_zeros() + 1;
         let len = bits.div_ceil(8).clamp(1, 4) as u8;
-        let mask = if len == 4 { u32::MAX } else { (1u32 << (8 * u32::from(len))) - 1 };
-        TruncatedPn { value: (full as u32) & mask, len }
+        let mask = if len == 4 {
+            u32::MAX
+        } else {
+            (1u32 << (8 * u32::from(len))) - 1
+        };
+        TruncatedPn {
+            value: (full as u32) & mask,
+            len,
+        }
     }
 }
 
@@ -200,7 +210,7 @@ impl Layout {
         let scid_at = r.position();
         r.bytes(scid_len)?;
         if version == VERSION_NEGOTIATION {
-            if r.remaining() % 4 != 0 {
+            if !r.remaining().is_multiple_of(4) {
                 return Err(DecodeError::Malformed("version list"));
             }
             let pn_at = r.position();
@@ -234,7 +244,6 @@ impl Layout {
 }
 
 impl<T: AsRef<[u8]>> HeaderView<T> {
-
     fn b(&self) -> &[u8] {
         self.buffer.as_ref()
     }
@@ -306,8 +315,13 @@ impl<T: AsRef<[u8]>> HeaderView<T> {
 
     /// The versions a version negotiation packet lists.
     pub fn versions(&self) -> impl Iterator<Item = u32> + '_ {
-        let list = if self.is_version_negotiation() { self.payload() } else { &[] };
-        list.chunks_exact(4).map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]))
+        let list = if self.is_version_negotiation() {
+            self.payload()
+        } else {
+            &[]
+        };
+        list.chunks_exact(4)
+            .map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]))
     }
 }
 
@@ -353,7 +367,10 @@ impl Header {
                 pn: v.packet_number(),
                 payload_len: v.payload().len(),
             }),
-            None => Ok(Header::Short { dcid: cid(v.dcid())?, pn: v.packet_number() }),
+            None => Ok(Header::Short {
+                dcid: cid(v.dcid())?,
+                pn: v.packet_number(),
+            }),
         }
     }
 
@@ -361,7 +378,14 @@ impl Header {
     /// headers) follows it.
     pub fn emit(&self, out: &mut Vec<u8>) {
         match self {
-            Header::Long { ty, version, dcid, scid, pn, payload_len } => {
+            Header::Long {
+                ty,
+                version,
+                dcid,
+                scid,
+                pn,
+                payload_len,
+            } => {
                 out.push(FORM_LONG | FIXED_BIT | (ty.bits() << 4) | (pn.len - 1));
                 out.extend_from_slice(&version.to_be_bytes());
                 out.push(dcid.len() as u8);
@@ -376,7 +400,11 @@ impl Header {
                 out.extend_from_slice(dcid.as_bytes());
                 emit_pn(out, *pn);
             }
-            Header::VersionNegotiation { dcid, scid, versions } => {
+            Header::VersionNegotiation {
+                dcid,
+                scid,
+                versions,
+            } => {
                 out.push(FORM_LONG | FIXED_BIT);
                 out.extend_from_slice(&VERSION_NEGOTIATION.to_be_bytes());
                 out.push(dcid.len() as u8);
@@ -393,14 +421,25 @@ impl Header {
     /// Bytes `emit` writes.
     pub fn len(&self) -> usize {
         match self {
-            Header::Long { dcid, scid, pn, payload_len, .. } => {
+            Header::Long {
+                dcid,
+                scid,
+                pn,
+                payload_len,
+                ..
+            } => {
                 let length = usize::from(pn.len) + payload_len;
-                7 + dcid.len() + scid.len() + varint::size(length as u64).unwrap_or(8) + usize::from(pn.len)
+                7 + dcid.len()
+                    + scid.len()
+                    + varint::size(length as u64).unwrap_or(8)
+                    + usize::from(pn.len)
             }
             Header::Short { dcid, pn } => 1 + dcid.len() + usize::from(pn.len),
-            Header::VersionNegotiation { dcid, scid, versions } => {
-                7 + dcid.len() + scid.len() + 4 * versions.len()
-            }
+            Header::VersionNegotiation {
+                dcid,
+                scid,
+                versions,
+            } => 7 + dcid.len() + scid.len() + 4 * versions.len(),
         }
     }
 
@@ -425,8 +464,8 @@ mod tests {
 
     /// An Initial: version 1, dcid 01 02, scid aa, 2-byte pn 0x0102, 3 payload bytes.
     const LONG: [u8; 16] = [
-        0xc1, 0x42, 0x52, 0x00, 0x01, 0x02, 0x01, 0x02, 0x01, 0xaa, 0x05, 0x01, 0x02, 0xad,
-        0xbe, 0xef,
+        0xc1, 0x42, 0x52, 0x00, 0x01, 0x02, 0x01, 0x02, 0x01, 0xaa, 0x05, 0x01, 0x02, 0xad, 0xbe,
+        0xef,
     ];
 
     fn long_repr() -> Header {
@@ -435,7 +474,10 @@ mod tests {
             version: VERSION_1,
             dcid: cid(&[1, 2]),
             scid: cid(&[0xaa]),
-            pn: TruncatedPn { value: 0x0102, len: 2 },
+            pn: TruncatedPn {
+                value: 0x0102,
+                len: 2,
+            },
             payload_len: 3,
         }
     }
@@ -450,7 +492,13 @@ mod tests {
         assert_eq!(v.long_type(), Some(LongType::Initial));
         assert_eq!(v.version(), VERSION_1);
         assert_eq!((v.dcid(), v.scid()), (&[1u8, 2][..], &[0xaau8][..]));
-        assert_eq!(v.packet_number(), TruncatedPn { value: 0x0102, len: 2 });
+        assert_eq!(
+            v.packet_number(),
+            TruncatedPn {
+                value: 0x0102,
+                len: 2
+            }
+        );
         assert_eq!(v.header_len(), 13);
         assert_eq!(v.payload(), &[0xad, 0xbe, 0xef]);
         assert_eq!(v.packet_len(), 16);
@@ -474,15 +522,27 @@ mod tests {
         assert_eq!(v.payload(), &[0xf0, 0x0d]);
         assert_eq!(
             Header::parse(&v).unwrap(),
-            Header::Short { dcid: cid(&[1, 2, 3, 4, 5, 6, 7, 8]), pn: TruncatedPn { value: 0x2a, len: 1 } }
+            Header::Short {
+                dcid: cid(&[1, 2, 3, 4, 5, 6, 7, 8]),
+                pn: TruncatedPn {
+                    value: 0x2a,
+                    len: 1
+                }
+            }
         );
     }
 
     #[test]
     fn emit_short_and_version_negotiation() {
         let mut out = Vec::new();
-        Header::Short { dcid: cid(&[1, 2, 3, 4, 5, 6, 7, 8]), pn: TruncatedPn { value: 0x2a, len: 1 } }
-            .emit(&mut out);
+        Header::Short {
+            dcid: cid(&[1, 2, 3, 4, 5, 6, 7, 8]),
+            pn: TruncatedPn {
+                value: 0x2a,
+                len: 1,
+            },
+        }
+        .emit(&mut out);
         assert_eq!(out, SHORT[..10]);
         let vn = Header::VersionNegotiation {
             dcid: cid(&[7]),
@@ -508,7 +568,10 @@ mod tests {
         bad[5] = 21; // dcid length over 20
         assert!(HeaderView::new_checked(&bad[..], 8).is_err());
         for n in 0..LONG.len() {
-            assert!(HeaderView::new_checked(&LONG[..n], 8).is_err(), "prefix {n}");
+            assert!(
+                HeaderView::new_checked(&LONG[..n], 8).is_err(),
+                "prefix {n}"
+            );
         }
         assert!(HeaderView::new_checked(&SHORT[..9], 8).is_err());
     }
@@ -520,9 +583,15 @@ mod tests {
         assert_eq!(TruncatedPn::encode(0xac5c02, Some(0xabe8b3)).len, 2);
         assert_eq!(TruncatedPn::encode(0xace8fe, Some(0xabe8b3)).len, 3);
         // RFC 9000 §A.3: largest 0xa82f30ea, truncated 0x9b32 -> 0xa82f9b32.
-        let t = TruncatedPn { value: 0x9b32, len: 2 };
+        let t = TruncatedPn {
+            value: 0x9b32,
+            len: 2,
+        };
         assert_eq!(decode_packet_number(Some(0xa82f30ea), t), 0xa82f9b32);
-        assert_eq!(decode_packet_number(None, TruncatedPn { value: 0, len: 1 }), 0);
+        assert_eq!(
+            decode_packet_number(None, TruncatedPn { value: 0, len: 1 }),
+            0
+        );
     }
 
     proptest! {

@@ -7,8 +7,8 @@
 use crate::frame::Frame;
 use brisk_time::Instant;
 pub use brisk_trace::qlog::{
-    EcnState as QlogEcnState, ErrorSpace, LossTrigger, Metrics, PacketEvent, PacketHeader, PacketType,
-    QlogEvent, QlogFrame, QlogWriter, RawInfo, StreamType,
+    EcnState as QlogEcnState, ErrorSpace, LossTrigger, Metrics, PacketEvent, PacketHeader,
+    PacketType, QlogEvent, QlogFrame, QlogWriter, RawInfo, StreamType,
 };
 use std::io::Write;
 
@@ -47,21 +47,35 @@ impl QlogSink for std::sync::Arc<std::sync::Mutex<MemorySink>> {
 /// The qlog form of a frame.
 pub fn frame(f: &Frame<'_>) -> QlogFrame {
     match f {
-        Frame::Padding(n) => QlogFrame::Padding { length_bytes: *n as u64 },
+        Frame::Padding(n) => QlogFrame::Padding {
+            length_bytes: *n as u64,
+        },
         Frame::Ping => QlogFrame::Ping,
         Frame::Ack(a) => QlogFrame::Ack {
             ack_delay: Some(a.ack_delay),
-            acked_ranges: a.ranges.iter().rev().map(|r| [*r.start(), *r.end()]).collect(),
+            acked_ranges: a
+                .ranges
+                .iter()
+                .rev()
+                .map(|r| [*r.start(), *r.end()])
+                .collect(),
             ect1: a.ecn.map(|e| e.ect1),
             ect0: a.ecn.map(|e| e.ect0),
             ce: a.ecn.map(|e| e.ce),
         },
-        Frame::ResetStream { id, error_code, final_size } => QlogFrame::ResetStream {
+        Frame::ResetStream {
+            id,
+            error_code,
+            final_size,
+        } => QlogFrame::ResetStream {
             stream_id: *id,
             error_code: *error_code,
             final_size: *final_size,
         },
-        Frame::StopSending { id, error_code } => QlogFrame::StopSending { stream_id: *id, error_code: *error_code },
+        Frame::StopSending { id, error_code } => QlogFrame::StopSending {
+            stream_id: *id,
+            error_code: *error_code,
+        },
         Frame::Stream(s) => QlogFrame::Stream {
             stream_id: s.id,
             offset: s.offset,
@@ -69,15 +83,29 @@ pub fn frame(f: &Frame<'_>) -> QlogFrame {
             fin: s.fin,
         },
         Frame::MaxData(m) => QlogFrame::MaxData { maximum: *m },
-        Frame::MaxStreamData { id, max } => QlogFrame::MaxStreamData { stream_id: *id, maximum: *max },
+        Frame::MaxStreamData { id, max } => QlogFrame::MaxStreamData {
+            stream_id: *id,
+            maximum: *max,
+        },
         Frame::MaxStreams { bidi, count } => QlogFrame::MaxStreams {
-            stream_type: if *bidi { StreamType::Bidirectional } else { StreamType::Unidirectional },
+            stream_type: if *bidi {
+                StreamType::Bidirectional
+            } else {
+                StreamType::Unidirectional
+            },
             maximum: *count,
         },
         Frame::DataBlocked(l) => QlogFrame::DataBlocked { limit: *l },
-        Frame::StreamDataBlocked { id, limit } => QlogFrame::StreamDataBlocked { stream_id: *id, limit: *limit },
+        Frame::StreamDataBlocked { id, limit } => QlogFrame::StreamDataBlocked {
+            stream_id: *id,
+            limit: *limit,
+        },
         Frame::Close(c) => QlogFrame::ConnectionClose {
-            error_space: if c.frame_type.is_some() { ErrorSpace::Transport } else { ErrorSpace::Application },
+            error_space: if c.frame_type.is_some() {
+                ErrorSpace::Transport
+            } else {
+                ErrorSpace::Application
+            },
             error_code: c.error_code,
             reason: String::from_utf8_lossy(c.reason).into_owned(),
         },

@@ -11,7 +11,12 @@ use std::ops::RangeInclusive;
 /// A retransmittable piece of a packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SentFrame {
-    Stream { id: StreamId, offset: u64, len: u64, fin: bool },
+    Stream {
+        id: StreamId,
+        offset: u64,
+        len: u64,
+        fin: bool,
+    },
     Control(ControlFrame),
     HandshakeDone,
 }
@@ -120,7 +125,10 @@ mod tests {
         s.insert(2, pkt(1000, true));
         assert_eq!(s.bytes_in_flight(), 2200);
         let removed = s.remove_range(1..=5);
-        assert_eq!(removed.iter().map(|(pn, _)| *pn).collect::<Vec<_>>(), vec![1, 2]);
+        assert_eq!(
+            removed.iter().map(|(pn, _)| *pn).collect::<Vec<_>>(),
+            vec![1, 2]
+        );
         assert_eq!(s.bytes_in_flight(), 1200);
         assert!(s.has_eliciting_in_flight());
         assert!(s.remove(0).is_some() && s.remove(0).is_none());

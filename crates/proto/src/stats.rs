@@ -27,7 +27,12 @@ pub struct DropStats {
 
 impl DropStats {
     pub fn total(&self) -> u64 {
-        self.malformed + self.unauthenticated + self.duplicate + self.undecryptable + self.bad_handshake + self.unexpected
+        self.malformed
+            + self.unauthenticated
+            + self.duplicate
+            + self.undecryptable
+            + self.bad_handshake
+            + self.unexpected
     }
 }
 

@@ -79,12 +79,32 @@ fn put_bytes(out: &mut Vec<u8>, id: u64, b: &[u8]) {
 
 impl TransportParams {
     pub fn emit(&self, out: &mut Vec<u8>) {
-        put_int(out, id::MAX_IDLE_TIMEOUT_MS, self.max_idle_timeout.as_millis() as u64);
-        put_int(out, id::MAX_ACK_DELAY_MS, self.max_ack_delay.as_millis() as u64);
+        put_int(
+            out,
+            id::MAX_IDLE_TIMEOUT_MS,
+            self.max_idle_timeout.as_millis() as u64,
+        );
+        put_int(
+            out,
+            id::MAX_ACK_DELAY_MS,
+            self.max_ack_delay.as_millis() as u64,
+        );
         put_int(out, id::INITIAL_MAX_DATA, self.initial_max_data);
-        put_int(out, id::INITIAL_MAX_STREAM_DATA, self.initial_max_stream_data);
-        put_int(out, id::INITIAL_MAX_STREAMS_BIDI, self.initial_max_streams_bidi);
-        put_int(out, id::INITIAL_MAX_STREAMS_UNI, self.initial_max_streams_uni);
+        put_int(
+            out,
+            id::INITIAL_MAX_STREAM_DATA,
+            self.initial_max_stream_data,
+        );
+        put_int(
+            out,
+            id::INITIAL_MAX_STREAMS_BIDI,
+            self.initial_max_streams_bidi,
+        );
+        put_int(
+            out,
+            id::INITIAL_MAX_STREAMS_UNI,
+            self.initial_max_streams_uni,
+        );
         put_bytes(out, id::SOURCE_CID, self.source_cid.as_bytes());
         if let Some(c) = &self.original_dcid {
             put_bytes(out, id::ORIGINAL_DCID, c.as_bytes());
@@ -190,7 +210,11 @@ mod tests {
         let p = TransportParams::parse(&[0x01, 0x02, 0x40, 0x64, 0x07, 0x01, 0xaa]).unwrap();
         assert_eq!(p.max_idle_timeout, Duration::from_millis(100));
         assert_eq!(p.source_cid.as_bytes(), &[0xaa]);
-        assert_eq!(p.max_ack_delay, Duration::from_millis(25), "default when absent");
+        assert_eq!(
+            p.max_ack_delay,
+            Duration::from_millis(25),
+            "default when absent"
+        );
     }
 
     #[test]

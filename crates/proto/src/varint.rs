@@ -76,7 +76,10 @@ impl<'a> Reader<'a> {
 
     pub fn bytes(&mut self, len: usize) -> Result<&'a [u8], DecodeError> {
         if self.remaining() < len {
-            return Err(DecodeError::Truncated { need: len, have: self.remaining() });
+            return Err(DecodeError::Truncated {
+                need: len,
+                have: self.remaining(),
+            });
         }
         let out = &self.buf[self.pos..self.pos + len];
         self.pos += len;
@@ -97,7 +100,10 @@ impl<'a> Reader<'a> {
         if !(1..=8).contains(&len) {
             return Err(DecodeError::Malformed("integer width"));
         }
-        Ok(self.bytes(len)?.iter().fold(0u64, |acc, &b| (acc << 8) | u64::from(b)))
+        Ok(self
+            .bytes(len)?
+            .iter()
+            .fold(0u64, |acc, &b| (acc << 8) | u64::from(b)))
     }
 
     pub fn varint(&mut self) -> Result<u64, DecodeError> {
@@ -134,7 +140,10 @@ mod tests {
 
     /// The four examples of RFC 9000 §A.1.
     const RFC_EXAMPLES: [(&[u8], u64); 4] = [
-        (&[0xc2, 0x19, 0x7c, 0x5e, 0xff, 0x14, 0xe8, 0x8c], 151_288_809_941_952_652),
+        (
+            &[0xc2, 0x19, 0x7c, 0x5e, 0xff, 0x14, 0xe8, 0x8c],
+            151_288_809_941_952_652,
+        ),
         (&[0x9d, 0x7f, 0x3e, 0x7d], 494_878_333),
         (&[0x7b, 0xbd], 15_293),
         (&[0x25], 37),

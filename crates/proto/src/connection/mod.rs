@@ -67,7 +67,10 @@ pub enum Event {
     Stream(StreamEvent),
     /// Server only: the client's first flight carried early data on this
     /// stream. It may be a replay; act on it only idempotently.
-    EarlyData { stream: StreamId, len_bytes: u64 },
+    EarlyData {
+        stream: StreamId,
+        len_bytes: u64,
+    },
     /// The connection failed or the peer closed it.
     ConnectionLost(ConnectionError),
     /// The connection is gone for good (after closing or draining); it can
@@ -342,13 +345,25 @@ impl Connection {
             return Err(ConnectError::UnsupportedVersion(config.version));
         }
         let mut rng = ChaCha20Rng::from_seed(seed);
-        let keypair = config.keypair.clone().unwrap_or_else(|| Keypair::generate(&mut rng));
-        let pattern = if config.server_static_key.is_some() { Pattern::Ik } else { Pattern::Xx };
+        let keypair = config
+            .keypair
+            .clone()
+            .unwrap_or_else(|| Keypair::generate(&mut rng));
+        let pattern = if config.server_static_key.is_some() {
+            Pattern::Ik
+        } else {
+            Pattern::Xx
+        };
         let prologue = handshake::prologue(config.version, pattern, &initial_dcid, &local_cid);
         let mut noise_seed = [0u8; 32];
         rng.fill_bytes(&mut noise_seed);
-        let noise =
-            Handshake::initiator(pattern, &keypair, config.server_static_key.as_ref(), &prologue, noise_seed)?;
+        let noise = Handshake::initiator(
+            pattern,
+            &keypair,
+            config.server_static_key.as_ref(),
+            &prologue,
+            noise_seed,
+        )?;
         let mut conn = Connection::new_common(
             now,
             Side::Client,
@@ -374,11 +389,18 @@ impl Connection {
         remote: SocketAddr,
         seed: [u8; 32],
     ) -> Result<Self, HandshakeError> {
-        let prologue = handshake::prologue(initial.version, initial.pattern, &initial.dcid, &initial.scid);
+        let prologue = handshake::prologue(
+            initial.version,
+            initial.pattern,
+            &initial.dcid,
+            &initial.scid,
+        );
         let mut noise = Handshake::responder(initial.pattern, &config.keypair, &prologue, seed)?;
         let payload = HandshakePayload::parse(&noise.read(initial.message)?)?;
         if payload.params.source_cid != initial.scid {
-            return Err(HandshakeError::Noise("source connection id mismatch".into()));
+            return Err(HandshakeError::Noise(
+                "source connection id mismatch".into(),
+            ));
         }
         let mut conn = Connection::new_common(
             now,
@@ -392,6 +414,8 @@ impl Connection {
         );
         conn.remote_cid = initial.scid;
         conn.unvalidated_rx_bytes = initial.datagram_len as u64;
+        conn.stats.datagrams_received = 1;
+        conn.stats.bytes_received = initial.datagram_len as u64;
         conn.apply_peer_params(payload.params);
         let mut accepted = false;
         if let Some((id, data)) = payload.early {
@@ -400,15 +424,27 @@ impl Connection {
                 && initial.pattern == Pattern::Ik
                 && stream.initiator() == Side::Client
                 && stream.is_bidi();
-            if fits && conn.streams.handle_stream_frame(stream, 0, &data, false).is_ok() {
+            if fits
+                && conn
+                    .streams
+                    .handle_stream_frame(stream, 0, &data, false)
+                    .is_ok()
+            {
                 accepted = true;
                 conn.stats.early_data_received_bytes += data.len() as u64;
-                conn.events.push_back(Event::EarlyData { stream, len_bytes: data.len() as u64 });
+                conn.events.push_back(Event::EarlyData {
+                    stream,
+                    len_bytes: data.len() as u64,
+                });
             }
         }
         conn.hs.local_params.original_dcid = Some(initial.dcid);
         conn.hs.local_params.early_data_accepted = accepted;
-        let reply = HandshakePayload { params: conn.hs.local_params.clone(), early: None }.emit();
+        let reply = HandshakePayload {
+            params: conn.hs.local_params.clone(),
+            early: None,
+        }
+        .emit();
         let Some(noise) = conn.hs.noise.as_mut() else {
             return Err(HandshakeError::Noise("handshake state missing".into()));
         };
@@ -439,7 +475,9 @@ impl Connection {
 
     /// Keys are in place: 1-RTT packets flow from here on.
     fn on_handshake_complete(&mut self, now: Instant) {
-        let Some(noise) = self.hs.noise.take() else { return };
+        let Some(noise) = self.hs.noise.take() else {
+            return;
+        };
         if self.remote_static.is_none() {
             self.remote_static = noise.remote_static();
         }
@@ -591,7 +629,9 @@ impl Connection {
             .streams
             .send_buffer_limit
             .saturating_sub(self.streams.send_buffered_bytes(id));
-        window.saturating_sub(self.streams.unsent_bytes(id)).min(room)
+        window
+            .saturating_sub(self.streams.unsent_bytes(id))
+            .min(room)
     }
 
     /// Client, IK only, before the first flight leaves: opens a
@@ -613,7 +653,10 @@ impl Connection {
             return Err(EarlyDataError::AlreadySent);
         }
         if data.0.len() > MAX_EARLY_DATA {
-            return Err(EarlyDataError::TooLarge { len: data.0.len(), max: MAX_EARLY_DATA });
+            return Err(EarlyDataError::TooLarge {
+                len: data.0.len(),
+                max: MAX_EARLY_DATA,
+            });
         }
         let id = self
             .streams
@@ -625,15 +668,26 @@ impl Connection {
         Ok(id)
     }
 
+    /// Sends a PING soon: the peer acknowledges it at once, which yields an
+    /// RTT sample and fresh ECN counts.
+    pub fn ping(&mut self) {
+        self.ping_pending = true;
+    }
+
     /// Closes the connection with an application error code. Before the
     /// handshake completes there is no key to authenticate a close with, so
     /// the connection just goes away.
     pub fn close(&mut self, now: Instant, code: u64, reason: &[u8]) {
         match self.state {
             ConnState::Handshake => self.drain_now(),
-            ConnState::Established => {
-                self.start_closing(now, CloseInfo { code, frame_type: None, reason: reason.to_vec() })
-            }
+            ConnState::Established => self.start_closing(
+                now,
+                CloseInfo {
+                    code,
+                    frame_type: None,
+                    reason: reason.to_vec(),
+                },
+            ),
             _ => {}
         }
     }
@@ -648,17 +702,25 @@ impl Connection {
 
     /// We detected a protocol error: tell the peer and the application.
     fn transport_error(&mut self, now: Instant, code: u64, frame_type: u64, reason: &str) {
-        if matches!(self.state, ConnState::Closing | ConnState::Draining | ConnState::Drained) {
+        if matches!(
+            self.state,
+            ConnState::Closing | ConnState::Draining | ConnState::Drained
+        ) {
             return;
         }
-        self.events.push_back(Event::ConnectionLost(ConnectionError::TransportError {
-            code,
-            reason: reason.to_owned(),
-        }));
+        self.events
+            .push_back(Event::ConnectionLost(ConnectionError::TransportError {
+                code,
+                reason: reason.to_owned(),
+            }));
         if self.keys.is_some() {
             self.start_closing(
                 now,
-                CloseInfo { code, frame_type: Some(frame_type), reason: reason.as_bytes().to_vec() },
+                CloseInfo {
+                    code,
+                    frame_type: Some(frame_type),
+                    reason: reason.as_bytes().to_vec(),
+                },
             );
         } else {
             self.drain_now();
@@ -708,7 +770,8 @@ impl Connection {
             match t {
                 Timer::Idle => {
                     if matches!(self.state, ConnState::Handshake | ConnState::Established) {
-                        self.events.push_back(Event::ConnectionLost(ConnectionError::TimedOut));
+                        self.events
+                            .push_back(Event::ConnectionLost(ConnectionError::TimedOut));
                     }
                     self.drain_now();
                     return;
@@ -731,7 +794,9 @@ impl Connection {
 
     fn on_loss_timeout(&mut self, now: Instant) {
         if self.loss.loss_time().is_some_and(|t| t <= now) {
-            let lost = self.loss.detect_lost(now, &mut self.sent, &self.rtt, self.peer_max_ack_delay);
+            let lost =
+                self.loss
+                    .detect_lost(now, &mut self.sent, &self.rtt, self.peer_max_ack_delay);
             self.on_packets_lost(now, lost, crate::qlog::LossTrigger::TimeThreshold);
             return;
         }
@@ -757,7 +822,9 @@ impl Connection {
     }
 
     fn pto_deadline(&self) -> Option<Instant> {
-        if self.keys.is_none() || !self.sent.has_eliciting_in_flight() {
+        // Probes still waiting to go out (only the amplification limit can
+        // hold them) need no further timeout.
+        if self.keys.is_none() || !self.sent.has_eliciting_in_flight() || self.probes_pending > 0 {
             return None;
         }
         self.loss.pto_deadline(&self.rtt, self.peer_max_ack_delay)
@@ -773,20 +840,35 @@ impl Connection {
 
     /// Re-arms every timer from the current state.
     fn update_timers(&mut self, now: Instant) {
-        if matches!(self.state, ConnState::Closing | ConnState::Draining | ConnState::Drained) {
+        if matches!(
+            self.state,
+            ConnState::Closing | ConnState::Draining | ConnState::Drained
+        ) {
             return;
         }
-        let loss = [self.loss.loss_time(), self.hs_retransmit_deadline(), self.pto_deadline()]
-            .into_iter()
-            .flatten()
-            .min();
+        let loss = [
+            self.loss.loss_time(),
+            self.hs_retransmit_deadline(),
+            self.pto_deadline(),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
         self.timers.set_opt(Timer::LossDetection, loss);
-        self.timers.set_opt(Timer::AckDelay, if self.keys.is_some() { self.acks.deadline() } else { None });
-        self.timers.set_opt(Timer::Ecn, self.ecn.poll_timeout());
-        if let Some(i) = self.config.keep_alive_interval {
-            if self.keys.is_some() && self.timers.get(Timer::KeepAlive).is_none() {
-                self.timers.set(Timer::KeepAlive, now + i);
-            }
+        // A due ACK that could not leave (amplification limit) waits for the
+        // next send opportunity rather than re-firing at once.
+        let ack = self
+            .acks
+            .deadline()
+            .filter(|&t| t > now && self.keys.is_some());
+        self.timers.set_opt(Timer::AckDelay, ack);
+        self.timers
+            .set_opt(Timer::Ecn, self.ecn.poll_timeout().filter(|&t| t > now));
+        if let Some(i) = self.config.keep_alive_interval
+            && self.keys.is_some()
+            && self.timers.get(Timer::KeepAlive).is_none()
+        {
+            self.timers.set(Timer::KeepAlive, now + i);
         }
     }
 
@@ -825,7 +907,11 @@ fn hs_payload(pattern: Option<Pattern>, msg: &[u8]) -> Vec<u8> {
 /// padding after the message is ignored.
 pub(crate) fn parse_hs_payload(initial: bool, payload: &[u8]) -> Option<(Option<Pattern>, &[u8])> {
     let mut r = varint::Reader::new(payload);
-    let pattern = if initial { Some(Pattern::from_id(r.u8().ok()?)?) } else { None };
+    let pattern = if initial {
+        Some(Pattern::from_id(r.u8().ok()?)?)
+    } else {
+        None
+    };
     let len = r.varint_len().ok()?;
     let msg = r.bytes(len).ok()?;
     if r.rest().iter().any(|&b| b != 0) {

@@ -55,8 +55,12 @@ impl Connection {
 
     fn handle_version_negotiation(&mut self, view: &HeaderView<&[u8]>) {
         let ours = self.version;
-        if self.side == Side::Client && self.state == ConnState::Handshake && !view.versions().any(|v| v == ours) {
-            self.events.push_back(Event::ConnectionLost(ConnectionError::VersionMismatch));
+        if self.side == Side::Client
+            && self.state == ConnState::Handshake
+            && !view.versions().any(|v| v == ours)
+        {
+            self.events
+                .push_back(Event::ConnectionLost(ConnectionError::VersionMismatch));
             self.drain_now();
         } else {
             self.stats.dropped.unexpected += 1;
@@ -69,7 +73,10 @@ impl Connection {
             Side::Server => true,
             Side::Client => !initial,
         };
-        if view.version() != self.version || !from_peer_side || view.dcid() != self.expected_long_dcid(initial) {
+        if view.version() != self.version
+            || !from_peer_side
+            || view.dcid() != self.expected_long_dcid(initial)
+        {
             self.stats.dropped.unexpected += 1;
             return;
         }
@@ -84,13 +91,17 @@ impl Connection {
             // may be missing our answer.
             if self.hs.last_msg.is_some() && !self.hs.confirmed {
                 self.hs.send_pending = true;
-            } else if self.keys.is_some() && !matches!(self.state, ConnState::Closing | ConnState::Draining) {
+            } else if self.keys.is_some()
+                && !matches!(self.state, ConnState::Closing | ConnState::Draining)
+            {
                 self.ping_pending = true;
             }
             self.stats.dropped.duplicate += 1;
             return;
         }
-        let Some(noise) = self.hs.noise.as_mut() else { return };
+        let Some(noise) = self.hs.noise.as_mut() else {
+            return;
+        };
         let payload = match noise.read(msg) {
             Ok(p) => p,
             Err(_) => {
@@ -120,14 +131,24 @@ impl Connection {
 
     /// Which destination ID a long packet must carry.
     fn expected_long_dcid(&self, initial: bool) -> &[u8] {
-        if initial { self.initial_dcid.as_bytes() } else { self.local_cid.as_bytes() }
+        if initial {
+            self.initial_dcid.as_bytes()
+        } else {
+            self.local_cid.as_bytes()
+        }
     }
 
-    fn client_read_server_message(&mut self, now: Instant, view: &HeaderView<&[u8]>, payload: &[u8]) {
+    fn client_read_server_message(
+        &mut self,
+        now: Instant,
+        view: &HeaderView<&[u8]>,
+        payload: &[u8],
+    ) {
         let params = match HandshakePayload::parse(payload) {
             Ok(p) => p.params,
             Err(e) => {
-                self.events.push_back(Event::ConnectionLost(ConnectionError::Handshake(e.into())));
+                self.events
+                    .push_back(Event::ConnectionLost(ConnectionError::Handshake(e.into())));
                 self.drain_now();
                 return;
             }
@@ -135,7 +156,12 @@ impl Connection {
         let scid_ok = params.source_cid.as_bytes() == view.scid();
         let odcid_ok = params.original_dcid == Some(self.initial_dcid);
         if !scid_ok || !odcid_ok {
-            self.transport_error(now, code::TRANSPORT_PARAMETER_ERROR, 0, "connection ids do not match");
+            self.transport_error(
+                now,
+                code::TRANSPORT_PARAMETER_ERROR,
+                0,
+                "connection ids do not match",
+            );
             return;
         }
         if let (Some(sent), false) = (self.hs.first_sent_at, self.hs.resent) {
@@ -145,7 +171,9 @@ impl Connection {
         }
         self.remote_cid = params.source_cid;
         self.apply_peer_params(params);
-        let Some(noise) = self.hs.noise.as_mut() else { return };
+        let Some(noise) = self.hs.noise.as_mut() else {
+            return;
+        };
         if noise.is_my_turn() && !noise.is_finished() {
             // XX: the third message; its payload is empty.
             match noise.write(&[]) {
@@ -155,7 +183,8 @@ impl Connection {
                     self.hs.pto_count = 0;
                 }
                 Err(e) => {
-                    self.events.push_back(Event::ConnectionLost(ConnectionError::Handshake(e)));
+                    self.events
+                        .push_back(Event::ConnectionLost(ConnectionError::Handshake(e)));
                     self.drain_now();
                     return;
                 }
@@ -168,7 +197,14 @@ impl Connection {
         }
     }
 
-    fn handle_short(&mut self, now: Instant, remote: SocketAddr, ecn: Ecn, view: &HeaderView<&[u8]>, packet: &[u8]) {
+    fn handle_short(
+        &mut self,
+        now: Instant,
+        remote: SocketAddr,
+        ecn: Ecn,
+        view: &HeaderView<&[u8]>,
+        packet: &[u8],
+    ) {
         if view.dcid() != self.local_cid.as_bytes() {
             self.stats.dropped.unexpected += 1;
             return;
@@ -218,9 +254,14 @@ impl Connection {
             q.emit(
                 now,
                 QlogEvent::PacketReceived(PacketEvent {
-                    header: PacketHeader { packet_type: PacketType::OneRtt, packet_number: pn },
+                    header: PacketHeader {
+                        packet_type: PacketType::OneRtt,
+                        packet_number: pn,
+                    },
                     frames: frames.iter().map(qlog::frame).collect(),
-                    raw: Some(RawInfo { length_bytes: packet.len() as u64 }),
+                    raw: Some(RawInfo {
+                        length_bytes: packet.len() as u64,
+                    }),
                 }),
             );
         }
@@ -242,21 +283,35 @@ impl Connection {
 
     fn handle_frame(&mut self, now: Instant, f: Frame<'_>) {
         let result = match f {
-            Frame::Padding(_) | Frame::Ping | Frame::DataBlocked(_) | Frame::StreamDataBlocked { .. } => Ok(()),
+            Frame::Padding(_)
+            | Frame::Ping
+            | Frame::DataBlocked(_)
+            | Frame::StreamDataBlocked { .. } => Ok(()),
             Frame::Ack(a) => {
                 self.handle_ack(now, a);
                 Ok(())
             }
-            Frame::Stream(s) => self.streams.handle_stream_frame(StreamId(s.id), s.offset, s.data, s.fin),
-            Frame::ResetStream { id, error_code, final_size } => {
-                self.streams.handle_reset(StreamId(id), error_code, final_size)
+            Frame::Stream(s) => {
+                self.streams
+                    .handle_stream_frame(StreamId(s.id), s.offset, s.data, s.fin)
             }
-            Frame::StopSending { id, error_code } => self.streams.handle_stop_sending(StreamId(id), error_code),
+            Frame::ResetStream {
+                id,
+                error_code,
+                final_size,
+            } => self
+                .streams
+                .handle_reset(StreamId(id), error_code, final_size),
+            Frame::StopSending { id, error_code } => {
+                self.streams.handle_stop_sending(StreamId(id), error_code)
+            }
             Frame::MaxData(m) => {
                 self.streams.handle_max_data(m);
                 Ok(())
             }
-            Frame::MaxStreamData { id, max } => self.streams.handle_max_stream_data(StreamId(id), max),
+            Frame::MaxStreamData { id, max } => {
+                self.streams.handle_max_stream_data(StreamId(id), max)
+            }
             Frame::MaxStreams { bidi, count } => {
                 self.streams.handle_max_streams(bidi, count);
                 Ok(())
@@ -264,8 +319,14 @@ impl Connection {
             Frame::Close(c) => {
                 let reason = String::from_utf8_lossy(c.reason).into_owned();
                 let err = match c.frame_type {
-                    Some(_) => ConnectionError::PeerTransportError { code: c.error_code, reason },
-                    None => ConnectionError::ApplicationClosed { code: c.error_code, reason },
+                    Some(_) => ConnectionError::PeerTransportError {
+                        code: c.error_code,
+                        reason,
+                    },
+                    None => ConnectionError::ApplicationClosed {
+                        code: c.error_code,
+                        reason,
+                    },
                 };
                 self.events.push_back(Event::ConnectionLost(err));
                 self.start_draining(now);
@@ -273,7 +334,12 @@ impl Connection {
             }
             Frame::HandshakeDone => {
                 if self.side == Side::Server && self.hs.pattern == crate::handshake::Pattern::Xx {
-                    self.transport_error(now, code::PROTOCOL_VIOLATION, 0x1e, "HANDSHAKE_DONE from the client");
+                    self.transport_error(
+                        now,
+                        code::PROTOCOL_VIOLATION,
+                        0x1e,
+                        "HANDSHAKE_DONE from the client",
+                    );
                 }
                 Ok(())
             }
@@ -294,7 +360,12 @@ impl Connection {
     fn handle_ack(&mut self, now: Instant, ack: AckFrame) {
         let largest = ack.largest();
         if largest >= self.next_pn {
-            self.transport_error(now, code::PROTOCOL_VIOLATION, 0x02, "ACK of a packet never sent");
+            self.transport_error(
+                now,
+                code::PROTOCOL_VIOLATION,
+                0x02,
+                "ACK of a packet never sent",
+            );
             return;
         }
         let mut newly = Vec::new();
@@ -313,7 +384,11 @@ impl Connection {
             largest_sent_at = p.time_sent;
             app_limited = p.app_limited;
             if eliciting {
-                let delay = if self.hs.confirmed { ack.ack_delay.min(self.peer_max_ack_delay) } else { ack.ack_delay };
+                let delay = if self.hs.confirmed {
+                    ack.ack_delay.min(self.peer_max_ack_delay)
+                } else {
+                    ack.ack_delay
+                };
                 self.rtt.update(now - p.time_sent, delay, now);
                 self.loss.on_rtt_sample(now);
                 self.ecn.set_pto(self.rtt.pto_base());
@@ -336,7 +411,12 @@ impl Connection {
             }
             for f in &p.frames {
                 match *f {
-                    SentFrame::Stream { id, offset, len, fin } => self.streams.on_chunk_acked(id, offset, len, fin),
+                    SentFrame::Stream {
+                        id,
+                        offset,
+                        len,
+                        fin,
+                    } => self.streams.on_chunk_acked(id, offset, len, fin),
                     SentFrame::Control(c) => self.streams.on_control_acked(c),
                     SentFrame::HandshakeDone => {}
                 }
@@ -350,11 +430,17 @@ impl Connection {
         };
         let delta = self.ecn.on_ack_totals(now, &newly_ecn, &totals, largest);
         self.log_ecn_state(now);
-        let lost = self.loss.detect_lost(now, &mut self.sent, &self.rtt, self.peer_max_ack_delay);
+        let lost = self
+            .loss
+            .detect_lost(now, &mut self.sent, &self.rtt, self.peer_max_ack_delay);
         self.on_packets_lost(now, lost, LossTrigger::ReorderingThreshold);
         if acked_bytes > 0 {
             let before = self.cc.window();
-            let ecn_delta = if self.ecn.state() == EcnState::Failed { EcnCounts::default() } else { delta };
+            let ecn_delta = if self.ecn.state() == EcnState::Failed {
+                EcnCounts::default()
+            } else {
+                delta
+            };
             self.cc.on_ack(&AckSample {
                 now,
                 acked_bytes,
@@ -397,7 +483,12 @@ impl Connection {
             if !p.requeued {
                 for f in &p.frames {
                     match *f {
-                        SentFrame::Stream { id, offset, len, fin } => self.streams.on_chunk_lost(id, offset, len, fin),
+                        SentFrame::Stream {
+                            id,
+                            offset,
+                            len,
+                            fin,
+                        } => self.streams.on_chunk_lost(id, offset, len, fin),
                         SentFrame::Control(c) => self.streams.on_control_lost(c),
                         SentFrame::HandshakeDone => self.hs.done_frame_pending = true,
                     }
@@ -407,7 +498,10 @@ impl Connection {
                 q.emit(
                     now,
                     QlogEvent::PacketLost {
-                        header: PacketHeader { packet_type: PacketType::OneRtt, packet_number: *pn },
+                        header: PacketHeader {
+                            packet_type: PacketType::OneRtt,
+                            packet_number: *pn,
+                        },
                         frames: Vec::new(),
                         trigger: Some(trigger),
                     },
@@ -459,7 +553,14 @@ impl Connection {
             }),
         );
         if slow_start != self.last_slow_start {
-            let name = |s: bool| if s { "slow_start" } else { "congestion_avoidance" }.to_owned();
+            let name = |s: bool| {
+                if s {
+                    "slow_start"
+                } else {
+                    "congestion_avoidance"
+                }
+                .to_owned()
+            };
             q.emit(
                 now,
                 QlogEvent::CongestionStateUpdated {
@@ -474,13 +575,22 @@ impl Connection {
 
     fn log_long_received(&mut self, now: Instant, ty: LongType, view: &HeaderView<&[u8]>) {
         if let Some(q) = self.qlog.as_mut() {
-            let packet_type = if ty == LongType::Initial { PacketType::Initial } else { PacketType::Handshake };
+            let packet_type = if ty == LongType::Initial {
+                PacketType::Initial
+            } else {
+                PacketType::Handshake
+            };
             q.emit(
                 now,
                 QlogEvent::PacketReceived(PacketEvent {
-                    header: PacketHeader { packet_type, packet_number: u64::from(view.packet_number().value) },
+                    header: PacketHeader {
+                        packet_type,
+                        packet_number: u64::from(view.packet_number().value),
+                    },
                     frames: Vec::new(),
-                    raw: Some(RawInfo { length_bytes: view.packet_len() as u64 }),
+                    raw: Some(RawInfo {
+                        length_bytes: view.packet_len() as u64,
+                    }),
                 }),
             );
         }

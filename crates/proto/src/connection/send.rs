@@ -3,8 +3,8 @@
 //! data), within the congestion window, the pacer and, for a server that has
 //! not yet validated the client's address, three times the bytes received.
 
-use super::{ConnState, Connection, Transmit, hs_payload};
 use super::timer::Timer;
+use super::{ConnState, Connection, Transmit, hs_payload};
 use crate::crypto::TAG_LEN;
 use crate::frame::{CloseFrame, Frame, StreamFrame};
 use crate::handshake::HandshakePayload;
@@ -61,21 +61,29 @@ impl Connection {
             }
             let ecn = self.write_close(&mut out, budget)?;
             self.close_pending = false;
-            return Some(Transmit { destination: self.remote, ecn, contents: out });
+            return Some(Transmit {
+                destination: self.remote,
+                ecn,
+                contents: out,
+            });
         }
         if self.hs.send_pending {
             self.write_handshake(now, &mut out, budget);
         }
         let mut ecn = Ecn::NotEct;
-        if self.state == ConnState::Established {
-            if let Some(e) = self.write_one_rtt(now, &mut out, budget) {
-                ecn = e;
-            }
+        if self.state == ConnState::Established
+            && let Some(e) = self.write_one_rtt(now, &mut out, budget)
+        {
+            ecn = e;
         }
         if out.is_empty() {
             return None;
         }
-        Some(Transmit { destination: self.remote, ecn, contents: out })
+        Some(Transmit {
+            destination: self.remote,
+            ecn,
+            contents: out,
+        })
     }
 
     /// Writes (and for the client's first flight, first creates) our last
@@ -86,14 +94,18 @@ impl Connection {
                 params: self.hs.local_params.clone(),
                 early: self.hs.early.as_ref().map(|(id, d)| (id.0, d.clone())),
             };
-            let Some(noise) = self.hs.noise.as_mut() else { return };
+            let Some(noise) = self.hs.noise.as_mut() else {
+                return;
+            };
             match noise.write(&payload.emit()) {
                 Ok(msg) => {
-                    self.hs.last_msg = Some((LongType::Initial, hs_payload(Some(self.hs.pattern), &msg)));
+                    self.hs.last_msg =
+                        Some((LongType::Initial, hs_payload(Some(self.hs.pattern), &msg)));
                 }
                 Err(e) => {
-                    self.events
-                        .push_back(super::Event::ConnectionLost(crate::error::ConnectionError::Handshake(e)));
+                    self.events.push_back(super::Event::ConnectionLost(
+                        crate::error::ConnectionError::Handshake(e),
+                    ));
                     self.drain_now();
                     return;
                 }
@@ -117,14 +129,23 @@ impl Connection {
         if *ty == LongType::Initial {
             let mds = self.config.mds();
             for _ in 0..3 {
-                let Header::Long { payload_len: pl, .. } = header else { break };
-                let fitted = (pl + mds).saturating_sub(header_len_for(pl, &header)).max(payload.len());
+                let Header::Long {
+                    payload_len: pl, ..
+                } = header
+                else {
+                    break;
+                };
+                let fitted = (pl + mds)
+                    .saturating_sub(header_len_for(pl, &header))
+                    .max(payload.len());
                 if let Header::Long { payload_len, .. } = &mut header {
                     *payload_len = fitted;
                 }
             }
         }
-        let Header::Long { payload_len, .. } = header else { return };
+        let Header::Long { payload_len, .. } = header else {
+            return;
+        };
         if out.len() + header.len() + payload_len > budget {
             self.stats.amplification_blocked += 1;
             return;
@@ -134,13 +155,22 @@ impl Connection {
         out.extend_from_slice(payload);
         out.resize(start + header.len() + payload_len, 0);
         if let Some(q) = self.qlog.as_mut() {
-            let packet_type = if *ty == LongType::Initial { PacketType::Initial } else { PacketType::Handshake };
+            let packet_type = if *ty == LongType::Initial {
+                PacketType::Initial
+            } else {
+                PacketType::Handshake
+            };
             q.emit(
                 now,
                 QlogEvent::PacketSent(PacketEvent {
-                    header: PacketHeader { packet_type, packet_number: self.hs.next_pn },
+                    header: PacketHeader {
+                        packet_type,
+                        packet_number: self.hs.next_pn,
+                    },
                     frames: Vec::new(),
-                    raw: Some(RawInfo { length_bytes: (out.len() - start) as u64 }),
+                    raw: Some(RawInfo {
+                        length_bytes: (out.len() - start) as u64,
+                    }),
                 }),
             );
         }
@@ -155,9 +185,16 @@ impl Connection {
         let info = self.close.clone()?;
         let (tx, _) = self.keys.as_ref()?;
         let pn = self.next_pn;
-        let header = Header::Short { dcid: self.remote_cid, pn: TruncatedPn::encode(pn, self.loss.largest_acked()) };
+        let header = Header::Short {
+            dcid: self.remote_cid,
+            pn: TruncatedPn::encode(pn, self.loss.largest_acked()),
+        };
         let reason = &info.reason[..info.reason.len().min(MAX_REASON)];
-        let frame = Frame::Close(CloseFrame { error_code: info.code, frame_type: info.frame_type, reason });
+        let frame = Frame::Close(CloseFrame {
+            error_code: info.code,
+            frame_type: info.frame_type,
+            reason,
+        });
         if header.len() + frame.len() + TAG_LEN > budget {
             self.stats.amplification_blocked += 1;
             return None;
@@ -175,9 +212,15 @@ impl Connection {
     fn write_one_rtt(&mut self, now: Instant, out: &mut Vec<u8>, budget: usize) -> Option<Ecn> {
         let start = out.len();
         let pn = self.next_pn;
-        let header = Header::Short { dcid: self.remote_cid, pn: TruncatedPn::encode(pn, self.loss.largest_acked()) };
+        let header = Header::Short {
+            dcid: self.remote_cid,
+            pn: TruncatedPn::encode(pn, self.loss.largest_acked()),
+        };
         let header_len = header.len();
-        let Some(space) = budget.checked_sub(start + header_len + TAG_LEN).filter(|&s| s >= 16) else {
+        let Some(space) = budget
+            .checked_sub(start + header_len + TAG_LEN)
+            .filter(|&s| s >= 16)
+        else {
             if !self.validated {
                 self.stats.amplification_blocked += 1;
             }
@@ -217,14 +260,12 @@ impl Connection {
         let mut frames: Vec<SentFrame> = Vec::new();
         let mut largest_acked = None;
         let with_ack = ack_due || (may_elicit && self.acks.has_pending());
-        if with_ack {
-            if let Some(ack) = self.acks.build(now) {
-                largest_acked = Some(ack.largest());
-                let f = Frame::Ack(ack);
-                f.emit(out);
-                if tracing {
-                    qframes.push(qlog::frame(&f));
-                }
+        if with_ack && let Some(ack) = self.acks.build(now) {
+            largest_acked = Some(ack.largest());
+            let f = Frame::Ack(ack);
+            f.emit(out);
+            if tracing {
+                qframes.push(qlog::frame(&f));
             }
         }
         let mut eliciting = false;
@@ -239,7 +280,9 @@ impl Connection {
                 eliciting = true;
             }
             while limit.saturating_sub(out.len()) >= CONTROL_FRAME_MAX {
-                let Some(c) = self.streams.poll_control() else { break };
+                let Some(c) = self.streams.poll_control() else {
+                    break;
+                };
                 let f = control_frame(c);
                 f.emit(out);
                 if tracing {
@@ -248,9 +291,23 @@ impl Connection {
                 frames.push(SentFrame::Control(c));
                 eliciting = true;
             }
-            app_limited = self.fill_stream_data(out, limit, &mut frames, &mut qframes, tracing, &mut eliciting);
+            app_limited = self.fill_stream_data(
+                out,
+                limit,
+                &mut frames,
+                &mut qframes,
+                tracing,
+                &mut eliciting,
+            );
             if probe && !eliciting && self.requeue_newest_in_flight() {
-                self.fill_stream_data(out, limit, &mut frames, &mut qframes, tracing, &mut eliciting);
+                self.fill_stream_data(
+                    out,
+                    limit,
+                    &mut frames,
+                    &mut qframes,
+                    tracing,
+                    &mut eliciting,
+                );
             }
             if (self.ping_pending || (probe && !eliciting)) && out.len() < limit {
                 Frame::Ping.emit(out);
@@ -317,7 +374,10 @@ impl Connection {
             q.emit(
                 now,
                 QlogEvent::PacketSent(PacketEvent {
-                    header: PacketHeader { packet_type: PacketType::OneRtt, packet_number: pn },
+                    header: PacketHeader {
+                        packet_type: PacketType::OneRtt,
+                        packet_number: pn,
+                    },
                     frames: qframes,
                     raw: Some(RawInfo { length_bytes: size }),
                 }),
@@ -345,7 +405,12 @@ impl Connection {
             let Some(chunk) = self.streams.poll_transmit(room - STREAM_HEADER_MAX) else {
                 return true;
             };
-            let f = Frame::Stream(StreamFrame { id: chunk.id.0, offset: chunk.offset, fin: chunk.fin, data: &chunk.data });
+            let f = Frame::Stream(StreamFrame {
+                id: chunk.id.0,
+                offset: chunk.offset,
+                fin: chunk.fin,
+                data: &chunk.data,
+            });
             f.emit(out);
             if tracing {
                 qframes.push(qlog::frame(&f));
@@ -367,17 +432,29 @@ impl Connection {
             .sent
             .iter()
             .rev()
-            .find(|(_, p)| !p.requeued && p.frames.iter().any(|f| !matches!(f, SentFrame::HandshakeDone)))
+            .find(|(_, p)| {
+                !p.requeued
+                    && p.frames
+                        .iter()
+                        .any(|f| !matches!(f, SentFrame::HandshakeDone))
+            })
             .map(|(pn, _)| pn)
         else {
             return false;
         };
-        let Some(p) = self.sent.get_mut(pn) else { return false };
+        let Some(p) = self.sent.get_mut(pn) else {
+            return false;
+        };
         p.requeued = true;
         let frames = p.frames.clone();
         for f in frames {
             match f {
-                SentFrame::Stream { id, offset, len, fin } => self.streams.on_chunk_lost(id, offset, len, fin),
+                SentFrame::Stream {
+                    id,
+                    offset,
+                    len,
+                    fin,
+                } => self.streams.on_chunk_lost(id, offset, len, fin),
                 SentFrame::Control(c) => self.streams.on_control_lost(c),
                 SentFrame::HandshakeDone => self.hs.done_frame_pending = true,
             }
@@ -401,8 +478,19 @@ fn control_frame(c: crate::streams::ControlFrame) -> Frame<'static> {
         C::MaxData(m) => Frame::MaxData(m),
         C::MaxStreamData { id, max } => Frame::MaxStreamData { id: id.0, max },
         C::MaxStreams { bidi, count } => Frame::MaxStreams { bidi, count },
-        C::ResetStream { id, error_code, final_size } => Frame::ResetStream { id: id.0, error_code, final_size },
-        C::StopSending { id, error_code } => Frame::StopSending { id: id.0, error_code },
+        C::ResetStream {
+            id,
+            error_code,
+            final_size,
+        } => Frame::ResetStream {
+            id: id.0,
+            error_code,
+            final_size,
+        },
+        C::StopSending { id, error_code } => Frame::StopSending {
+            id: id.0,
+            error_code,
+        },
         C::DataBlocked(l) => Frame::DataBlocked(l),
         C::StreamDataBlocked { id, limit } => Frame::StreamDataBlocked { id: id.0, limit },
     }

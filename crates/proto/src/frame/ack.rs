@@ -69,20 +69,35 @@ impl AckFrame {
             ranges.push(low..=high);
         }
         let ecn = if with_ecn {
-            Some(EcnCounts { ect0: r.varint()?, ect1: r.varint()?, ce: r.varint()? })
+            Some(EcnCounts {
+                ect0: r.varint()?,
+                ect1: r.varint()?,
+                ce: r.varint()?,
+            })
         } else {
             None
         };
-        Ok(AckFrame { ranges, ack_delay, ecn })
+        Ok(AckFrame {
+            ranges,
+            ack_delay,
+            ecn,
+        })
     }
 
     pub(super) fn emit(&self, out: &mut Vec<u8>) {
         let Some(first) = self.ranges.first() else {
             return;
         };
-        out.push(if self.ecn.is_some() { super::ty::ACK_ECN } else { super::ty::ACK });
+        out.push(if self.ecn.is_some() {
+            super::ty::ACK_ECN
+        } else {
+            super::ty::ACK
+        });
         varint::write(out, *first.end());
-        varint::write(out, (self.ack_delay.as_micros() >> ACK_DELAY_EXPONENT) as u64);
+        varint::write(
+            out,
+            (self.ack_delay.as_micros() >> ACK_DELAY_EXPONENT) as u64,
+        );
         varint::write(out, (self.ranges.len() - 1) as u64);
         varint::write(out, first.end().saturating_sub(*first.start()));
         let mut prev_low = *first.start();

@@ -67,7 +67,11 @@ pub struct StreamFrame<'a> {
 impl StreamFrame<'_> {
     /// Header bytes of a STREAM frame that carries an explicit length.
     pub fn header_len(id: u64, offset: u64, len: usize) -> usize {
-        let off = if offset > 0 { varint::size(offset).unwrap_or(8) } else { 0 };
+        let off = if offset > 0 {
+            varint::size(offset).unwrap_or(8)
+        } else {
+            0
+        };
         1 + varint::size(id).unwrap_or(8) + off + varint::size(len as u64).unwrap_or(8)
     }
 }
@@ -87,14 +91,30 @@ pub enum Frame<'a> {
     Padding(usize),
     Ping,
     Ack(AckFrame),
-    ResetStream { id: u64, error_code: u64, final_size: u64 },
-    StopSending { id: u64, error_code: u64 },
+    ResetStream {
+        id: u64,
+        error_code: u64,
+        final_size: u64,
+    },
+    StopSending {
+        id: u64,
+        error_code: u64,
+    },
     Stream(StreamFrame<'a>),
     MaxData(u64),
-    MaxStreamData { id: u64, max: u64 },
-    MaxStreams { bidi: bool, count: u64 },
+    MaxStreamData {
+        id: u64,
+        max: u64,
+    },
+    MaxStreams {
+        bidi: bool,
+        count: u64,
+    },
     DataBlocked(u64),
-    StreamDataBlocked { id: u64, limit: u64 },
+    StreamDataBlocked {
+        id: u64,
+        limit: u64,
+    },
     Close(CloseFrame<'a>),
     HandshakeDone,
 }
@@ -117,27 +137,52 @@ impl<'a> Frame<'a> {
                 error_code: r.varint()?,
                 final_size: r.varint()?,
             },
-            0x05 => Frame::StopSending { id: r.varint()?, error_code: r.varint()? },
+            0x05 => Frame::StopSending {
+                id: r.varint()?,
+                error_code: r.varint()?,
+            },
             0x08..=0x0f => {
                 let id = r.varint()?;
                 let offset = if t & 0x04 != 0 { r.varint()? } else { 0 };
-                let len = if t & 0x02 != 0 { r.varint_len()? } else { r.remaining() };
+                let len = if t & 0x02 != 0 {
+                    r.varint_len()?
+                } else {
+                    r.remaining()
+                };
                 let data = r.bytes(len)?;
                 if offset.saturating_add(len as u64) > varint::MAX {
                     return Err(FrameError::Invalid("stream offset beyond 2^62"));
                 }
-                Frame::Stream(StreamFrame { id, offset, fin: t & 0x01 != 0, data })
+                Frame::Stream(StreamFrame {
+                    id,
+                    offset,
+                    fin: t & 0x01 != 0,
+                    data,
+                })
             }
             0x10 => Frame::MaxData(r.varint()?),
-            0x11 => Frame::MaxStreamData { id: r.varint()?, max: r.varint()? },
-            0x12 | 0x13 => Frame::MaxStreams { bidi: t == 0x12, count: r.varint()? },
+            0x11 => Frame::MaxStreamData {
+                id: r.varint()?,
+                max: r.varint()?,
+            },
+            0x12 | 0x13 => Frame::MaxStreams {
+                bidi: t == 0x12,
+                count: r.varint()?,
+            },
             0x14 => Frame::DataBlocked(r.varint()?),
-            0x15 => Frame::StreamDataBlocked { id: r.varint()?, limit: r.varint()? },
+            0x15 => Frame::StreamDataBlocked {
+                id: r.varint()?,
+                limit: r.varint()?,
+            },
             0x1c | 0x1d => {
                 let error_code = r.varint()?;
                 let frame_type = if t == 0x1c { Some(r.varint()?) } else { None };
                 let len = r.varint_len()?;
-                Frame::Close(CloseFrame { error_code, frame_type, reason: r.bytes(len)? })
+                Frame::Close(CloseFrame {
+                    error_code,
+                    frame_type,
+                    reason: r.bytes(len)?,
+                })
             }
             0x1e => Frame::HandshakeDone,
             other => return Err(FrameError::UnknownType(other)),
@@ -152,7 +197,11 @@ impl<'a> Frame<'a> {
             Frame::Padding(n) => out.resize(out.len() + n, 0),
             Frame::Ping => out.push(ty::PING),
             Frame::Ack(a) => a.emit(out),
-            Frame::ResetStream { id, error_code, final_size } => {
+            Frame::ResetStream {
+                id,
+                error_code,
+                final_size,
+            } => {
                 out.push(ty::RESET_STREAM);
                 for v in [id, error_code, final_size] {
                     varint::write(out, *v);
@@ -189,7 +238,11 @@ impl<'a> Frame<'a> {
                 varint::write(out, *max);
             }
             Frame::MaxStreams { bidi, count } => {
-                out.push(if *bidi { ty::MAX_STREAMS_BIDI } else { ty::MAX_STREAMS_UNI });
+                out.push(if *bidi {
+                    ty::MAX_STREAMS_BIDI
+                } else {
+                    ty::MAX_STREAMS_UNI
+                });
                 varint::write(out, *count);
             }
             Frame::DataBlocked(v) => {
@@ -247,7 +300,10 @@ pub struct FrameIter<'a> {
 
 impl<'a> FrameIter<'a> {
     pub fn new(payload: &'a [u8]) -> Self {
-        FrameIter { r: Reader::new(payload), failed: false }
+        FrameIter {
+            r: Reader::new(payload),
+            failed: false,
+        }
     }
 }
 
@@ -289,7 +345,11 @@ mod tests {
         AckFrame {
             ranges: vec![98..=100, 89..=93],
             ack_delay: Duration::from_micros(40),
-            ecn: Some(crate::congestion::EcnCounts { ect0: 7, ect1: 0, ce: 1 }),
+            ecn: Some(crate::congestion::EcnCounts {
+                ect0: 7,
+                ect1: 0,
+                ce: 1,
+            }),
         }
     }
 
@@ -309,7 +369,10 @@ mod tests {
         let out = emit_all(&[Frame::Ack(ack_repr())]);
         assert_eq!(&out[..10], &ACK);
         assert_eq!(out[10], 0x01);
-        let plain = AckFrame { ecn: None, ..ack_repr() };
+        let plain = AckFrame {
+            ecn: None,
+            ..ack_repr()
+        };
         assert_eq!(emit_all(&[Frame::Ack(plain)])[0], 0x02);
     }
 
@@ -322,7 +385,12 @@ mod tests {
         assert_eq!(
             f,
             vec![
-                Frame::Stream(StreamFrame { id: 4, offset: 1000, fin: true, data: b"abc" }),
+                Frame::Stream(StreamFrame {
+                    id: 4,
+                    offset: 1000,
+                    fin: true,
+                    data: b"abc"
+                }),
                 Frame::Ping
             ]
         );
@@ -331,7 +399,12 @@ mod tests {
         // Without LEN the data runs to the end of the packet.
         assert_eq!(
             parse_all(&[0x08, 0x01, b'x', b'y']).unwrap(),
-            vec![Frame::Stream(StreamFrame { id: 1, offset: 0, fin: false, data: b"xy" })]
+            vec![Frame::Stream(StreamFrame {
+                id: 1,
+                offset: 0,
+                fin: false,
+                data: b"xy"
+            })]
         );
     }
 
@@ -340,26 +413,43 @@ mod tests {
 
     #[test]
     fn close_frames() {
-        let c = Frame::Close(CloseFrame { error_code: 10, frame_type: Some(8), reason: b"bad" });
+        let c = Frame::Close(CloseFrame {
+            error_code: 10,
+            frame_type: Some(8),
+            reason: b"bad",
+        });
         assert_eq!(parse_all(&CLOSE).unwrap(), vec![c.clone()]);
         assert_eq!(emit_all(&[c]), CLOSE);
-        let app = Frame::Close(CloseFrame { error_code: 7, frame_type: None, reason: b"" });
-        assert_eq!(emit_all(&[app.clone()]), [0x1d, 0x07, 0x00]);
+        let app = Frame::Close(CloseFrame {
+            error_code: 7,
+            frame_type: None,
+            reason: b"",
+        });
+        assert_eq!(emit_all(std::slice::from_ref(&app)), [0x1d, 0x07, 0x00]);
         assert!(!app.is_ack_eliciting());
     }
 
     #[test]
     fn flow_control_and_padding_frames() {
-        let bytes = [0x00, 0x00, 0x00, 0x10, 0x44, 0x00, 0x12, 0x05, 0x1e, 0x04, 0x01, 0x02, 0x03];
+        let bytes = [
+            0x00, 0x00, 0x00, 0x10, 0x44, 0x00, 0x12, 0x05, 0x1e, 0x04, 0x01, 0x02, 0x03,
+        ];
         let f = parse_all(&bytes).unwrap();
         assert_eq!(
             f,
             vec![
                 Frame::Padding(3),
                 Frame::MaxData(1024),
-                Frame::MaxStreams { bidi: true, count: 5 },
+                Frame::MaxStreams {
+                    bidi: true,
+                    count: 5
+                },
                 Frame::HandshakeDone,
-                Frame::ResetStream { id: 1, error_code: 2, final_size: 3 },
+                Frame::ResetStream {
+                    id: 1,
+                    error_code: 2,
+                    final_size: 3
+                },
             ]
         );
         assert_eq!(emit_all(&f), bytes);
@@ -389,12 +479,29 @@ mod tests {
             v.clone().prop_map(Frame::MaxData),
             (v.clone(), v.clone()).prop_map(|(id, max)| Frame::MaxStreamData { id, max }),
             (any::<bool>(), v.clone()).prop_map(|(bidi, count)| Frame::MaxStreams { bidi, count }),
-            (v.clone(), v.clone(), v.clone())
-                .prop_map(|(id, error_code, final_size)| Frame::ResetStream { id, error_code, final_size }),
-            (v.clone(), 0u64..(1 << 40), any::<bool>(), 0usize..40).prop_map(|(id, offset, fin, n)| {
-                Frame::Stream(StreamFrame { id, offset, fin, data: &b"0123456789012345678901234567890123456789"[..n] })
+            (v.clone(), v.clone(), v.clone()).prop_map(|(id, error_code, final_size)| {
+                Frame::ResetStream {
+                    id,
+                    error_code,
+                    final_size,
+                }
             }),
-            (1u64..1 << 40, proptest::collection::vec((0u64..1000, 0u64..1000), 1..8), 0u64..1_000_000, any::<bool>())
+            (v.clone(), 0u64..(1 << 40), any::<bool>(), 0usize..40).prop_map(
+                |(id, offset, fin, n)| {
+                    Frame::Stream(StreamFrame {
+                        id,
+                        offset,
+                        fin,
+                        data: &b"0123456789012345678901234567890123456789"[..n],
+                    })
+                }
+            ),
+            (
+                1u64..1 << 40,
+                proptest::collection::vec((0u64..1000, 0u64..1000), 1..8),
+                0u64..1_000_000,
+                any::<bool>()
+            )
                 .prop_map(|(largest, pairs, delay_units, ecn)| {
                     let mut ranges = Vec::new();
                     let mut high = largest;
@@ -409,7 +516,11 @@ mod tests {
                     Frame::Ack(AckFrame {
                         ranges,
                         ack_delay: Duration::from_micros(delay_units << ACK_DELAY_EXPONENT),
-                        ecn: ecn.then_some(crate::congestion::EcnCounts { ect0: largest, ect1: delay_units, ce: 3 }),
+                        ecn: ecn.then_some(crate::congestion::EcnCounts {
+                            ect0: largest,
+                            ect1: delay_units,
+                            ce: 3,
+                        }),
                     })
                 }),
         ]

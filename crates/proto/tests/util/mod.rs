@@ -35,8 +35,14 @@ impl Family {
                 SocketAddr::new(IpAddr::V4(Ipv4Addr::new(198, 51, 100, 7)), 4433),
             ),
             Family::V6 => (
-                SocketAddr::new(IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1)), 40_000),
-                SocketAddr::new(IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 1, 0, 0, 0, 0, 7)), 4433),
+                SocketAddr::new(
+                    IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1)),
+                    40_000,
+                ),
+                SocketAddr::new(
+                    IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 1, 0, 0, 0, 0, 7)),
+                    4433,
+                ),
             ),
         }
     }
@@ -83,7 +89,11 @@ pub struct LinkConfig {
 
 impl LinkConfig {
     pub fn delay(ms: u64) -> Self {
-        LinkConfig { delay: Duration::from_millis(ms), queue_bytes: u64::MAX, ..LinkConfig::default() }
+        LinkConfig {
+            delay: Duration::from_millis(ms),
+            queue_bytes: u64::MAX,
+            ..LinkConfig::default()
+        }
     }
 }
 
@@ -97,6 +107,12 @@ pub struct LinkStats {
     pub bytes_sent: u64,
 }
 
+/// A datagram on the wire: source, destination, ECN field, bytes.
+pub type InFlight = (SocketAddr, SocketAddr, Ecn, Vec<u8>);
+
+/// Sees (and may change) every datagram; false drops it.
+pub type Tap = Box<dyn FnMut(Dir, &mut Vec<u8>) -> bool>;
+
 #[derive(Debug)]
 pub struct Link {
     pub config: LinkConfig,
@@ -106,7 +122,7 @@ pub struct Link {
     count: u64,
     seq: u64,
     /// (deliver at, sequence) -> (source, destination, ecn, bytes)
-    pending: BTreeMap<(Instant, u64), (SocketAddr, SocketAddr, Ecn, Vec<u8>)>,
+    pending: BTreeMap<(Instant, u64), InFlight>,
     pub stats: LinkStats,
 }
 
@@ -124,7 +140,14 @@ impl Link {
         }
     }
 
-    pub fn send(&mut self, now: Instant, src: SocketAddr, dst: SocketAddr, mut ecn: Ecn, data: Vec<u8>) {
+    pub fn send(
+        &mut self,
+        now: Instant,
+        src: SocketAddr,
+        dst: SocketAddr,
+        mut ecn: Ecn,
+        data: Vec<u8>,
+    ) {
         self.stats.sent += 1;
         self.stats.bytes_sent += data.len() as u64;
         self.count += 1;
@@ -135,7 +158,11 @@ impl Link {
         }
         if let Some(b) = c.burst {
             let flip = self.rng.random::<f64>();
-            self.in_burst = if self.in_burst { flip >= b.p_exit } else { flip < b.p_enter };
+            self.in_burst = if self.in_burst {
+                flip >= b.p_exit
+            } else {
+                flip < b.p_enter
+            };
             if self.in_burst {
                 self.stats.dropped += 1;
                 return;
@@ -153,11 +180,12 @@ impl Link {
                 self.stats.dropped += 1;
                 return;
             }
-            if let Some(th) = c.ce_threshold {
-                if backlog > th && ecn.is_ecn_capable() {
-                    ecn = Ecn::Ce;
-                    self.stats.ce_marked += 1;
-                }
+            if let Some(th) = c.ce_threshold
+                && backlog > th
+                && ecn.is_ecn_capable()
+            {
+                ecn = Ecn::Ce;
+                self.stats.ce_marked += 1;
             }
             let tx = Duration::from_secs_f64(data.len() as f64 * 8.0 / rate as f64);
             depart = self.busy_until.max(now) + tx;
@@ -167,13 +195,16 @@ impl Link {
             ecn = Ecn::NotEct;
         }
         let mut at = depart + c.delay;
-        if c.reorder_every.is_some_and(|n| self.count % n == 0) {
+        if c.reorder_every
+            .is_some_and(|n| self.count.is_multiple_of(n))
+        {
             at += c.reorder_delay;
         }
         if c.duplicate > 0.0 && self.rng.random::<f64>() < c.duplicate {
             self.stats.duplicated += 1;
             self.seq += 1;
-            self.pending.insert((at + MS, self.seq), (src, dst, ecn, data.clone()));
+            self.pending
+                .insert((at + MS, self.seq), (src, dst, ecn, data.clone()));
         }
         self.seq += 1;
         self.pending.insert((at, self.seq), (src, dst, ecn, data));
@@ -183,7 +214,7 @@ impl Link {
         self.pending.keys().next().map(|(t, _)| *t)
     }
 
-    pub fn take_due(&mut self, now: Instant) -> Option<(SocketAddr, SocketAddr, Ecn, Vec<u8>)> {
+    pub fn take_due(&mut self, now: Instant) -> Option<InFlight> {
         let (&key, _) = self.pending.iter().next()?;
         if key.0 > now {
             return None;
@@ -248,8 +279,10 @@ pub struct Pair {
     pub history: Vec<(Dir, Instant, Vec<u8>)>,
     /// Called on every datagram before it enters a link; return false to
     /// drop it.
-    pub tap: Option<Box<dyn FnMut(Dir, &mut Vec<u8>) -> bool>>,
+    pub tap: Option<Tap>,
     pub steps: u64,
+    /// Steps taken without time moving: a guard against livelock.
+    stalled_steps: u64,
 }
 
 impl Pair {
@@ -259,7 +292,9 @@ impl Pair {
         let (client_addr, server_addr) = cfg.family.addrs();
         let mut client = Endpoint::new(cfg.seed, None);
         let server = Endpoint::new(cfg.seed.wrapping_add(1), Some(cfg.server));
-        let client_conn = client.connect(Instant::ZERO, server_addr, cfg.client).expect("connect");
+        let client_conn = client
+            .connect(Instant::ZERO, server_addr, cfg.client)
+            .expect("connect");
         Pair {
             now: Instant::ZERO,
             client,
@@ -276,11 +311,14 @@ impl Pair {
             history: Vec::new(),
             tap: None,
             steps: 0,
+            stalled_steps: 0,
         }
     }
 
     pub fn client_conn(&mut self) -> &mut brisk_proto::Connection {
-        self.client.connection_mut(self.client_conn).expect("client connection")
+        self.client
+            .connection_mut(self.client_conn)
+            .expect("client connection")
     }
 
     pub fn server_conn(&mut self) -> Option<&mut brisk_proto::Connection> {
@@ -302,22 +340,32 @@ impl Pair {
         if self.record {
             self.history.push((dir, self.now, data.clone()));
         }
-        if let Some(tap) = self.tap.as_mut() {
-            if !tap(dir, &mut data) {
-                return;
-            }
+        if let Some(tap) = self.tap.as_mut()
+            && !tap(dir, &mut data)
+        {
+            return;
         }
         match dir {
-            Dir::ToServer => self.to_server.send(self.now, self.client_addr, self.server_addr, ecn, data),
-            Dir::ToClient => self.to_client.send(self.now, self.server_addr, self.client_addr, ecn, data),
+            Dir::ToServer => {
+                self.to_server
+                    .send(self.now, self.client_addr, self.server_addr, ecn, data)
+            }
+            Dir::ToClient => {
+                self.to_client
+                    .send(self.now, self.server_addr, self.client_addr, ecn, data)
+            }
         }
     }
 
     /// Hands a datagram to an endpoint right now, bypassing the links.
     pub fn inject(&mut self, dir: Dir, ecn: Ecn, data: &[u8]) {
         match dir {
-            Dir::ToServer => self.server.handle_datagram(self.now, self.client_addr, ecn, data),
-            Dir::ToClient => self.client.handle_datagram(self.now, self.server_addr, ecn, data),
+            Dir::ToServer => self
+                .server
+                .handle_datagram(self.now, self.client_addr, ecn, data),
+            Dir::ToClient => self
+                .client
+                .handle_datagram(self.now, self.server_addr, ecn, data),
         }
     }
 
@@ -336,6 +384,12 @@ impl Pair {
     /// One step: send, jump to the next event, deliver and fire timers.
     /// Returns false when nothing will ever happen again.
     pub fn step(&mut self) -> bool {
+        self.step_before(Instant::FAR_FUTURE)
+    }
+
+    /// Like [`step`](Self::step), but never jumps past `deadline`: if the
+    /// next event is later, time stops at `deadline` and this returns false.
+    pub fn step_before(&mut self, deadline: Instant) -> bool {
         self.flush();
         self.drain_events();
         let next = [
@@ -350,7 +404,21 @@ impl Pair {
         let Some(t) = next else {
             return false;
         };
+        if t > deadline {
+            self.now = self.now.max(deadline);
+            return false;
+        }
         self.steps += 1;
+        if t <= self.now {
+            self.stalled_steps += 1;
+            assert!(
+                self.stalled_steps < 100_000,
+                "livelock: time stuck at {:?}",
+                self.now
+            );
+        } else {
+            self.stalled_steps = 0;
+        }
         self.now = self.now.max(t);
         while let Some((src, _, ecn, d)) = self.to_server.take_due(self.now) {
             self.server.handle_datagram(self.now, src, ecn, &d);
@@ -370,12 +438,16 @@ impl Pair {
 
     /// Steps until `done` holds (checked after every step) or virtual time
     /// passes `deadline`; returns whether `done` held.
-    pub fn run_until(&mut self, deadline: Instant, mut done: impl FnMut(&mut Pair) -> bool) -> bool {
+    pub fn run_until(
+        &mut self,
+        deadline: Instant,
+        mut done: impl FnMut(&mut Pair) -> bool,
+    ) -> bool {
         loop {
             if done(self) {
                 return true;
             }
-            if self.now > deadline || !self.step() {
+            if self.now >= deadline || !self.step_before(deadline) {
                 return done(self);
             }
         }
@@ -391,7 +463,9 @@ impl Pair {
 
     /// Runs until both sides report Connected.
     pub fn connect(&mut self) -> bool {
-        self.run_until(Instant::from_millis(10_000), |p| p.client_connected() && p.server_connected())
+        self.run_until(Instant::from_millis(10_000), |p| {
+            p.client_connected() && p.server_connected()
+        })
     }
 }
 
@@ -420,7 +494,13 @@ pub struct Bulk {
 
 impl Bulk {
     pub fn new(data: Vec<u8>) -> Self {
-        Bulk { data, written: 0, stream: None, received: Vec::new(), fin: false }
+        Bulk {
+            data,
+            written: 0,
+            stream: None,
+            received: Vec::new(),
+            fin: false,
+        }
     }
 
     /// Writes what the client can, reads what the server has. Returns true
@@ -431,14 +511,14 @@ impl Bulk {
             if self.stream.is_none() {
                 self.stream = c.open_stream(false, Default::default()).ok();
             }
-            if let Some(id) = self.stream {
-                if self.written < self.data.len() {
-                    if let Ok(n) = c.write(id, &self.data[self.written..]) {
-                        self.written += n;
-                    }
-                    if self.written == self.data.len() {
-                        c.finish(id).expect("finish");
-                    }
+            if let Some(id) = self.stream
+                && self.written < self.data.len()
+            {
+                if let Ok(n) = c.write(id, &self.data[self.written..]) {
+                    self.written += n;
+                }
+                if self.written == self.data.len() {
+                    c.finish(id).expect("finish");
                 }
             }
         }
@@ -479,7 +559,11 @@ pub fn bulk_transfer(cfg: PairConfig, len: usize, deadline: Instant) -> (Pair, I
         p.client.connection(p.client_conn).map(|c| c.stats())
     );
     assert_eq!(bulk.received.len(), len);
-    assert_eq!(sha256(&bulk.received), sha256(&bulk.data), "byte-exact delivery");
+    assert_eq!(
+        sha256(&bulk.received),
+        sha256(&bulk.data),
+        "byte-exact delivery"
+    );
     let at = p.now;
     (p, at)
 }

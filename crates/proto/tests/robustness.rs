@@ -1,0 +1,220 @@
+//! Hostile and broken input: malformed, truncated, replayed and bit-flipped
+//! packets are dropped and counted; the amplification limit holds; idle
+//! connections time out.
+
+mod util;
+
+use brisk_proto::streams::Priority;
+use brisk_proto::{ConnectionError, Event};
+use brisk_time::Instant;
+use brisk_wire::Ecn;
+use std::time::Duration;
+use util::*;
+
+fn ms(x: u64) -> Instant {
+    Instant::from_millis(x)
+}
+
+/// Connects and moves some data so there are 1-RTT datagrams to replay.
+fn connected_with_traffic(family: Family, seed: u64) -> (Pair, Vec<Vec<u8>>) {
+    let mut p = Pair::new(PairConfig::new(family, seed));
+    p.record = true;
+    assert!(p.connect());
+    let mut bulk = Bulk::new(payload(20_000, seed));
+    assert!(p.run_until(ms(5_000), |p| bulk.pump(p)));
+    let short: Vec<Vec<u8>> = p
+        .history
+        .iter()
+        .filter(|(d, _, b)| *d == Dir::ToServer && b[0] & 0x80 == 0 && b.len() > 200)
+        .map(|(_, _, b)| b.clone())
+        .collect();
+    assert!(short.len() >= 5);
+    (p, short)
+}
+
+#[test]
+fn replayed_packets_are_dropped_and_counted() {
+    for family in FAMILIES {
+        let (mut p, short) = connected_with_traffic(family, 20);
+        let before = p.server_conn().unwrap().stats();
+        for d in &short[..5] {
+            p.inject(Dir::ToServer, Ecn::NotEct, d);
+        }
+        let after = p.server_conn().unwrap().stats();
+        assert_eq!(
+            after.dropped.duplicate - before.dropped.duplicate,
+            5,
+            "{family:?}"
+        );
+        assert_eq!(after.packets_received, before.packets_received);
+        assert_eq!(after.stream_bytes_received, before.stream_bytes_received);
+    }
+}
+
+#[test]
+fn bit_flips_and_truncation_fail_authentication() {
+    for family in FAMILIES {
+        let (mut p, short) = connected_with_traffic(family, 21);
+        let before = p.server_conn().unwrap().stats().dropped;
+        let mut injected = 0;
+        // Flip one bit at a time across header and payload of one packet.
+        let orig = short[short.len() - 1].clone();
+        for i in (0..orig.len()).step_by(37).skip(1) {
+            let mut d = orig.clone();
+            d[i] ^= 0x10;
+            p.inject(Dir::ToServer, Ecn::NotEct, &d);
+            injected += 1;
+        }
+        // Cut the packet short at a few places past the header.
+        for cut in [20, 40, orig.len() - 1] {
+            p.inject(Dir::ToServer, Ecn::NotEct, &orig[..cut]);
+            injected += 1;
+        }
+        let after = p.server_conn().unwrap().stats().dropped;
+        assert_eq!(
+            after.unauthenticated - before.unauthenticated,
+            injected,
+            "{family:?}: {after:?}"
+        );
+        assert!(p.server_conn().unwrap().is_established());
+    }
+}
+
+#[test]
+fn garbage_and_headers_cut_short_never_create_state() {
+    for family in FAMILIES {
+        let (mut p, short) = connected_with_traffic(family, 22);
+        let ep_before = p.server.stats();
+        // Too short for a header, and pure noise.
+        p.inject(Dir::ToServer, Ecn::NotEct, &short[0][..5]);
+        p.inject(Dir::ToServer, Ecn::NotEct, &[]);
+        for seed in 0..50 {
+            let mut junk = payload(1 + (seed as usize * 97) % 1400, seed);
+            p.inject(Dir::ToServer, Ecn::Ce, &junk);
+            // Junk with a plausible Initial header must fail the handshake.
+            junk.resize(1200, 0);
+            junk[0] = 0xc0;
+            junk[1..5].copy_from_slice(&0x4252_0001u32.to_be_bytes());
+            junk[5] = 8;
+            junk[14] = 8;
+            p.inject(Dir::ToServer, Ecn::NotEct, &junk);
+        }
+        let ep = p.server.stats();
+        assert_eq!(
+            p.server.handles().count(),
+            1,
+            "{family:?}: only the real connection"
+        );
+        assert!(
+            ep.malformed + ep.unknown_connection + ep.handshake_failed
+                - ep_before.malformed
+                - ep_before.unknown_connection
+                - ep_before.handshake_failed
+                >= 100,
+            "{ep:?}"
+        );
+        // The real connection is unharmed.
+        let mut bulk = Bulk::new(payload(10_000, 5));
+        let id = p
+            .client_conn()
+            .open_stream(false, Priority::default())
+            .unwrap();
+        bulk.stream = Some(id);
+        assert!(p.run_until(p.now + Duration::from_secs(5), |p| bulk.pump(p)));
+    }
+}
+
+#[test]
+fn idle_connections_time_out_unless_kept_alive() {
+    for family in FAMILIES {
+        let mut p = Pair::new(PairConfig::new(family, 23));
+        assert!(p.connect());
+        p.run_until(ms(120_000), |p| p.client_events.contains(&Event::Closed));
+        assert!(
+            p.client_events
+                .contains(&Event::ConnectionLost(ConnectionError::TimedOut))
+        );
+        assert!(
+            p.server_events
+                .contains(&Event::ConnectionLost(ConnectionError::TimedOut))
+        );
+        // 30 s of silence after the handshake.
+        assert!(
+            p.now >= ms(30_000) && p.now < ms(31_000),
+            "{family:?}: {:?}",
+            p.now
+        );
+
+        let mut cfg = PairConfig::new(family, 24);
+        cfg.client.transport.keep_alive_interval = Some(Duration::from_secs(10));
+        let mut p = Pair::new(cfg);
+        assert!(p.connect());
+        p.run_until(ms(100_000), |p| p.client_events.contains(&Event::Closed));
+        assert!(!p.client_events.contains(&Event::Closed), "kept alive");
+    }
+}
+
+#[test]
+fn server_sends_at_most_three_times_what_it_received_before_validation() {
+    for family in FAMILIES {
+        let mut p = Pair::new(PairConfig::new(family, 25));
+        // Only the client's first datagram ever reaches the server.
+        let mut first = true;
+        p.tap = Some(Box::new(move |dir, _| {
+            dir == Dir::ToClient || std::mem::take(&mut first)
+        }));
+        p.run_until(ms(1_000), |p| p.server_conn.is_some());
+        // The server has 100 KB of 0.5-RTT data to push.
+        let s = p.server_conn().unwrap();
+        let id = s.open_stream(false, Priority::default()).unwrap();
+        assert_eq!(s.write(id, &payload(100_000, 1)).unwrap(), 100_000);
+        p.run_until(ms(20_000), |_| false);
+        let s = p
+            .server_conn
+            .and_then(|h| p.server.connection(h))
+            .map(|c| c.stats());
+        let Some(s) = s else {
+            // The server may already have given up; its counts went with it.
+            continue;
+        };
+        assert!(s.bytes_received >= 1200);
+        assert!(
+            s.bytes_sent <= 3 * s.bytes_received,
+            "{family:?}: sent {} for {}",
+            s.bytes_sent,
+            s.bytes_received
+        );
+        assert!(
+            s.bytes_sent >= 3 * s.bytes_received - 1300,
+            "used its allowance: {}",
+            s.bytes_sent
+        );
+        assert!(s.amplification_blocked > 0);
+    }
+}
+
+#[test]
+fn validated_server_is_not_limited() {
+    for family in FAMILIES {
+        let mut p = Pair::new(PairConfig::new(family, 26));
+        assert!(p.connect());
+        let s = p.server_conn().unwrap();
+        let id = s.open_stream(false, Priority::default()).unwrap();
+        s.write(id, &payload(100_000, 1)).unwrap();
+        s.finish(id).unwrap();
+        let mut got = 0;
+        let mut buf = vec![0; 65_536];
+        assert!(p.run_until(ms(5_000), |p| {
+            let c = p.client_conn();
+            while let Ok(r) = c.read(id, &mut buf) {
+                got += r.bytes;
+                if r.bytes == 0 || r.fin {
+                    break;
+                }
+            }
+            got == 100_000
+        }));
+        let s = p.server_conn().unwrap().stats();
+        assert!(s.bytes_sent > 100_000 && s.amplification_blocked == 0);
+    }
+}
