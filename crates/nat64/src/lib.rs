@@ -33,12 +33,15 @@
 //! never-panic property tests; `fuzz/` is a cargo-fuzz crate outside the
 //! workspace sharing the same checks.
 
+pub mod dns;
+pub mod dns64;
 pub mod icmp;
 pub mod nat;
 pub mod tcp_state;
 pub mod translate;
 
 pub use brisk_wire::Nat64Prefix;
+pub use dns64::Dns64;
 pub use nat::{
     ConfigError, Filtering, Nat64, Nat64Config, Nat64Drop, Nat64Stats, Timeouts, Transmit,
 };
