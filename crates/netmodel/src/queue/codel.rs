@@ -3,11 +3,11 @@
 //! that grows with the square root of the number of drops. Mirrors Linux's
 //! `sch_codel` (the control law lives in [`codel_law`](super::codel_law)).
 
+use super::backlog::Backlog;
 use super::codel_law::{CodelCounters, CodelParams, CodelSource, CodelVars, codel_duration};
 use super::{DropReason, Limits, Queue, QueueEvent, QueueStats};
 use crate::packet::Packet;
 use brisk_time::Instant;
-use std::collections::VecDeque;
 use std::time::Duration;
 
 /// `[queue.codel]`: RFC 8289's defaults, `target = "5ms"` and
@@ -71,11 +71,8 @@ impl CodelConfig {
 #[derive(Debug)]
 pub struct Codel {
     params: CodelParams,
-    limits: Limits,
     vars: CodelVars,
-    queue: VecDeque<Packet>,
-    stats: QueueStats,
-    events: VecDeque<QueueEvent>,
+    backlog: Backlog,
     /// Scratch for the packets one dequeue drops.
     dropped: Vec<Packet>,
 }
@@ -84,11 +81,8 @@ impl Codel {
     pub fn new(config: CodelConfig) -> Codel {
         Codel {
             params: config.params(),
-            limits: config.limits(),
             vars: CodelVars::default(),
-            queue: VecDeque::new(),
-            stats: QueueStats::default(),
-            events: VecDeque::new(),
+            backlog: Backlog::new(config.limits()),
             dropped: Vec::new(),
         }
     }
@@ -106,21 +100,13 @@ impl Codel {
 }
 
 /// The FIFO as CoDel sees it: the backlog it checks is the whole queue's.
-struct Head<'a> {
-    queue: &'a mut VecDeque<Packet>,
-    stats: &'a mut QueueStats,
-}
-
-impl CodelSource for Head<'_> {
+impl CodelSource for Backlog {
     fn pop(&mut self) -> Option<Packet> {
-        let p = self.queue.pop_front()?;
-        self.stats.backlog_packets -= 1;
-        self.stats.backlog_bytes -= p.len() as u64;
-        Some(p)
+        Backlog::pop(self)
     }
 
     fn backlog_bytes(&self) -> u64 {
-        self.stats.backlog_bytes
+        Backlog::backlog_bytes(self)
     }
 }
 
@@ -129,63 +115,31 @@ impl Queue for Codel {
         "codel"
     }
 
-    fn enqueue(&mut self, now: Instant, mut packet: Packet) {
-        let (n, b) = (
-            self.stats.backlog_packets as usize,
-            self.stats.backlog_bytes as usize,
-        );
-        if self.limits.would_overflow(n, b, packet.len()) {
-            self.stats.dropped_overflow += 1;
-            self.events.push_back(QueueEvent::Dropped {
-                at: now,
-                packet,
-                reason: DropReason::Overflow,
-            });
-            return;
-        }
-        packet.enqueued_at = now;
-        self.stats.enqueued_packets += 1;
-        self.stats.enqueued_bytes += packet.len() as u64;
-        self.stats.backlog_packets += 1;
-        self.stats.backlog_bytes += packet.len() as u64;
-        self.queue.push_back(packet);
+    fn enqueue(&mut self, now: Instant, packet: Packet) {
+        self.backlog.push_or_tail_drop(now, packet);
     }
 
     fn dequeue(&mut self, now: Instant) -> Option<Packet> {
-        let mut head = Head {
-            queue: &mut self.queue,
-            stats: &mut self.stats,
-        };
         let released = self
             .vars
-            .dequeue(now, &self.params, &mut head, &mut self.dropped);
+            .dequeue(now, &self.params, &mut self.backlog, &mut self.dropped);
         for packet in self.dropped.drain(..) {
-            self.stats.dropped_aqm += 1;
-            self.events.push_back(QueueEvent::Dropped {
-                at: now,
-                packet,
-                reason: DropReason::Aqm,
-            });
+            self.backlog.drop(now, packet, DropReason::Aqm);
         }
         let released = released?;
         if released.marked {
-            self.stats.marked += 1;
-            self.events.push_back(QueueEvent::Marked {
-                at: now,
-                packet_id: released.packet.id,
-            });
+            self.backlog.mark(now, released.packet.id);
         }
-        self.stats.dequeued_packets += 1;
-        self.stats.dequeued_bytes += released.packet.len() as u64;
+        self.backlog.count_dequeued(&released.packet);
         Some(released.packet)
     }
 
     fn stats(&self) -> QueueStats {
-        self.stats
+        self.backlog.stats()
     }
 
     fn poll_event(&mut self) -> Option<QueueEvent> {
-        self.events.pop_front()
+        self.backlog.poll_event()
     }
 }
 

@@ -1,10 +1,10 @@
 //! FIFO with tail drop: the bufferbloat baseline found in most home routers
 //! and cellular base stations.
 
-use super::{DropReason, Limits, Queue, QueueEvent, QueueStats};
+use super::backlog::Backlog;
+use super::{Limits, Queue, QueueEvent, QueueStats};
 use crate::packet::Packet;
 use brisk_time::Instant;
-use std::collections::VecDeque;
 
 /// `[queue.fifo]`: `limit_packets` (default 1000, like Linux's
 /// txqueuelen) and/or `limit_bytes`.
@@ -33,19 +33,13 @@ impl FifoConfig {
 
 #[derive(Debug)]
 pub struct Fifo {
-    limits: Limits,
-    queue: VecDeque<Packet>,
-    stats: QueueStats,
-    events: VecDeque<QueueEvent>,
+    backlog: Backlog,
 }
 
 impl Fifo {
     pub fn new(config: FifoConfig) -> Fifo {
         Fifo {
-            limits: config.limits(),
-            queue: VecDeque::new(),
-            stats: QueueStats::default(),
-            events: VecDeque::new(),
+            backlog: Backlog::new(config.limits()),
         }
     }
 }
@@ -55,43 +49,22 @@ impl Queue for Fifo {
         "fifo"
     }
 
-    fn enqueue(&mut self, now: Instant, mut packet: Packet) {
-        let (n, b) = (
-            self.stats.backlog_packets as usize,
-            self.stats.backlog_bytes as usize,
-        );
-        if self.limits.would_overflow(n, b, packet.len()) {
-            self.stats.dropped_overflow += 1;
-            self.events.push_back(QueueEvent::Dropped {
-                at: now,
-                packet,
-                reason: DropReason::Overflow,
-            });
-            return;
-        }
-        packet.enqueued_at = now;
-        self.stats.enqueued_packets += 1;
-        self.stats.enqueued_bytes += packet.len() as u64;
-        self.stats.backlog_packets += 1;
-        self.stats.backlog_bytes += packet.len() as u64;
-        self.queue.push_back(packet);
+    fn enqueue(&mut self, now: Instant, packet: Packet) {
+        self.backlog.push_or_tail_drop(now, packet);
     }
 
     fn dequeue(&mut self, _now: Instant) -> Option<Packet> {
-        let p = self.queue.pop_front()?;
-        self.stats.dequeued_packets += 1;
-        self.stats.dequeued_bytes += p.len() as u64;
-        self.stats.backlog_packets -= 1;
-        self.stats.backlog_bytes -= p.len() as u64;
+        let p = self.backlog.pop()?;
+        self.backlog.count_dequeued(&p);
         Some(p)
     }
 
     fn stats(&self) -> QueueStats {
-        self.stats
+        self.backlog.stats()
     }
 
     fn poll_event(&mut self) -> Option<QueueEvent> {
-        self.events.pop_front()
+        self.backlog.poll_event()
     }
 }
 

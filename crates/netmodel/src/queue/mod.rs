@@ -8,6 +8,7 @@
 //! dropped. Every drop and mark is reported through [`Queue::poll_event`] so
 //! traces can show them.
 
+mod backlog;
 mod codel;
 mod codel_law;
 mod dualpi2;

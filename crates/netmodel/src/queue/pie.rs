@@ -22,13 +22,13 @@
 //! only on drops, so one run of bad luck past the 8.5 ceiling would mark
 //! every ECN packet until the next drop).
 
+use super::backlog::Backlog;
 use super::pi_common::UpdateTimer;
 use super::{DropReason, Limits, Queue, QueueEvent, QueueStats};
 use crate::Rng;
 use crate::packet::Packet;
 use brisk_time::Instant;
 use rand::Rng as _;
-use std::collections::VecDeque;
 use std::time::Duration;
 
 /// The drain-rate estimator measures over this many bytes, and only while
@@ -181,13 +181,10 @@ fn secs(d: Duration) -> f64 {
 #[derive(Debug)]
 pub struct Pie {
     config: PieConfig,
-    limits: Limits,
     rng: Rng,
     timer: UpdateTimer,
     vars: PieVars,
-    queue: VecDeque<Packet>,
-    stats: QueueStats,
-    events: VecDeque<QueueEvent>,
+    backlog: Backlog,
 }
 
 impl Pie {
@@ -201,13 +198,10 @@ impl Pie {
             }
         }
         Pie {
-            limits: config.limits(),
             rng,
             timer: UpdateTimer::new(config.tupdate),
             vars: PieVars::new(config.max_burst),
-            queue: VecDeque::new(),
-            stats: QueueStats::default(),
-            events: VecDeque::new(),
+            backlog: Backlog::new(config.limits()),
             config,
         }
     }
@@ -256,7 +250,7 @@ impl Pie {
     fn update_probability(&mut self) {
         let c = &self.config;
         let v = &mut self.vars;
-        let backlog = self.stats.backlog_bytes;
+        let backlog = self.backlog.backlog_bytes();
         let qdelay_old = v.qdelay_old;
         let qdelay = if c.dq_rate_estimator {
             if v.avg_dq_rate_bytes_per_sec > 0.0 {
@@ -309,7 +303,7 @@ impl Pie {
         if v.qdelay < c.target / 2 && v.prob < 0.2 {
             return false;
         }
-        if self.stats.backlog_bytes < 2 * u64::from(c.mtu_bytes) {
+        if self.backlog.backlog_bytes() < 2 * u64::from(c.mtu_bytes) {
             return false;
         }
         let p = v.prob;
@@ -337,7 +331,7 @@ impl Pie {
     /// Linux's `pie_process_dequeue`: delay sample, drain rate, and burst
     /// allowance, after `packet` left at `now`.
     fn after_dequeue(&mut self, now: Instant, packet: &Packet) {
-        let backlog = self.stats.backlog_bytes;
+        let backlog = self.backlog.backlog_bytes();
         let v = &mut self.vars;
         let dtime = if self.config.dq_rate_estimator {
             if backlog >= DQ_THRESHOLD_BYTES && v.dq_count.is_none() {
@@ -384,16 +378,8 @@ impl Pie {
     }
 
     fn discard(&mut self, now: Instant, packet: Packet, reason: DropReason) {
-        match reason {
-            DropReason::Overflow => self.stats.dropped_overflow += 1,
-            DropReason::Aqm => self.stats.dropped_aqm += 1,
-        }
         self.vars.accu_prob = 0.0;
-        self.events.push_back(QueueEvent::Dropped {
-            at: now,
-            packet,
-            reason,
-        });
+        self.backlog.drop(now, packet, reason);
     }
 }
 
@@ -404,52 +390,36 @@ impl Queue for Pie {
 
     fn enqueue(&mut self, now: Instant, mut packet: Packet) {
         self.handle_timeout(now);
-        let (n, b) = (
-            self.stats.backlog_packets as usize,
-            self.stats.backlog_bytes as usize,
-        );
-        if self.limits.would_overflow(n, b, packet.len()) {
+        if self.backlog.would_overflow(packet.len()) {
             self.discard(now, packet, DropReason::Overflow);
             return;
         }
         if self.drop_early() {
             let may_mark = self.config.ecn && self.vars.prob < self.config.mark_ecn_threshold;
             if may_mark && packet.try_mark_ce() {
-                self.stats.marked += 1;
-                self.events.push_back(QueueEvent::Marked {
-                    at: now,
-                    packet_id: packet.id,
-                });
+                self.backlog.mark(now, packet.id);
             } else {
                 self.discard(now, packet, DropReason::Aqm);
                 return;
             }
         }
-        packet.enqueued_at = now;
-        self.stats.enqueued_packets += 1;
-        self.stats.enqueued_bytes += packet.len() as u64;
-        self.stats.backlog_packets += 1;
-        self.stats.backlog_bytes += packet.len() as u64;
-        self.queue.push_back(packet);
+        self.backlog.push(now, packet);
     }
 
     fn dequeue(&mut self, now: Instant) -> Option<Packet> {
         self.handle_timeout(now);
-        let p = self.queue.pop_front()?;
-        self.stats.dequeued_packets += 1;
-        self.stats.dequeued_bytes += p.len() as u64;
-        self.stats.backlog_packets -= 1;
-        self.stats.backlog_bytes -= p.len() as u64;
+        let p = self.backlog.pop()?;
+        self.backlog.count_dequeued(&p);
         self.after_dequeue(now, &p);
         Some(p)
     }
 
     fn stats(&self) -> QueueStats {
-        self.stats
+        self.backlog.stats()
     }
 
     fn poll_event(&mut self) -> Option<QueueEvent> {
-        self.events.pop_front()
+        self.backlog.poll_event()
     }
 }
 
