@@ -21,9 +21,13 @@ pub mod scenario;
 use brisk_time::Instant;
 use brisk_trace::stats::{LatencySummary, Percentiles};
 use engine::{Engine, FlowSetup, Outcome};
+use flows::brisk::{BriskConfig, BriskFlow, BriskWorkload, SendPath, TransportReport};
 use flows::{ConstantRate, FlowApp, Ping};
-use results::{EngineResults, FlowResults, LinkResults, QueueResults, Results};
-use scenario::{FlowKind, FlowSpec, IpFamily, Scenario};
+use results::{
+    BriskResults, EngineResults, FlowResults, FrameResults, LinkResults, QueueResults, Results,
+    TransportResults,
+};
+use scenario::{BriskApp, EcnSpec, FlowKind, FlowSpec, IpFamily, Scenario};
 use std::time::Duration;
 
 /// How to run a scenario.
@@ -45,8 +49,71 @@ pub struct Run {
     pub outcome: Outcome,
 }
 
-/// Builds the application of one flow spec.
-fn build_app(s: &Scenario, spec: &FlowSpec, setup: &mut FlowSetup) -> Box<dyn FlowApp> {
+/// Default size of a brisk message.
+pub const DEFAULT_MESSAGE_BYTES: u64 = 1000;
+/// Default frame rate of a brisk video call.
+pub const DEFAULT_FPS: u32 = 30;
+
+/// The seed of flow `index`'s own randomness (keys, connection IDs).
+fn flow_seed(seed: u64, index: usize) -> u64 {
+    seed.rotate_left(17) ^ (index as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+}
+
+/// The brisk flow of a spec (validated: fields fit the app).
+fn brisk_config(
+    s: &Scenario,
+    spec: &FlowSpec,
+    setup: &FlowSetup,
+    seed: u64,
+    series: bool,
+) -> BriskConfig {
+    let path = match (spec.send_buffer, spec.low_water_mark) {
+        (Some(b), _) => Some(SendPath::SendBuffer(b)),
+        (None, Some(m)) => Some(SendPath::LowWaterMark(m)),
+        (None, None) => None,
+    };
+    let workload = match spec.app.unwrap_or_default() {
+        BriskApp::Bulk => BriskWorkload::Bulk { bytes: spec.bytes },
+        BriskApp::Messages => BriskWorkload::Messages {
+            size_bytes: spec.message_size.unwrap_or(DEFAULT_MESSAGE_BYTES),
+            interval: spec.interval,
+            // The transport's own default mark.
+            path: path.unwrap_or(SendPath::LowWaterMark(
+                brisk_proto::streams::StreamsConfig::default().low_water_mark,
+            )),
+        },
+        BriskApp::Video => BriskWorkload::Video {
+            fps: spec.fps.unwrap_or(DEFAULT_FPS),
+            path: path.unwrap_or(SendPath::Unbounded),
+        },
+        BriskApp::Feed => BriskWorkload::Feed {
+            objects: spec.objects.clone().unwrap_or_default(),
+        },
+    };
+    BriskConfig {
+        addrs: setup.addrs,
+        seed,
+        cc: spec
+            .cc
+            .unwrap_or(brisk_proto::congestion::CcAlgorithm::Prague),
+        ecn: spec.ecn != Some(EcnSpec::NotEct),
+        header_len: s.header_bytes() as usize,
+        start: setup.start,
+        stop: setup.stop,
+        workload,
+        series,
+    }
+}
+
+/// Builds the application of flow `index`.
+fn build_app(
+    s: &Scenario,
+    spec: &FlowSpec,
+    setup: &FlowSetup,
+    seed: u64,
+    index: usize,
+    series: bool,
+) -> Box<dyn FlowApp> {
     let header = s.header_bytes() as usize;
     let ecn = spec.ecn.map(Into::into).unwrap_or_default();
     match spec.kind {
@@ -72,6 +139,13 @@ fn build_app(s: &Scenario, spec: &FlowSpec, setup: &mut FlowSetup) -> Box<dyn Fl
             setup.start,
             setup.stop,
         )),
+        FlowKind::Brisk => Box::new(BriskFlow::new(brisk_config(
+            s,
+            spec,
+            setup,
+            flow_seed(seed, index),
+            series,
+        ))),
     }
 }
 
@@ -95,7 +169,7 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Run {
             stop: spec.stop.map_or(end, |d| (Instant::ZERO + d).min(end)),
             rtt: spec.rtt.unwrap_or_else(|| engine.bottleneck_rtt()),
         };
-        setup.app = build_app(&s, spec, &mut setup);
+        setup.app = build_app(&s, spec, &setup, seed, i, options.series);
         engine.add_flow(setup, options.series);
     }
     let outcome = engine.run();
@@ -126,6 +200,67 @@ fn queue_results(link: &brisk_netmodel::Link, delay: &LatencySummary) -> QueueRe
         marks: st.marked,
         enqueued_packets: st.enqueued_packets,
         delay_ms: delay.percentiles(),
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// The JSON form of a brisk flow's report.
+fn brisk_results(t: &TransportReport) -> BriskResults {
+    let latency = (!t.latencies.is_empty()).then(|| {
+        let mut h = LatencySummary::default();
+        t.latencies.iter().for_each(|d| h.record(*d));
+        h.percentiles()
+    });
+    let frames = t.frames.as_ref().map(|f| {
+        let fps: Vec<f64> = f.frame_rate.iter().map(|(_, v)| *v).collect();
+        let n = fps.len().max(1) as f64;
+        FrameResults {
+            fps: f.fps,
+            sent: f.sent,
+            skipped: f.skipped,
+            abandoned: f.abandoned,
+            received: f.received,
+            on_time: f.on_time,
+            deadline_ms: ms(f.deadline),
+            stall_fraction: f.stall_fraction,
+            fps_mean: fps.iter().sum::<f64>() / n,
+            fps_min: fps.iter().copied().reduce(f64::min).unwrap_or(0.0),
+            below_25_fps_fraction: fps.iter().filter(|v| **v < 25.0).count() as f64 / n,
+        }
+    });
+    let st = t.sender.clone();
+    let i = t.integrity;
+    let intact = i.corrupt_bytes == 0 && i.sent_hash == i.received_hash;
+    BriskResults {
+        completion_time_s: t.completion().map(|d| d.as_secs_f64()),
+        message_latency_ms: latency,
+        frames,
+        transport: TransportResults {
+            cc: t.cc,
+            app: t.app,
+            handshake_ms: t.connected_at.map(|c| ms(c - t.started_at)),
+            error: t.error.clone(),
+            srtt_ms: st.as_ref().map_or(0.0, |s| ms(s.smoothed_rtt)),
+            min_rtt_ms: st.as_ref().map_or(0.0, |s| ms(s.min_rtt)),
+            cwnd_bytes: st.as_ref().map_or(0, |s| s.cwnd_bytes),
+            packets_sent: st.as_ref().map_or(0, |s| s.packets_sent),
+            packets_lost: st.as_ref().map_or(0, |s| s.packets_lost),
+            packets_retransmitted: st.as_ref().map_or(0, |s| s.packets_retransmitted),
+            bytes_retransmitted: st.as_ref().map_or(0, |s| s.stream_bytes_retransmitted),
+            spurious_losses: st.as_ref().map_or(0, |s| s.spurious_losses),
+            ptos: st.as_ref().map_or(0, |s| s.ptos),
+            congestion_events: st.as_ref().map_or(0, |s| s.congestion_events),
+            ce_echoed: st.as_ref().map_or(0, |s| s.ecn_echoed.ce),
+            ecn_state: st.as_ref().map_or_else(
+                || "testing".to_owned(),
+                |s| format!("{:?}", s.ecn_state).to_lowercase(),
+            ),
+            ecn_codepoint: st.as_ref().map_or("not-ect", |s| s.ecn_codepoint.name()),
+            data_intact: intact,
+        },
     }
 }
 
@@ -189,6 +324,7 @@ fn summarize(s: &Scenario, seed: u64, o: &Outcome) -> Results {
                 link_losses: m.link_losses,
                 ce_packets: m.ce_packets,
                 unanswered: report.unanswered,
+                brisk: report.transport.as_ref().map(brisk_results),
             }
         })
         .collect();

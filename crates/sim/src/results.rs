@@ -75,6 +75,79 @@ pub struct FlowResults {
     pub ce_packets: u64,
     /// Probes or requests that got no answer.
     pub unanswered: u64,
+    /// Transport flows (brisk) only: what the application measured and
+    /// the transport's own statistics, as fields of this object.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub brisk: Option<BriskResults>,
+}
+
+/// The fields a brisk flow adds to its [`FlowResults`].
+#[derive(Debug, Clone, Serialize)]
+pub struct BriskResults {
+    /// Bulk and feed: from the flow's start to the last byte read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub completion_time_s: Option<f64>,
+    /// Messages and video frames: from the sending application's write to
+    /// the receiving application's read; feed: each object's fetch time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message_latency_ms: Option<Percentiles>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub frames: Option<FrameResults>,
+    pub transport: TransportResults,
+}
+
+/// The video call at the receiver.
+#[derive(Debug, Clone, Serialize)]
+pub struct FrameResults {
+    pub fps: u32,
+    pub sent: u64,
+    /// Capture instants the send path refused.
+    pub skipped: u64,
+    /// Frames the sender reset after the deadline.
+    pub abandoned: u64,
+    pub received: u64,
+    /// Received whole within `deadline_ms` of capture.
+    pub on_time: u64,
+    pub deadline_ms: f64,
+    /// Share of 100 ms windows with no frame on time.
+    pub stall_fraction: f64,
+    /// On-time frames per second over the call's whole seconds.
+    pub fps_mean: f64,
+    pub fps_min: f64,
+    /// Share of those seconds below 25 frames per second.
+    pub below_25_fps_fraction: f64,
+}
+
+/// The sender's connection, from its own statistics.
+#[derive(Debug, Clone, Serialize)]
+pub struct TransportResults {
+    pub cc: &'static str,
+    pub app: &'static str,
+    /// The handshake's duration (IK: one round trip).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub handshake_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub srtt_ms: f64,
+    pub min_rtt_ms: f64,
+    /// At the end of the run.
+    pub cwnd_bytes: u64,
+    pub packets_sent: u64,
+    pub packets_lost: u64,
+    pub packets_retransmitted: u64,
+    pub bytes_retransmitted: u64,
+    pub spurious_losses: u64,
+    pub ptos: u64,
+    pub congestion_events: u64,
+    /// CE marks the receiver echoed back.
+    pub ce_echoed: u64,
+    /// ECN validation: "testing", "capable" or "failed".
+    pub ecn_state: String,
+    /// The codepoint the sender ended with ("ect1", "ect0", "not_ect").
+    pub ecn_codepoint: &'static str,
+    /// Received bytes equal to the deterministic pattern (and, for bulk
+    /// and messages, the receiver's stream hash equals the sender's).
+    pub data_intact: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]

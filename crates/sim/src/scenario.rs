@@ -9,6 +9,7 @@
 use brisk_netmodel::link::profiles;
 use brisk_netmodel::units;
 use brisk_netmodel::{LinkConfig, queue::QueueConfig};
+use brisk_proto::congestion::CcAlgorithm;
 use brisk_wire::Ecn;
 use serde::Deserialize;
 use std::path::Path;
@@ -123,6 +124,8 @@ pub enum FlowKind {
     OnOff,
     /// Small echo requests at a fixed interval: RTT under load.
     Ping,
+    /// The Brisk transport carrying one of the [`BriskApp`] workloads.
+    Brisk,
 }
 
 impl FlowKind {
@@ -131,6 +134,46 @@ impl FlowKind {
             FlowKind::Cbr => "cbr",
             FlowKind::OnOff => "on_off",
             FlowKind::Ping => "ping",
+            FlowKind::Brisk => "brisk",
+        }
+    }
+}
+
+/// What the application on a `brisk` flow does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BriskApp {
+    /// One stream of `bytes` (or until `stop`) from sender to receiver.
+    #[default]
+    Bulk,
+    /// Timestamped messages on one stream: the interactive sender of the
+    /// send-buffer experiment.
+    Messages,
+    /// A video call: frames at `fps`, sized from the transport's rate
+    /// estimate, one stream each.
+    Video,
+    /// A feed page: the receiver fetches `objects` over multiplexed,
+    /// prioritized streams.
+    Feed,
+}
+
+impl BriskApp {
+    pub fn name(self) -> &'static str {
+        match self {
+            BriskApp::Bulk => "bulk",
+            BriskApp::Messages => "messages",
+            BriskApp::Video => "video",
+            BriskApp::Feed => "feed",
+        }
+    }
+
+    /// The app-specific fields it accepts.
+    fn fields(self) -> &'static [&'static str] {
+        match self {
+            BriskApp::Bulk => &["bytes"],
+            BriskApp::Messages => &["message_size", "interval", "send_buffer", "low_water_mark"],
+            BriskApp::Video => &["fps", "send_buffer", "low_water_mark"],
+            BriskApp::Feed => &["objects"],
         }
     }
 }
@@ -160,8 +203,9 @@ pub struct FlowSpec {
     /// IP datagram size (cbr, on_off, ping).
     #[serde(default, with = "opt_bytes")]
     pub size: Option<u64>,
-    /// ECN codepoint to send: "not_ect" (default), "ect0", "ect1".
-    #[serde(default)]
+    /// ECN codepoint to send: "not_ect" (default), "ect0", "ect1"; `false`
+    /// is "not_ect" (for brisk: ECN off; the controller picks the codepoint).
+    #[serde(default, deserialize_with = "ecn_field")]
     pub ecn: Option<EcnSpec>,
     /// On period (on_off).
     #[serde(default, with = "opt_duration")]
@@ -169,9 +213,35 @@ pub struct FlowSpec {
     /// Off period (on_off).
     #[serde(default, with = "opt_duration")]
     pub off: Option<Duration>,
-    /// Probe interval (ping).
+    /// Probe interval (ping); period between messages (brisk messages).
     #[serde(default, with = "opt_duration")]
     pub interval: Option<Duration>,
+    /// Congestion controller (brisk): "prague" (default), "cubic", "newreno".
+    #[serde(default)]
+    pub cc: Option<CcAlgorithm>,
+    /// The workload (brisk): "bulk" (default), "messages", "video", "feed".
+    #[serde(default)]
+    pub app: Option<BriskApp>,
+    /// Total bytes to send (brisk bulk; default: until `stop`).
+    #[serde(default, with = "opt_bytes")]
+    pub bytes: Option<u64>,
+    /// Bytes per message, header included (brisk messages; default 1KB).
+    #[serde(default, with = "opt_bytes")]
+    pub message_size: Option<u64>,
+    /// Frames per second (brisk video; default 30).
+    #[serde(default)]
+    pub fps: Option<u32>,
+    /// Object sizes of a feed page, the API response first (brisk feed).
+    #[serde(default, deserialize_with = "byte_list")]
+    pub objects: Option<Vec<u64>>,
+    /// The classic path (brisk messages, video): the app keeps up to this
+    /// many bytes queued in the transport, like SO_SNDBUF.
+    #[serde(default, with = "opt_bytes")]
+    pub send_buffer: Option<u64>,
+    /// The low-water-mark path (brisk messages, video): a fresh unit is
+    /// written only while fewer bytes than this wait unsent.
+    #[serde(default, with = "opt_bytes")]
+    pub low_water_mark: Option<u64>,
 }
 
 /// The ECN codepoint a source writes on its packets.
@@ -181,6 +251,46 @@ pub enum EcnSpec {
     NotEct,
     Ect0,
     Ect1,
+}
+
+/// `ecn` as a codepoint name, or `false` for "not_ect". `true` is refused:
+/// it would mean "ECN-capable" without saying which codepoint for the raw
+/// sources, and is already the default of brisk flows.
+fn ecn_field<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<EcnSpec>, D::Error> {
+    use serde::de::{self, Visitor};
+    struct V;
+    impl Visitor<'_> for V {
+        type Value = Option<EcnSpec>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("\"not_ect\", \"ect0\", \"ect1\" or false")
+        }
+        fn visit_str<E: de::Error>(self, s: &str) -> Result<Self::Value, E> {
+            match s {
+                "not_ect" => Ok(Some(EcnSpec::NotEct)),
+                "ect0" => Ok(Some(EcnSpec::Ect0)),
+                "ect1" => Ok(Some(EcnSpec::Ect1)),
+                _ => Err(E::unknown_variant(s, &["not_ect", "ect0", "ect1"])),
+            }
+        }
+        fn visit_bool<E: de::Error>(self, b: bool) -> Result<Self::Value, E> {
+            if b {
+                Err(E::custom(
+                    "`ecn = true` is ambiguous: name a codepoint, or omit `ecn` (brisk flows use ECN by default)",
+                ))
+            } else {
+                Ok(Some(EcnSpec::NotEct))
+            }
+        }
+    }
+    d.deserialize_any(V)
+}
+
+/// A list of sizes such as `["4KB", "60KB"]`.
+fn byte_list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<u64>>, D::Error> {
+    #[derive(Deserialize)]
+    struct Size(#[serde(with = "units::bytes")] u64);
+    let v: Vec<Size> = Vec::deserialize(d)?;
+    Ok(Some(v.into_iter().map(|s| s.0).collect()))
 }
 
 impl From<EcnSpec> for Ecn {
@@ -218,8 +328,26 @@ fn allowed_fields(kind: FlowKind) -> &'static [&'static str] {
         FlowKind::Cbr => &["rate", "size", "ecn"],
         FlowKind::OnOff => &["rate", "size", "ecn", "on", "off"],
         FlowKind::Ping => &["size", "ecn", "interval"],
+        FlowKind::Brisk => &[
+            "cc",
+            "app",
+            "ecn",
+            "bytes",
+            "message_size",
+            "interval",
+            "fps",
+            "objects",
+            "send_buffer",
+            "low_water_mark",
+        ],
     }
 }
+
+/// Feed objects are fetched on streams the receiver opens, within the
+/// transport's default limit on concurrent streams.
+pub const MAX_FEED_OBJECTS: usize = 100;
+/// The smallest message: its header (length, sequence number, time).
+pub const MIN_MESSAGE_BYTES: u64 = 20;
 
 impl FlowSpec {
     fn present_fields(&self) -> Vec<&'static str> {
@@ -235,7 +363,69 @@ impl FlowSpec {
         add("on", self.on.is_some());
         add("off", self.off.is_some());
         add("interval", self.interval.is_some());
+        add("cc", self.cc.is_some());
+        add("app", self.app.is_some());
+        add("bytes", self.bytes.is_some());
+        add("message_size", self.message_size.is_some());
+        add("fps", self.fps.is_some());
+        add("objects", self.objects.is_some());
+        add("send_buffer", self.send_buffer.is_some());
+        add("low_water_mark", self.low_water_mark.is_some());
         v
+    }
+
+    /// Checks what applies only to brisk flows: fields per app and their
+    /// ranges.
+    fn validate_brisk(&self) -> Result<(), String> {
+        let app = self.app.unwrap_or_default();
+        for field in self.present_fields() {
+            let generic = ["cc", "app", "ecn"].contains(&field);
+            if !generic && !app.fields().contains(&field) {
+                return Err(format!(
+                    "field `{field}` does not apply to app \"{}\"",
+                    app.name()
+                ));
+            }
+        }
+        if matches!(self.ecn, Some(EcnSpec::Ect0 | EcnSpec::Ect1)) {
+            return Err(
+                "`ecn` takes only false here: the congestion controller picks the codepoint".into(),
+            );
+        }
+        if self.send_buffer.is_some() && self.low_water_mark.is_some() {
+            return Err("`send_buffer` and `low_water_mark` are two paths: pick one".into());
+        }
+        if matches!(self.bytes, Some(0))
+            || matches!(self.send_buffer, Some(0))
+            || matches!(self.low_water_mark, Some(0))
+        {
+            return Err("`bytes`, `send_buffer` and `low_water_mark` must be above zero".into());
+        }
+        if let Some(m) = self.message_size
+            && !(MIN_MESSAGE_BYTES..=16_000_000).contains(&m)
+        {
+            return Err(format!(
+                "`message_size` must be {MIN_MESSAGE_BYTES}B..16MB (it includes a {MIN_MESSAGE_BYTES}-byte header)"
+            ));
+        }
+        if let Some(fps) = self.fps
+            && !(1..=240).contains(&fps)
+        {
+            return Err("`fps` must be 1..240".into());
+        }
+        if app == BriskApp::Feed {
+            let objects = self.objects.as_deref().unwrap_or_default();
+            if objects.is_empty() {
+                return Err("field `objects` is required (a non-empty list of sizes)".into());
+            }
+            if objects.len() > MAX_FEED_OBJECTS {
+                return Err(format!("`objects` takes at most {MAX_FEED_OBJECTS} sizes"));
+            }
+            if objects.contains(&0) {
+                return Err("`objects` sizes must be above zero".into());
+            }
+        }
+        Ok(())
     }
 
     /// The label reports use.
@@ -367,10 +557,14 @@ impl Scenario {
                     ("on", f.on.is_some()),
                     ("off", f.off.is_some()),
                 ],
-                FlowKind::Ping => &[],
+                FlowKind::Ping | FlowKind::Brisk => &[],
             };
             if let Some((field, _)) = required.iter().find(|(_, ok)| !ok) {
                 return Err(invalid(at, format!("{who}: field `{field}` is required")));
+            }
+            if f.kind == FlowKind::Brisk {
+                f.validate_brisk()
+                    .map_err(|e| invalid(at, format!("{who}: {e}")))?;
             }
             if let Some(rtt) = f.rtt
                 && rtt < min_rtt

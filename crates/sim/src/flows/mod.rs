@@ -3,11 +3,14 @@
 //! A flow is a pair of endpoints, one on a sender host and one on a
 //! receiver host, behind one sans-IO interface ([`FlowApp`]). The built-in
 //! sources need no transport; a transport plugs in the same way, wrapping
-//! its own state machines (see `brisk` flows once the transport lands).
+//! its own state machines ([`brisk`]: the Brisk transport and its
+//! applications).
 
+pub mod brisk;
 mod cbr;
 mod ping;
 
+pub use brisk::{BriskConfig, BriskFlow, BriskWorkload, SendPath, TransportReport};
 pub use cbr::ConstantRate;
 pub use ping::Ping;
 
@@ -61,6 +64,9 @@ pub struct AppReport {
     pub rtt_samples: Vec<(Instant, Duration)>,
     /// Requests or probes that never got an answer.
     pub unanswered: u64,
+    /// A transport flow's own view and its application's measurements;
+    /// `None` for the built-in sources.
+    pub transport: Option<TransportReport>,
 }
 
 /// A tiny payload header shared by the built-in sources: sequence number

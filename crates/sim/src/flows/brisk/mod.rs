@@ -1,0 +1,449 @@
+//! The Brisk transport as a simulator flow: a client endpoint on the
+//! sender host and a server endpoint on the receiver host, joined by the
+//! simulated network, carrying one application ([`BriskWorkload`]).
+//!
+//! The glue is thin: datagrams are unwrapped from IP/UDP with the ECN
+//! codepoint they arrived with (so CE marks reach the transport), and the
+//! transport's datagrams are wrapped with the codepoint it chose. The
+//! client pins the server's static key (the IK handshake, one round trip);
+//! both keypairs and all of the transport's randomness derive from the
+//! flow's seed, so a run is reproducible.
+//!
+//! Files: [`workload`] the application trait and shared helpers; [`bulk`],
+//! [`messages`], [`video`], [`feed`] the applications; [`seq`]
+//! time-sequence events from the sender's qlog; [`report`] what a flow
+//! reports.
+
+mod bulk;
+mod feed;
+mod messages;
+pub mod report;
+mod seq;
+mod video;
+mod workload;
+
+pub use report::{FrameReport, Integrity, TransportReport};
+pub use video::{FRAME_DEADLINE, MAX_VIDEO_BPS, MIN_VIDEO_BPS, STALL_WINDOW};
+
+use super::{AppReport, End, FlowAddrs, FlowApp};
+use brisk_proto::congestion::CcAlgorithm;
+use brisk_proto::crypto::Keypair;
+use brisk_proto::streams::StreamsConfig;
+use brisk_proto::{
+    ClientConfig, ConnectionHandle, ConnectionStats, Endpoint, Event, ServerConfig, TransportConfig,
+};
+use brisk_time::Instant;
+use brisk_wire::ip;
+use seq::Tracer;
+use std::time::Duration;
+use workload::Workload;
+
+/// The path MTU every simulated host uses; the transport's datagrams fill
+/// it.
+pub const MTU_BYTES: usize = 1500;
+
+/// How a messages or video sender decides it may write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SendPath {
+    /// Every unit is written.
+    Unbounded,
+    /// The classic socket: the transport holds up to this many bytes
+    /// (unacknowledged plus unsent) per stream, like SO_SNDBUF.
+    SendBuffer(u64),
+    /// A unit is written only while fewer than this many bytes wait
+    /// unsent (TCP_NOTSENT_LOWAT).
+    LowWaterMark(u64),
+}
+
+/// The application a brisk flow carries.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BriskWorkload {
+    /// `bytes` on one stream, or without end until the flow stops.
+    Bulk {
+        bytes: Option<u64>,
+    },
+    Messages {
+        size_bytes: u64,
+        /// At most one message per period; `None`: whenever writable.
+        interval: Option<Duration>,
+        path: SendPath,
+    },
+    Video {
+        fps: u32,
+        path: SendPath,
+    },
+    /// Object sizes, the API response first.
+    Feed {
+        objects: Vec<u64>,
+    },
+}
+
+impl BriskWorkload {
+    pub fn name(&self) -> &'static str {
+        match self {
+            BriskWorkload::Bulk { .. } => "bulk",
+            BriskWorkload::Messages { .. } => "messages",
+            BriskWorkload::Video { .. } => "video",
+            BriskWorkload::Feed { .. } => "feed",
+        }
+    }
+}
+
+/// Everything a brisk flow is built from.
+#[derive(Debug, Clone)]
+pub struct BriskConfig {
+    pub addrs: FlowAddrs,
+    /// Seeds the keys, connection IDs and the transport's randomness.
+    pub seed: u64,
+    pub cc: CcAlgorithm,
+    /// Let the transport mark its packets ECN-capable (subject to ECN
+    /// validation).
+    pub ecn: bool,
+    /// IP + UDP header bytes: datagrams fill [`MTU_BYTES`] with them.
+    pub header_len: usize,
+    pub start: Instant,
+    pub stop: Instant,
+    pub workload: BriskWorkload,
+    /// Record the window over time and time-sequence events.
+    pub series: bool,
+}
+
+impl BriskConfig {
+    /// The transport knobs both ends use.
+    fn transport(&self) -> TransportConfig {
+        let mds = MTU_BYTES.saturating_sub(self.header_len) as u64;
+        let mut t = TransportConfig {
+            max_datagram_size: mds,
+            cc: self.cc,
+            ecn: self.ecn,
+            ..TransportConfig::default()
+        };
+        t.cc_config.max_datagram_size = mds;
+        match &self.workload {
+            BriskWorkload::Messages { path, .. } => match *path {
+                SendPath::SendBuffer(limit) => {
+                    t.streams.send_buffer_limit = limit;
+                    t.streams.low_water_mark = u64::MAX;
+                }
+                SendPath::LowWaterMark(mark) => t.streams.low_water_mark = mark,
+                SendPath::Unbounded => t.streams.low_water_mark = u64::MAX,
+            },
+            BriskWorkload::Bulk { .. }
+            | BriskWorkload::Video { .. }
+            | BriskWorkload::Feed { .. } => {}
+        }
+        t
+    }
+
+    fn build_workload(&self, streams: &StreamsConfig) -> Box<dyn Workload> {
+        let key = self.seed ^ 0x5eed_da7a;
+        let limit = streams.send_buffer_limit;
+        match &self.workload {
+            BriskWorkload::Bulk { bytes } => {
+                Box::new(bulk::Bulk::new(key, *bytes, self.stop, limit))
+            }
+            BriskWorkload::Messages {
+                size_bytes,
+                interval,
+                ..
+            } => Box::new(messages::Messages::new(
+                key,
+                *size_bytes,
+                *interval,
+                self.start,
+                self.stop,
+            )),
+            BriskWorkload::Video { fps, path } => Box::new(video::Video::new(
+                key, *fps, self.start, self.stop, *path, limit,
+            )),
+            BriskWorkload::Feed { objects } => {
+                Box::new(feed::Feed::new(key, objects.clone(), limit))
+            }
+        }
+    }
+}
+
+/// A brisk flow: see the module documentation.
+pub struct BriskFlow {
+    addrs: FlowAddrs,
+    cc: &'static str,
+    app: &'static str,
+    start: Instant,
+    series: bool,
+    client: Endpoint,
+    server: Endpoint,
+    /// Taken when the client connects at `start`.
+    client_config: Option<ClientConfig>,
+    client_conn: Option<ConnectionHandle>,
+    server_conn: Option<ConnectionHandle>,
+    sender_up: bool,
+    receiver_up: bool,
+    workload: Box<dyn Workload>,
+    /// When the workload was last polled: its timers at or before this
+    /// had their chance, so a timer that did not move waits on an event.
+    polled_at: Option<Instant>,
+    trace: Tracer,
+    rtt_samples: Vec<(Instant, Duration)>,
+    last_rtt_sample: Option<Instant>,
+    cwnd: Vec<(Instant, u64)>,
+    connected_at: Option<Instant>,
+    error: Option<String>,
+    /// Statistics kept when a connection failed (the endpoint forgets it).
+    sender_final: Option<ConnectionStats>,
+    receiver_final: Option<ConnectionStats>,
+    /// Datagrams that were not IP/UDP.
+    malformed: u64,
+}
+
+impl std::fmt::Debug for BriskFlow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BriskFlow")
+            .field("addrs", &self.addrs)
+            .field("cc", &self.cc)
+            .field("app", &self.app)
+            .finish_non_exhaustive()
+    }
+}
+
+impl BriskFlow {
+    pub fn new(config: BriskConfig) -> Self {
+        let mut key_rng = brisk_netmodel::rng(config.seed, 0x6b65_7973);
+        let server_keys = Keypair::generate(&mut key_rng);
+        let client_keys = Keypair::generate(&mut key_rng);
+        let transport = config.transport();
+        let mut server_config = ServerConfig::new(server_keys.clone());
+        server_config.transport = transport.clone();
+        let mut client_config = ClientConfig::new(Some(server_keys.public()));
+        client_config.keypair = Some(client_keys);
+        let workload = config.build_workload(&transport.streams);
+        client_config.transport = transport;
+        let window = client_config.transport.streams.connection_receive_window;
+        BriskFlow {
+            addrs: config.addrs,
+            cc: config.cc.name(),
+            app: config.workload.name(),
+            start: config.start,
+            series: config.series,
+            client: Endpoint::new(config.seed ^ 0xc11e_0001, None),
+            server: Endpoint::new(config.seed ^ 0x5e7e_0002, Some(server_config)),
+            client_config: Some(client_config),
+            client_conn: None,
+            server_conn: None,
+            sender_up: false,
+            receiver_up: false,
+            workload,
+            polled_at: None,
+            trace: if config.series {
+                Tracer::enabled(window)
+            } else {
+                Tracer::default()
+            },
+            rtt_samples: Vec::new(),
+            last_rtt_sample: None,
+            cwnd: Vec::new(),
+            connected_at: None,
+            error: None,
+            sender_final: None,
+            receiver_final: None,
+            malformed: 0,
+        }
+    }
+
+    /// Datagrams dropped because they were not IP/UDP.
+    pub fn malformed(&self) -> u64 {
+        self.malformed
+    }
+
+    fn connect(&mut self, now: Instant) {
+        let Some(config) = self.client_config.take() else {
+            return;
+        };
+        match self.client.connect(now, self.addrs.receiver, config) {
+            Ok(h) => {
+                self.client_conn = Some(h);
+                if let (true, Some(c)) = (self.trace.is_enabled(), self.client.connection_mut(h)) {
+                    c.set_qlog(Box::new(self.trace.clone()));
+                }
+            }
+            Err(e) => self.error = Some(e.to_string()),
+        }
+    }
+
+    /// Keeps the sender's new RTT samples and window changes.
+    fn record_sender(&mut self, now: Instant) {
+        let Some(c) = self.client_conn.and_then(|h| self.client.connection(h)) else {
+            return;
+        };
+        let rtt = c.rtt();
+        if rtt.has_sample() && rtt.last_sample_at() != self.last_rtt_sample {
+            self.last_rtt_sample = rtt.last_sample_at();
+            if let Some(at) = self.last_rtt_sample {
+                self.rtt_samples.push((at, rtt.latest()));
+            }
+        }
+        if self.series {
+            let cwnd = c.stats().cwnd_bytes;
+            if self.cwnd.last().is_none_or(|(_, w)| *w != cwnd) {
+                self.cwnd.push((now, cwnd));
+            }
+        }
+    }
+
+    /// Hands both sides' events to the application and lets it write what
+    /// is due; true if anything happened.
+    fn process(&mut self, now: Instant) -> bool {
+        let mut progressed = false;
+        while let Some((h, event)) = self.client.poll_event() {
+            progressed = true;
+            if Some(h) != self.client_conn {
+                continue;
+            }
+            match event {
+                Event::Connected => {
+                    self.sender_up = true;
+                    self.connected_at.get_or_insert(now);
+                }
+                Event::Stream(e) => {
+                    if let Some(c) = self.client.connection_mut(h) {
+                        self.workload.sender_event(now, c, e, &self.trace);
+                    }
+                }
+                Event::ConnectionLost(e) => {
+                    self.sender_up = false;
+                    self.sender_final = self.client.connection(h).map(|c| c.stats());
+                    self.error.get_or_insert_with(|| format!("sender: {e}"));
+                }
+                Event::EarlyData { .. } | Event::Closed => {}
+            }
+        }
+        while let Some(h) = self.server.accept() {
+            self.server_conn.get_or_insert(h);
+        }
+        while let Some((h, event)) = self.server.poll_event() {
+            progressed = true;
+            if Some(h) != self.server_conn {
+                continue;
+            }
+            match event {
+                Event::Connected => self.receiver_up = true,
+                Event::Stream(e) => {
+                    if let Some(c) = self.server.connection_mut(h) {
+                        self.workload.receiver_event(now, c, e);
+                    }
+                }
+                Event::ConnectionLost(e) => {
+                    self.receiver_up = false;
+                    self.receiver_final = self.server.connection(h).map(|c| c.stats());
+                    self.error.get_or_insert_with(|| format!("receiver: {e}"));
+                }
+                Event::EarlyData { .. } | Event::Closed => {}
+            }
+        }
+        if self.sender_up
+            && let Some(c) = self.client_conn.and_then(|h| self.client.connection_mut(h))
+        {
+            progressed |= self.workload.poll_sender(now, c, &self.trace);
+            self.polled_at = Some(now);
+        }
+        if self.receiver_up
+            && let Some(c) = self.server_conn.and_then(|h| self.server.connection_mut(h))
+        {
+            progressed |= self.workload.poll_receiver(now, c);
+        }
+        progressed
+    }
+
+    fn stats(&self, end: End) -> Option<ConnectionStats> {
+        let (ep, h, kept) = match end {
+            End::Sender => (&self.client, self.client_conn, &self.sender_final),
+            End::Receiver => (&self.server, self.server_conn, &self.receiver_final),
+        };
+        h.and_then(|h| ep.connection(h))
+            .map(|c| c.stats())
+            .or_else(|| kept.clone())
+    }
+}
+
+impl FlowApp for BriskFlow {
+    fn handle_datagram(&mut self, now: Instant, end: End, datagram: &[u8]) {
+        let Ok((from, _, ecn, payload)) = ip::parse_udp(datagram) else {
+            self.malformed += 1;
+            return;
+        };
+        match end {
+            End::Sender => {
+                self.client.handle_datagram(now, from, ecn, payload);
+                self.record_sender(now);
+            }
+            End::Receiver => self.server.handle_datagram(now, from, ecn, payload),
+        }
+        self.process(now);
+    }
+
+    fn poll_transmit(&mut self, now: Instant) -> Option<(End, Vec<u8>)> {
+        loop {
+            for (end, ep, src) in [
+                (End::Sender, &mut self.client, self.addrs.sender),
+                (End::Receiver, &mut self.server, self.addrs.receiver),
+            ] {
+                while let Some(t) = ep.poll_transmit(now) {
+                    // An address the wire format cannot carry is dropped,
+                    // as a host's stack would refuse to send it.
+                    if let Ok(d) = ip::udp_datagram(src, t.destination, t.ecn, &t.contents) {
+                        return Some((end, d));
+                    }
+                }
+            }
+            if !self.process(now) {
+                return None;
+            }
+        }
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        let app = self
+            .workload
+            .poll_timeout()
+            .filter(|t| self.sender_up && self.polled_at.is_none_or(|p| *t > p));
+        let start = self.client_config.is_some().then_some(self.start);
+        [
+            self.client.poll_timeout(),
+            self.server.poll_timeout(),
+            app,
+            start,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        if self.client_config.is_some() && now >= self.start {
+            self.connect(now);
+        }
+        self.client.handle_timeout(now);
+        self.server.handle_timeout(now);
+        self.record_sender(now);
+        self.process(now);
+    }
+
+    fn report(&self) -> AppReport {
+        let mut app = AppReport::default();
+        let mut t = TransportReport {
+            cc: self.cc,
+            app: self.app,
+            started_at: self.start,
+            connected_at: self.connected_at,
+            error: self.error.clone(),
+            sender: self.stats(End::Sender),
+            receiver: self.stats(End::Receiver),
+            cwnd: self.cwnd.clone(),
+            seq: self.trace.events(),
+            ..TransportReport::default()
+        };
+        self.workload.report(&mut app, &mut t);
+        app.rtt_samples = self.rtt_samples.clone();
+        app.transport = Some(t);
+        app
+    }
+}

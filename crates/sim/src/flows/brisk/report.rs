@@ -1,0 +1,84 @@
+//! What a brisk flow reports: the transport's own view (its statistics,
+//! RTT and window over time, time-sequence events) and what the
+//! application measured (completion, per-message latency, video frames).
+
+use brisk_proto::ConnectionStats;
+use brisk_time::Instant;
+use brisk_trace::plot::SeqEvent;
+use std::time::Duration;
+
+/// A brisk flow's report, beyond the byte counts every flow has.
+#[derive(Debug, Clone, Default)]
+pub struct TransportReport {
+    /// The congestion controller's name.
+    pub cc: &'static str,
+    /// The workload's name ("bulk", "messages", "video", "feed").
+    pub app: &'static str,
+    /// When the flow started (the client's first packet).
+    pub started_at: Instant,
+    /// When the sender's handshake completed.
+    pub connected_at: Option<Instant>,
+    /// Why the connection failed, if it did.
+    pub error: Option<String>,
+    /// The sender's connection statistics at the end of the run (or when
+    /// it failed).
+    pub sender: Option<ConnectionStats>,
+    /// The receiver's.
+    pub receiver: Option<ConnectionStats>,
+    /// Bulk: the receiver read the last byte; feed: the last object.
+    pub completed_at: Option<Instant>,
+    /// Messages and frames: from the sending application's write to the
+    /// receiving application's read of the last byte; feed objects: from
+    /// the request to the last byte.
+    pub latencies: Vec<Duration>,
+    pub frames: Option<FrameReport>,
+    pub integrity: Integrity,
+    /// (when, congestion window) at every change (with series only).
+    pub cwnd: Vec<(Instant, u64)>,
+    /// Time-sequence events (with series only).
+    pub seq: Vec<SeqEvent>,
+}
+
+impl TransportReport {
+    /// How long the bulk transfer or the feed page took from the start.
+    pub fn completion(&self) -> Option<Duration> {
+        self.completed_at.map(|t| t - self.started_at)
+    }
+}
+
+/// Did the receiving application get exactly what the sender wrote?
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Integrity {
+    /// FNV-1a over every byte the sender wrote, in order (bulk and
+    /// messages: one stream each).
+    pub sent_hash: u64,
+    /// The same over every byte the receiver read.
+    pub received_hash: u64,
+    /// Bytes the receiver checked against the deterministic pattern.
+    pub checked_bytes: u64,
+    /// Bytes that differed from it.
+    pub corrupt_bytes: u64,
+}
+
+/// What the video call looked like at the receiver.
+#[derive(Debug, Clone, Default)]
+pub struct FrameReport {
+    pub fps: u32,
+    /// Frames captured and written to the transport.
+    pub sent: u64,
+    /// Capture instants that produced no frame: the send path was full.
+    pub skipped: u64,
+    /// Frames the sender reset because they passed the deadline unsent or
+    /// unacknowledged.
+    pub abandoned: u64,
+    /// Frames read whole by the receiver, and those within the deadline.
+    pub received: u64,
+    pub on_time: u64,
+    /// A frame later than this after capture is useless to the call.
+    pub deadline: Duration,
+    /// Share of 100 ms windows of the call in which no frame arrived on time.
+    pub stall_fraction: f64,
+    /// Frames received on time per second, one point per whole second of
+    /// the call: (end of the second, fps).
+    pub frame_rate: Vec<(Instant, f64)>,
+}
