@@ -20,14 +20,24 @@ pub const CLIENT: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1);
 /// A valid outbound UDP datagram, client port 5000 to the server's 53.
 pub fn template_v6() -> Vec<u8> {
     let dst = Nat64Prefix::WELL_KNOWN.embed(SERVER);
-    udp_datagram(SocketAddr::new(CLIENT.into(), 5000), SocketAddr::new(dst.into(), 53), Ecn::Ect1, b"fuzz")
-        .unwrap_or_default()
+    udp_datagram(
+        SocketAddr::new(CLIENT.into(), 5000),
+        SocketAddr::new(dst.into(), 53),
+        Ecn::Ect1,
+        b"fuzz",
+    )
+    .unwrap_or_default()
 }
 
 /// The server's reply to [`template_v6`] as it reaches the pool.
 pub fn template_v4() -> Vec<u8> {
-    udp_datagram(SocketAddr::new(SERVER.into(), 53), SocketAddr::new(POOL.into(), 5000), Ecn::Ce, b"fuzz")
-        .unwrap_or_default()
+    udp_datagram(
+        SocketAddr::new(SERVER.into(), 53),
+        SocketAddr::new(POOL.into(), 5000),
+        Ecn::Ce,
+        b"fuzz",
+    )
+    .unwrap_or_default()
 }
 
 /// `template` with `data` XORed over its start, IPv4 header checksum
@@ -156,7 +166,11 @@ fn nat(data: &[u8]) {
 fn dns(data: &[u8]) {
     if let Ok(m) = Message::parse(data) {
         if let Ok(bytes) = m.to_bytes() {
-            assert_eq!(Message::parse(&bytes).as_ref(), Ok(&m), "parse/build round trip");
+            assert_eq!(
+                Message::parse(&bytes).as_ref(),
+                Ok(&m),
+                "parse/build round trip"
+            );
         }
     }
     let zone = BTreeMap::from([("server.brisk.test".to_string(), vec![IpAddr::V4(SERVER)])]);
@@ -166,7 +180,10 @@ fn dns(data: &[u8]) {
     if let Some(resp) = d.handle_query(data) {
         let m = Message::parse(&resp).expect("responses parse");
         assert!(m.header.qr);
-        assert_eq!(Some(m.header.id), data.get(..2).map(|b| u16::from_be_bytes([b[0], b[1]])));
+        assert_eq!(
+            Some(m.header.id),
+            data.get(..2).map(|b| u16::from_be_bytes([b[0], b[1]]))
+        );
         assert!(resp.len() <= 1232);
     }
 }
