@@ -231,10 +231,10 @@ fn be16(b: &[u8], at: usize) -> Option<u16> {
     Some(u16::from_be_bytes([*b.get(at)?, *b.get(at + 1)?]))
 }
 
-/// Follows IPv6 extension headers from `off` to the transport header.
-/// Returns the transport protocol, its offset, and whether a fragment
-/// header carried the first fragment of a split datagram (only atomic
-/// fragments pass).
+/// Follows IPv6 extension headers from `off` to the transport header and
+/// returns the transport protocol and its offset. Only atomic fragment
+/// headers (offset 0, no more fragments) pass; a routing header must have
+/// no segments left (RFC 7915 §5.1).
 fn skip_extensions(b: &[u8], mut next: u8, mut off: usize) -> Result<(u8, usize)> {
     let short = WireError::Malformed("ipv6 extension header truncated");
     for _ in 0..MAX_EXT_HEADERS {
@@ -282,10 +282,16 @@ fn read_flow<A: Copy>(
         need: ICMP_HEADER_LEN,
         have: l4.len(),
     };
-    let (p0, p1) = (be16(l4, 0).ok_or(short)?, be16(l4, 2).ok_or(short)?);
+    if protocol != PROTO_TCP && protocol != PROTO_UDP && protocol != icmp_proto {
+        return Err(TranslateError::UnknownProtocol(protocol));
+    }
     if l4.len() < ICMP_HEADER_LEN {
         return Err(short.into());
     }
+    let (p0, p1) = (
+        u16::from_be_bytes([l4[0], l4[1]]),
+        u16::from_be_bytes([l4[2], l4[3]]),
+    );
     let flow = |proto, src_port, dst_port| Flow {
         proto,
         src,
@@ -321,7 +327,7 @@ fn read_flow<A: Copy>(
                     });
                 }
             };
-            let id = be16(l4, 4).ok_or(short)?;
+            let id = u16::from_be_bytes([l4[4], l4[5]]);
             Ok((flow(Proto::Icmp, id, id), TcpControl::default(), Some(echo)))
         }
         other => Err(TranslateError::UnknownProtocol(other)),

@@ -164,14 +164,13 @@ fn nat(data: &[u8]) {
 }
 
 fn dns(data: &[u8]) {
-    if let Ok(m) = Message::parse(data) {
-        if let Ok(bytes) = m.to_bytes() {
-            assert_eq!(
-                Message::parse(&bytes).as_ref(),
-                Ok(&m),
-                "parse/build round trip"
-            );
-        }
+    let round_trip = Message::parse(data).and_then(|m| Ok((m.to_bytes()?, m)));
+    if let Ok((bytes, m)) = round_trip {
+        assert_eq!(
+            Message::parse(&bytes).as_ref(),
+            Ok(&m),
+            "parse/build round trip"
+        );
     }
     let zone = BTreeMap::from([("server.brisk.test".to_string(), vec![IpAddr::V4(SERVER)])]);
     let Ok(d) = Dns64::new(Nat64Prefix::WELL_KNOWN, zone) else {
