@@ -677,6 +677,66 @@ rtt = "40ms"
     }
 
     #[test]
+    fn brisk_flows_take_their_fields_per_app() {
+        let s = Scenario::parse(
+            "duration = \"1s\"\n[[flows]]\nkind = \"brisk\"\ncc = \"cubic\"\napp = \"feed\"\nobjects = [\"4KB\", \"60KiB\"]\necn = false\n",
+            "b.toml",
+        )
+        .unwrap();
+        let f = s.flows[0].get_ref();
+        assert_eq!(f.cc, Some(CcAlgorithm::Cubic));
+        assert_eq!(f.objects.as_deref(), Some(&[4000, 61_440][..]));
+        assert_eq!(f.ecn, Some(EcnSpec::NotEct));
+        let s = Scenario::parse(
+            "duration = \"1s\"\n[[flows]]\nkind = \"brisk\"\napp = \"messages\"\nmessage_size = \"2KB\"\ninterval = \"10ms\"\nsend_buffer = \"120KB\"\n",
+            "m.toml",
+        )
+        .unwrap();
+        assert_eq!(s.flows[0].get_ref().send_buffer, Some(120_000));
+        let brisk = |body: &str| {
+            err(&format!(
+                "duration = \"1s\"\n\n[[flows]]\nkind = \"brisk\"\n{body}"
+            ))
+        };
+        let e = brisk("fps = 30\n");
+        assert!(
+            e.contains("line 3") && e.contains("`fps`") && e.contains("\"bulk\""),
+            "{e}"
+        );
+        let e = brisk("app = \"video\"\nbytes = \"1MB\"\n");
+        assert!(e.contains("`bytes`") && e.contains("\"video\""), "{e}");
+        let e = brisk("app = \"feed\"\n");
+        assert!(e.contains("`objects` is required"), "{e}");
+        let e = brisk("app = \"messages\"\nsend_buffer = \"1KB\"\nlow_water_mark = \"1KB\"\n");
+        assert!(e.contains("pick one"), "{e}");
+        let e = brisk("ecn = \"ect1\"\n");
+        assert!(e.contains("`ecn`"), "{e}");
+        let e = brisk("app = \"messages\"\nmessage_size = \"10B\"\n");
+        assert!(e.contains("`message_size`"), "{e}");
+        let e = brisk("app = \"video\"\nfps = 0\n");
+        assert!(e.contains("`fps`"), "{e}");
+        let e = brisk("rate = \"1Mbit\"\n");
+        assert!(e.contains("`rate` does not apply"), "{e}");
+        let e = brisk("cc = \"bbr\"\n");
+        assert!(e.contains("line 5") && e.contains("bbr"), "{e}");
+        let e = brisk("app = \"feed\"\nobjects = [\"4KB\", \"lots\"]\n");
+        assert!(e.contains("line 6") && e.contains("lots"), "{e}");
+        let e = brisk("ecn = true\n");
+        assert!(e.contains("ecn"), "{e}");
+        // Raw sources take `false` as "not_ect", and no brisk field.
+        let e = err(
+            "duration = \"1s\"\n[[flows]]\nkind = \"cbr\"\nrate = \"1Mbit\"\ncc = \"prague\"\n",
+        );
+        assert!(e.contains("`cc` does not apply"), "{e}");
+        let s = Scenario::parse(
+            "duration = \"1s\"\n[[flows]]\nkind = \"ping\"\necn = false\n",
+            "p",
+        )
+        .unwrap();
+        assert_eq!(s.flows[0].get_ref().ecn, Some(EcnSpec::NotEct));
+    }
+
+    #[test]
     fn profiles_set_both_links() {
         let s = Scenario::parse("duration = \"1s\"\nprofile = \"lte\"\n", "p.toml").unwrap();
         assert_eq!(

@@ -139,9 +139,7 @@ impl BriskConfig {
         let key = self.seed ^ 0x5eed_da7a;
         let limit = streams.send_buffer_limit;
         match &self.workload {
-            BriskWorkload::Bulk { bytes } => {
-                Box::new(bulk::Bulk::new(key, *bytes, self.stop, limit))
-            }
+            BriskWorkload::Bulk { bytes } => Box::new(bulk::Bulk::new(key, *bytes, self.stop)),
             BriskWorkload::Messages {
                 size_bytes,
                 interval,

@@ -89,15 +89,15 @@ fn mix(mut z: u64) -> u64 {
 /// any byte can be recomputed from its offset, so a receiver checks what
 /// it got without a copy of what was sent.
 pub(crate) fn fill_pattern(key: u64, offset: u64, out: &mut [u8]) {
-    let mut word_index = u64::MAX;
-    let mut word = [0u8; 8];
-    for (i, b) in out.iter_mut().enumerate() {
-        let at = offset + i as u64;
-        if at / 8 != word_index {
-            word_index = at / 8;
-            word = mix(key ^ mix(word_index)).to_le_bytes();
-        }
-        *b = word[(at % 8) as usize];
+    let mut at = offset;
+    let mut filled = 0;
+    while filled < out.len() {
+        let word = mix(key ^ mix(at / 8)).to_le_bytes();
+        let from = (at % 8) as usize;
+        let n = (8 - from).min(out.len() - filled);
+        out[filled..filled + n].copy_from_slice(&word[from..from + n]);
+        filled += n;
+        at += n as u64;
     }
 }
 
