@@ -2,16 +2,36 @@
 
 use std::net::IpAddr;
 
-/// Adds `data` as big-endian 16-bit words to a running 32-bit sum.
-pub fn add(mut sum: u32, data: &[u8]) -> u32 {
-    let mut chunks = data.chunks_exact(2);
+/// Adds `data` as big-endian 16-bit words to a running sum (an odd last
+/// byte is padded with zero). The result is congruent to the plain sum
+/// modulo 0xffff and zero only if both inputs are, which is all
+/// [`finish`] needs; it is not the plain sum itself.
+///
+/// Works on 32-bit little-endian words accumulated in 64 bits and swaps
+/// the folded result (RFC 1071 §2: the sum is independent of byte order
+/// and word size), so the loop has no byte swaps and no carries to chase.
+pub fn add(sum: u32, data: &[u8]) -> u32 {
+    let mut chunks = data.chunks_exact(4);
+    let mut acc: u64 = 0;
     for c in &mut chunks {
-        sum = sum.wrapping_add(u32::from(u16::from_be_bytes([c[0], c[1]])));
+        acc += u64::from(u32::from_le_bytes([c[0], c[1], c[2], c[3]]));
     }
-    if let [last] = chunks.remainder() {
-        sum = sum.wrapping_add(u32::from(*last) << 8);
+    let mut tail = [0u8; 4];
+    tail[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+    acc += u64::from(u32::from_le_bytes(tail));
+    // Little-endian 16-bit words, then big-endian by a swap.
+    let data_sum = fold16(acc).swap_bytes();
+    // 2^32 = 1 (mod 0xffff): folding the top half in keeps the class.
+    let total = u64::from(sum) + u64::from(data_sum);
+    (total as u32).wrapping_add((total >> 32) as u32)
+}
+
+/// Folds to 16 bits with end-around carry; non-zero stays non-zero.
+fn fold16(mut x: u64) -> u16 {
+    while x >> 16 != 0 {
+        x = (x & 0xffff) + (x >> 16);
     }
-    sum
+    x as u16
 }
 
 /// Folds a running sum to 16 bits and complements it.
@@ -91,5 +111,60 @@ mod tests {
     #[test]
     fn odd_length_pads_with_zero() {
         assert_eq!(of(&[0x12, 0x34, 0x56]), of(&[0x12, 0x34, 0x56, 0x00]));
+    }
+
+    /// RFC 1071 taken literally: big-endian words summed one by one.
+    fn reference(sum: u32, data: &[u8]) -> u16 {
+        let mut s = u64::from(sum);
+        for c in data.chunks(2) {
+            s += u64::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]));
+        }
+        while s >> 16 != 0 {
+            s = (s & 0xffff) + (s >> 16);
+        }
+        !(s as u16)
+    }
+
+    #[test]
+    fn all_zero_and_all_ones_keep_their_distinct_checksums() {
+        // A zero sum complements to 0xffff, a sum of 0xffff to zero: the
+        // two zeros of ones' complement must not be confused.
+        assert_eq!(of(&[0; 6]), 0xffff);
+        assert_eq!(of(&[0xff; 6]), 0);
+        assert_eq!(finish(add(0xffff, &[])), 0);
+        assert_eq!(finish(add(0, &[0; 3])), 0xffff);
+    }
+
+    #[test]
+    fn sums_past_128_kib_do_not_wrap() {
+        // 0xffff words overflow a 32-bit running sum after 64 Ki words.
+        let data = vec![0xffu8; 300_000];
+        assert_eq!(of(&data), reference(0, &data));
+        let data: Vec<u8> = (0..200_001u32).map(|i| (i * 7) as u8).collect();
+        assert_eq!(
+            finish(add(0xfedc_ba98, &data)),
+            reference(0xfedc_ba98, &data)
+        );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn matches_the_word_by_word_definition(
+            sum in proptest::prelude::any::<u32>(),
+            data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..2000),
+        ) {
+            proptest::prop_assert_eq!(finish(add(sum, &data)), reference(sum, &data));
+        }
+
+        #[test]
+        fn chaining_equals_one_call(
+            a in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64),
+            b in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64),
+        ) {
+            // `add` treats each call's data as starting on a word boundary.
+            let a = &a[..a.len() & !1];
+            let whole: Vec<u8> = a.iter().chain(&b).copied().collect();
+            proptest::prop_assert_eq!(finish(add(add(0, a), &b)), of(&whole));
+        }
     }
 }
