@@ -4,6 +4,7 @@
 //! results; everything else lives in the library crates.
 
 mod sim;
+mod tcp;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -23,12 +24,15 @@ struct Cli {
 enum Command {
     /// Run one scenario in the deterministic simulator.
     Sim(sim::SimArgs),
+    /// Kernel TCP tools: doctor, responsive server, measuring client.
+    Tcp(tcp::TcpArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Sim(args) => sim::run(args),
+        Command::Tcp(args) => tcp::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

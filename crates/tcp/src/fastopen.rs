@@ -86,6 +86,15 @@ pub enum Role {
     Server,
 }
 
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Role::Client => "clients",
+            Role::Server => "listeners",
+        })
+    }
+}
+
 impl Role {
     fn bit(self) -> i64 {
         match self {
@@ -99,7 +108,7 @@ impl Role {
 #[derive(Debug, thiserror::Error)]
 pub enum TfoError {
     #[error(
-        "TCP Fast Open is off for {role:?}s: net.ipv4.tcp_fastopen = {current} lacks bit {bit:#x}; \
+        "TCP Fast Open is off for {role}: net.ipv4.tcp_fastopen = {current} lacks bit {bit:#x}; \
          enable it with `sysctl -w net.ipv4.tcp_fastopen={suggested}` (3 = client and server)"
     )]
     Disabled {
