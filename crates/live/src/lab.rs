@@ -13,15 +13,18 @@ use crate::capture::Captures;
 use crate::clock::Clock;
 use crate::error::LiveError;
 use crate::names::RunNames;
-use crate::netns::Netns;
+use crate::netns::{self, Netns};
 use crate::process::{Program, Streams};
 use crate::registry::{self, Registration};
 use crate::results::{self, LiveResults, RunFacts};
 use crate::router::RouterCore;
 use crate::router::event_loop::{self, LoopConfig, RouterOutcome};
+use crate::router::nat64::Gateway;
+use crate::router::resolver::{self, Resolver};
 use crate::topology::{self, Addressing, IpMode};
 use crate::tun::Tun;
 use crate::{signal, sys};
+use brisk_nat64::Nat64Prefix;
 use brisk_sim::scenario::Scenario;
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -73,6 +76,8 @@ pub struct Lab {
     _registration: Registration,
     names: RunNames,
     addressing: Addressing,
+    /// What the client dials: the server's address, or its NAT64 form.
+    server_target: IpAddr,
     scenario: Scenario,
     seed: u64,
     spin: Duration,
@@ -116,8 +121,30 @@ impl Lab {
             addressing.server_v4,
             addressing.server_v6,
         )?;
+        let prefix = Nat64Prefix::WELL_KNOWN;
+        let gateway = match config.ip {
+            IpMode::V6Only => Some(Gateway::new(prefix).map_err(LiveError::Config)?),
+            _ => None,
+        };
+        let resolver = Resolver::new(
+            prefix,
+            addrs(addressing.server_v4, addressing.server_v6),
+            addrs(addressing.client_v4, addressing.client_v6),
+        )
+        .map_err(LiveError::Config)?;
+        let client_dns = match addressing.client_v4 {
+            Some(_) => IpAddr::V4(resolver::RESOLVER_V4),
+            None => IpAddr::V6(resolver::RESOLVER_V6),
+        };
+        write_resolv_conf(&names.client, client_dns)?;
+        write_resolv_conf(&names.server, IpAddr::V4(resolver::RESOLVER_V4))?;
+        let server_target = match &gateway {
+            Some(g) => IpAddr::V6(g.prefix().embed(topology::SERVER_V4)),
+            None => server_bind_addr(&addressing),
+        };
         let clock = Clock::start();
-        let mut core = RouterCore::new(&config.scenario, config.seed, addressing);
+        let mut core =
+            RouterCore::new(&config.scenario, config.seed, addressing, gateway, resolver);
         let capture = match &config.out {
             Some(dir) => {
                 core.record_packets();
@@ -151,6 +178,7 @@ impl Lab {
             _registration: registration,
             names,
             addressing,
+            server_target,
             seed: config.seed,
             spin: config.router.spin,
             scenario: config.scenario,
@@ -185,16 +213,13 @@ impl Lab {
 
     /// The server's address in the mode's family: what the server binds.
     pub fn server_bind_addr(&self) -> IpAddr {
-        match (self.addressing.mode, self.addressing.server_v6) {
-            (IpMode::V6, Some(a)) => a.into(),
-            _ => topology::SERVER_V4.into(),
-        }
+        server_bind_addr(&self.addressing)
     }
 
     /// The address the client dials to reach the server (its NAT64 form
     /// for an IPv6-only client).
     pub fn server_addr(&self) -> IpAddr {
-        self.server_bind_addr()
+        self.server_target
     }
 
     pub fn client_addr(&self) -> IpAddr {
@@ -202,11 +227,14 @@ impl Lab {
     }
 
     /// Variables every program gets: `BRISK_SERVER` (the address to dial),
-    /// `BRISK_CLIENT`, and each side's namespace name.
+    /// `BRISK_CLIENT`, `BRISK_SERVER_NAME` (a name the lab's resolver
+    /// answers: the server's addresses, synthesized under the NAT64 prefix
+    /// for an IPv6-only client), and each side's namespace name.
     pub fn env(&self) -> Vec<(String, String)> {
         vec![
             ("BRISK_SERVER".into(), self.server_addr().to_string()),
             ("BRISK_CLIENT".into(), self.client_addr().to_string()),
+            ("BRISK_SERVER_NAME".into(), resolver::SERVER_NAME.into()),
             ("BRISK_SERVER_NS".into(), self.names.server.clone()),
             ("BRISK_CLIENT_NS".into(), self.names.client.clone()),
         ]
@@ -225,33 +253,14 @@ impl Lab {
     pub fn spawn_server(&self, command: &str, streams: Streams) -> Result<Program, LiveError> {
         let mut env = self.env();
         env[0].1 = self.server_bind_addr().to_string();
-        let p = Program::spawn(self.server_ns(), "server", command, &env, streams)?;
-        self.wait_listening(SERVER_READY_WAIT)?;
+        let mut p = Program::spawn(self.server_ns(), "server", command, &env, streams)?;
+        wait_listening(&mut p, self.server_ns(), SERVER_READY_WAIT)?;
         Ok(p)
     }
 
     /// Starts `command` in the client's namespace.
     pub fn spawn_client(&self, command: &str, streams: Streams) -> Result<Program, LiveError> {
         Program::spawn(self.client_ns(), "client", command, &self.env(), streams)
-    }
-
-    /// Waits until the server's namespace has a listening TCP socket or a
-    /// bound UDP socket, or `limit` passes.
-    fn wait_listening(&self, limit: Duration) -> Result<bool, LiveError> {
-        let deadline = std::time::Instant::now() + limit;
-        loop {
-            let listening = self.server_ns().run(|| {
-                ["tcp", "tcp6", "udp", "udp6"].iter().any(|t| {
-                    std::fs::read_to_string(format!("/proc/thread-self/net/{t}"))
-                        .map(|s| has_listener(&s, t.starts_with("tcp")))
-                        .unwrap_or(false)
-                })
-            })?;
-            if listening || std::time::Instant::now() >= deadline {
-                return Ok(listening);
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
     }
 
     /// Waits for `program` to exit, or for a stop signal, or for the router
@@ -355,11 +364,115 @@ impl Drop for Lab {
     }
 }
 
-/// Whether a /proc/net/{tcp,udp}[6] table has a listening TCP socket
-/// (state 0A) or any UDP socket.
-fn has_listener(table: &str, tcp: bool) -> bool {
-    table.lines().skip(1).any(|l| {
-        let state = l.split_whitespace().nth(3).unwrap_or("");
-        !tcp || state == "0A"
-    })
+fn server_bind_addr(a: &Addressing) -> IpAddr {
+    match (a.mode, a.server_v6) {
+        (IpMode::V6, Some(v6)) => v6.into(),
+        _ => topology::SERVER_V4.into(),
+    }
+}
+
+fn addrs(v4: Option<std::net::Ipv4Addr>, v6: Option<std::net::Ipv6Addr>) -> Vec<IpAddr> {
+    v4.map(IpAddr::V4)
+        .into_iter()
+        .chain(v6.map(IpAddr::V6))
+        .collect()
+}
+
+/// Points a namespace's resolver at the router's: `ip netns exec` mounts
+/// `/etc/netns/NAME/resolv.conf` over `/etc/resolv.conf` for the programs
+/// it starts. Removed with the namespace ([`netns::destroy`]).
+fn write_resolv_conf(ns: &str, server: IpAddr) -> Result<(), LiveError> {
+    let dir = std::path::Path::new(netns::ETC_NETNS_DIR).join(ns);
+    std::fs::create_dir_all(&dir).map_err(LiveError::io(format!("create {}", dir.display())))?;
+    let path = dir.join("resolv.conf");
+    std::fs::write(
+        &path,
+        format!("nameserver {server}\noptions timeout:1 attempts:1\n"),
+    )
+    .map_err(LiveError::io(format!("write {}", path.display())))
+}
+
+/// Waits until `program` (which runs in the server's namespace) or anything
+/// there listens, in the tables /proc/PID/net shows for that namespace: a
+/// TCP socket in LISTEN, or an unconnected UDP socket that has stayed for
+/// [`UDP_SETTLE`] (a resolver's socket is unconnected for a moment before
+/// it connects). The tables are read only once the program has entered
+/// `ns` (`ip netns exec` starts in the root namespace). Gives up after
+/// `limit` or when the program exits.
+fn wait_listening(program: &mut Program, ns: &Netns, limit: Duration) -> Result<bool, LiveError> {
+    let started = std::time::Instant::now();
+    let pid = program.pid();
+    let mut udp_seen: std::collections::HashMap<String, std::time::Instant> = Default::default();
+    loop {
+        if !ns.holds(pid) {
+            if started.elapsed() >= limit || program.try_wait()?.is_some() {
+                return Ok(false);
+            }
+            std::thread::sleep(Duration::from_millis(2));
+            continue;
+        }
+        let read = |t: &str| std::fs::read_to_string(format!("/proc/{pid}/net/{t}"));
+        let tcp = ["tcp", "tcp6"]
+            .iter()
+            .any(|t| read(t).is_ok_and(|s| !listeners(&s, true).is_empty()));
+        let now = std::time::Instant::now();
+        let udp: Vec<String> = ["udp", "udp6"]
+            .iter()
+            .flat_map(|t| read(t).map(|s| listeners(&s, false)).unwrap_or_default())
+            .collect();
+        udp_seen.retain(|inode, _| udp.contains(inode));
+        for inode in udp {
+            udp_seen.entry(inode).or_insert(now);
+        }
+        let udp_ready = udp_seen.values().any(|t| now - *t >= UDP_SETTLE);
+        if tcp || udp_ready {
+            return Ok(true);
+        }
+        if started.elapsed() >= limit || program.try_wait()?.is_some() {
+            return Ok(false);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// How long an unconnected UDP socket must stay to count as a server's.
+const UDP_SETTLE: Duration = Duration::from_millis(100);
+
+/// The inodes of the listening sockets in a /proc/net/{tcp,udp}[6] table:
+/// TCP sockets in LISTEN (state 0A), or unconnected UDP sockets (remote
+/// port 0).
+fn listeners(table: &str, tcp: bool) -> Vec<String> {
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let (remote, state, inode) = (f.get(2)?, f.get(3)?, f.get(9)?);
+            let listening = if tcp {
+                *state == "0A"
+            } else {
+                remote.ends_with(":0000")
+            };
+            listening.then(|| inode.to_string())
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listeners_are_read_from_proc_net_tables() {
+        let tcp = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n\
+   0: 0100010A:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4242 1\n\
+   1: 0100010A:1F90 4000020A:9C40 01 00000000:00000000 00:00000000 00000000     0        0 4243 1\n";
+        assert_eq!(listeners(tcp, true), vec!["4242".to_string()]);
+        let udp = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode ref pointer drops\n\
+  10: 0100010A:14B2 00000000:0000 07 00000000:00000000 00:00000000 00000000     0        0 777 2\n\
+  11: 0100010A:D431 3500350A:0035 01 00000000:00000000 00:00000000 00000000     0        0 778 2\n";
+        assert_eq!(listeners(udp, false), vec!["777".to_string()]);
+        assert!(listeners("header only\n", true).is_empty());
+        assert!(listeners("h\n garbage\n", true).is_empty());
+    }
 }

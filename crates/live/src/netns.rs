@@ -7,11 +7,13 @@
 use crate::error::LiveError;
 use crate::sys;
 use std::fs::File;
-use std::os::fd::AsRawFd;
 use std::process::Command;
 
 /// Where `ip netns` keeps its named namespaces.
 pub const NETNS_DIR: &str = "/run/netns";
+/// Where `ip netns exec` finds per-namespace files (resolv.conf) to mount
+/// over /etc.
+pub const ETC_NETNS_DIR: &str = "/etc/netns";
 
 /// Runs `ip` with `args`, returning its stdout or its stderr as the error.
 pub fn ip(args: &[&str]) -> Result<String, LiveError> {
@@ -65,6 +67,10 @@ pub fn destroy(name: &str) -> Result<(), LiveError> {
         }
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
+    let etc = std::path::Path::new(ETC_NETNS_DIR).join(name);
+    if etc.exists() {
+        let _ = std::fs::remove_dir_all(&etc);
+    }
     if !std::path::Path::new(NETNS_DIR).join(name).exists() {
         return Ok(());
     }
@@ -105,9 +111,14 @@ impl Netns {
         &self.name
     }
 
-    /// The namespace's fd, for `setns` in a child between fork and exec.
-    pub fn raw_fd(&self) -> i32 {
-        self.file.as_raw_fd()
+    /// Whether process `pid` is inside this namespace now.
+    pub fn holds(&self, pid: u32) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        let Ok(mine) = self.file.metadata() else {
+            return false;
+        };
+        std::fs::metadata(format!("/proc/{pid}/ns/net"))
+            .is_ok_and(|m| m.ino() == mine.ino() && m.dev() == mine.dev())
     }
 
     /// Runs `ip -n NAME args`.

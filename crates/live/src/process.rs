@@ -1,7 +1,8 @@
-//! Programs run inside a namespace: `sh -c CMD` joined to the namespace
-//! between fork and exec, in a process group of its own (so the whole tree
-//! it starts can be killed at once) and killed if the lab process dies.
-//! A [`Program`] is a guard: dropping it kills its group.
+//! Programs run inside a namespace: `ip netns exec NAME sh -c CMD` (which
+//! also shows the program the namespace's own /sys and its
+//! `/etc/netns/NAME/resolv.conf`), in a process group of its own (so the
+//! whole tree it starts can be killed at once) and killed if the lab
+//! process dies. A [`Program`] is a guard: dropping it kills its group.
 
 use crate::error::LiveError;
 use crate::netns::Netns;
@@ -39,19 +40,19 @@ impl Program {
         env: &[(String, String)],
         streams: Streams,
     ) -> Result<Program, LiveError> {
-        let mut cmd = Command::new("sh");
-        cmd.arg("-c").arg(command);
-        Program::spawn_command(ns, label, cmd, env, streams)
+        Program::spawn_argv(ns, label, &["sh", "-c", command], env, streams)
     }
 
-    /// Starts `cmd` inside `ns`.
-    pub fn spawn_command(
+    /// Starts the program `argv` inside `ns`.
+    pub fn spawn_argv(
         ns: &Netns,
         label: &str,
-        mut cmd: Command,
+        argv: &[&str],
         env: &[(String, String)],
         streams: Streams,
     ) -> Result<Program, LiveError> {
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", ns.name()]).args(argv);
         cmd.envs(env.iter().map(|(k, v)| (k, v)));
         match streams {
             Streams::Inherit | Streams::Interactive => {}
@@ -63,11 +64,10 @@ impl Program {
                 cmd.stdin(Stdio::null()).stdout(Stdio::from(fd));
             }
         }
-        let ns_fd = ns.raw_fd();
         let keep_group = streams == Streams::Interactive;
         // SAFETY: the hook only makes async-signal-safe syscalls.
         unsafe {
-            cmd.pre_exec(move || sys::child_setup(ns_fd, keep_group));
+            cmd.pre_exec(move || sys::child_setup(keep_group));
         }
         let child = cmd.spawn().map_err(|source| LiveError::Spawn {
             command: label.to_string(),

@@ -98,9 +98,12 @@ pub fn clean_stale(dir: &Path) -> Result<Vec<String>, LiveError> {
             let _ = file.read_to_string(&mut text);
             for name in text.lines().filter_map(|l| l.strip_prefix("netns ")) {
                 let name = name.trim();
-                if is_ours(name) && netns::list().iter().any(|n| n == name) {
+                if is_ours(name) {
+                    let existed = netns::list().iter().any(|n| n == name);
                     netns::destroy(name)?;
-                    removed.push(name.to_string());
+                    if existed {
+                        removed.push(name.to_string());
+                    }
                 }
             }
             let _ = std::fs::remove_file(&path);

@@ -81,10 +81,10 @@ pub fn run(run: LiveRun) -> Result<LiveOutcome, LiveError> {
                 lab.names().client,
                 lab.server_addr()
             );
-            let mut client = Program::spawn_command(
+            let mut client = Program::spawn_argv(
                 lab.client_ns(),
                 "shell",
-                std::process::Command::new(shell),
+                &[&shell],
                 &lab.env(),
                 Streams::Interactive,
             )?;

@@ -197,17 +197,13 @@ pub fn send_signal(pid: i32, signal: i32) -> io::Result<()> {
     }
 }
 
-/// What a child does between fork and exec: join the network namespace
-/// `ns`, lead a new process group unless `keep_group` (so the whole tree
-/// can be killed at once), and die with its parent.
-///
-/// # Safety contract
-/// Runs in the forked child, so it calls only async-signal-safe syscalls.
-pub fn child_setup(ns: i32, keep_group: bool) -> io::Result<()> {
-    // SAFETY: plain syscalls on integers; `ns` is an fd the parent keeps
-    // open across the fork.
+/// What a child does between fork and exec: lead a new process group
+/// unless `keep_group` (so the whole tree can be killed at once), and die
+/// with its parent. Runs in the forked child, so it makes only
+/// async-signal-safe syscalls.
+pub fn child_setup(keep_group: bool) -> io::Result<()> {
+    // SAFETY: plain syscalls on integers.
     unsafe {
-        cvt(libc::setns(ns, libc::CLONE_NEWNET))?;
         if !keep_group {
             cvt(libc::setpgid(0, 0))?;
         }

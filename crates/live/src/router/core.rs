@@ -9,9 +9,18 @@
 //! between the two namespaces' addresses are forwarded; anything else
 //! (router solicitations, multicast, stray destinations) is dropped and
 //! counted, so traffic never leaves the lab.
+//!
+//! The lab's DNS [`Resolver`] and, in the IPv6-only mode, the NAT64
+//! [`Gateway`] sit at the server's end of the bottleneck: server datagrams
+//! are translated before the down link, datagrams the up link delivers are
+//! translated before they reach the server, the client's DNS queries cross
+//! the up link and their answers the down link, and the server's queries
+//! are answered at once.
 
 use super::fidelity::DirectionFidelity;
 use super::flows::{FlowTable, dir_index};
+use super::nat64::Gateway;
+use super::resolver::Resolver;
 use crate::topology::Addressing;
 use brisk_netmodel::queue::DropReason;
 use brisk_netmodel::{Link, LinkEvent, Packet};
@@ -61,6 +70,9 @@ pub struct Transmit {
     pub to: Side,
     pub due: Instant,
     pub packet: Packet,
+    /// The packet as the bottleneck carried it, when the gateway has
+    /// translated it since (flows are accounted as the bottleneck saw them).
+    bottleneck: Option<Packet>,
 }
 
 /// What happened to one packet, for the per-packet event log.
@@ -94,6 +106,8 @@ pub struct Refused {
     pub malformed: u64,
     /// Not between the two namespaces' addresses (never forwarded).
     pub foreign: u64,
+    /// Dropped by the NAT64 gateway (no translation, no session).
+    pub untranslated: u64,
 }
 
 /// The router's models and measurements.
@@ -101,6 +115,8 @@ pub struct RouterCore {
     down: Link,
     up: Link,
     addressing: Addressing,
+    gateway: Option<Gateway>,
+    resolver: Resolver,
     flows: FlowTable,
     next_seq: u64,
     transmits: VecDeque<Transmit>,
@@ -116,8 +132,15 @@ pub struct RouterCore {
 
 impl RouterCore {
     /// Builds both directions from the scenario, with the simulator's seed
-    /// streams (queues 1 and 2, links 3 and 4).
-    pub fn new(scenario: &Scenario, seed: u64, addressing: Addressing) -> RouterCore {
+    /// streams (queues 1 and 2, links 3 and 4). `gateway` translates for an
+    /// IPv6-only client.
+    pub fn new(
+        scenario: &Scenario,
+        seed: u64,
+        addressing: Addressing,
+        gateway: Option<Gateway>,
+        resolver: Resolver,
+    ) -> RouterCore {
         let rng = |stream| brisk_netmodel::rng(seed, stream);
         let down_q = scenario.queue.build(rng(1));
         let up_q = scenario.queue_up.build(rng(2));
@@ -129,6 +152,8 @@ impl RouterCore {
             down: Link::new(scenario.link.down.clone(), down_q, rng(3)),
             up: Link::new(scenario.link.up.clone(), up_q, rng(4)),
             addressing,
+            gateway,
+            resolver,
             flows: FlowTable::default(),
             next_seq: 0,
             transmits: VecDeque::new(),
@@ -185,9 +210,70 @@ impl RouterCore {
         self.records_dropped
     }
 
+    pub fn gateway(&self) -> Option<&Gateway> {
+        self.gateway.as_ref()
+    }
+
+    pub fn resolver(&self) -> &Resolver {
+        &self.resolver
+    }
+
     /// A datagram read from `from`'s TUN device at `now`.
     pub fn handle_datagram(&mut self, now: Instant, from: Side, data: Vec<u8>) {
+        if from == Side::Server
+            && let Ok(s) = brisk_wire::ip::summarize(&data)
+            && Resolver::is_resolver(s.flow.dst)
+        {
+            // The resolver sits at the server's end: answer at once.
+            let answer = self
+                .addressing
+                .is_server(s.flow.src)
+                .then(|| self.resolver.answer(&data))
+                .flatten();
+            match answer.map(|d| Packet::new(NO_FLOW << FLOW_SHIFT, now, d)) {
+                Some(Ok(packet)) => self.transmits.push_back(Transmit {
+                    to: Side::Server,
+                    due: now,
+                    packet,
+                    bottleneck: None,
+                }),
+                _ => self.refused.foreign += 1,
+            }
+            return;
+        }
+        let data = match (from, &mut self.gateway) {
+            (Side::Server, Some(g)) => match g.from_server(now, &data) {
+                Some(d) => d,
+                None => {
+                    self.refused.untranslated += 1;
+                    self.gateway_transmits(now);
+                    return;
+                }
+            },
+            _ => data,
+        };
         self.enter(now, from.sends(), data);
+        self.gateway_transmits(now);
+    }
+
+    /// Sends what the NAT64 originated (ICMP errors, fragments, hairpins).
+    fn gateway_transmits(&mut self, now: Instant) {
+        let Some(g) = &mut self.gateway else {
+            return;
+        };
+        let out: Vec<(bool, Vec<u8>)> = std::iter::from_fn(|| g.poll_transmit()).collect();
+        for (to_client, data) in out {
+            if to_client {
+                self.enter(now, Direction::Down, data);
+            } else if let Ok(packet) = Packet::new(NO_FLOW << FLOW_SHIFT, now, data) {
+                self.transmits.push_back(Transmit {
+                    to: Side::Server,
+                    due: now,
+                    packet,
+                    bottleneck: None,
+                });
+            }
+        }
     }
 
     /// Puts a datagram on the link of `dir` if it goes between the lab's
@@ -206,7 +292,7 @@ impl RouterCore {
         packet.id = (flow_bits << FLOW_SHIFT) | (self.next_seq & ((1 << FLOW_SHIFT) - 1));
         self.next_seq += 1;
         self.link_mut(dir).handle_packet(now, packet);
-        self.drain(dir);
+        self.drain(now, dir);
     }
 
     /// Whether a packet on the link of `dir` goes from one side of the lab
@@ -214,9 +300,14 @@ impl RouterCore {
     fn allowed(&self, dir: Direction, p: &Packet) -> bool {
         let f = p.flow();
         let a = &self.addressing;
+        let server_side = |ip| {
+            a.is_server(ip)
+                || Resolver::is_resolver(ip)
+                || self.gateway.as_ref().is_some_and(|g| g.is_gateway_side(ip))
+        };
         match dir {
-            Direction::Up => a.is_client(f.src) && a.is_server(f.dst),
-            Direction::Down => a.is_server(f.src) && a.is_client(f.dst),
+            Direction::Up => a.is_client(f.src) && server_side(f.dst),
+            Direction::Down => server_side(f.src) && a.is_client(f.dst),
         }
     }
 
@@ -233,7 +324,7 @@ impl RouterCore {
         for dir in [Direction::Down, Direction::Up] {
             if self.link(dir).poll_timeout().is_some_and(|t| t <= now) {
                 self.link_mut(dir).handle_timeout(now);
-                self.drain(dir);
+                self.drain(now, dir);
             }
         }
     }
@@ -249,9 +340,10 @@ impl RouterCore {
             Side::Client => Direction::Down,
             Side::Server => Direction::Up,
         };
-        self.fidelity[dir_index(dir)].on_written(t.due, written, t.packet.len());
-        if let Some(flow) = flow_of(t.packet.id) {
-            self.flows.on_delivered(written, dir, flow, &t.packet);
+        let p = t.bottleneck.as_ref().unwrap_or(&t.packet);
+        self.fidelity[dir_index(dir)].on_written(t.due, written, p.len());
+        if let Some(flow) = flow_of(p.id) {
+            self.flows.on_delivered(written, dir, flow, p);
         }
     }
 
@@ -260,13 +352,61 @@ impl RouterCore {
         self.records.as_mut().and_then(VecDeque::pop_front)
     }
 
-    fn drain(&mut self, dir: Direction) {
+    /// Takes what the link of `dir` did up to `now`.
+    fn drain(&mut self, now: Instant, dir: Direction) {
         while let Some(e) = self.link_mut(dir).poll_event() {
             self.on_event(dir, e);
         }
+        let mut answers = Vec::new();
         while let Some((due, packet)) = self.link_mut(dir).poll_delivery() {
             let to = Side::receiving(dir);
-            self.transmits.push_back(Transmit { to, due, packet });
+            if to == Side::Client {
+                self.transmits.push_back(Transmit {
+                    to,
+                    due,
+                    packet,
+                    bottleneck: None,
+                });
+                continue;
+            }
+            if Resolver::is_resolver(packet.flow().dst) {
+                if let Some(f) = flow_of(packet.id) {
+                    self.flows.on_delivered(now, dir, f, &packet);
+                }
+                match self.resolver.answer(&packet.data) {
+                    Some(reply) => answers.push(reply),
+                    None => self.refused.foreign += 1,
+                }
+                continue;
+            }
+            let Some(g) = self.gateway.as_mut() else {
+                self.transmits.push_back(Transmit {
+                    to,
+                    due,
+                    packet,
+                    bottleneck: None,
+                });
+                continue;
+            };
+            match g
+                .to_server(now, &packet.data)
+                .map(|v4| Packet::new(packet.id, packet.sent_at, v4))
+            {
+                Some(Ok(p)) => self.transmits.push_back(Transmit {
+                    to,
+                    due,
+                    packet: p,
+                    bottleneck: Some(packet),
+                }),
+                _ => self.refused.untranslated += 1,
+            }
+        }
+        // The resolver's answers cross the down link like server traffic.
+        for reply in answers {
+            self.enter(now, Direction::Down, reply);
+        }
+        if dir == Direction::Up {
+            self.gateway_transmits(now);
         }
     }
 

@@ -1,0 +1,139 @@
+//! The IPv6-only mode: the client has only IPv6, the server only IPv4, and
+//! the router's NAT64/DNS64 gateway joins them. Real programs resolve the
+//! server's name to a synthesized address and connect through the NAT.
+
+mod common;
+
+use brisk_live::echo::{self, EchoServer, PingConfig};
+use brisk_live::process::Streams;
+use brisk_live::{IpMode, Lab, LabConfig};
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+fn v6only_lab(toml: &str) -> Lab {
+    let mut config = LabConfig::new(common::scenario(toml));
+    config.ip = IpMode::V6Only;
+    Lab::up(config).expect("lab comes up")
+}
+
+#[test]
+fn udp_crosses_the_nat64_with_the_configured_delay() {
+    let Some(_g) = common::lab_guard("udp_crosses_the_nat64_with_the_configured_delay") else {
+        return;
+    };
+    let lab = v6only_lab("[link.down]\ndelay = \"15ms\"\n[link.up]\ndelay = \"5ms\"\n");
+    let target = lab.server_addr();
+    assert_eq!(target, "64:ff9b::a01:1".parse::<IpAddr>().unwrap());
+    // The client has no IPv4 at all.
+    let addrs = lab.client_ns().ip(&["-4", "addr", "show"]).unwrap();
+    assert!(!addrs.contains("inet 10."), "{addrs}");
+    let _echo = EchoServer::start(
+        lab.server_ns(),
+        SocketAddr::new(lab.server_bind_addr(), echo::ECHO_PORT),
+    )
+    .expect("echo server on IPv4");
+    let report = echo::ping(
+        lab.client_ns(),
+        SocketAddr::new(target, echo::ECHO_PORT),
+        PingConfig {
+            count: 30,
+            interval: Duration::from_millis(10),
+            ..PingConfig::default()
+        },
+    )
+    .expect("ping runs");
+    let results = lab.finish(None, None).expect("lab finishes");
+    let p50 = report.quantile(0.5).as_secs_f64() * 1000.0;
+    eprintln!(
+        "NAT64 ping: {} of {}, p50 {p50:.3} ms (model 20 ms + serialization)",
+        report.received, report.sent
+    );
+    assert_eq!(report.received, report.sent);
+    assert!((20.0..20.8).contains(&p50), "p50 {p50}");
+    // The flow is seen as the client sees it: IPv6 on both ends.
+    let udp = results
+        .flows
+        .iter()
+        .find(|f| f.kind == "udp")
+        .expect("udp flow");
+    assert!(
+        udp.src.starts_with("[2001:db8:2::1]") && udp.dst.starts_with("[64:ff9b::a01:1]"),
+        "{udp:?}"
+    );
+    assert_eq!(results.ip, "v6only");
+}
+
+#[test]
+fn curl_reaches_an_ipv4_server_by_name_through_dns64() {
+    let Some(_g) = common::lab_guard("curl_reaches_an_ipv4_server_by_name_through_dns64") else {
+        return;
+    };
+    let lab = v6only_lab("[link.down]\ndelay = \"5ms\"\n[link.up]\ndelay = \"5ms\"\n");
+    let dir = std::env::temp_dir().join(format!("brisk-live-nat64-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("hello.txt"), "hello over nat64\n").unwrap();
+    let server = lab
+        .spawn_server(
+            &format!(
+                "cd {} && exec python3 -m http.server --bind \"$BRISK_SERVER\" 8080",
+                dir.display()
+            ),
+            Streams::StdoutToStderr,
+        )
+        .expect("http server");
+    let (out, dns) = (dir.join("out.txt"), dir.join("dns.txt"));
+    let mut client = lab
+        .spawn_client(
+            &format!(
+                "getent ahostsv6 \"$BRISK_SERVER_NAME\" | head -1 > {} && \
+                 curl -sS --max-time 5 \"http://$BRISK_SERVER_NAME:8080/hello.txt\" > {}",
+                dns.display(),
+                out.display()
+            ),
+            Streams::StdoutToStderr,
+        )
+        .expect("client");
+    let status = lab
+        .wait(&mut client, Some(Duration::from_secs(20)), false)
+        .expect("wait")
+        .expect("client ends");
+    drop(server);
+    let results = lab.finish(None, None).expect("lab finishes");
+    let dns = std::fs::read_to_string(&dns).unwrap_or_default();
+    let body = std::fs::read_to_string(&out).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&dir);
+    eprintln!("dns: {dns:?}; body: {body:?}; status {status:?}");
+    assert!(status.success(), "client failed: {status:?}");
+    assert!(dns.starts_with("64:ff9b::a01:1"), "{dns}");
+    assert_eq!(body, "hello over nat64\n");
+    assert!(
+        results
+            .flows
+            .iter()
+            .any(|f| f.kind == "tcp" && f.delivered_bytes > 0)
+    );
+}
+
+#[test]
+fn kernel_tcp_through_the_nat64_gets_the_rate() {
+    let Some(_g) = common::lab_guard("kernel_tcp_through_the_nat64_gets_the_rate") else {
+        return;
+    };
+    let lab = v6only_lab(
+        "[link.down]\nrate = \"10Mbit\"\ndelay = \"10ms\"\n[link.up]\nrate = \"10Mbit\"\ndelay = \"10ms\"\n\
+         [queue.fifo]\nlimit_packets = 100\n",
+    );
+    let report = common::bulk(&lab, "cubic", false, Duration::from_secs(4));
+    let results = lab
+        .finish(None, Some(report.clone()))
+        .expect("lab finishes");
+    // Full-size IPv6 segments on the bottleneck: 1428 payload bytes of 1500.
+    let share = report.steady_goodput_mbps / (10.0 * 1428.0 / 1500.0);
+    eprintln!(
+        "NAT64 TCP: steady goodput {:.3} Mbit/s = {:.2}% of the IPv6 payload rate",
+        report.steady_goodput_mbps,
+        share * 100.0
+    );
+    assert!((0.97..=1.005).contains(&share), "{share}");
+    assert_eq!(results.fidelity.refused_foreign, 0);
+}
