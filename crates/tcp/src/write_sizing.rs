@@ -36,6 +36,8 @@ pub const TLS12_AES_GCM_OVERHEAD: u32 = 5 + 8 + 16;
 pub struct WriteSizingConfig {
     /// Optimise only when the smoothed RTT is at least this. H2O 2.1 ships
     /// 50 ms; the talk's first release shipped `UINT_MAX` ms (off).
+    /// Written as `min_rtt_ms` in JSON and TOML.
+    #[serde(rename = "min_rtt_ms", with = "millis")]
     pub min_rtt: Duration,
     /// Optimise only while `cwnd * mss` is below this many bytes (65535).
     pub max_cwnd_bytes: u64,
@@ -161,6 +163,21 @@ fn unlimited(reason: Unoptimized) -> WriteSize {
     WriteSize::Unlimited { reason }
 }
 
+/// A `Duration` as (fractional) milliseconds in serialized configs.
+mod millis {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64() * 1e3)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let ms = f64::deserialize(d)?;
+        Duration::try_from_secs_f64(ms / 1e3).map_err(serde::de::Error::custom)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,6 +189,18 @@ mod tests {
             snd_cwnd_pkts: cwnd,
             unacked_pkts: unacked,
         }
+    }
+
+    #[test]
+    fn config_round_trips_through_json_in_milliseconds() {
+        let c = WriteSizingConfig::default();
+        let json = serde_json::to_value(c).unwrap();
+        assert_eq!(json["min_rtt_ms"], 50.0);
+        let back: WriteSizingConfig = serde_json::from_value(json).unwrap();
+        assert_eq!(back, c);
+        let bad = serde_json::json!({"min_rtt_ms": -1.0, "max_cwnd_bytes": 1,
+            "max_additional_delay": 0.1, "record_overhead_bytes": 0});
+        assert!(serde_json::from_value::<WriteSizingConfig>(bad).is_err());
     }
 
     #[test]
