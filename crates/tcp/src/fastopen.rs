@@ -32,14 +32,24 @@ use crate::tcp_info::TcpInfo;
 /// way in is [`Idempotent::assume_replay_safe`], so a request reaches a SYN
 /// only where someone wrote that name next to it.
 ///
-/// ```compile_fail
+/// ```no_run
+/// # async fn f(addr: std::net::SocketAddr) -> Result<(), brisk_tcp::fastopen::TfoError> {
+/// use brisk_tcp::fastopen::{self, Idempotent};
+/// // Fetching a resource is safe to replay.
+/// let early = Idempotent::assume_replay_safe(b"GET /size?bytes=2048\n".as_slice());
+/// let tfo = fastopen::connect(addr, early).await?;
+/// println!("{} bytes rode in the SYN", tfo.syn_bytes);
+/// # Ok(()) }
+/// ```
+///
+/// ```compile_fail,E0308
 /// # async fn f(addr: std::net::SocketAddr) {
 /// // Plain bytes are not accepted as early data:
 /// brisk_tcp::fastopen::connect(addr, b"POST /buy-shoes".as_slice()).await;
 /// # }
 /// ```
 ///
-/// ```compile_fail
+/// ```compile_fail,E0423
 /// // Nor can the wrapper be built from its field:
 /// let early = brisk_tcp::fastopen::Idempotent(b"GET /".as_slice());
 /// ```

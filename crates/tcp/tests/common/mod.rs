@@ -28,7 +28,7 @@ pub fn skip(test: &str, why: &str) {
 /// up. Sockets and `/proc/sys/net` seen from that thread belong to the
 /// namespace, so sysctls can be changed without touching the host. Returns
 /// `Err(reason)` where namespaces are not available (not Linux, no
-/// CAP_SYS_ADMIN).
+/// CAP_SYS_ADMIN); a panic inside is re-raised.
 pub fn in_private_netns<R: Send>(f: impl FnOnce() -> R + Send) -> Result<R, String> {
     #[cfg(target_os = "linux")]
     {
@@ -46,7 +46,8 @@ pub fn in_private_netns<R: Send>(f: impl FnOnce() -> R + Send) -> Result<R, Stri
                     Ok(f())
                 })
                 .join()
-                .map_err(|_| "namespace thread panicked".to_string())?
+                // A failed assertion inside must fail the test, not skip it.
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
         })
     }
     #[cfg(not(target_os = "linux"))]
