@@ -2,6 +2,7 @@
 //! the one that shows a queue's standing delay and loss without a
 //! congestion controller in the way.
 
+use super::template::StampedDatagram;
 use super::{AppReport, End, FlowAddrs, FlowApp, stamp};
 use brisk_time::Instant;
 use brisk_wire::{Ecn, ip};
@@ -11,9 +12,9 @@ use std::time::Duration;
 /// `on_off`, only during the on periods of a repeating (on, off) cycle.
 #[derive(Debug)]
 pub struct ConstantRate {
-    addrs: FlowAddrs,
-    ecn: Ecn,
-    payload_len: usize,
+    /// Every datagram is this one, re-stamped; `None` if the addresses
+    /// cannot make one (the flow then sends nothing).
+    template: Option<StampedDatagram>,
     interval: Duration,
     start: Instant,
     stop: Instant,
@@ -37,10 +38,9 @@ impl ConstantRate {
         on_off: Option<(Duration, Duration)>,
     ) -> Self {
         let interval = Duration::from_nanos((size as u64 * 8 * 1_000_000_000) / rate_bps.max(1));
+        let payload_len = size.saturating_sub(header_len).max(stamp::LEN);
         ConstantRate {
-            addrs,
-            ecn,
-            payload_len: size.saturating_sub(header_len).max(stamp::LEN),
+            template: StampedDatagram::new(addrs, ecn, payload_len),
             interval: interval.max(Duration::from_nanos(1)),
             start,
             stop,
@@ -79,13 +79,12 @@ impl FlowApp for ConstantRate {
         if now < self.next_send || self.next_send >= self.stop {
             return None;
         }
-        let mut payload = vec![0u8; self.payload_len];
-        stamp::write(&mut payload, self.seq, now);
+        let seq = self.seq;
         self.seq += 1;
         self.next_send = self.align_to_on(self.next_send + self.interval);
-        let d =
-            ip::udp_datagram(self.addrs.sender, self.addrs.receiver, self.ecn, &payload).ok()?;
-        self.report.sent_bytes += payload.len() as u64;
+        let template = self.template.as_ref()?;
+        let d = template.stamped(seq, now);
+        self.report.sent_bytes += template.payload_len() as u64;
         Some((End::Sender, d))
     }
 

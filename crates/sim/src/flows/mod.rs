@@ -9,6 +9,7 @@
 pub mod brisk;
 mod cbr;
 mod ping;
+mod template;
 
 pub use brisk::{BriskConfig, BriskFlow, BriskWorkload, SendPath, TransportReport};
 pub use cbr::ConstantRate;
