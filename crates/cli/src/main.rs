@@ -3,6 +3,7 @@
 //! Layer: the edge. Parses arguments, reads files, prints and writes
 //! results; everything else lives in the library crates.
 
+mod lab;
 mod sim;
 mod tcp;
 
@@ -24,6 +25,8 @@ struct Cli {
 enum Command {
     /// Run one scenario in the deterministic simulator.
     Sim(sim::SimArgs),
+    /// Run a lab suite and write its report (report.html, results.json).
+    Lab(lab::LabArgs),
     /// Kernel TCP tools: doctor, responsive server, measuring client.
     Tcp(tcp::TcpArgs),
 }
@@ -32,6 +35,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Sim(args) => sim::run(args),
+        Command::Lab(args) => lab::run(args),
         Command::Tcp(args) => tcp::run(args),
     };
     match result {

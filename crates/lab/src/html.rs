@@ -1,0 +1,453 @@
+//! `report.html`: one self-contained page (inline CSS, inline SVG, no
+//! scripts, nothing fetched) that opens from disk in any browser.
+//!
+//! Every string that came from a file or a run is escaped; numbers are
+//! printed with fixed decimals so the page is byte-identical for the same
+//! report.
+
+use crate::report::{Report, ScenarioReport, SectionReport};
+use crate::section::{Cell, Table};
+use crate::verdict::Verdict;
+use std::fmt::Write as _;
+
+/// Escapes text for HTML element content and attribute values.
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+const STYLE: &str = r#"
+:root { --ink: #1f2328; --muted: #59636e; --line: #d8dee4; --soft: #f6f8fa;
+  --accent: #0a58ca; --pass: #1a7f37; --pass-bg: #dafbe1; --partial: #9a6700;
+  --partial-bg: #fff8c5; --fail: #cf222e; --fail-bg: #ffebe9; }
+* { box-sizing: border-box; }
+body { margin: 0; color: var(--ink); background: #fff;
+  font: 16px/1.55 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; }
+.page { max-width: 1060px; margin: 0 auto; padding: 40px 32px 64px; }
+header { border-bottom: 1px solid var(--line); padding-bottom: 20px; margin-bottom: 28px; }
+h1 { font-size: 30px; line-height: 1.2; margin: 0 0 6px; letter-spacing: -0.01em; }
+h2 { font-size: 23px; line-height: 1.3; margin: 0 0 12px; display: flex; gap: 12px; align-items: center; flex-wrap: wrap; }
+h3 { font-size: 13px; text-transform: uppercase; letter-spacing: 0.06em; color: var(--muted); margin: 28px 0 10px; }
+p { margin: 0 0 10px; }
+a { color: var(--accent); text-decoration: none; }
+a:hover { text-decoration: underline; }
+code, pre { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, "Liberation Mono", monospace; font-size: 13.5px; }
+pre { background: var(--soft); border: 1px solid var(--line); border-radius: 6px; padding: 8px 12px; margin: 8px 0; overflow-x: auto; }
+.subtitle { color: var(--muted); font-size: 17px; margin: 0 0 14px; }
+.meta { display: flex; flex-wrap: wrap; gap: 8px 28px; margin: 0; font-size: 14px; }
+.meta div { display: flex; gap: 6px; }
+.meta dt { color: var(--muted); }
+.meta dd { margin: 0; font-weight: 600; }
+.badge { display: inline-block; font-size: 12px; font-weight: 700; letter-spacing: 0.05em;
+  border-radius: 999px; padding: 2px 10px; border: 1px solid currentColor; vertical-align: middle; }
+.badge.pass { color: var(--pass); background: var(--pass-bg); }
+.badge.partial { color: var(--partial); background: var(--partial-bg); }
+.badge.fail { color: var(--fail); background: var(--fail-bg); }
+nav { background: var(--soft); border: 1px solid var(--line); border-radius: 8px; padding: 14px 20px; margin-bottom: 36px; }
+nav h2 { font-size: 13px; text-transform: uppercase; letter-spacing: 0.06em; color: var(--muted); margin: 0 0 8px; }
+nav ol { margin: 0; padding-left: 22px; }
+nav li { margin: 4px 0; }
+nav .count { color: var(--muted); font-size: 14px; }
+section { border-top: 1px solid var(--line); padding-top: 28px; margin-top: 36px; }
+.verdict { border-left: 4px solid; border-radius: 4px; padding: 10px 14px; margin: 6px 0 18px; font-weight: 600; }
+.verdict.pass { border-color: var(--pass); background: var(--pass-bg); }
+.verdict.partial { border-color: var(--partial); background: var(--partial-bg); }
+.verdict.fail { border-color: var(--fail); background: var(--fail-bg); }
+blockquote { margin: 0 0 8px; padding: 10px 16px; border-left: 4px solid var(--line); background: var(--soft); border-radius: 0 6px 6px 0; }
+.source, .scope { font-size: 14px; color: var(--muted); }
+table { border-collapse: collapse; width: 100%; font-size: 14px; margin: 4px 0 8px; }
+caption { caption-side: top; text-align: left; color: var(--muted); font-size: 13.5px; padding-bottom: 6px; }
+th, td { padding: 6px 10px; border-bottom: 1px solid var(--line); text-align: left; vertical-align: top; }
+th { font-weight: 600; background: var(--soft); border-bottom: 2px solid var(--line); }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+tbody tr:nth-child(even) td { background: #fbfcfd; }
+.scroll { overflow-x: auto; }
+td.ok { color: var(--pass); font-weight: 700; }
+td.miss { color: var(--fail); font-weight: 700; }
+.lead { font-size: 14px; color: var(--muted); margin: 0 0 4px; }
+dl.setup { display: grid; grid-template-columns: max-content 1fr; gap: 4px 16px; margin: 0 0 14px; font-size: 14.5px; }
+dl.setup dt { font-weight: 600; }
+dl.setup dd { margin: 0; }
+dl.setup ul, table.scenarios ul { margin: 0; padding-left: 18px; }
+table.scenarios td { font-size: 13.5px; }
+table.scenarios code { font-size: 12.5px; }
+.note { color: var(--muted); font-size: 13px; margin-top: 2px; }
+.nw { white-space: nowrap; }
+figure { margin: 18px 0 26px; }
+figure svg { display: block; width: 100%; height: auto; border: 1px solid var(--line); border-radius: 6px; }
+figcaption { font-size: 14px; color: var(--muted); margin-top: 6px; }
+footer { border-top: 1px solid var(--line); margin-top: 48px; padding-top: 16px; font-size: 14px; color: var(--muted); }
+"#;
+
+fn badge(v: Verdict) -> String {
+    format!(
+        "<span class=\"badge {}\">{}</span>",
+        v.name(),
+        v.name().to_uppercase()
+    )
+}
+
+/// Renders the whole page.
+pub fn render(r: &Report) -> String {
+    let mut h = String::new();
+    let mode = if r.quick {
+        "quick (scenarios shortened)"
+    } else {
+        "full"
+    };
+    let _ = write!(
+        h,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>Brisk lab: {}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<div class=\"page\">\n",
+        escape(&r.title)
+    );
+    let _ = write!(
+        h,
+        "<header>\n<h1>Brisk lab report</h1>\n<p class=\"subtitle\">{}</p>\n",
+        escape(&r.title)
+    );
+    if !r.description.is_empty() {
+        let _ = writeln!(h, "<p>{}</p>", escape(&r.description));
+    }
+    let _ = writeln!(
+        h,
+        "<dl class=\"meta\">\
+         <div><dt>suite</dt><dd><code>{}</code></dd></div>\
+         <div><dt>seed</dt><dd>{}</dd></div>\
+         <div><dt>IP</dt><dd>{}</dd></div>\
+         <div><dt>mode</dt><dd>{}</dd></div>\
+         <div><dt>sections</dt><dd>{} pass, {} partial, {} fail</dd></div>\
+         </dl>\n</header>",
+        escape(&r.location),
+        r.seed,
+        escape(r.ip),
+        mode,
+        r.totals.pass,
+        r.totals.partial,
+        r.totals.fail
+    );
+    h.push_str("<nav>\n<h2>Contents</h2>\n<ol>\n");
+    for s in &r.sections {
+        let met = s.checks.iter().filter(|c| c.passed).count();
+        let _ = writeln!(
+            h,
+            "<li><a href=\"#{}\">{}</a> {} <span class=\"count\">{met} of {} checks met</span></li>",
+            escape(s.id),
+            escape(s.title),
+            badge(s.verdict),
+            s.checks.len()
+        );
+    }
+    h.push_str("</ol>\n</nav>\n<main>\n");
+    for (i, s) in r.sections.iter().enumerate() {
+        section(&mut h, i + 1, s);
+    }
+    let mut rerun = format!("brisk lab --seed {}", r.seed);
+    if r.location != "lab/default" {
+        rerun.push_str(&format!(" --suite {}", r.location));
+    }
+    if r.ip != "as written" {
+        rerun.push_str(&format!(" --ip {}", r.ip));
+    }
+    if r.quick {
+        rerun.push_str(" --quick");
+    }
+    let _ = write!(
+        h,
+        "</main>\n<footer>\n<p>Generated by <code>brisk lab</code>. Every number comes from \
+         the deterministic simulator: the same suite and seed give this page byte for byte. \
+         Verdicts are computed from the measured numbers against the thresholds shown. \
+         Regenerate with <code>{}</code>; per-run results, captures and scenario copies are \
+         under <code>runs/</code>, and every number on this page is in \
+         <a href=\"results.json\"><code>results.json</code></a>.</p>\n</footer>\n\
+         </div>\n</body>\n</html>\n",
+        escape(&rerun)
+    );
+    h
+}
+
+fn section(h: &mut String, n: usize, s: &SectionReport) {
+    let _ = writeln!(
+        h,
+        "<section id=\"{}\">\n<h2>{n}. {} {}</h2>",
+        escape(s.id),
+        escape(s.title),
+        badge(s.verdict)
+    );
+    let _ = writeln!(
+        h,
+        "<div class=\"verdict {}\">{}</div>",
+        s.verdict.name(),
+        escape(&s.verdict_line)
+    );
+    let _ = writeln!(
+        h,
+        "<h3>The claim</h3>\n<blockquote>{}</blockquote>\n\
+         <p class=\"source\">Seed: {} (<code>{}</code>)</p>\n\
+         <p class=\"scope\"><strong>Scope.</strong> {}</p>",
+        escape(s.claim.text),
+        escape(s.claim.source),
+        escape(s.claim.seed_file),
+        escape(s.claim.scope)
+    );
+    h.push_str(
+        "<h3>Claim vs measured</h3>\n<div class=\"scroll\"><table class=\"checks\">\n<thead><tr>\
+         <th>check</th><th>the seed says</th><th class=\"num\">measured</th>\
+         <th class=\"num\">threshold</th><th>result</th></tr></thead>\n<tbody>\n",
+    );
+    for c in &s.checks {
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
+             <td class=\"{}\">{}</td></tr>",
+            escape(&c.name),
+            escape(&c.claimed),
+            escape(&c.measured_text()),
+            escape(&c.bound_text()),
+            if c.passed { "ok" } else { "miss" },
+            if c.passed { "met" } else { "missed" }
+        );
+    }
+    h.push_str("</tbody>\n</table></div>\n");
+    h.push_str("<h3>Scenarios</h3>\n");
+    scenarios(h, &s.scenarios);
+    if !s.tables.is_empty() {
+        h.push_str("<h3>Measurements</h3>\n");
+        for t in &s.tables {
+            table(h, t);
+        }
+    }
+    if !s.plots.is_empty() {
+        h.push_str("<h3>Plots</h3>\n");
+        for p in &s.plots {
+            let _ = writeln!(
+                h,
+                "<figure>\n{}\n<figcaption>{}</figcaption>\n</figure>",
+                p.svg.trim(),
+                escape(&p.caption)
+            );
+        }
+    }
+    h.push_str("</section>\n");
+}
+
+/// A shell command that wraps only between its words and between an
+/// option and the option before it ("--seed 1" stays on one line), and
+/// copies as typed.
+fn command_html(command: &str) -> String {
+    let mut groups: Vec<String> = Vec::new();
+    for word in command.split(' ') {
+        match groups.last_mut() {
+            Some(last) if groups_with(last, word) => {
+                last.push(' ');
+                last.push_str(word);
+            }
+            _ => groups.push(word.to_string()),
+        }
+    }
+    groups
+        .iter()
+        .map(|g| format!("<span class=\"nw\">{}</span>", escape(g)))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Whether `word` stays on the line of the group before it: a program's
+/// subcommand, or an option's value.
+fn groups_with(last: &str, word: &str) -> bool {
+    let value = !word.starts_with("--") && last.starts_with("--") && !last.contains(' ');
+    value || last == "brisk"
+}
+
+/// One aspect of the scenarios, as lines per scenario.
+struct Aspect {
+    name: String,
+    lines: Vec<Vec<String>>,
+}
+
+/// The section's scenarios: what they share is said once, what differs
+/// goes in a table with one row per file, its rerun command and its files.
+fn scenarios(h: &mut String, list: &[ScenarioReport]) {
+    let aspect = |name: &str, f: &dyn Fn(&ScenarioReport) -> Vec<String>| Aspect {
+        name: name.to_string(),
+        lines: list.iter().map(f).collect(),
+    };
+    let mut aspects = vec![
+        aspect("Network", &|s| vec![s.described.network.clone()]),
+        aspect("Queue", &|s| vec![s.described.queue.clone()]),
+    ];
+    // Flows one by one when every scenario has the same ones (by name), so
+    // that only those that differ take a column.
+    let names = |s: &ScenarioReport| -> Vec<String> {
+        s.described.flows.iter().map(|f| f.name.clone()).collect()
+    };
+    let first = list.first().map(names).unwrap_or_default();
+    if list.iter().all(|s| names(s) == first) {
+        for (i, name) in first.iter().enumerate() {
+            aspects.push(Aspect {
+                name: format!("Flow “{name}”"),
+                lines: list
+                    .iter()
+                    .map(|s| {
+                        let f = &s.described.flows[i];
+                        vec![format!("{}: {}", f.kind, f.words)]
+                    })
+                    .collect(),
+            });
+        }
+    } else {
+        aspects.push(aspect("Flows", &|s| {
+            s.described.flows.iter().map(|f| f.line()).collect()
+        }));
+    }
+    aspects.push(aspect("Run", &|s| {
+        vec![format!("{}, seed {}", s.described.run, s.results.seed)]
+    }));
+    let shared = |a: &Aspect| list.len() > 1 && a.lines.windows(2).all(|w| w[0] == w[1]);
+    let lines_html = |lines: &[String]| {
+        if lines.len() == 1 {
+            escape(&lines[0])
+        } else {
+            let items: String = lines
+                .iter()
+                .map(|l| format!("<li>{}</li>", escape(l)))
+                .collect();
+            format!("<ul>{items}</ul>")
+        }
+    };
+    if aspects.iter().any(shared) {
+        let what = if aspects.iter().all(shared) {
+            "Every scenario"
+        } else {
+            "Shared by every scenario"
+        };
+        let _ = writeln!(h, "<p class=\"lead\">{what}:</p>\n<dl class=\"setup\">");
+        for a in aspects.iter().filter(|a| shared(a)) {
+            let _ = writeln!(
+                h,
+                "<dt>{}</dt><dd>{}</dd>",
+                escape(&a.name),
+                lines_html(&a.lines[0])
+            );
+        }
+        h.push_str("</dl>\n");
+    }
+    let varying: Vec<&Aspect> = aspects.iter().filter(|a| !shared(a)).collect();
+    h.push_str("<div class=\"scroll\"><table class=\"scenarios\">\n<thead><tr><th>scenario</th>");
+    for a in &varying {
+        let _ = write!(h, "<th>{}</th>", escape(&a.name.to_lowercase()));
+    }
+    h.push_str("<th>rerun it alone</th></tr></thead>\n<tbody>\n");
+    for (i, sc) in list.iter().enumerate() {
+        let dir = escape(&sc.output_dir);
+        let _ = write!(
+            h,
+            "<tr><td><strong>{}</strong><br><a href=\"{dir}/scenario.toml\"><code>{}</code></a>",
+            escape(&sc.stem),
+            escape(&sc.file)
+        );
+        if !sc.description.is_empty() {
+            let _ = write!(h, "<div class=\"note\">{}</div>", escape(&sc.description));
+        }
+        h.push_str("</td>");
+        for a in &varying {
+            let _ = write!(h, "<td>{}</td>", lines_html(&a.lines[i]));
+        }
+        let _ = writeln!(
+            h,
+            "<td><code>{}</code><div class=\"note\"><a href=\"{dir}/results.json\">results.json</a> \
+             · <a href=\"{dir}/bottleneck.pcap\">bottleneck.pcap</a></div></td></tr>",
+            command_html(&sc.command)
+        );
+    }
+    h.push_str("</tbody>\n</table></div>\n");
+}
+
+fn table(h: &mut String, t: &Table) {
+    let numeric: Vec<bool> = (0..t.columns.len())
+        .map(|i| {
+            t.rows
+                .iter()
+                .any(|r| matches!(r.get(i), Some(Cell::Number { .. })))
+        })
+        .collect();
+    let _ = write!(
+        h,
+        "<div class=\"scroll\"><table>\n<caption>{}</caption>\n<thead><tr>",
+        escape(&t.caption)
+    );
+    for (c, num) in t.columns.iter().zip(&numeric) {
+        let class = if *num { " class=\"num\"" } else { "" };
+        let _ = write!(h, "<th{class}>{}</th>", escape(c));
+    }
+    h.push_str("</tr></thead>\n<tbody>\n");
+    for row in &t.rows {
+        h.push_str("<tr>");
+        for (i, cell) in row.iter().enumerate() {
+            let class = if numeric.get(i).copied().unwrap_or(false) {
+                " class=\"num\""
+            } else {
+                ""
+            };
+            let _ = write!(h, "<td{class}>{}</td>", escape(&cell.display()));
+        }
+        h.push_str("</tr>\n");
+    }
+    h.push_str("</tbody>\n</table></div>\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_is_escaped() {
+        assert_eq!(
+            escape("<b>\"a\" & 'b'</b>"),
+            "&lt;b&gt;&quot;a&quot; &amp; &#39;b&#39;&lt;/b&gt;"
+        );
+        assert_eq!(escape("≤ 20 ms"), "≤ 20 ms");
+    }
+
+    #[test]
+    fn commands_wrap_between_words_only() {
+        assert_eq!(
+            command_html("brisk sim lab/default/a b.toml --seed 1 --ip v6"),
+            "<span class=\"nw\">brisk sim</span> <span class=\"nw\">lab/default/a</span> \
+             <span class=\"nw\">b.toml</span> <span class=\"nw\">--seed 1</span> \
+             <span class=\"nw\">--ip v6</span>"
+        );
+    }
+
+    #[test]
+    fn tables_right_align_number_columns() {
+        let mut h = String::new();
+        table(
+            &mut h,
+            &Table {
+                caption: "c".into(),
+                columns: vec!["queue".into(), "RTT".into()],
+                rows: vec![vec![Cell::text("FIFO <200>"), Cell::num(256.26, "ms", 1)]],
+            },
+        );
+        assert!(
+            h.contains("<th>queue</th><th class=\"num\">RTT</th>"),
+            "{h}"
+        );
+        assert!(
+            h.contains("<td>FIFO &lt;200&gt;</td><td class=\"num\">256.3 ms</td>"),
+            "{h}"
+        );
+    }
+}

@@ -1,0 +1,255 @@
+//! The section format: what one report section is made of and the trait a
+//! new experiment implements.
+//!
+//! A section names its claim and the scenario files it runs (by stem, found
+//! in `<suite>/<section id>/<stem>.toml`); after the runner has run them it
+//! turns the results into [`Findings`]: checks (from which the verdict is
+//! computed), tables and plots. See `docs/LAB.md` for how to add one.
+
+use crate::claim::Claim;
+use crate::verdict::Check;
+use brisk_sim::engine::FlowSeries;
+use brisk_sim::flows::{AppReport, TransportReport};
+use brisk_sim::results::{FlowResults, Results};
+use brisk_sim::scenario::Scenario;
+use brisk_trace::plot::PlotError;
+use brisk_trace::stats::Series;
+use serde::Serialize;
+use std::time::Duration;
+
+/// One experiment of the lab: a claim, the scenarios that test it, and how
+/// their results become checks, tables and plots.
+pub trait Section: Sync {
+    /// Stable id: the suite directory holding its scenarios, the report's
+    /// anchor and the key in results.json. Lower case and dashes.
+    fn id(&self) -> &'static str;
+    /// Heading in the report.
+    fn title(&self) -> &'static str;
+    fn claim(&self) -> Claim;
+    /// Stems of the scenario files, in the order the report lists them.
+    fn scenarios(&self) -> &'static [&'static str];
+    /// Reads the finished runs (one per stem) into findings.
+    fn evaluate(&self, runs: &Runs<'_>) -> Result<Findings, SectionError>;
+}
+
+/// What a section concluded from its runs.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Findings {
+    /// The numbers the verdict is computed from.
+    pub checks: Vec<Check>,
+    /// Further measured numbers shown beside the checks.
+    pub tables: Vec<Table>,
+    pub plots: Vec<Plot>,
+}
+
+/// A table of measured numbers.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Table {
+    pub caption: String,
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<Cell>>,
+}
+
+/// A table cell: a label or a number with its unit.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Cell {
+    Text(String),
+    Number {
+        value: f64,
+        unit: &'static str,
+        #[serde(skip)]
+        decimals: usize,
+    },
+}
+
+impl Cell {
+    pub fn text(s: impl Into<String>) -> Cell {
+        Cell::Text(s.into())
+    }
+
+    pub fn num(value: f64, unit: &'static str, decimals: usize) -> Cell {
+        Cell::Number {
+            value,
+            unit,
+            decimals,
+        }
+    }
+
+    /// A count, shown without decimals.
+    pub fn count(value: u64) -> Cell {
+        Cell::num(value as f64, "", 0)
+    }
+
+    /// The cell as the report prints it.
+    pub fn display(&self) -> String {
+        match self {
+            Cell::Text(s) => s.clone(),
+            Cell::Number {
+                value,
+                unit,
+                decimals,
+            } => crate::verdict::with_unit(*value, unit, *decimals),
+        }
+    }
+}
+
+/// A rendered figure.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Plot {
+    pub title: String,
+    /// One sentence on how to read it.
+    pub caption: String,
+    /// The SVG document (kept out of results.json).
+    #[serde(skip)]
+    pub svg: String,
+}
+
+/// Why a section could not be evaluated: its scenario files do not have
+/// what it reads.
+#[derive(Debug, thiserror::Error)]
+pub enum SectionError {
+    #[error("section {section}: no run of scenario {stem:?}")]
+    MissingScenario { section: String, stem: String },
+    #[error("scenario {scenario}: no flow named {flow:?} (the section reads it)")]
+    MissingFlow { scenario: String, flow: String },
+    #[error("scenario {scenario}: {message}")]
+    Unsuitable { scenario: String, message: String },
+    #[error("plot {title:?}: {source}")]
+    Plot { title: String, source: PlotError },
+}
+
+/// One scenario after its run, as sections see it.
+#[derive(Debug)]
+pub struct ScenarioRun {
+    /// File stem within the section's directory.
+    pub stem: String,
+    /// Where the file lives, relative to the repository root (or as the
+    /// user named the suite directory).
+    pub path: String,
+    /// The scenario as run (with `--quick`, its duration shortened).
+    pub scenario: Scenario,
+    pub results: Results,
+    /// Per-flow time series, in flow order.
+    pub series: Vec<FlowSeries>,
+    /// What each flow's application reported, in flow order (a transport
+    /// flow's statistics, time-sequence events and frame rate included).
+    pub reports: Vec<AppReport>,
+}
+
+impl ScenarioRun {
+    pub fn flow(&self, name: &str) -> Result<&FlowResults, SectionError> {
+        self.results
+            .flows
+            .iter()
+            .find(|f| f.name == name)
+            .ok_or_else(|| self.missing(name))
+    }
+
+    pub fn series(&self, name: &str) -> Result<&FlowSeries, SectionError> {
+        self.series
+            .iter()
+            .find(|f| f.name == name)
+            .ok_or_else(|| self.missing(name))
+    }
+
+    /// A transport flow's own report (brisk flows only).
+    pub fn transport(&self, name: &str) -> Result<&TransportReport, SectionError> {
+        let i = self
+            .series
+            .iter()
+            .position(|f| f.name == name)
+            .ok_or_else(|| self.missing(name))?;
+        self.reports
+            .get(i)
+            .and_then(|r| r.transport.as_ref())
+            .ok_or_else(|| SectionError::Unsuitable {
+                scenario: self.path.clone(),
+                message: format!("flow {name:?} is not a brisk transport flow"),
+            })
+    }
+
+    /// The base round trip of a flow's path: its own `rtt`, or the
+    /// bottleneck's two propagation delays.
+    pub fn base_rtt(&self, name: &str) -> Result<Duration, SectionError> {
+        let bottleneck = self.scenario.link.down.delay + self.scenario.link.up.delay;
+        self.scenario
+            .flows
+            .iter()
+            .enumerate()
+            .find(|(i, f)| f.get_ref().label(*i) == name)
+            .map(|(_, f)| f.get_ref().rtt.unwrap_or(bottleneck))
+            .ok_or_else(|| self.missing(name))
+    }
+
+    /// The application's RTT samples of a flow as a plottable series in ms.
+    pub fn rtt_series(&self, flow: &str, label: &str) -> Result<Series, SectionError> {
+        let mut s = Series::new(label, "ms");
+        for (at, rtt) in &self.series(flow)?.rtt {
+            s.push_at(*at, ms(*rtt));
+        }
+        Ok(s)
+    }
+
+    /// The RTT samples of a flow in ms, in time order.
+    pub fn rtt_samples_ms(&self, flow: &str) -> Result<Vec<f64>, SectionError> {
+        Ok(self.series(flow)?.rtt.iter().map(|(_, d)| ms(*d)).collect())
+    }
+
+    /// The scenario's name for messages: its `name`, else its stem.
+    pub fn name(&self) -> &str {
+        if self.scenario.name.is_empty() {
+            &self.stem
+        } else {
+            &self.scenario.name
+        }
+    }
+
+    fn missing(&self, flow: &str) -> SectionError {
+        SectionError::MissingFlow {
+            scenario: self.path.clone(),
+            flow: flow.to_string(),
+        }
+    }
+}
+
+/// A duration in milliseconds.
+pub fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// The runs of one section, looked up by stem.
+pub struct Runs<'a> {
+    pub section: &'a str,
+    pub runs: Vec<&'a ScenarioRun>,
+}
+
+impl<'a> Runs<'a> {
+    pub fn get(&self, stem: &str) -> Result<&'a ScenarioRun, SectionError> {
+        self.runs
+            .iter()
+            .copied()
+            .find(|r| r.stem == stem)
+            .ok_or_else(|| SectionError::MissingScenario {
+                section: self.section.to_string(),
+                stem: stem.to_string(),
+            })
+    }
+}
+
+/// Renders a plot, naming it in the error.
+pub fn plot(
+    title: &str,
+    caption: &str,
+    render: impl FnOnce() -> Result<String, PlotError>,
+) -> Result<Plot, SectionError> {
+    let svg = render().map_err(|source| SectionError::Plot {
+        title: title.to_string(),
+        source,
+    })?;
+    Ok(Plot {
+        title: title.to_string(),
+        caption: caption.to_string(),
+        svg,
+    })
+}

@@ -1,0 +1,79 @@
+//! The summary table `brisk lab` prints: one block per section with its
+//! verdict and every check, aligned for a terminal.
+
+use crate::report::Report;
+use std::fmt::Write as _;
+
+/// Display width of a string (every char counts one column; the report's
+/// text has no wide characters).
+fn width(s: &str) -> usize {
+    s.chars().count()
+}
+
+fn pad(s: &str, w: usize) -> String {
+    format!("{s}{}", " ".repeat(w.saturating_sub(width(s))))
+}
+
+fn pad_left(s: &str, w: usize) -> String {
+    format!("{}{s}", " ".repeat(w.saturating_sub(width(s))))
+}
+
+/// The summary, ending with a newline.
+pub fn summary(r: &Report) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{} (suite {}, seed {}, IP {}{})",
+        r.title,
+        r.location,
+        r.seed,
+        r.ip,
+        if r.quick { ", quick" } else { "" }
+    );
+    let name_w = r
+        .sections
+        .iter()
+        .flat_map(|s| s.checks.iter().map(|c| width(&c.name) + 2))
+        .chain(r.sections.iter().map(|s| width(s.title)))
+        .max()
+        .unwrap_or(0);
+    let measured_w = r
+        .sections
+        .iter()
+        .flat_map(|s| s.checks.iter().map(|c| width(&c.measured_text())))
+        .max()
+        .unwrap_or(0);
+    let bound_w = r
+        .sections
+        .iter()
+        .flat_map(|s| s.checks.iter().map(|c| width(&c.bound_text())))
+        .max()
+        .unwrap_or(0);
+    for s in &r.sections {
+        let met = s.checks.iter().filter(|c| c.passed).count();
+        let _ = writeln!(
+            out,
+            "\n{}  {}  {met}/{} checks met",
+            pad(&s.verdict.name().to_uppercase(), 7),
+            pad(s.title, name_w),
+            s.checks.len()
+        );
+        for c in &s.checks {
+            let _ = writeln!(
+                out,
+                "{}    {}  {}  needs {}  {}",
+                " ".repeat(7),
+                pad(&c.name, name_w - 2),
+                pad_left(&c.measured_text(), measured_w),
+                pad(&c.bound_text(), bound_w),
+                if c.passed { "met" } else { "MISSED" }
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\nsections: {} pass, {} partial, {} fail",
+        r.totals.pass, r.totals.partial, r.totals.fail
+    );
+    out
+}
