@@ -232,8 +232,6 @@ fn brisk_results(t: &TransportReport) -> BriskResults {
         }
     });
     let st = t.sender.clone();
-    let i = t.integrity;
-    let intact = i.corrupt_bytes == 0 && i.sent_hash == i.received_hash;
     BriskResults {
         completion_time_s: t.completion().map(|d| d.as_secs_f64()),
         message_latency_ms: latency,
@@ -259,7 +257,7 @@ fn brisk_results(t: &TransportReport) -> BriskResults {
                 |s| format!("{:?}", s.ecn_state).to_lowercase(),
             ),
             ecn_codepoint: st.as_ref().map_or("not-ect", |s| s.ecn_codepoint.name()),
-            data_intact: intact,
+            data_intact: t.integrity.intact(),
         },
     }
 }

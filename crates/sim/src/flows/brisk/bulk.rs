@@ -134,6 +134,7 @@ impl Workload for Bulk {
         report.completed_at = self.completed_at;
         report.integrity.sent_hash = self.sent_hash.0;
         report.integrity.received_hash = self.received_hash.0;
+        report.integrity.stream_complete = self.completed_at.is_some();
         report.integrity.checked_bytes = self.received;
         report.integrity.corrupt_bytes = self.corrupt;
     }

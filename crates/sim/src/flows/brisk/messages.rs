@@ -20,7 +20,7 @@
 use super::report::TransportReport;
 use super::seq::Tracer;
 use super::workload::{
-    Fnv64, UNIT_HEADER_LEN, UnitHeader, Workload, count_corrupt, drain_stream, next_tick,
+    Fnv64, ReadEnd, UNIT_HEADER_LEN, UnitHeader, Workload, count_corrupt, drain_stream, next_tick,
     unit_bytes, write_some,
 };
 use crate::flows::AppReport;
@@ -98,7 +98,8 @@ impl Workload for Messages {
     fn receiver_event(&mut self, now: Instant, conn: &mut Connection, event: StreamEvent) {
         if let StreamEvent::Readable(id) = event {
             let (key, rx) = (self.key, &mut self.rx);
-            drain_stream(conn, id, |data| rx.consume(now, key, data));
+            let end = drain_stream(conn, id, |data| rx.consume(now, key, data));
+            rx.complete |= end == ReadEnd::Finished;
         }
     }
 
@@ -163,6 +164,7 @@ impl Workload for Messages {
         report.latencies = self.rx.latencies.clone();
         report.integrity.sent_hash = self.sent_hash.0;
         report.integrity.received_hash = self.rx.hash.0;
+        report.integrity.stream_complete = self.rx.complete;
         report.integrity.checked_bytes = self.rx.checked;
         report.integrity.corrupt_bytes = self.rx.corrupt;
     }
@@ -179,6 +181,8 @@ struct Reassembly {
     latencies: Vec<Duration>,
     checked: u64,
     corrupt: u64,
+    /// The FIN was read.
+    complete: bool,
 }
 
 impl Reassembly {

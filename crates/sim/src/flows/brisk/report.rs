@@ -54,10 +54,21 @@ pub struct Integrity {
     pub sent_hash: u64,
     /// The same over every byte the receiver read.
     pub received_hash: u64,
+    /// The receiver read the stream to its end, so the two hashes must
+    /// agree (a run may end with bytes still in flight).
+    pub stream_complete: bool,
     /// Bytes the receiver checked against the deterministic pattern.
     pub checked_bytes: u64,
     /// Bytes that differed from it.
     pub corrupt_bytes: u64,
+}
+
+impl Integrity {
+    /// No byte differed from the pattern, and a stream read to its end
+    /// hashes as it was written.
+    pub fn intact(&self) -> bool {
+        self.corrupt_bytes == 0 && (!self.stream_complete || self.sent_hash == self.received_hash)
+    }
 }
 
 /// What the video call looked like at the receiver.
