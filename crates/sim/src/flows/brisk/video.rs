@@ -166,12 +166,29 @@ impl Video {
         !stale.is_empty()
     }
 
+    /// The next frame's size: what the path carries in one frame interval,
+    /// less what earlier frames still have waiting to be sent, so the
+    /// sender's own backlog drains instead of growing when the estimate
+    /// runs ahead of the path (the encoder follows its queue, as SCReAM's
+    /// does).
+    fn frame_len(&self, conn: &Connection) -> u64 {
+        let fps = u64::from(self.fps);
+        let budget = Self::target_bps(conn) / 8 / fps;
+        let streams = conn.streams();
+        let backlog: u64 = self
+            .outstanding
+            .keys()
+            .map(|id| streams.unsent_bytes(*id))
+            .sum();
+        let smallest = (MIN_VIDEO_BPS / 8 / fps).max(UNIT_HEADER_LEN as u64);
+        budget
+            .saturating_sub(backlog)
+            .max(smallest)
+            .min(self.max_frame_bytes.max(UNIT_HEADER_LEN as u64))
+    }
+
     fn capture(&mut self, now: Instant, conn: &mut Connection, trace: &Tracer) -> bool {
-        let per_frame = Self::target_bps(conn) / 8 / u64::from(self.fps);
-        let len = per_frame.clamp(
-            UNIT_HEADER_LEN as u64,
-            self.max_frame_bytes.max(UNIT_HEADER_LEN as u64),
-        );
+        let len = self.frame_len(conn);
         if !self.path_open(conn, len) {
             self.skipped += 1;
             return false;
