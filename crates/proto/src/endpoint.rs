@@ -181,10 +181,7 @@ impl Endpoint {
             self.stats.unknown_connection += 1;
             return;
         }
-        if view.is_long()
-            && !view.is_version_negotiation()
-            && !SUPPORTED_VERSIONS.contains(&view.version())
-        {
+        if view.is_foreign_version() {
             self.send_version_negotiation(&view, remote, data.len());
             return;
         }

@@ -1,4 +1,30 @@
-//! The Brisk transport: a sans-IO protocol state machine (being built).
+//! The Brisk transport: an encrypted, multiplexed, L4S-capable protocol
+//! over UDP, as a sans-IO state machine (the wire contract is
+//! docs/PROTOCOL.md).
+//!
+//! Layer: above `brisk-wire` and `brisk-time`, below the socket driver and
+//! the simulator, which feed it datagrams and the time and carry out what
+//! it returns. Nothing here reads a clock, opens a socket or spawns a
+//! thread; all randomness comes from seeds.
+//!
+//! Entry points: [`Endpoint`] (many connections behind one socket: routing
+//! by connection ID, accepting, version negotiation) and [`Connection`]
+//! (`handle_datagram` / `handle_timeout` in, `poll_transmit` /
+//! `poll_timeout` / `poll_event` out, plus the stream API).
+//!
+//! Modules:
+//! - wire format: [`varint`], [`packet`] (headers, packet numbers),
+//!   [`frame`], [`transport_params`];
+//! - security: [`crypto`] (keys, 1-RTT packet protection), [`handshake`]
+//!   (Noise IK / XX);
+//! - recovery: [`ack_tracker`] (what we received, when to ACK, ECN counts),
+//!   [`sent_packets`], [`loss`] (RACK, tail-loss probes, persistent
+//!   congestion), [`rtt`];
+//! - congestion: [`congestion`] (NewReno, CUBIC, Prague), [`pacing`],
+//!   [`ecn_validation`];
+//! - [`streams`]: multiplexing, flow control, priorities;
+//! - [`connection`], [`endpoint`], [`config`], [`stats`], [`error`];
+//! - [`qlog`]: events for `brisk-trace`'s qlog writer.
 
 pub mod ack_tracker;
 pub mod config;

@@ -209,6 +209,16 @@ impl Layout {
         }
         let scid_at = r.position();
         r.bytes(scid_len)?;
+        if version != VERSION_NEGOTIATION && !SUPPORTED_VERSIONS.contains(&version) {
+            // Another version's packet: only the version-independent part
+            // (form bit, version, connection IDs) has a meaning here.
+            return Ok(Layout {
+                dcid: (dcid_at, dcid_len),
+                scid: (scid_at, scid_len),
+                pn_at: r.position(),
+                end: b.len(),
+            });
+        }
         if version == VERSION_NEGOTIATION {
             if !r.remaining().is_multiple_of(4) {
                 return Err(DecodeError::Malformed("version list"));
@@ -264,9 +274,16 @@ impl<T: AsRef<[u8]>> HeaderView<T> {
         self.is_long() && self.version() == VERSION_NEGOTIATION
     }
 
-    /// `None` for short headers and version negotiation.
+    /// A long header of a version this implementation does not speak.
+    pub fn is_foreign_version(&self) -> bool {
+        self.is_long()
+            && !self.is_version_negotiation()
+            && !SUPPORTED_VERSIONS.contains(&self.version())
+    }
+
+    /// `None` for short headers, version negotiation and foreign versions.
     pub fn long_type(&self) -> Option<LongType> {
-        if !self.is_long() || self.is_version_negotiation() {
+        if !self.is_long() || self.is_version_negotiation() || self.is_foreign_version() {
             return None;
         }
         match (self.b()[0] >> 4) & 0x03 {
@@ -284,9 +301,10 @@ impl<T: AsRef<[u8]>> HeaderView<T> {
         &self.b()[self.at.scid.0..self.at.scid.0 + self.at.scid.1]
     }
 
-    /// The truncated packet number (zero-length for version negotiation).
+    /// The truncated packet number (zero-length for version negotiation and
+    /// foreign versions).
     pub fn packet_number(&self) -> TruncatedPn {
-        if self.is_version_negotiation() {
+        if self.is_version_negotiation() || self.is_foreign_version() {
             return TruncatedPn { value: 0, len: 0 };
         }
         let len = (self.b()[0] & PN_LEN_MASK) + 1;
@@ -349,8 +367,12 @@ pub enum Header {
 }
 
 impl Header {
+    /// Fails for foreign versions, whose headers have no meaning here.
     pub fn parse<T: AsRef<[u8]>>(v: &HeaderView<T>) -> Result<Self, DecodeError> {
         let cid = |b: &[u8]| ConnectionId::new(b).ok_or(DecodeError::Malformed("cid length"));
+        if v.is_foreign_version() {
+            return Err(DecodeError::Malformed("unsupported version"));
+        }
         if v.is_version_negotiation() {
             return Ok(Header::VersionNegotiation {
                 dcid: cid(v.dcid())?,
@@ -554,6 +576,19 @@ mod tests {
         assert_eq!(out, [0xc0, 0, 0, 0, 0, 1, 7, 0, 0x42, 0x52, 0x00, 0x01]);
         let v = HeaderView::new_checked(&out[..], LOCAL_CID_LEN).unwrap();
         assert_eq!(Header::parse(&v).unwrap(), vn);
+    }
+
+    #[test]
+    fn foreign_versions_expose_only_the_invariant_fields() {
+        let b = [0xc3, 0x1a, 0x2a, 0x3a, 0x4a, 0x01, 0x07, 0x00, 0xff, 0xff];
+        let v = HeaderView::new_checked(&b[..], 8).unwrap();
+        assert!(v.is_foreign_version() && is_greased_version(v.version()));
+        assert_eq!(
+            (v.dcid(), v.scid(), v.long_type()),
+            (&[7u8][..], &[][..], None)
+        );
+        assert_eq!(v.packet_number().len, 0);
+        assert!(Header::parse(&v).is_err());
     }
 
     #[test]

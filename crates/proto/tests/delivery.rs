@@ -148,3 +148,22 @@ fn five_second_outage_is_survived() {
         );
     }
 }
+
+#[test]
+fn nat_rebinding_keeps_the_connection() {
+    for family in FAMILIES {
+        let mut p = Pair::new(path(family, 18));
+        let mut bulk = Bulk::new(payload(2 * MB, 18));
+        p.run_until(Instant::from_millis(300), |p| bulk.pump(p));
+        assert!(!bulk.fin);
+        // The client's NAT picks a new port mid-transfer.
+        let old = p.client_addr;
+        p.client_addr.set_port(50_123);
+        assert!(p.run_until(deadline(30), |p| bulk.pump(p)));
+        assert_eq!(sha256(&bulk.received), sha256(&bulk.data));
+        let s = p.server_conn().unwrap();
+        assert_eq!(s.remote_address().port(), 50_123, "{family:?}");
+        assert_ne!(s.remote_address(), old);
+        assert_eq!(s.stats().migrations, 1);
+    }
+}

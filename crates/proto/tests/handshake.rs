@@ -183,3 +183,118 @@ fn server_refusing_early_data_still_gets_it_after_the_handshake() {
             .any(|e| matches!(e, Event::EarlyData { .. }))
     );
 }
+
+/// Drops the `n`-th datagram (0-based) going `dir`.
+fn drop_nth(dir: Dir, n: usize) -> Tap {
+    let mut seen = 0;
+    Box::new(move |d, _| {
+        if d != dir {
+            return true;
+        }
+        seen += 1;
+        seen != n + 1
+    })
+}
+
+#[test]
+fn handshake_recovers_from_each_lost_flight() {
+    for family in FAMILIES {
+        for xx in [false, true] {
+            let flights: &[(Dir, usize)] = if xx {
+                &[(Dir::ToServer, 0), (Dir::ToClient, 0), (Dir::ToServer, 1)]
+            } else {
+                &[(Dir::ToServer, 0), (Dir::ToClient, 0)]
+            };
+            for &(dir, n) in flights {
+                let mut cfg = PairConfig::new(family, 7);
+                if xx {
+                    cfg.client.server_static_key = None;
+                }
+                let mut p = Pair::new(cfg);
+                p.tap = Some(drop_nth(dir, n));
+                let mut bulk = Bulk::new(payload(30_000, 3));
+                assert!(
+                    p.run_until(Instant::from_millis(10_000), |p| bulk.pump(p)),
+                    "{family:?} xx={xx} lost {dir:?} #{n}"
+                );
+                // The lost flight is resent after one probe timeout (about
+                // a second with the initial RTT of 333 ms), not never.
+                assert!(
+                    p.now < Instant::from_millis(3_000),
+                    "{family:?} xx={xx} {dir:?} #{n}: {:?}",
+                    p.now
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn unknown_versions_get_version_negotiation() {
+    use brisk_proto::packet::{HeaderView, LOCAL_CID_LEN, VERSION_1};
+    use brisk_wire::Ecn;
+    for family in FAMILIES {
+        let mut p = Pair::new(PairConfig::new(family, 8));
+        let mut initial = vec![0u8; 1200];
+        initial[0] = 0xc0;
+        initial[1..5].copy_from_slice(&0x1a2a_3a4au32.to_be_bytes());
+        initial[5] = 4;
+        initial[6..10].copy_from_slice(&[1, 2, 3, 4]);
+        initial[10] = 2;
+        initial[11..13].copy_from_slice(&[5, 6]);
+        p.inject(Dir::ToServer, Ecn::NotEct, &initial);
+        let vn = p
+            .server
+            .poll_transmit(p.now)
+            .expect("a version negotiation packet");
+        let v = HeaderView::new_checked(&vn.contents[..], LOCAL_CID_LEN).unwrap();
+        assert!(v.is_version_negotiation());
+        assert_eq!((v.dcid(), v.scid()), (&[5u8, 6][..], &[1u8, 2, 3, 4][..]));
+        assert_eq!(v.versions().collect::<Vec<_>>(), vec![VERSION_1]);
+        assert_eq!(p.server.handles().count(), 0);
+        // A short datagram gets nothing: no amplification.
+        p.inject(Dir::ToServer, Ecn::NotEct, &initial[..600]);
+        assert!(p.server.poll_transmit(p.now).is_none());
+
+        // A client told that its version is unknown gives up.
+        p.step();
+        let scid = p.client_conn().local_cid();
+        let mut vn = vec![0xc0, 0, 0, 0, 0, scid.len() as u8];
+        vn.extend_from_slice(scid.as_bytes());
+        vn.extend_from_slice(&[0, 0x0a, 0x0a, 0x0a, 0x0a]);
+        p.inject(Dir::ToClient, Ecn::NotEct, &vn);
+        p.step();
+        assert!(
+            p.client_events
+                .contains(&Event::ConnectionLost(ConnectionError::VersionMismatch))
+        );
+    }
+}
+
+#[test]
+fn close_reaches_the_peer_with_code_and_reason() {
+    for family in FAMILIES {
+        let mut p = Pair::new(PairConfig::new(family, 9));
+        assert!(p.connect());
+        let now = p.now;
+        p.client_conn().close(now, 42, b"done");
+        assert!(p.run_until(Instant::from_millis(5_000), |p| {
+            p.client_events.contains(&Event::Closed) && p.server_events.contains(&Event::Closed)
+        }));
+        assert!(p.server_events.contains(&Event::ConnectionLost(
+            ConnectionError::ApplicationClosed {
+                code: 42,
+                reason: "done".into()
+            }
+        )));
+        assert!(
+            !p.client_events
+                .iter()
+                .any(|e| matches!(e, Event::ConnectionLost(_)))
+        );
+        assert_eq!(
+            (p.client.handles().count(), p.server.handles().count()),
+            (0, 0)
+        );
+    }
+}

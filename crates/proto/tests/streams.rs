@@ -159,21 +159,23 @@ fn reset_and_stop_sending_reach_the_peer() {
 
 #[test]
 fn writable_bytes_follow_the_congestion_window() {
-    let mut p = Pair::new(PairConfig::new(Family::V4, 33));
-    assert!(p.connect());
-    let c = p.client_conn();
-    let id = c.open_stream(false, Priority::default()).unwrap();
-    let cwnd = c.stats().cwnd_bytes;
-    // Nothing in flight: the window plus two packets.
-    assert_eq!(c.writable_bytes(id), cwnd + 2 * 1200);
-    c.write(id, &payload(5_000, 5)).unwrap();
-    assert_eq!(c.writable_bytes(id), cwnd + 2 * 1200 - 5_000);
-    p.flush();
-    let c = p.client_conn();
-    let in_flight = c.stats().bytes_in_flight;
-    let unsent = c.streams().unsent_bytes(id);
-    // The pacer lets a burst out; what is in flight no longer counts as
-    // unsent, and the window shrinks by it.
-    assert!(in_flight > 2_000 && unsent < 5_000, "{in_flight} {unsent}");
-    assert_eq!(c.writable_bytes(id), (cwnd - in_flight) + 2 * 1200 - unsent);
+    for family in FAMILIES {
+        let mut p = Pair::new(PairConfig::new(family, 33));
+        assert!(p.connect());
+        let c = p.client_conn();
+        let id = c.open_stream(false, Priority::default()).unwrap();
+        let cwnd = c.stats().cwnd_bytes;
+        // Nothing in flight: the window plus two packets.
+        assert_eq!(c.writable_bytes(id), cwnd + 2 * 1200);
+        c.write(id, &payload(5_000, 5)).unwrap();
+        assert_eq!(c.writable_bytes(id), cwnd + 2 * 1200 - 5_000);
+        p.flush();
+        let c = p.client_conn();
+        let in_flight = c.stats().bytes_in_flight;
+        let unsent = c.streams().unsent_bytes(id);
+        // The pacer lets a burst out; what is in flight no longer counts as
+        // unsent, and the window shrinks by it.
+        assert!(in_flight > 2_000 && unsent < 5_000, "{in_flight} {unsent}");
+        assert_eq!(c.writable_bytes(id), (cwnd - in_flight) + 2 * 1200 - unsent);
+    }
 }

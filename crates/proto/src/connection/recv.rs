@@ -226,7 +226,34 @@ impl Connection {
             self.stats.dropped.duplicate += 1;
             return;
         }
-        let frames: Result<Vec<Frame<'_>>, _> = FrameIter::new(&plain).collect();
+        self.handle_payload(now, remote, ecn, pn, &plain, packet.len());
+    }
+
+    /// Feeds `payload` to the frame handlers as the content of an
+    /// authenticated 1-RTT packet numbered one past the largest received,
+    /// so a fuzzer can reach frame processing without forging the AEAD.
+    #[cfg(feature = "fuzzing")]
+    pub fn fuzz_authenticated_payload(&mut self, now: Instant, payload: &[u8]) {
+        if self.keys.is_none() {
+            return;
+        }
+        let pn = self.acks.largest().map_or(0, |l| l + 1);
+        let remote = self.remote;
+        self.handle_payload(now, remote, Ecn::NotEct, pn, payload, payload.len());
+        self.update_timers(now);
+    }
+
+    /// The frames of an authenticated, non-duplicate 1-RTT packet.
+    fn handle_payload(
+        &mut self,
+        now: Instant,
+        remote: SocketAddr,
+        ecn: Ecn,
+        pn: u64,
+        plain: &[u8],
+        packet_len: usize,
+    ) {
+        let frames: Result<Vec<Frame<'_>>, _> = FrameIter::new(plain).collect();
         let frames = match frames {
             Ok(f) if !f.is_empty() => f,
             _ => {
@@ -260,7 +287,7 @@ impl Connection {
                     },
                     frames: frames.iter().map(qlog::frame).collect(),
                     raw: Some(RawInfo {
-                        length_bytes: packet.len() as u64,
+                        length_bytes: packet_len as u64,
                     }),
                 }),
             );
