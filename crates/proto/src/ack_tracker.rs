@@ -139,10 +139,12 @@ impl AckTracker {
         self.pending && (self.immediate || self.deadline.is_some_and(|d| d <= now))
     }
 
-    /// Something is unacknowledged, so a packet that goes out anyway should
-    /// carry an ACK.
+    /// Something arrived since the last ACK, so a packet that goes out
+    /// anyway should carry one. This includes the peer's ACK-only packets:
+    /// acknowledging them (for free, on packets sent anyway) lets the peer
+    /// validate ECN on its ACK path and forget old ranges.
     pub fn has_pending(&self) -> bool {
-        self.pending && self.unacked_eliciting > 0
+        self.pending
     }
 
     /// When the delayed ACK is due.
@@ -217,9 +219,10 @@ mod tests {
         assert_eq!(f.ack_delay, 2 * MS);
         a.on_ack_sent();
         assert!(!a.ack_due(t(100)));
-        // A non-eliciting packet alone never forces an ACK.
+        // A non-eliciting packet alone never forces an ACK, but one rides
+        // on the next packet that leaves anyway.
         a.on_packet(t(5), 2, Ecn::NotEct, false);
-        assert!(!a.ack_due(t(100)) && !a.has_pending());
+        assert!(!a.ack_due(t(100)) && a.has_pending());
     }
 
     #[test]

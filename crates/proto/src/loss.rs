@@ -230,24 +230,27 @@ impl LossDetection {
         }
     }
 
+    /// A run is broken by any gap in the packet numbers (a packet in the
+    /// gap was acknowledged or declared lost earlier); its span is measured
+    /// between ack-eliciting packets sent after the first RTT sample.
     fn persistent_congestion(&self, lost: &[(u64, SentPacket)], duration: Duration) -> bool {
         let Some(first_sample) = self.first_rtt_sample else {
             return false;
         };
-        let mut run: Option<(u64, Instant)> = None;
+        let mut start: Option<Instant> = None;
         let mut prev: Option<u64> = None;
-        for (pn, p) in lost.iter().filter(|(_, p)| p.ack_eliciting) {
-            if p.time_sent < first_sample {
-                continue;
-            }
-            if prev.is_none_or(|q| q + 1 != *pn) {
-                run = Some((*pn, p.time_sent));
+        for (pn, p) in lost {
+            if prev.is_some_and(|q| q + 1 != *pn) {
+                start = None;
             }
             prev = Some(*pn);
-            if let Some((_, start)) = run
-                && p.time_sent - start > duration
-            {
-                return true;
+            if !p.ack_eliciting || p.time_sent < first_sample {
+                continue;
+            }
+            match start {
+                None => start = Some(p.time_sent),
+                Some(s) if p.time_sent - s > duration => return true,
+                Some(_) => {}
             }
         }
         false
@@ -446,6 +449,27 @@ mod tests {
         let b = l.detect_lost(t(2100), &mut s, &rtt, 25 * MS);
         assert_eq!(b.packets.len(), 19);
         assert!(!b.persistent_congestion);
+
+        // Lost ACK-only packets between the data packets keep the run going.
+        let mut l = LossDetection::new(LossConfig::default());
+        l.on_rtt_sample(t(0));
+        let mut s = SentPackets::default();
+        for pn in 0..20 {
+            s.insert(
+                pn,
+                SentPacket {
+                    ack_eliciting: pn % 2 == 0,
+                    ..pkt(pn * 100)
+                },
+            );
+        }
+        s.insert(20, pkt(2000));
+        s.remove(20);
+        l.on_ack(20, true);
+        assert!(
+            l.detect_lost(t(2100), &mut s, &rtt, 25 * MS)
+                .persistent_congestion
+        );
     }
 
     #[test]

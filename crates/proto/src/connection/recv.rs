@@ -502,8 +502,10 @@ impl Connection {
                 lost_packets += 1;
                 largest_lost_sent_at = largest_lost_sent_at.max(p.time_sent);
             }
-            self.stats.packets_lost += 1;
-            self.stats.bytes_lost += p.size_bytes;
+            if p.ack_eliciting {
+                self.stats.packets_lost += 1;
+                self.stats.bytes_lost += p.size_bytes;
+            }
             if p.ecn.is_ecn_capable() {
                 self.ecn.on_lost(now, p.ecn);
             }

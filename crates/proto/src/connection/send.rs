@@ -341,20 +341,22 @@ impl Connection {
             self.acks.on_ack_sent();
             self.timers.stop(Timer::AckDelay);
         }
+        // ACK-only packets are kept too (outside bytes in flight): their
+        // acknowledgements validate ECN and prune the peer's ACK ranges.
+        self.sent.insert(
+            pn,
+            SentPacket {
+                time_sent: now,
+                size_bytes: size,
+                ack_eliciting: eliciting,
+                ecn,
+                app_limited,
+                largest_acked,
+                frames,
+                requeued: false,
+            },
+        );
         if eliciting {
-            self.sent.insert(
-                pn,
-                SentPacket {
-                    time_sent: now,
-                    size_bytes: size,
-                    ack_eliciting: true,
-                    ecn,
-                    app_limited,
-                    largest_acked,
-                    frames,
-                    requeued: false,
-                },
-            );
             self.loss.on_eliciting_sent(now);
             self.cc.on_sent(now, size, self.sent.bytes_in_flight());
             self.pacer.on_sent(now, size);
