@@ -218,3 +218,24 @@ fn validated_server_is_not_limited() {
         assert!(s.bytes_sent > 100_000 && s.amplification_blocked == 0);
     }
 }
+
+#[test]
+fn server_refuses_connections_beyond_its_limit() {
+    use brisk_proto::{ClientConfig, Endpoint};
+    for family in FAMILIES {
+        let mut cfg = PairConfig::new(family, 27);
+        cfg.server.max_connections = 1;
+        let server_key = cfg.client.server_static_key;
+        let mut p = Pair::new(cfg);
+        assert!(p.connect());
+        // A second client's first flight is refused without state.
+        let mut other = Endpoint::new(99, None);
+        other
+            .connect(p.now, p.server_addr, ClientConfig::new(server_key))
+            .unwrap();
+        let first = other.poll_transmit(p.now).unwrap();
+        p.inject(Dir::ToServer, Ecn::NotEct, &first.contents);
+        assert_eq!(p.server.stats().refused, 1, "{family:?}");
+        assert_eq!(p.server.handles().count(), 1);
+    }
+}
