@@ -200,3 +200,28 @@ fn runs_are_deterministic_per_seed() {
         assert_ne!(a.1, run(20).1, "another seed, another run");
     }
 }
+
+#[test]
+fn datagrams_respect_the_peers_max_udp_payload() {
+    for family in FAMILIES {
+        let mut cfg = path(family, 21);
+        cfg.client.transport.max_datagram_size = 1452;
+        cfg.server.transport.max_datagram_size = 1300;
+        let mut p = Pair::new(cfg);
+        p.record = true;
+        let mut bulk = Bulk::new(payload(200_000, 21));
+        assert!(p.run_until(deadline(10), |p| bulk.pump(p)));
+        let sizes = |dir| {
+            p.history
+                .iter()
+                .filter(move |(d, _, _)| *d == dir)
+                .map(|(_, _, b)| b.len())
+        };
+        // The client's Initial fills its own size; after that the server's
+        // limit applies.
+        assert_eq!(sizes(Dir::ToServer).next(), Some(1452), "{family:?}");
+        let max = sizes(Dir::ToServer).skip(1).max().unwrap();
+        assert!((1250..=1300).contains(&max), "{family:?}: {max}");
+        assert!(sizes(Dir::ToClient).max() <= Some(1300));
+    }
+}

@@ -545,6 +545,16 @@ impl Connection {
         self.hs.confirmed
     }
 
+    /// The largest datagram we send: our configured size, but never more
+    /// than the peer said it accepts.
+    pub fn mds(&self) -> usize {
+        let peer = self
+            .peer_params
+            .as_ref()
+            .map_or(usize::MAX, |p| p.max_udp_payload as usize);
+        self.config.mds().min(peer.max(1200))
+    }
+
     pub fn rtt(&self) -> &RttEstimator {
         &self.rtt
     }
@@ -622,7 +632,7 @@ impl Connection {
         if !self.streams.is_writable(id) {
             return 0;
         }
-        let mds = self.config.mds() as u64;
+        let mds = self.mds() as u64;
         let window = self.cc.window().saturating_sub(self.sent.bytes_in_flight()) + 2 * mds;
         let room = self
             .config

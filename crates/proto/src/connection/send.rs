@@ -41,7 +41,7 @@ impl Connection {
 
     /// Bytes this datagram may hold.
     fn datagram_budget(&self) -> usize {
-        let mds = self.config.mds();
+        let mds = self.mds();
         if self.validated {
             return mds;
         }
@@ -228,7 +228,7 @@ impl Connection {
         };
         let ack_due = self.acks.ack_due(now);
         let probe = self.probes_pending > 0;
-        let mds = self.config.mds() as u64;
+        let mds = self.mds() as u64;
         let cwnd_ok = self.sent.bytes_in_flight() + mds <= self.cc.window();
         let mut pacing_ok = true;
         if !probe && cwnd_ok {
