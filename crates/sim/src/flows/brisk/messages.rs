@@ -152,9 +152,11 @@ impl Workload for Messages {
         if self.stopped {
             return None;
         }
+        // A half-written message waits for the stream, not for the clock.
+        let idle = self.pending_done >= self.pending.len();
         Some(match self.interval {
-            Some(_) => self.next_due.min(self.stop),
-            None => self.stop,
+            Some(_) if idle => self.next_due.min(self.stop),
+            _ => self.stop,
         })
     }
 
