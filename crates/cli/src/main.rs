@@ -4,6 +4,7 @@
 //! results; everything else lives in the library crates.
 
 mod lab;
+mod live;
 mod sim;
 mod tcp;
 
@@ -29,6 +30,8 @@ enum Command {
     Lab(lab::LabArgs),
     /// Kernel TCP tools: doctor, responsive server, measuring client.
     Tcp(tcp::TcpArgs),
+    /// Run real programs through the simulator's models in real time (root).
+    Live(live::LiveArgs),
 }
 
 fn main() -> ExitCode {
@@ -37,6 +40,7 @@ fn main() -> ExitCode {
         Command::Sim(args) => sim::run(args),
         Command::Lab(args) => lab::run(args),
         Command::Tcp(args) => tcp::run(args),
+        Command::Live(args) => live::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

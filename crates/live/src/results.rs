@@ -56,6 +56,8 @@ pub struct FidelityResults {
     pub realtime_priority: bool,
     /// CPU time of the router thread over the run's wall time.
     pub router_cpu_fraction: f64,
+    /// Share of the run's wall time the router spent busy-polling.
+    pub spin_fraction: f64,
     /// Datagrams the kernel dropped at the TUN devices because the router
     /// did not read them in time.
     pub tun_drops: u64,
@@ -205,6 +207,7 @@ fn flow_results(id: usize, f: &FlowEntry, link_delay: [Duration; 2]) -> FlowResu
         link_losses: m.link_losses,
         ce_packets: m.ce_packets,
         unanswered: 0,
+        brisk: None,
     }
 }
 
@@ -287,6 +290,7 @@ pub fn build(
         spin_us: u64::try_from(facts.spin.as_micros()).unwrap_or(u64::MAX),
         realtime_priority: s.realtime,
         router_cpu_fraction: s.cpu.as_secs_f64() / secs,
+        spin_fraction: s.spinning.as_secs_f64() / secs,
         tun_drops: facts.tun_drops,
         read_errors: s.read_errors,
         write_errors: s.write_errors,

@@ -6,14 +6,19 @@
 //! `ppoll` (nanosecond timeout, timer slack set to 1 ns) until a device is
 //! readable or until `spin` before the next deadline, and busy-polls the
 //! devices for that last stretch so a delivery is not late by a wake-up's
-//! latency. How late each deadline was handled and each packet written is
-//! measured, never assumed.
+//! latency. Busy-polling is capped at `spin_budget` of each 100 ms: at
+//! high packet rates deadlines come every few tens of microseconds, and a
+//! spinning real-time thread would take the core the endpoints' TCP stacks
+//! need (on a 2-core machine that costs more throughput than the wake-up
+//! latency it saves). How late each deadline was handled and each packet
+//! written is measured, never assumed.
 
 use super::core::{RouterCore, Side};
 use crate::capture::Captures;
 use crate::clock::Clock;
 use crate::sys;
 use crate::tun::{MAX_DATAGRAM_BYTES, Tun};
+use brisk_time::Instant;
 use brisk_trace::stats::LatencySummary;
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,6 +26,8 @@ use std::time::Duration;
 
 /// Longest sleep without checking the stop flag.
 const IDLE_WAIT: Duration = Duration::from_millis(20);
+/// The window the spin budget applies to.
+const SPIN_WINDOW: Duration = Duration::from_millis(100);
 /// Real-time priority of the router thread (of 1..99; below the kernel's
 /// own threaded interrupts at 50).
 const RT_PRIORITY: i32 = 40;
@@ -30,6 +37,8 @@ const RT_PRIORITY: i32 = 40;
 pub struct LoopConfig {
     /// Busy-poll this long before each deadline instead of sleeping.
     pub spin: Duration,
+    /// Most of the time spent busy-polling, as a fraction of wall time.
+    pub spin_budget: f64,
     /// Ask for SCHED_FIFO so a loaded machine delays the router less.
     pub realtime: bool,
     /// Datagrams read from one device per turn at most.
@@ -40,6 +49,7 @@ impl Default for LoopConfig {
     fn default() -> Self {
         LoopConfig {
             spin: Duration::from_micros(50),
+            spin_budget: 0.1,
             realtime: true,
             burst: 64,
         }
@@ -64,6 +74,8 @@ pub struct LoopStats {
     pub realtime: bool,
     /// CPU time the router thread used.
     pub cpu: Duration,
+    /// Time spent busy-polling before deadlines.
+    pub spinning: Duration,
     /// Largest burst read from one device in one turn (a full burst means
     /// datagrams were waiting: the router was behind).
     pub max_burst: usize,
@@ -98,6 +110,7 @@ pub fn run(
     let mut buf = vec![0u8; MAX_DATAGRAM_BYTES];
     let mut ready = [true, true];
     let burst = config.burst.max(1);
+    let mut spin = SpinBudget::new(config.spin_budget, clock.now());
     while !stop.load(Ordering::Relaxed) {
         for (i, side, tun) in [(0, Side::Client, &client), (1, Side::Server, &server)] {
             if !ready[i] {
@@ -160,22 +173,101 @@ pub fn run(
             None => IDLE_WAIT,
             Some(t) => {
                 let left = t.saturating_duration_since(now);
-                if left <= config.spin {
-                    // Busy-poll: read both devices again right away.
+                if left.is_zero() || left <= config.spin && spin.allows(now) {
+                    // Due, or busy-poll: read both devices again right away.
+                    spin.turn(now, !left.is_zero());
                     ready = [true, true];
                     continue;
                 }
-                (left - config.spin).min(IDLE_WAIT)
+                // Wake `spin` early to busy-poll the rest, unless the
+                // deadline is that close already (and the budget is spent).
+                match left.checked_sub(config.spin) {
+                    Some(early) if !early.is_zero() => early,
+                    _ => left,
+                }
+                .min(IDLE_WAIT)
             }
         };
+        spin.turn(now, false);
         stats.wakeups += 1;
         ready = sys::wait_readable([client.as_fd(), server.as_fd()], Some(wait))
             .unwrap_or([true, true]);
     }
     stats.cpu = sys::thread_cpu_time().saturating_sub(cpu_start);
+    stats.spinning = spin.total;
     RouterOutcome {
         core,
         stats,
         capture: capture.map(Captures::finish),
+    }
+}
+
+/// Accounts busy-polling against its budget, per [`SPIN_WINDOW`].
+struct SpinBudget {
+    budget: f64,
+    window_start: Instant,
+    spent: Duration,
+    /// Since when the loop has been spinning, if it is.
+    since: Option<Instant>,
+    total: Duration,
+}
+
+impl SpinBudget {
+    fn new(budget: f64, now: Instant) -> SpinBudget {
+        SpinBudget {
+            budget: budget.clamp(0.0, 1.0),
+            window_start: now,
+            spent: Duration::ZERO,
+            since: None,
+            total: Duration::ZERO,
+        }
+    }
+
+    /// Whether another turn of busy-polling fits the budget.
+    fn allows(&mut self, now: Instant) -> bool {
+        if now - self.window_start >= SPIN_WINDOW {
+            self.window_start = now;
+            self.spent = Duration::ZERO;
+        }
+        self.spent < SPIN_WINDOW.mul_f64(self.budget)
+    }
+
+    /// The loop ends a turn at `now`, spinning into the next one or not.
+    fn turn(&mut self, now: Instant, spinning: bool) {
+        if let Some(since) = self.since.take() {
+            let d = now - since;
+            self.spent += d;
+            self.total += d;
+        }
+        if spinning {
+            self.since = Some(now);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spinning_stops_at_its_budget_and_resumes_next_window() {
+        let mut b = SpinBudget::new(0.1, Instant::ZERO);
+        let mut t = Instant::ZERO;
+        let mut spun = Duration::ZERO;
+        // Try to spin continuously in 10 us turns for 50 ms.
+        while t < Instant::from_millis(50) {
+            if b.allows(t) {
+                b.turn(t, true);
+                spun += Duration::from_micros(10);
+            } else {
+                b.turn(t, false);
+            }
+            t += Duration::from_micros(10);
+        }
+        // 10% of a 100 ms window, give or take one turn.
+        assert!(spun <= Duration::from_micros(10_010), "{spun:?}");
+        assert!(spun >= Duration::from_micros(9_990), "{spun:?}");
+        assert!(!b.allows(Instant::from_millis(99)));
+        assert!(b.allows(Instant::from_millis(100)));
     }
 }

@@ -1,0 +1,198 @@
+//! `brisk live SCENARIO.toml --server 'CMD' --client 'CMD' [--json] [--out DIR]`:
+//! real programs in network namespaces joined by the real-time router.
+
+use anyhow::{Context, Result, bail};
+use brisk_live::bulk::BulkConfig;
+use brisk_live::router::LoopConfig;
+use brisk_live::{IpMode, LabConfig, LiveResults, LiveRun, Workload};
+use brisk_sim::scenario::Scenario;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+#[derive(clap::Args)]
+pub struct LiveArgs {
+    /// The scenario file: its [link.*] and [queue*] tables shape the path
+    /// (see docs/LIVE.md).
+    scenario: PathBuf,
+    /// Command run in the server's namespace (`sh -c`); stopped at the end.
+    #[arg(long)]
+    server: Option<String>,
+    /// Command run in the client's namespace (`sh -c`) with BRISK_SERVER
+    /// set; the run ends when it exits, with its exit code.
+    #[arg(long, conflicts_with_all = ["shell", "bulk"])]
+    client: Option<String>,
+    /// Open an interactive shell in the client's namespace instead.
+    #[arg(long, conflicts_with = "bulk")]
+    shell: bool,
+    /// Run the built-in bulk download (server to client) for the
+    /// scenario's duration instead of a client command.
+    #[arg(long, value_parser = ["tcp"])]
+    bulk: Option<String>,
+    /// Congestion control of the bulk sender (see
+    /// /proc/sys/net/ipv4/tcp_available_congestion_control).
+    #[arg(long, default_value = "cubic", requires = "bulk")]
+    cc: String,
+    /// Classic ECN for the bulk transfer (net.ipv4.tcp_ecn in both
+    /// namespaces).
+    #[arg(long, default_value = "off", value_parser = ["on", "off"], requires = "bulk")]
+    ecn: String,
+    /// Seed for every random draw of the models (overrides the file's).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Address family: dual stack pointing programs at IPv4 (v4) or IPv6
+    /// (v6), or an IPv6-only client reaching an IPv4-only server through
+    /// the router's NAT64/DNS64 (v6only). Default: the file's `ip`.
+    #[arg(long, value_parser = ["v4", "v6", "v6only"])]
+    ip: Option<String>,
+    /// Print the results as one JSON object on stdout (the programs'
+    /// stdout then goes to stderr).
+    #[arg(long)]
+    json: bool,
+    /// Write results.json, client.pcap, server.pcap and events.csv here.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// End the run after this many seconds even if the client still runs.
+    #[arg(long)]
+    max_time: Option<f64>,
+    /// Busy-poll this many microseconds before each model deadline.
+    #[arg(long, default_value_t = 50)]
+    spin_us: u64,
+    /// Do not ask for a real-time priority for the router thread.
+    #[arg(long)]
+    no_realtime: bool,
+}
+
+/// Runs the lab; exits the process with the client's exit code when it is
+/// not zero (after everything is torn down and written).
+pub fn run(args: LiveArgs) -> Result<()> {
+    let scenario = Scenario::load(&args.scenario)?;
+    let workload = match (&args.client, args.shell, &args.bulk) {
+        (Some(cmd), false, None) => Workload::Command(cmd.clone()),
+        (None, true, None) => Workload::Shell,
+        (None, false, Some(_)) => Workload::Bulk(BulkConfig {
+            cc: args.cc.clone(),
+            ecn: args.ecn == "on",
+            duration: scenario.duration,
+        }),
+        _ => bail!("give one of --client 'CMD', --shell or --bulk tcp"),
+    };
+    let mut lab = LabConfig::new(scenario);
+    if let Some(seed) = args.seed {
+        lab.seed = seed;
+    }
+    if let Some(ip) = &args.ip {
+        lab.ip = match ip.as_str() {
+            "v6" => IpMode::V6,
+            "v6only" => IpMode::V6Only,
+            _ => IpMode::V4,
+        };
+    }
+    lab.out = args.out.clone();
+    lab.router = LoopConfig {
+        spin: Duration::from_micros(args.spin_us),
+        realtime: !args.no_realtime,
+        ..LoopConfig::default()
+    };
+    let max_time = match args.max_time {
+        Some(s) if s.is_finite() && s > 0.0 => Some(Duration::from_secs_f64(s)),
+        Some(s) => bail!("--max-time must be a positive number of seconds, got {s}"),
+        None => None,
+    };
+    let outcome = brisk_live::run(LiveRun {
+        lab,
+        server: args.server.clone(),
+        workload,
+        quiet_stdout: args.json,
+        max_time,
+    })?;
+    if let Some(dir) = &args.out {
+        write_results(dir, &outcome.results)?;
+    }
+    if args.json {
+        let mut out = std::io::stdout().lock();
+        serde_json::to_writer(&mut out, &outcome.results)?;
+        writeln!(out)?;
+    } else {
+        print_summary(&outcome.results);
+        if let Some(dir) = &args.out {
+            eprintln!("wrote {}", dir.display());
+        }
+    }
+    if outcome.exit_code != 0 {
+        std::io::stdout().flush()?;
+        std::process::exit(outcome.exit_code);
+    }
+    Ok(())
+}
+
+fn write_results(dir: &Path, results: &LiveResults) -> Result<()> {
+    let path = dir.join("results.json");
+    let json = serde_json::to_string_pretty(results)?;
+    std::fs::write(&path, json + "\n").with_context(|| format!("cannot write {}", path.display()))
+}
+
+fn print_summary(r: &LiveResults) {
+    println!(
+        "{} ({}, {:.1} s): down link {:.1}% busy, queue {} drops {} marks {}",
+        if r.scenario.is_empty() {
+            "live"
+        } else {
+            &r.scenario
+        },
+        r.ip,
+        r.duration_s,
+        r.link.utilization * 100.0,
+        r.queue.kind,
+        r.queue.drops,
+        r.queue.marks
+    );
+    println!(
+        "{:<44} {:>12} {:>7} {:>6} {:>9} {:>9} {:>9}",
+        "flow", "goodput", "loss", "CE", "rtt p50", "rtt p99", "queue p99"
+    );
+    for f in &r.flows {
+        println!(
+            "{:<44} {:>7.2} Mb/s {:>6.2}% {:>5.1}% {:>6.1} ms {:>6.1} ms {:>6.1} ms",
+            f.name,
+            f.goodput_mbps,
+            f.loss_rate * 100.0,
+            f.ce_fraction * 100.0,
+            f.rtt_ms.p50,
+            f.rtt_ms.p99,
+            f.queue_delay_ms.p99
+        );
+    }
+    if let Some(b) = &r.bulk {
+        println!(
+            "bulk tcp ({}, ecn {}): {:.3} Mbit/s ({:.3} in the second half), {} retransmits, rtt {:.1} ms",
+            b.cc,
+            if b.ecn { "on" } else { "off" },
+            b.goodput_mbps,
+            b.steady_goodput_mbps,
+            b.sender.retransmitted_segments,
+            b.sender.rtt_ms
+        );
+    }
+    let f = &r.fidelity;
+    let rate = |d: &brisk_live::results::DirectionFidelityResults| match d.rate_error {
+        Some(e) => format!("{:+.3}%", e * 100.0),
+        None => "n/a".into(),
+    };
+    println!(
+        "fidelity: delay error p50/p99 down {:.3}/{:.3} ms up {:.3}/{:.3} ms; rate error down {} up {}; \
+         timer lateness p99 {:.3} ms; router cpu {:.0}%; tun drops {}",
+        f.down.delay_error_ms.p50,
+        f.down.delay_error_ms.p99,
+        f.up.delay_error_ms.p50,
+        f.up.delay_error_ms.p99,
+        rate(&f.down),
+        rate(&f.up),
+        f.timer_lateness_ms.p99,
+        f.router_cpu_fraction * 100.0,
+        f.tun_drops
+    );
+    for w in &f.warnings {
+        eprintln!("warning: {w}");
+    }
+}
