@@ -66,9 +66,11 @@ pub fn run(args: LabArgs) -> Result<()> {
         jobs.clamp(1, total.max(1)),
         if args.quick { ", quick" } else { "" }
     );
-    // The bar draws on stderr; when stderr is not a terminal (CI, a pipe)
-    // each finished scenario is one plain line instead.
-    let bar = std::io::stderr().is_terminal().then(|| {
+    // The bar draws on stderr when both streams are a terminal; otherwise
+    // (CI, a pipe, stdout to a file) each finished scenario is one plain
+    // line on stderr.
+    let interactive = std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
+    let bar = interactive.then(|| {
         let bar = ProgressBar::new(total as u64);
         bar.set_style(
             ProgressStyle::with_template("{bar:32.cyan/blue} {pos}/{len} {elapsed} {wide_msg}")

@@ -308,8 +308,10 @@ fn brisk(f: &FlowSpec) -> String {
         BriskApp::Messages => format!(
             "{} messages {}",
             bytes_text(f.message_size.unwrap_or(DEFAULT_MESSAGE_BYTES)),
-            f.interval
-                .map_or("back to back".to_string(), |d| format!("every {}", duration(d)))
+            f.interval.map_or("back to back".to_string(), |d| format!(
+                "every {}",
+                duration(d)
+            ))
         ),
         BriskApp::Video => format!("video call at {} fps", f.fps.unwrap_or(DEFAULT_FPS)),
         BriskApp::Feed => {

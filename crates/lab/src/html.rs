@@ -81,6 +81,7 @@ dl.setup dd { margin: 0; }
 dl.setup ul, table.scenarios ul { margin: 0; padding-left: 18px; }
 table.scenarios td { font-size: 13.5px; }
 table.scenarios code { font-size: 12.5px; }
+table.scenarios td:first-child code { white-space: nowrap; }
 .note { color: var(--muted); font-size: 13px; margin-top: 2px; }
 .nw { white-space: nowrap; }
 figure { margin: 18px 0 26px; }

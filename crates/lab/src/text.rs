@@ -63,7 +63,7 @@ pub fn summary(r: &Report) -> String {
                 out,
                 "{}    {}  {}  needs {}  {}",
                 " ".repeat(7),
-                pad(&c.name, name_w - 2),
+                pad(&c.name, name_w.saturating_sub(2)),
                 pad_left(&c.measured_text(), measured_w),
                 pad(&c.bound_text(), bound_w),
                 if c.passed { "met" } else { "MISSED" }
