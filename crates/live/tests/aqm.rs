@@ -156,6 +156,21 @@ fn ecn_tcp_sees_ce_marks_through_codel_in_the_capture() {
         }
         None => eprintln!("tshark not installed: capture not checked (scripts/setup installs it)"),
     }
+    // tcptrace follows the connection in the server-side capture.
+    match Command::new("tcptrace")
+        .arg("-n")
+        .arg(dir.join("server.pcap"))
+        .output()
+    {
+        Ok(o) => {
+            let text = String::from_utf8_lossy(&o.stdout);
+            assert!(o.status.success(), "{text}");
+            assert!(text.contains("10.1.0.1:5299"), "{text}");
+        }
+        Err(_) => {
+            eprintln!("tcptrace not installed: capture not checked (scripts/setup installs it)")
+        }
+    }
     let events = std::fs::read_to_string(dir.join("events.csv")).expect("events.csv");
     let marks = events.lines().filter(|l| l.ends_with(",mark_ce,")).count() as u64;
     assert_eq!(marks, r.results.queue.marks);
