@@ -204,7 +204,8 @@ fn receive_here(server: SocketAddr, duration: Duration) -> Result<Received, Live
     let mut first: Option<std::time::Instant> = None;
     let half = duration / 2;
     let mut at_half: Option<u64> = None;
-    while started.elapsed() < duration {
+    // Ctrl-C or SIGTERM ends the transfer early (the lab then tears down).
+    while started.elapsed() < duration && crate::signal::received().is_none() {
         match stream.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => {

@@ -17,7 +17,13 @@ pub fn lab_guard(test: &str) -> Option<MutexGuard<'static, ()>> {
         if std::env::var("CI").is_ok_and(|v| v == "true") {
             panic!("{test}: the live tests need root (CAP_NET_ADMIN) in CI");
         }
-        eprintln!("{test}: skipped: needs root (CAP_NET_ADMIN) for namespaces and TUN devices");
+        // Straight to stderr, past the test harness's capture, so the skip
+        // shows in a normal `cargo test` run.
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "{test}: SKIPPED: needs root (CAP_NET_ADMIN) for namespaces and TUN devices"
+        );
         return None;
     }
     Some(ONE_LAB.lock().unwrap_or_else(|e| e.into_inner()))
