@@ -101,10 +101,9 @@ fn badge(v: Verdict) -> String {
 /// Renders the whole page.
 pub fn render(r: &Report) -> String {
     let mut h = String::new();
-    let mode = if r.quick {
-        "quick (scenarios shortened)"
-    } else {
-        "full"
+    let mode = match r.quick_duration_s {
+        Some(s) => format!("quick (every scenario cut to {s} s at most)"),
+        None => "full".to_string(),
     };
     let _ = write!(
         h,

@@ -32,6 +32,9 @@ pub struct Report {
     /// "v4", "v6", or "as written" when each scenario keeps its own.
     pub ip: &'static str,
     pub quick: bool,
+    /// Under `--quick`, the longest any scenario ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quick_duration_s: Option<f64>,
     pub totals: Totals,
     pub sections: Vec<SectionReport>,
 }
@@ -163,6 +166,7 @@ pub fn build(
             None => "as written",
         },
         quick: config.quick,
+        quick_duration_s: config.quick.then(|| suite.quick_duration.as_secs_f64()),
         totals,
         sections,
     })
