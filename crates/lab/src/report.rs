@@ -166,7 +166,7 @@ pub fn build(
             None => "as written",
         },
         quick: config.quick,
-        quick_duration_s: config.quick.then(|| suite.quick_duration.as_secs_f64()),
+        quick_duration_s: config.quick.then_some(suite.quick_duration.as_secs_f64()),
         totals,
         sections,
     })
