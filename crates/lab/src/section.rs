@@ -196,15 +196,6 @@ impl ScenarioRun {
         Ok(self.series(flow)?.rtt.iter().map(|(_, d)| ms(*d)).collect())
     }
 
-    /// The scenario's name for messages: its `name`, else its stem.
-    pub fn name(&self) -> &str {
-        if self.scenario.name.is_empty() {
-            &self.stem
-        } else {
-            &self.scenario.name
-        }
-    }
-
     fn missing(&self, flow: &str) -> SectionError {
         SectionError::MissingFlow {
             scenario: self.path.clone(),
