@@ -39,6 +39,10 @@ impl EcnRewrite {
     /// Rewrites the packet's real header (the IPv4 checksum stays valid);
     /// returns `(from, to)` if the codepoint changed.
     pub(crate) fn apply(self, packet: &mut Packet) -> Option<(Ecn, Ecn)> {
+        if self == EcnRewrite::Pass {
+            // Most links: no need to read the header at all.
+            return None;
+        }
         let from = packet.ecn();
         let to = self.rewrite(from);
         (to != from).then(|| {

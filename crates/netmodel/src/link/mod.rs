@@ -27,6 +27,7 @@
 
 pub mod config;
 pub mod ecn_rewrite;
+mod in_flight;
 pub mod jitter;
 pub mod loss;
 pub mod outage;
@@ -49,11 +50,12 @@ use crate::packet::Packet;
 use crate::queue::{DropReason, Queue, QueueEvent};
 use brisk_time::Instant;
 use brisk_wire::Ecn;
+use in_flight::InFlight;
 use loss::LossState;
 use outage::OutageSchedule;
 use rand::Rng as _;
 use reorder::Holds;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::time::Duration;
 use transmitter::{Transmitter, TxOutput};
 
@@ -129,8 +131,7 @@ pub struct Link {
     /// Latest arrival given to a packet that keeps its order.
     last_in_order: Instant,
     /// Packets propagating, by (arrival, sequence) so ties keep send order.
-    in_flight: BTreeMap<(Instant, u64), Packet>,
-    next_seq: u64,
+    in_flight: InFlight,
     tx_out: Vec<TxOutput>,
     delivered: VecDeque<(Instant, Packet)>,
     events: VecDeque<LinkEvent>,
@@ -160,8 +161,7 @@ impl Link {
             rng,
             holds: Holds::default(),
             last_in_order: Instant::ZERO,
-            in_flight: BTreeMap::new(),
-            next_seq: 0,
+            in_flight: InFlight::default(),
             tx_out: Vec::new(),
             delivered: VecDeque::new(),
             events: VecDeque::new(),
@@ -200,7 +200,7 @@ impl Link {
     /// The next time the link has something to do, if any.
     pub fn poll_timeout(&self) -> Option<Instant> {
         let tx = self.tx.due(!self.queue.is_empty());
-        let rx = self.in_flight.first_key_value().map(|((t, _), _)| *t);
+        let rx = self.in_flight.first_arrival();
         match (tx, rx) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -218,11 +218,7 @@ impl Link {
 
     fn advance(&mut self, now: Instant) {
         loop {
-            let rx = self
-                .in_flight
-                .first_key_value()
-                .map(|((t, _), _)| *t)
-                .filter(|t| *t <= now);
+            let rx = self.in_flight.first_arrival().filter(|t| *t <= now);
             let tx = self.tx.due(!self.queue.is_empty()).filter(|t| *t <= now);
             match (tx, rx) {
                 // Arrivals first on ties: they were scheduled earlier.
@@ -235,7 +231,7 @@ impl Link {
     }
 
     fn arrive(&mut self) {
-        if let Some(((at, _), packet)) = self.in_flight.pop_first() {
+        if let Some((at, packet)) = self.in_flight.pop_first() {
             self.stats.delivered_packets += 1;
             self.delivered.push_back((at, packet));
         }
@@ -357,8 +353,7 @@ impl Link {
     }
 
     fn schedule(&mut self, arrival: Instant, packet: Packet) {
-        self.in_flight.insert((arrival, self.next_seq), packet);
-        self.next_seq += 1;
+        self.in_flight.insert(arrival, packet);
     }
 
     fn drain_queue_events(&mut self) {

@@ -132,6 +132,10 @@ impl OutageSchedule {
 
     /// The end of a window that contains `t`, if any.
     fn window_end(&self, t: Instant) -> Option<Instant> {
+        if self.windows.is_empty() && self.periodic.is_none() {
+            // The common link without outages, asked on every packet.
+            return None;
+        }
         // Listed windows that start at or before `t`; the latest-ending one
         // decides (windows may overlap).
         let i = self.windows.partition_point(|(s, _)| *s <= t);

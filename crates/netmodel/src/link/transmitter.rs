@@ -220,7 +220,11 @@ fn finish_time(
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        let full_ns = need.div_ceil(bps);
+        // 64-bit division when it fits (always, for real packet sizes).
+        let full_ns = match (u64::try_from(need), u64::try_from(bps)) {
+            (Ok(n), Ok(b)) => u128::from(n.div_ceil(b)),
+            _ => need.div_ceil(bps),
+        };
         match change {
             Some(c) if (c - t).as_nanos() < full_ns => {
                 let dt = (c - t).as_nanos();
