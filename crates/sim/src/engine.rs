@@ -6,12 +6,16 @@
 //! bottleneck's own is added on the sender's access link, a pure delay.
 //!
 //! Time jumps to the earliest wake-up among all components (flows, access
-//! delays, the two bottleneck directions). Components are always visited
-//! in the same order, so a run is a pure function of scenario and seed.
+//! delays, the two bottleneck directions), kept in a heap ([`Wakeups`]) that
+//! a component re-enters only when its wake-up changes. Components due at
+//! the same time are visited in one fixed order (flow by flow: application,
+//! access down, access up; then the bottleneck down and up), so a run is a
+//! pure function of scenario and seed.
 
 use crate::flows::{AppReport, End, FlowAddrs, FlowApp};
 use crate::metrics::FlowMetrics;
 use crate::scenario::{IpFamily, Scenario};
+use crate::wakeups::Wakeups;
 use brisk_netmodel::{Link, LinkEvent, Packet, queue::QueueStats};
 use brisk_time::Instant;
 use brisk_trace::stats::LatencySummary;
@@ -23,6 +27,38 @@ use std::time::Duration;
 /// Packet ids carry their flow in the high bits, so link events (which name
 /// only a packet id) can be charged to the right flow.
 const FLOW_SHIFT: u32 = 40;
+
+/// A component's number in the visiting order: three per flow, then the
+/// two bottleneck directions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Component {
+    App(usize),
+    AccessDown(usize),
+    AccessUp(usize),
+    Link(Direction),
+}
+
+impl Component {
+    fn index(self, flows: usize) -> usize {
+        match self {
+            Component::App(i) => 3 * i,
+            Component::AccessDown(i) => 3 * i + 1,
+            Component::AccessUp(i) => 3 * i + 2,
+            Component::Link(Direction::Down) => 3 * flows,
+            Component::Link(Direction::Up) => 3 * flows + 1,
+        }
+    }
+
+    fn from_index(c: usize, flows: usize) -> Component {
+        match (c / 3, c % 3) {
+            (i, 0) if i < flows => Component::App(i),
+            (i, 1) if i < flows => Component::AccessDown(i),
+            (i, _) if i < flows => Component::AccessUp(i),
+            _ if c == 3 * flows => Component::Link(Direction::Down),
+            _ => Component::Link(Direction::Up),
+        }
+    }
+}
 
 /// Where a capture saw a packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,6 +168,11 @@ pub struct Engine<'c> {
     up: Link,
     flows: Vec<FlowSlot>,
     routes: HashMap<IpAddr, (usize, End)>,
+    /// Per flow: whether `routes` sends its two addresses to its own two
+    /// ends (always, unless flows share addresses), so a packet's route can
+    /// be read from the flow in its id instead of the map.
+    own_routes: Vec<bool>,
+    wakeups: Wakeups,
     down_delay: LatencySummary,
     up_delay: LatencySummary,
     down_losses: u64,
@@ -195,6 +236,8 @@ impl<'c> Engine<'c> {
             up: Link::new(scenario.link.up.clone(), up_q, rng(4)),
             flows: Vec::new(),
             routes: HashMap::new(),
+            own_routes: Vec::new(),
+            wakeups: Wakeups::default(),
             down_delay: LatencySummary::default(),
             up_delay: LatencySummary::default(),
             down_losses: 0,
@@ -242,14 +285,36 @@ impl<'c> Engine<'c> {
 
     /// Runs to the end of the scenario.
     pub fn run(mut self) -> Outcome {
+        let n = self.flows.len();
+        self.own_routes = (0..n)
+            .map(|i| {
+                let a = self.flows[i].addrs;
+                self.routes.get(&a.sender.ip()) == Some(&(i, End::Sender))
+                    && self.routes.get(&a.receiver.ip()) == Some(&(i, End::Receiver))
+            })
+            .collect();
+        self.wakeups = Wakeups::new(Component::Link(Direction::Up).index(n) + 1);
         // Give every flow a chance to send at time zero.
-        for i in 0..self.flows.len() {
+        for i in 0..n {
             self.drain_flow(i);
         }
-        while let Some(t) = self.next_wakeup().filter(|t| *t <= self.end) {
+        for i in 0..n {
+            self.reschedule(Component::App(i));
+            self.reschedule(Component::AccessDown(i));
+            self.reschedule(Component::AccessUp(i));
+        }
+        self.reschedule(Component::Link(Direction::Down));
+        self.reschedule(Component::Link(Direction::Up));
+        while let Some(t) = self.wakeups.next_time().filter(|t| *t <= self.end) {
             self.now = t;
             self.steps += 1;
-            self.step();
+            self.wakeups.start_round(t);
+            while let Some(c) = self.wakeups.pop_due() {
+                self.visit(Component::from_index(c, n));
+            }
+            self.drain_link(Direction::Down);
+            self.drain_link(Direction::Up);
+            self.wakeups.end_round();
         }
         self.drain_link(Direction::Down);
         self.drain_link(Direction::Up);
@@ -267,53 +332,60 @@ impl<'c> Engine<'c> {
         }
     }
 
-    fn next_wakeup(&self) -> Option<Instant> {
-        let mut next = [self.down.poll_timeout(), self.up.poll_timeout()]
-            .into_iter()
-            .flatten()
-            .min();
-        for f in &self.flows {
-            for t in [
-                f.app.poll_timeout(),
-                f.access_down.next(),
-                f.access_up.next(),
-            ]
-            .into_iter()
-            .flatten()
-            {
-                next = Some(next.map_or(t, |n: Instant| n.min(t)));
-            }
-        }
-        next
+    /// Reads a component's next wake-up into the agenda; called after
+    /// anything that may have changed it.
+    fn reschedule(&mut self, c: Component) {
+        let at = match c {
+            Component::App(i) => self.flows[i].app.poll_timeout(),
+            Component::AccessDown(i) => self.flows[i].access_down.next(),
+            Component::AccessUp(i) => self.flows[i].access_up.next(),
+            Component::Link(Direction::Down) => self.down.poll_timeout(),
+            Component::Link(Direction::Up) => self.up.poll_timeout(),
+        };
+        self.wakeups.schedule(c.index(self.flows.len()), at);
     }
 
-    fn step(&mut self) {
+    /// Runs a component the agenda says is due now.
+    fn visit(&mut self, c: Component) {
         let now = self.now;
-        for i in 0..self.flows.len() {
-            if self.flows[i].app.poll_timeout().is_some_and(|t| t <= now) {
-                self.flows[i].app.handle_timeout(now);
+        match c {
+            Component::App(i) => {
+                if self.flows[i].app.poll_timeout().is_some_and(|t| t <= now) {
+                    self.flows[i].app.handle_timeout(now);
+                }
+                self.drain_flow(i);
             }
-            self.drain_flow(i);
-            while let Some((_, p)) = pop_due(&mut self.flows[i].access_down, now) {
-                self.down.handle_packet(now, p);
+            Component::AccessDown(i) => {
+                while let Some((_, p)) = pop_due(&mut self.flows[i].access_down, now) {
+                    self.down.handle_packet(now, p);
+                }
+                self.reschedule(c);
+                self.reschedule(Component::Link(Direction::Down));
             }
-            while let Some((at, p)) = pop_due(&mut self.flows[i].access_up, now) {
-                self.deliver(at, i, End::Sender, p);
+            Component::AccessUp(i) => {
+                while let Some((at, p)) = pop_due(&mut self.flows[i].access_up, now) {
+                    self.deliver(at, i, End::Sender, p);
+                }
+                self.reschedule(c);
+            }
+            Component::Link(dir) => {
+                self.link(dir).handle_timeout(now);
+                self.reschedule(c);
             }
         }
-        if self.down.poll_timeout().is_some_and(|t| t <= now) {
-            self.down.handle_timeout(now);
+    }
+
+    fn link(&mut self, dir: Direction) -> &mut Link {
+        match dir {
+            Direction::Down => &mut self.down,
+            Direction::Up => &mut self.up,
         }
-        if self.up.poll_timeout().is_some_and(|t| t <= now) {
-            self.up.handle_timeout(now);
-        }
-        self.drain_link(Direction::Down);
-        self.drain_link(Direction::Up);
     }
 
     /// Sends everything flow `i` has to send now.
     fn drain_flow(&mut self, i: usize) {
         let now = self.now;
+        let (mut down, mut up, mut access) = (false, false, false);
         while let Some((end, datagram)) = self.flows[i].app.poll_transmit(now) {
             let f = &mut self.flows[i];
             let id = ((i as u64) << FLOW_SHIFT) | f.next_seq;
@@ -328,14 +400,29 @@ impl<'c> Engine<'c> {
                     f.metrics.sent_bytes += packet.len() as u64;
                     if f.access_down.delay.is_zero() {
                         self.down.handle_packet(now, packet);
+                        down = true;
                     } else {
                         f.access_down
                             .queue
                             .push_back((now + f.access_down.delay, packet));
+                        access = true;
                     }
                 }
-                End::Receiver => self.up.handle_packet(now, packet),
+                End::Receiver => {
+                    self.up.handle_packet(now, packet);
+                    up = true;
+                }
             }
+        }
+        self.reschedule(Component::App(i));
+        if access {
+            self.reschedule(Component::AccessDown(i));
+        }
+        if down {
+            self.reschedule(Component::Link(Direction::Down));
+        }
+        if up {
+            self.reschedule(Component::Link(Direction::Up));
         }
     }
 
@@ -357,8 +444,7 @@ impl<'c> Engine<'c> {
             if let Some(sink) = &mut self.capture {
                 sink.packet(at, dir, &packet.data);
             }
-            let dst = packet.flow().dst;
-            match (dir, self.routes.get(&dst).copied()) {
+            match (dir, self.route(&packet)) {
                 (Direction::Down, Some((i, End::Receiver))) => {
                     self.deliver(at, i, End::Receiver, packet)
                 }
@@ -368,12 +454,30 @@ impl<'c> Engine<'c> {
                         self.deliver(at, i, End::Sender, packet);
                     } else {
                         line.queue.push_back((at + line.delay, packet));
+                        self.reschedule(Component::AccessUp(i));
                     }
                 }
                 // No host there: the router drops it.
                 _ => {}
             }
         }
+    }
+
+    /// The host a packet is addressed to: its own flow's other end as a
+    /// rule, looked up by address otherwise.
+    fn route(&self, packet: &Packet) -> Option<(usize, End)> {
+        let dst = packet.flow().dst;
+        let i = (packet.id >> FLOW_SHIFT) as usize;
+        if self.own_routes.get(i) == Some(&true) {
+            let a = self.flows[i].addrs;
+            if a.receiver.ip() == dst {
+                return Some((i, End::Receiver));
+            }
+            if a.sender.ip() == dst {
+                return Some((i, End::Sender));
+            }
+        }
+        self.routes.get(&dst).copied()
     }
 
     fn on_link_event(&mut self, dir: Direction, event: LinkEvent) {
@@ -435,5 +539,81 @@ fn pop_due(line: &mut DelayLine, now: Instant) -> Option<(Instant, Packet)> {
         line.queue.pop_front()
     } else {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::flows::ConstantRate;
+
+    fn scenario() -> Scenario {
+        let text = r#"
+duration = "1s"
+[link.down]
+rate = "10Mbit"
+delay = "5ms"
+[link.up]
+rate = "10Mbit"
+delay = "5ms"
+"#;
+        Scenario::parse(text, "test.toml").unwrap()
+    }
+
+    fn cbr(addrs: FlowAddrs, start_ms: u64) -> FlowSetup {
+        let start = Instant::from_millis(start_ms);
+        let stop = Instant::from_millis(500);
+        FlowSetup {
+            name: String::new(),
+            kind: "cbr",
+            app: Box::new(ConstantRate::new(
+                addrs,
+                1_000_000,
+                500,
+                28,
+                Ecn::NotEct,
+                start,
+                stop,
+                None,
+            )),
+            addrs,
+            start,
+            stop,
+            rtt: Duration::from_millis(30),
+        }
+    }
+
+    #[test]
+    fn hosts_sharing_an_address_are_routed_by_address_not_by_flow() {
+        // Both flows send to one receiver address; the later flow's host
+        // owns it, as the router's table says.
+        for family in [IpFamily::V4, IpFamily::V6] {
+            let s = scenario();
+            let mut e = Engine::new(&s, 1, None);
+            let shared = flow_addrs(family, 0);
+            e.add_flow(cbr(shared, 0), false);
+            e.add_flow(cbr(shared, 1), false);
+            let o = e.run();
+            let sent: u64 = o.flows.iter().map(|f| f.metrics.sent_packets).sum();
+            assert_eq!(sent, 250);
+            assert_eq!(o.flows[0].metrics.delivered_packets, 0);
+            assert_eq!(o.flows[1].metrics.delivered_packets, sent);
+        }
+    }
+
+    #[test]
+    fn same_time_components_run_in_flow_order_whatever_the_start_order() {
+        // Two flows start at the same instant: flow 0's packet is always
+        // enqueued, serialized and captured before flow 1's.
+        let s = scenario();
+        let mut cap: Vec<(Instant, Direction, Vec<u8>)> = Vec::new();
+        let mut e = Engine::new(&s, 1, Some(&mut cap));
+        for i in 0..2 {
+            e.add_flow(cbr(flow_addrs(IpFamily::V4, i), 100), false);
+        }
+        let o = e.run();
+        assert_eq!(o.flows[0].metrics.delivered_packets, 100);
+        let first_two: Vec<u8> = cap.iter().take(2).map(|(_, _, d)| d[19]).collect();
+        assert_eq!(first_two, vec![1, 2], "host byte of each destination");
     }
 }

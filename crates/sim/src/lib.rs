@@ -9,7 +9,7 @@
 //! event loop and the dumbbell topology; [`flows`] the traffic (built-in
 //! sources and the plug-in trait a transport implements); [`metrics`]
 //! per-flow measurements; [`results`] the JSON shape of a run; [`capture`]
-//! the bottleneck as a pcap file.
+//! the bottleneck as a pcap file; `wakeups` the engine's agenda.
 
 pub mod capture;
 pub mod engine;
@@ -17,6 +17,7 @@ pub mod flows;
 pub mod metrics;
 pub mod results;
 pub mod scenario;
+mod wakeups;
 
 use brisk_time::Instant;
 use brisk_trace::stats::{LatencySummary, Percentiles};

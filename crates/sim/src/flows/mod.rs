@@ -37,6 +37,11 @@ pub struct FlowAddrs {
 
 /// A flow's two endpoints as one sans-IO state machine. Datagrams are whole
 /// IP datagrams (header included), as a host's network stack would see them.
+///
+/// The engine drains `poll_transmit` at time zero and after every
+/// `handle_datagram` and `handle_timeout`, and wakes the flow only at
+/// `poll_timeout`: anything a flow will send later without new input (a
+/// paced packet, the next CBR datagram) must show in `poll_timeout`.
 pub trait FlowApp {
     /// A datagram arrived at `end` at `now`.
     fn handle_datagram(&mut self, now: Instant, end: End, datagram: &[u8]);
