@@ -82,13 +82,22 @@ fn curl_reaches_an_ipv4_server_by_name_through_dns64() {
         )
         .expect("http server");
     let (out, dns) = (dir.join("out.txt"), dir.join("dns.txt"));
+    // The same client dialing the server's IPv4 literal must fail: on an
+    // IPv6-only network only names (through DNS64) reach IPv4-only servers.
+    let literal = dir.join("literal.txt");
+    let v4 = lab.server_bind_addr();
+    assert!(v4.is_ipv4(), "the server is IPv4-only in this mode");
     let mut client = lab
         .spawn_client(
             &format!(
                 "getent ahostsv6 \"$BRISK_SERVER_NAME\" | head -1 > {} && \
-                 curl -sS --max-time 5 \"http://$BRISK_SERVER_NAME:8080/hello.txt\" > {}",
+                 curl -sS --max-time 5 \"http://$BRISK_SERVER_NAME:8080/hello.txt\" > {} && \
+                 if curl -s --max-time 3 http://{v4}:8080/hello.txt >/dev/null 2>&1; \
+                 then echo reached > {}; else echo unreachable > {}; fi",
                 dns.display(),
-                out.display()
+                out.display(),
+                literal.display(),
+                literal.display()
             ),
             Streams::StdoutToStderr,
         )
@@ -101,11 +110,16 @@ fn curl_reaches_an_ipv4_server_by_name_through_dns64() {
     let results = lab.finish(None, None).expect("lab finishes");
     let dns = std::fs::read_to_string(&dns).unwrap_or_default();
     let body = std::fs::read_to_string(&out).unwrap_or_default();
+    let by_literal = std::fs::read_to_string(&literal).unwrap_or_default();
     let _ = std::fs::remove_dir_all(&dir);
     eprintln!("dns: {dns:?}; body: {body:?}; status {status:?}");
     assert!(status.success(), "client failed: {status:?}");
     assert!(dns.starts_with("64:ff9b::a01:1"), "{dns}");
     assert_eq!(body, "hello over nat64\n");
+    assert_eq!(
+        by_literal, "unreachable\n",
+        "an IPv4 literal must fail on the IPv6-only network"
+    );
     assert!(
         results
             .flows
