@@ -7,6 +7,7 @@
 mod bufferbloat;
 mod l4s_queue;
 mod mobile;
+mod tcp_inefficiency;
 
 use crate::section::Section;
 use brisk_netmodel::queue::QueueConfig;
@@ -17,6 +18,7 @@ pub fn all() -> &'static [&'static dyn Section] {
         &bufferbloat::Bufferbloat,
         &l4s_queue::L4sQueue,
         &mobile::Mobile,
+        &tcp_inefficiency::TcpInefficiency,
     ]
 }
 
