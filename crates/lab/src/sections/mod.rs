@@ -5,6 +5,7 @@
 //! files in `lab/default/<id>/` (see docs/LAB.md).
 
 mod bufferbloat;
+mod l4s_call;
 mod l4s_queue;
 mod mobile;
 mod tcp_inefficiency;
@@ -17,6 +18,7 @@ pub fn all() -> &'static [&'static dyn Section] {
     &[
         &bufferbloat::Bufferbloat,
         &l4s_queue::L4sQueue,
+        &l4s_call::L4sCall,
         &mobile::Mobile,
         &tcp_inefficiency::TcpInefficiency,
     ]

@@ -1,0 +1,79 @@
+//! The transport sections' verdicts from real runs: each section's own
+//! scenarios, edited so that its claim cannot hold, must get a verdict
+//! that says so.
+
+use brisk_lab::Verdict;
+use brisk_lab::runner::RunConfig;
+use brisk_lab::suite::Suite;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// A scratch copy of the default suite with some files rewritten, cut
+/// down to one section and to the default suite's quick duration (the
+/// transport's start-up transient needs those seconds to wash out of a
+/// 99th percentile).
+fn edited_section(id: &str, tag: &str, edits: &[(&str, &str, &str)]) -> (Suite, PathBuf) {
+    let dir = std::env::temp_dir().join(format!("brisk-lab-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let original = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../lab/default");
+    copy(&original, &dir);
+    for (file, from, to) in edits {
+        let path = dir.join(id).join(file);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains(from), "{file} has no {from:?}");
+        std::fs::write(&path, text.replace(from, to)).unwrap();
+    }
+    let mut suite = Suite::from_dir(&dir).unwrap();
+    suite.sections.retain(|s| s.section.id() == id);
+    assert_eq!(suite.sections.len(), 1, "{id} is not in the default suite");
+    assert_eq!(suite.quick_duration, Duration::from_secs(10));
+    (suite, dir)
+}
+
+fn copy(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        if e.path().is_dir() {
+            copy(&e.path(), &to.join(e.file_name()));
+        } else {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+/// The one section's verdict and which checks were met.
+fn verdict(suite: &Suite) -> (Verdict, Vec<bool>) {
+    let config = RunConfig {
+        quick: true,
+        jobs: 2,
+        capture: false,
+        ..RunConfig::default()
+    };
+    let lab = brisk_lab::run(suite, &config, &|_| {}).unwrap();
+    let s = &lab.report.sections[0];
+    (s.verdict, s.checks.iter().map(|c| c.passed).collect())
+}
+
+#[test]
+fn the_l4s_call_as_shipped_meets_the_claim() {
+    let (suite, dir) = edited_section("l4s-call", "call-ok", &[]);
+    let (v, checks) = verdict(&suite);
+    assert_eq!(v, Verdict::Pass, "{checks:?}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_call_over_cubic_gets_no_l4s_benefit() {
+    // The "L4S" call sent over CUBIC (Not-ECT) through DualPI2: it waits in
+    // the classic queue (15 ms target), so its tail is no longer within
+    // 5 ms of the base RTT; the legacy check is untouched.
+    let (suite, dir) = edited_section(
+        "l4s-call",
+        "call-cubic",
+        &[("l4s.toml", "cc = \"prague\"", "cc = \"cubic\"")],
+    );
+    let (v, checks) = verdict(&suite);
+    assert_eq!(v, Verdict::Partial, "{checks:?}");
+    assert!(!checks[0] && checks[1], "{checks:?}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
