@@ -3,6 +3,7 @@
 //! Layer: the edge. Parses arguments, reads files, prints and writes
 //! results; everything else lives in the library crates.
 
+mod bench;
 mod lab;
 mod live;
 mod sim;
@@ -26,6 +27,8 @@ struct Cli {
 enum Command {
     /// Run one scenario in the deterministic simulator.
     Sim(sim::SimArgs),
+    /// Measure the simulator's speed on reference loads, beside ns-3.
+    Bench(bench::BenchArgs),
     /// Run a lab suite and write its report (report.html, results.json).
     Lab(lab::LabArgs),
     /// Kernel TCP tools: doctor, responsive server, measuring client.
@@ -38,6 +41,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Sim(args) => sim::run(args),
+        Command::Bench(args) => bench::run(args),
         Command::Lab(args) => lab::run(args),
         Command::Tcp(args) => tcp::run(args),
         Command::Live(args) => live::run(args),

@@ -9,8 +9,10 @@
 //! event loop and the dumbbell topology; [`flows`] the traffic (built-in
 //! sources and the plug-in trait a transport implements); [`metrics`]
 //! per-flow measurements; [`results`] the JSON shape of a run; [`capture`]
-//! the bottleneck as a pcap file; `wakeups` the engine's agenda.
+//! the bottleneck as a pcap file; [`bench`] the reference loads speed is
+//! measured on; `wakeups` the engine's agenda.
 
+pub mod bench;
 pub mod capture;
 pub mod engine;
 pub mod flows;

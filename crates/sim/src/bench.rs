@@ -1,0 +1,111 @@
+//! The reference loads the simulator's speed is measured on (`brisk bench`
+//! and the criterion benchmark `benches/engine.rs`), and ns-3's figures for
+//! the same network, so both report against one yardstick.
+//!
+//! The network is the issue's dumbbell: 100 Mbit/s each way, 10 ms each
+//! way (20 ms base RTT). The bottleneck is kept saturated: a constant-rate
+//! UDP overload of 110 Mbit/s in 1500-byte datagrams plus a ping every
+//! 10 ms, through FQ-CoDel and through a 1000-packet FIFO; and one Brisk
+//! CUBIC bulk transfer plus the same ping through FQ-CoDel, the closest to
+//! ns-3's single CUBIC flow.
+
+use crate::scenario::{Scenario, ScenarioError};
+use std::time::Duration;
+
+/// ns-3.37 on the project's machines: wall seconds for 60 simulated
+/// seconds of one CUBIC flow over the 100 Mbit/s, 20 ms dumbbell.
+pub const NS3_WALL_S_PER_60S: f64 = 45.0;
+/// ns-3.37's packet-hops per wall second on that run.
+pub const NS3_PACKET_HOPS_PER_S: f64 = 49_000.0;
+
+/// One reference load.
+#[derive(Debug, Clone)]
+pub struct BenchCase {
+    /// Short name: "cbr-fq_codel", "cbr-fifo", "brisk-fq_codel".
+    pub name: &'static str,
+    pub scenario: Scenario,
+}
+
+/// The network shared by every case, `duration_ms` long.
+fn network(name: &str, duration_ms: u128, queue: &str) -> String {
+    format!(
+        r#"name = "{name}"
+duration = "{duration_ms}ms"
+seed = 1
+[link.down]
+rate = "100Mbit"
+delay = "10ms"
+[link.up]
+rate = "100Mbit"
+delay = "10ms"
+{queue}
+"#
+    )
+}
+
+const FQ_CODEL: &str = "[queue.fq_codel]";
+const FIFO: &str = "[queue.fifo]\nlimit_packets = 1000";
+
+const CBR_OVERLOAD: &str = r#"
+[[flows]]
+name = "overload"
+kind = "cbr"
+rate = "110Mbit"
+size = "1500B"
+"#;
+
+const CUBIC: &str = r#"
+[[flows]]
+name = "cubic"
+kind = "brisk"
+cc = "cubic"
+"#;
+
+const PING: &str = r#"
+[[flows]]
+name = "ping"
+kind = "ping"
+interval = "10ms"
+"#;
+
+/// The reference loads, each simulating `duration`.
+pub fn cases(duration: Duration) -> Result<Vec<BenchCase>, ScenarioError> {
+    let ms = duration.as_millis().max(1);
+    [
+        ("cbr-fq_codel", FQ_CODEL, CBR_OVERLOAD),
+        ("cbr-fifo", FIFO, CBR_OVERLOAD),
+        ("brisk-fq_codel", FQ_CODEL, CUBIC),
+    ]
+    .into_iter()
+    .map(|(name, queue, load)| {
+        let text = network(name, ms, queue) + load + PING;
+        Ok(BenchCase {
+            name,
+            scenario: Scenario::parse(&text, name)?,
+        })
+    })
+    .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{RunOptions, run};
+
+    #[test]
+    fn every_case_saturates_the_bottleneck() {
+        // Long enough for CUBIC to leave slow start and fill the pipe.
+        for case in cases(Duration::from_secs(2)).unwrap() {
+            let r = run(&case.scenario, RunOptions::default()).results;
+            assert_eq!(r.flows.len(), 2, "{}", case.name);
+            assert!(
+                r.link.utilization > 0.8,
+                "{} {}",
+                case.name,
+                r.link.utilization
+            );
+            assert!(r.engine.packet_hops > 10_000, "{}", case.name);
+            assert_eq!(r.queue.kind, &case.name[case.name.find('-').unwrap() + 1..]);
+        }
+    }
+}
