@@ -1,0 +1,156 @@
+//! Bulk throughput: one connection, one stream, `bytes` from client to
+//! server in 64 KiB writes.
+//!
+//! The clock starts before the stream is opened (after the handshake) and
+//! stops when the server's byte count comes back, so every byte has been
+//! delivered to the server application. CPU time is the process's
+//! user + system time over the same window.
+
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+use crate::{BenchError, Contender, cpu};
+
+/// Size of each application write and read.
+pub const CHUNK_BYTES: usize = 64 * 1024;
+
+const GIB: f64 = (1u64 << 30) as f64;
+
+/// One contender's bulk result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BulkResult {
+    pub contender: String,
+    pub bytes: u64,
+    pub wall_secs: f64,
+    pub cpu_secs: f64,
+}
+
+impl BulkResult {
+    /// Goodput over wall time, in Gbit/s.
+    pub fn gbit_per_sec(&self) -> f64 {
+        self.bytes as f64 * 8.0 / self.wall_secs / 1e9
+    }
+
+    /// CPU-seconds (both ends together) spent per GiB moved.
+    pub fn cpu_secs_per_gib(&self) -> f64 {
+        self.cpu_secs / (self.bytes as f64 / GIB)
+    }
+
+    /// GiB moved per CPU-second: the efficiency the ratios compare.
+    pub fn gib_per_cpu_sec(&self) -> f64 {
+        (self.bytes as f64 / GIB) / self.cpu_secs
+    }
+}
+
+/// Runs the client side: send `bytes`, wait for the server's count.
+pub async fn run_client<C: Contender>(
+    contender: &C,
+    client: &mut C::Client,
+    bytes: u64,
+) -> Result<BulkResult, BenchError> {
+    let chunk = vec![0x5a_u8; CHUNK_BYTES];
+    let cpu_start = cpu::process_cpu().map_err(BenchError::io("getrusage"))?;
+    let start = Instant::now();
+    let (mut writer, mut reader) = contender.open_stream(client).await?;
+    let mut left = bytes;
+    while left > 0 {
+        let len = usize::try_from(left).map_or(CHUNK_BYTES, |left| left.min(CHUNK_BYTES));
+        writer
+            .write_all(&chunk[..len])
+            .await
+            .map_err(BenchError::io("bulk: write"))?;
+        left -= len as u64;
+    }
+    writer
+        .shutdown()
+        .await
+        .map_err(BenchError::io("bulk: finish the stream"))?;
+    let mut count = [0u8; 8];
+    reader
+        .read_exact(&mut count)
+        .await
+        .map_err(BenchError::io("bulk: read the server's count"))?;
+    let wall = start.elapsed();
+    let cpu = cpu::process_cpu().map_err(BenchError::io("getrusage"))? - cpu_start;
+    let received_bytes = u64::from_be_bytes(count);
+    if received_bytes != bytes {
+        return Err(BenchError::ShortTransfer {
+            sent_bytes: bytes,
+            received_bytes,
+        });
+    }
+    Ok(BulkResult {
+        contender: contender.name().to_owned(),
+        bytes,
+        wall_secs: secs(wall),
+        cpu_secs: secs(cpu),
+    })
+}
+
+/// Server side: count bytes until the end of the stream, answer the count.
+pub async fn serve_stream<W, R>(mut writer: W, mut reader: R) -> Result<(), BenchError>
+where
+    W: AsyncWrite + Unpin,
+    R: AsyncRead + Unpin,
+{
+    let mut buf = vec![0u8; CHUNK_BYTES];
+    let mut total: u64 = 0;
+    loop {
+        let len = reader
+            .read(&mut buf)
+            .await
+            .map_err(BenchError::io("bulk: server read"))?;
+        if len == 0 {
+            break;
+        }
+        total += len as u64;
+    }
+    writer
+        .write_all(&total.to_be_bytes())
+        .await
+        .map_err(BenchError::io("bulk: server writes the count"))?;
+    writer
+        .shutdown()
+        .await
+        .map_err(BenchError::io("bulk: server finishes"))
+}
+
+/// Seconds with a floor of one nanosecond, so no ratio divides by zero.
+fn secs(duration: Duration) -> f64 {
+    duration.max(Duration::from_nanos(1)).as_secs_f64()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn derived_numbers() {
+        // quinn's reference point: 3.3 Gbit/s at 4.7 CPU-s/GiB.
+        let result = BulkResult {
+            contender: "x".into(),
+            bytes: 1 << 30,
+            wall_secs: 8.0 * GIB / 3.3e9,
+            cpu_secs: 4.7,
+        };
+        assert!((result.gbit_per_sec() - 3.3).abs() < 1e-9);
+        assert!((result.cpu_secs_per_gib() - 4.7).abs() < 1e-9);
+        assert!((result.gib_per_cpu_sec() - 1.0 / 4.7).abs() < 1e-9);
+    }
+
+    #[tokio::test]
+    async fn server_counts_and_answers() {
+        let (client, server) = tokio::io::duplex(4096);
+        let (server_read, server_write) = tokio::io::split(server);
+        let serving = tokio::spawn(serve_stream(server_write, server_read));
+        let (mut client_read, mut client_write) = tokio::io::split(client);
+        client_write.write_all(&[1u8; 100_000]).await.unwrap();
+        client_write.shutdown().await.unwrap();
+        let mut count = [0u8; 8];
+        client_read.read_exact(&mut count).await.unwrap();
+        assert_eq!(u64::from_be_bytes(count), 100_000);
+        serving.await.unwrap().unwrap();
+    }
+}

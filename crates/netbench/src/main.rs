@@ -1,0 +1,124 @@
+//! `brisk-netbench`: runs every contender's bulk and rpc tests on loopback
+//! in one process and prints one table with the ratios (or `--json`).
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use brisk_netbench::report::{Report, Settings};
+use brisk_netbench::rpc::RpcPlan;
+use brisk_netbench::{Outcome, Plan, quic::Quinn, run_contender, size, tcp::KernelTcp};
+use clap::{Parser, ValueEnum};
+
+/// Brisk vs quinn vs kernel TCP on loopback: bulk throughput per
+/// CPU-second and request/response latency, side by side.
+#[derive(Debug, Parser)]
+#[command(name = "brisk-netbench")]
+struct Args {
+    /// Bytes for the bulk test (units: B, KB, MB, GB, KiB, MiB, GiB).
+    #[arg(long, default_value = "1GiB", value_parser = parse_size)]
+    bytes: u64,
+    /// Seconds of rpc warm-up before measuring.
+    #[arg(long, default_value_t = 1.0)]
+    warmup_secs: f64,
+    /// Seconds of measured rpc requests.
+    #[arg(long, default_value_t = 5.0)]
+    rpc_secs: f64,
+    /// Use ::1 instead of 127.0.0.1.
+    #[arg(long)]
+    v6: bool,
+    /// Contenders to run, baseline first (ratios compare later with earlier).
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [Which::Tcp, Which::Quinn])]
+    only: Vec<Which>,
+    /// Tests to run.
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [TestName::Bulk, TestName::Rpc])]
+    tests: Vec<TestName>,
+    /// Print the report as JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Which {
+    Tcp,
+    Quinn,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum TestName {
+    Bulk,
+    Rpc,
+}
+
+fn parse_size(text: &str) -> Result<u64, String> {
+    match size::parse_bytes(text) {
+        Ok(0) => Err("the bulk test needs at least one byte".to_owned()),
+        Ok(bytes) => Ok(bytes),
+        Err(error) => Err(error.to_string()),
+    }
+}
+
+fn seconds(name: &str, secs: f64) -> Result<Duration, String> {
+    Duration::try_from_secs_f64(secs)
+        .map_err(|_| format!("--{name} must be a non-negative number of seconds"))
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let (warmup, measure) = match (
+        seconds("warmup-secs", args.warmup_secs),
+        seconds("rpc-secs", args.rpc_secs),
+    ) {
+        (Ok(warmup), Ok(measure)) => (warmup, measure),
+        (Err(error), _) | (_, Err(error)) => {
+            eprintln!("brisk-netbench: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let ip = if args.v6 {
+        IpAddr::V6(Ipv6Addr::LOCALHOST)
+    } else {
+        IpAddr::V4(Ipv4Addr::LOCALHOST)
+    };
+    let plan = Plan {
+        ip,
+        bulk_bytes: args.tests.contains(&TestName::Bulk).then_some(args.bytes),
+        rpc: args
+            .tests
+            .contains(&TestName::Rpc)
+            .then_some(RpcPlan { warmup, measure }),
+    };
+    let settings = Settings::new(if args.v6 { 6 } else { 4 }, plan.bulk_bytes, plan.rpc);
+    let mut order = Vec::new();
+    let (mut bulk, mut rpc, mut failures) = (Vec::new(), Vec::new(), Vec::new());
+    for which in &args.only {
+        let (name, outcome): (&str, Outcome) = match which {
+            Which::Tcp => ("tcp", run_contender(KernelTcp, &plan)),
+            Which::Quinn => ("quinn", run_contender(Quinn, &plan)),
+        };
+        if !args.json {
+            eprintln!("brisk-netbench: {name} done");
+        }
+        order.push(name);
+        bulk.extend(outcome.bulk);
+        rpc.extend(outcome.rpc);
+        failures.extend(outcome.failures);
+    }
+    let report = Report::new(settings, &order, bulk, rpc, failures);
+    if args.json {
+        match serde_json::to_string_pretty(&report) {
+            Ok(json) => println!("{json}"),
+            Err(error) => {
+                eprintln!("brisk-netbench: JSON: {error}");
+                return ExitCode::FAILURE;
+            }
+        }
+    } else {
+        print!("{report}");
+    }
+    if report.failures.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}

@@ -1,0 +1,270 @@
+//! Request/response latency: one connection, sequential 512-byte requests
+//! each answered by 4 KiB.
+//!
+//! Stream-multiplexed transports open a new stream per request (the request
+//! and its end travel together; the response ends the stream); TCP sends
+//! every request on its one connection. A warm-up runs first; then requests
+//! go back to back for a fixed time and each latency, from before the
+//! stream is opened to the last response byte read, goes into an
+//! hdrhistogram in nanoseconds.
+
+use std::io::ErrorKind;
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+use crate::{BenchError, Contender, StreamPair, cpu};
+
+/// Request size on the wire (application bytes).
+pub const REQUEST_BYTES: usize = 512;
+/// Response size on the wire (application bytes).
+pub const RESPONSE_BYTES: usize = 4096;
+
+/// Highest latency the histogram keeps exactly: one minute.
+const MAX_LATENCY_NS: u64 = 60_000_000_000;
+
+/// How long to warm up and how long to measure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RpcPlan {
+    pub warmup: Duration,
+    pub measure: Duration,
+}
+
+/// One contender's request/response result; latencies in microseconds.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RpcResult {
+    pub contender: String,
+    pub requests: u64,
+    pub wall_secs: f64,
+    pub cpu_secs: f64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub max_us: f64,
+}
+
+impl RpcResult {
+    /// Completed requests per second of measured wall time.
+    pub fn requests_per_sec(&self) -> f64 {
+        self.requests as f64 / self.wall_secs
+    }
+
+    /// CPU time (both ends) per request, in microseconds.
+    pub fn cpu_us_per_request(&self) -> f64 {
+        self.cpu_secs * 1e6 / self.requests as f64
+    }
+}
+
+/// Latencies of the measured requests.
+#[derive(Debug)]
+pub struct Latencies {
+    histogram: Histogram<u64>,
+}
+
+impl Default for Latencies {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Latencies {
+    /// An empty histogram with three significant digits.
+    pub fn new() -> Self {
+        let histogram =
+            Histogram::new_with_bounds(1, MAX_LATENCY_NS, 3).expect("constant bounds are valid");
+        Self { histogram }
+    }
+
+    /// Adds one latency; longer than a minute counts as a minute.
+    pub fn record(&mut self, latency: Duration) {
+        let ns = u64::try_from(latency.as_nanos()).unwrap_or(u64::MAX);
+        self.histogram
+            .saturating_record(ns.clamp(1, MAX_LATENCY_NS));
+    }
+
+    /// Number of recorded latencies.
+    pub fn len(&self) -> u64 {
+        self.histogram.len()
+    }
+
+    /// Whether nothing was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.histogram.is_empty()
+    }
+
+    /// The latency at quantile `q` (0..=1), in microseconds.
+    pub fn quantile_us(&self, q: f64) -> f64 {
+        self.histogram.value_at_quantile(q) as f64 / 1e3
+    }
+
+    /// The largest latency, in microseconds.
+    pub fn max_us(&self) -> f64 {
+        self.histogram.max() as f64 / 1e3
+    }
+}
+
+/// Runs the client side: warm up, then measure for `plan.measure`.
+pub async fn run_client<C: Contender>(
+    contender: &C,
+    client: &mut C::Client,
+    plan: RpcPlan,
+) -> Result<RpcResult, BenchError> {
+    let mut exchange = Exchange::<C> {
+        request: [0x51; REQUEST_BYTES],
+        response: vec![0; RESPONSE_BYTES],
+        shared: None,
+    };
+    let warm_start = Instant::now();
+    while warm_start.elapsed() < plan.warmup {
+        exchange.run(contender, client).await?;
+    }
+    let mut latencies = Latencies::new();
+    let cpu_start = cpu::process_cpu().map_err(BenchError::io("getrusage"))?;
+    let start = Instant::now();
+    while start.elapsed() < plan.measure {
+        latencies.record(exchange.run(contender, client).await?);
+    }
+    let wall = start.elapsed();
+    let cpu = cpu::process_cpu().map_err(BenchError::io("getrusage"))? - cpu_start;
+    if latencies.is_empty() {
+        return Err(BenchError::NoSamples);
+    }
+    Ok(RpcResult {
+        contender: contender.name().to_owned(),
+        requests: latencies.len(),
+        wall_secs: wall.as_secs_f64(),
+        cpu_secs: cpu.as_secs_f64(),
+        p50_us: latencies.quantile_us(0.50),
+        p99_us: latencies.quantile_us(0.99),
+        max_us: latencies.max_us(),
+    })
+}
+
+/// The client's buffers and, for TCP, its one stream.
+struct Exchange<C: Contender> {
+    request: [u8; REQUEST_BYTES],
+    response: Vec<u8>,
+    shared: Option<StreamPair<C>>,
+}
+
+impl<C: Contender> Exchange<C> {
+    /// One request and its response; returns the latency.
+    async fn run(&mut self, contender: &C, client: &mut C::Client) -> Result<Duration, BenchError> {
+        let start = Instant::now();
+        if !contender.stream_per_request() {
+            let (writer, reader) = match &mut self.shared {
+                Some(pair) => pair,
+                None => self.shared.insert(contender.open_stream(client).await?),
+            };
+            writer
+                .write_all(&self.request)
+                .await
+                .map_err(BenchError::io("rpc: write the request"))?;
+            reader
+                .read_exact(&mut self.response)
+                .await
+                .map_err(BenchError::io("rpc: read the response"))?;
+            return Ok(start.elapsed());
+        }
+        let (mut writer, mut reader) = contender.open_stream(client).await?;
+        writer
+            .write_all(&self.request)
+            .await
+            .map_err(BenchError::io("rpc: write the request"))?;
+        writer
+            .shutdown()
+            .await
+            .map_err(BenchError::io("rpc: finish the request"))?;
+        reader
+            .read_exact(&mut self.response)
+            .await
+            .map_err(BenchError::io("rpc: read the response"))?;
+        let latency = start.elapsed();
+        // Read the stream's end outside the clock, so the stream closes
+        // cleanly instead of being cancelled.
+        let mut extra = [0u8; 1];
+        let len = reader
+            .read(&mut extra)
+            .await
+            .map_err(BenchError::io("rpc: read the end of the response"))?;
+        if len != 0 {
+            return Err(BenchError::Protocol("rpc: response longer than 4096 bytes"));
+        }
+        Ok(latency)
+    }
+}
+
+/// Server side: answer every whole request with a response, until the
+/// stream ends.
+pub async fn serve_stream<W, R>(mut writer: W, mut reader: R) -> Result<(), BenchError>
+where
+    W: AsyncWrite + Unpin,
+    R: AsyncRead + Unpin,
+{
+    let mut request = [0u8; REQUEST_BYTES];
+    let response = [0x52u8; RESPONSE_BYTES];
+    loop {
+        match reader.read_exact(&mut request).await {
+            Ok(_) => {}
+            Err(error) if error.kind() == ErrorKind::UnexpectedEof => break,
+            Err(error) => return Err(BenchError::io("rpc: server read")(error)),
+        }
+        writer
+            .write_all(&response)
+            .await
+            .map_err(BenchError::io("rpc: server write"))?;
+    }
+    writer
+        .shutdown()
+        .await
+        .map_err(BenchError::io("rpc: server finishes"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantiles_in_microseconds() {
+        let mut latencies = Latencies::new();
+        for us in 1..=1000u64 {
+            latencies.record(Duration::from_micros(us));
+        }
+        assert_eq!(latencies.len(), 1000);
+        // Three significant digits: within 0.1% of the exact order statistic.
+        assert!((latencies.quantile_us(0.5) - 500.0).abs() <= 0.5);
+        assert!((latencies.quantile_us(0.99) - 990.0).abs() <= 1.0);
+        assert!((latencies.max_us() - 1000.0).abs() <= 1.0);
+    }
+
+    #[test]
+    fn absurd_latencies_saturate() {
+        let mut latencies = Latencies::new();
+        latencies.record(Duration::ZERO);
+        latencies.record(Duration::from_secs(3600));
+        assert_eq!(latencies.len(), 2);
+        assert!(latencies.max_us() <= MAX_LATENCY_NS as f64 / 1e3 * 1.001);
+    }
+
+    #[tokio::test]
+    async fn server_answers_each_request() {
+        let (client, server) = tokio::io::duplex(64 * 1024);
+        let (server_read, server_write) = tokio::io::split(server);
+        let serving = tokio::spawn(serve_stream(server_write, server_read));
+        let (mut client_read, mut client_write) = tokio::io::split(client);
+        let mut response = [0u8; RESPONSE_BYTES];
+        for _ in 0..3 {
+            client_write.write_all(&[7u8; REQUEST_BYTES]).await.unwrap();
+            client_read.read_exact(&mut response).await.unwrap();
+            assert!(response.iter().all(|&b| b == 0x52));
+        }
+        // Half a request, then the end: no answer, clean finish.
+        client_write.write_all(&[7u8; 100]).await.unwrap();
+        client_write.shutdown().await.unwrap();
+        let mut rest = Vec::new();
+        client_read.read_to_end(&mut rest).await.unwrap();
+        assert!(rest.is_empty());
+        serving.await.unwrap().unwrap();
+    }
+}
