@@ -53,22 +53,22 @@ pub async fn run_client<C: Contender>(
     let chunk = vec![0x5a_u8; CHUNK_BYTES];
     let cpu_start = cpu::process_cpu().map_err(BenchError::io("getrusage"))?;
     let start = Instant::now();
-    let (mut writer, mut reader) = contender.open_stream(client).await?;
+    let mut stream = contender.open_stream(client).await?;
     let mut left = bytes;
     while left > 0 {
         let len = usize::try_from(left).map_or(CHUNK_BYTES, |left| left.min(CHUNK_BYTES));
-        writer
+        stream
             .write_all(&chunk[..len])
             .await
             .map_err(BenchError::io("bulk: write"))?;
         left -= len as u64;
     }
-    writer
+    stream
         .shutdown()
         .await
         .map_err(BenchError::io("bulk: finish the stream"))?;
     let mut count = [0u8; 8];
-    reader
+    stream
         .read_exact(&mut count)
         .await
         .map_err(BenchError::io("bulk: read the server's count"))?;
@@ -90,15 +90,14 @@ pub async fn run_client<C: Contender>(
 }
 
 /// Server side: count bytes until the end of the stream, answer the count.
-pub async fn serve_stream<W, R>(mut writer: W, mut reader: R) -> Result<(), BenchError>
+pub async fn serve_stream<S>(mut stream: S) -> Result<(), BenchError>
 where
-    W: AsyncWrite + Unpin,
-    R: AsyncRead + Unpin,
+    S: AsyncRead + AsyncWrite + Unpin,
 {
     let mut buf = vec![0u8; CHUNK_BYTES];
     let mut total: u64 = 0;
     loop {
-        let len = reader
+        let len = stream
             .read(&mut buf)
             .await
             .map_err(BenchError::io("bulk: server read"))?;
@@ -107,11 +106,11 @@ where
         }
         total += len as u64;
     }
-    writer
+    stream
         .write_all(&total.to_be_bytes())
         .await
         .map_err(BenchError::io("bulk: server writes the count"))?;
-    writer
+    stream
         .shutdown()
         .await
         .map_err(BenchError::io("bulk: server finishes"))
@@ -142,14 +141,12 @@ mod tests {
 
     #[tokio::test]
     async fn server_counts_and_answers() {
-        let (client, server) = tokio::io::duplex(4096);
-        let (server_read, server_write) = tokio::io::split(server);
-        let serving = tokio::spawn(serve_stream(server_write, server_read));
-        let (mut client_read, mut client_write) = tokio::io::split(client);
-        client_write.write_all(&[1u8; 100_000]).await.unwrap();
-        client_write.shutdown().await.unwrap();
+        let (mut client, server) = tokio::io::duplex(4096);
+        let serving = tokio::spawn(serve_stream(server));
+        client.write_all(&[1u8; 100_000]).await.unwrap();
+        client.shutdown().await.unwrap();
         let mut count = [0u8; 8];
-        client_read.read_exact(&mut count).await.unwrap();
+        client.read_exact(&mut count).await.unwrap();
         assert_eq!(u64::from_be_bytes(count), 100_000);
         serving.await.unwrap().unwrap();
     }

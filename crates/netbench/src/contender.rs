@@ -24,15 +24,12 @@ pub enum Test {
     Rpc,
 }
 
-/// A stream's two halves, sending first.
-pub type StreamPair<C> = (<C as Contender>::Writer, <C as Contender>::Reader);
-
 /// A transport under test.
 ///
 /// The harness calls `listen` on the server's thread and `connect` on the
 /// client's, each inside its own current-thread tokio runtime; the futures
-/// therefore need not be `Send`. A server sees a client's streams in the
-/// order they were opened.
+/// therefore need not be `Send`. The server serves each stream in a task
+/// of its own, so streams must be `Send`.
 pub trait Contender: Send + Sync + 'static {
     /// A listening server (and the connections it has accepted).
     type Server;
@@ -40,10 +37,8 @@ pub trait Contender: Send + Sync + 'static {
     type Client;
     /// What a client needs to reach the server: address and credentials.
     type Ticket: Send + 'static;
-    /// The sending half of a stream.
-    type Writer: AsyncWrite + Unpin;
-    /// The receiving half of a stream.
-    type Reader: AsyncRead + Unpin;
+    /// A bidirectional byte stream. `shutdown` ends the sending side.
+    type Stream: AsyncRead + AsyncWrite + Unpin + Send + 'static;
 
     /// Short name for tables and JSON.
     fn name(&self) -> &'static str;
@@ -63,7 +58,7 @@ pub trait Contender: Send + Sync + 'static {
     fn accept_stream(
         &self,
         server: &mut Self::Server,
-    ) -> impl Future<Output = Result<Option<StreamPair<Self>>, BenchError>>;
+    ) -> impl Future<Output = Result<Option<Self::Stream>, BenchError>>;
 
     /// Connects to the server described by `ticket` (handshake included).
     fn connect(
@@ -76,7 +71,7 @@ pub trait Contender: Send + Sync + 'static {
     fn open_stream(
         &self,
         client: &mut Self::Client,
-    ) -> impl Future<Output = Result<StreamPair<Self>, BenchError>>;
+    ) -> impl Future<Output = Result<Self::Stream, BenchError>>;
 
     /// Closes the client gracefully so the server sees it leave.
     fn close(&self, client: Self::Client) -> impl Future<Output = ()>;

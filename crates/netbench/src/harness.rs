@@ -7,11 +7,10 @@
 
 use std::net::IpAddr;
 use std::sync::Arc;
-use std::sync::mpsc;
 use std::thread;
 
 use tokio::runtime::Runtime;
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 
 use crate::{BenchError, Contender, Test, bulk, rpc};
 
@@ -34,7 +33,7 @@ pub fn run_pair<C, R>(
 where
     C: Contender,
 {
-    let (ticket_tx, ticket_rx) = mpsc::channel();
+    let (ticket_tx, ticket_rx) = std::sync::mpsc::channel();
     let (stop_tx, stop_rx) = watch::channel(false);
     let server_side = Arc::clone(contender);
     let server = thread::Builder::new()
@@ -71,42 +70,55 @@ where
     }
 }
 
-/// Serves streams one after the other until the client leaves or the
-/// client side says stop. Errors after the stop are the client leaving.
+/// Accepts streams until the client leaves or the client side says stop,
+/// serving each in a task of its own (as a real server would, so a stream
+/// that lingers at its end never holds up the next request). Errors after
+/// the stop are the client leaving, not failures.
 async fn serve<C: Contender>(
     contender: &C,
     server: &mut C::Server,
     test: Test,
     mut stop: watch::Receiver<bool>,
 ) -> Result<(), BenchError> {
-    loop {
+    let (error_tx, mut error_rx) = mpsc::unbounded_channel();
+    let accepted = loop {
         let next = tokio::select! {
-            _ = stop.wait_for(|stopped| *stopped) => return Ok(()),
+            _ = stop.wait_for(|stopped| *stopped) => break Ok(()),
             next = contender.accept_stream(server) => next,
         };
-        let served = match next {
-            Ok(Some((writer, reader))) => {
-                tokio::select! {
-                    _ = stop.wait_for(|stopped| *stopped) => return Ok(()),
-                    served = serve_stream(test, writer, reader) => served,
-                }
+        match next {
+            Ok(Some(stream)) => {
+                let stop = stop.clone();
+                let error_tx = error_tx.clone();
+                tokio::spawn(async move {
+                    if let Err(error) = serve_stream(test, stream).await
+                        && !*stop.borrow()
+                    {
+                        let _ = error_tx.send(error);
+                    }
+                });
             }
-            Ok(None) => return Ok(()),
-            Err(error) => Err(error),
-        };
-        if let Err(error) = served {
-            return if *stop.borrow() { Ok(()) } else { Err(error) };
+            Ok(None) => break Ok(()),
+            Err(_) if *stop.borrow() => break Ok(()),
+            Err(error) => break Err(error),
         }
+        if let Ok(error) = error_rx.try_recv() {
+            break Err(error);
+        }
+    };
+    accepted?;
+    match error_rx.try_recv() {
+        Ok(error) => Err(error),
+        Err(_) => Ok(()),
     }
 }
 
-async fn serve_stream<W, R>(test: Test, writer: W, reader: R) -> Result<(), BenchError>
+async fn serve_stream<S>(test: Test, stream: S) -> Result<(), BenchError>
 where
-    W: tokio::io::AsyncWrite + Unpin,
-    R: tokio::io::AsyncRead + Unpin,
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
 {
     match test {
-        Test::Bulk => bulk::serve_stream(writer, reader).await,
-        Test::Rpc => rpc::serve_stream(writer, reader).await,
+        Test::Bulk => bulk::serve_stream(stream).await,
+        Test::Rpc => rpc::serve_stream(stream).await,
     }
 }

@@ -35,7 +35,7 @@ pub mod tcp;
 use std::net::IpAddr;
 use std::sync::Arc;
 
-pub use contender::{Contender, StreamPair, Test};
+pub use contender::{Contender, Test};
 pub use error::BenchError;
 
 use bulk::BulkResult;

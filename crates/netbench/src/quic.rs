@@ -13,6 +13,7 @@ use quinn::{
     ClientConfig, Connection, ConnectionError, Endpoint, RecvStream, SendStream, ServerConfig,
 };
 use rustls::pki_types::{CertificateDer, PrivatePkcs8KeyDer};
+use tokio::io::Join;
 
 use crate::{BenchError, Contender, Test};
 
@@ -62,8 +63,7 @@ impl Contender for Quinn {
     type Server = QuinnServer;
     type Client = QuinnClient;
     type Ticket = QuinnTicket;
-    type Writer = SendStream;
-    type Reader = RecvStream;
+    type Stream = Join<RecvStream, SendStream>;
 
     fn name(&self) -> &'static str {
         "quinn"
@@ -99,7 +99,7 @@ impl Contender for Quinn {
     async fn accept_stream(
         &self,
         server: &mut QuinnServer,
-    ) -> Result<Option<(SendStream, RecvStream)>, BenchError> {
+    ) -> Result<Option<Join<RecvStream, SendStream>>, BenchError> {
         let connection = match &server.connection {
             Some(connection) => connection.clone(),
             None => {
@@ -114,7 +114,7 @@ impl Contender for Quinn {
             }
         };
         match connection.accept_bi().await {
-            Ok(pair) => Ok(Some(pair)),
+            Ok((send, recv)) => Ok(Some(tokio::io::join(recv, send))),
             Err(error) if gone(&error) => Ok(None),
             Err(error) => Err(BenchError::transport("quinn: accept stream")(error)),
         }
@@ -143,12 +143,13 @@ impl Contender for Quinn {
     async fn open_stream(
         &self,
         client: &mut QuinnClient,
-    ) -> Result<(SendStream, RecvStream), BenchError> {
-        client
+    ) -> Result<Join<RecvStream, SendStream>, BenchError> {
+        let (send, recv) = client
             .connection
             .open_bi()
             .await
-            .map_err(BenchError::transport("quinn: open stream"))
+            .map_err(BenchError::transport("quinn: open stream"))?;
+        Ok(tokio::io::join(recv, send))
     }
 
     async fn close(&self, client: QuinnClient) {

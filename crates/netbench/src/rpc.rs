@@ -15,7 +15,7 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-use crate::{BenchError, Contender, StreamPair, cpu};
+use crate::{BenchError, Contender, cpu};
 
 /// Request size on the wire (application bytes).
 pub const REQUEST_BYTES: usize = 512;
@@ -145,7 +145,7 @@ pub async fn run_client<C: Contender>(
 struct Exchange<C: Contender> {
     request: [u8; REQUEST_BYTES],
     response: Vec<u8>,
-    shared: Option<StreamPair<C>>,
+    shared: Option<C::Stream>,
 }
 
 impl<C: Contender> Exchange<C> {
@@ -153,30 +153,30 @@ impl<C: Contender> Exchange<C> {
     async fn run(&mut self, contender: &C, client: &mut C::Client) -> Result<Duration, BenchError> {
         let start = Instant::now();
         if !contender.stream_per_request() {
-            let (writer, reader) = match &mut self.shared {
-                Some(pair) => pair,
+            let stream = match &mut self.shared {
+                Some(stream) => stream,
                 None => self.shared.insert(contender.open_stream(client).await?),
             };
-            writer
+            stream
                 .write_all(&self.request)
                 .await
                 .map_err(BenchError::io("rpc: write the request"))?;
-            reader
+            stream
                 .read_exact(&mut self.response)
                 .await
                 .map_err(BenchError::io("rpc: read the response"))?;
             return Ok(start.elapsed());
         }
-        let (mut writer, mut reader) = contender.open_stream(client).await?;
-        writer
+        let mut stream = contender.open_stream(client).await?;
+        stream
             .write_all(&self.request)
             .await
             .map_err(BenchError::io("rpc: write the request"))?;
-        writer
+        stream
             .shutdown()
             .await
             .map_err(BenchError::io("rpc: finish the request"))?;
-        reader
+        stream
             .read_exact(&mut self.response)
             .await
             .map_err(BenchError::io("rpc: read the response"))?;
@@ -184,7 +184,7 @@ impl<C: Contender> Exchange<C> {
         // Read the stream's end outside the clock, so the stream closes
         // cleanly instead of being cancelled.
         let mut extra = [0u8; 1];
-        let len = reader
+        let len = stream
             .read(&mut extra)
             .await
             .map_err(BenchError::io("rpc: read the end of the response"))?;
@@ -197,25 +197,24 @@ impl<C: Contender> Exchange<C> {
 
 /// Server side: answer every whole request with a response, until the
 /// stream ends.
-pub async fn serve_stream<W, R>(mut writer: W, mut reader: R) -> Result<(), BenchError>
+pub async fn serve_stream<S>(mut stream: S) -> Result<(), BenchError>
 where
-    W: AsyncWrite + Unpin,
-    R: AsyncRead + Unpin,
+    S: AsyncRead + AsyncWrite + Unpin,
 {
     let mut request = [0u8; REQUEST_BYTES];
     let response = [0x52u8; RESPONSE_BYTES];
     loop {
-        match reader.read_exact(&mut request).await {
+        match stream.read_exact(&mut request).await {
             Ok(_) => {}
             Err(error) if error.kind() == ErrorKind::UnexpectedEof => break,
             Err(error) => return Err(BenchError::io("rpc: server read")(error)),
         }
-        writer
+        stream
             .write_all(&response)
             .await
             .map_err(BenchError::io("rpc: server write"))?;
     }
-    writer
+    stream
         .shutdown()
         .await
         .map_err(BenchError::io("rpc: server finishes"))
@@ -249,21 +248,19 @@ mod tests {
 
     #[tokio::test]
     async fn server_answers_each_request() {
-        let (client, server) = tokio::io::duplex(64 * 1024);
-        let (server_read, server_write) = tokio::io::split(server);
-        let serving = tokio::spawn(serve_stream(server_write, server_read));
-        let (mut client_read, mut client_write) = tokio::io::split(client);
+        let (mut client, server) = tokio::io::duplex(64 * 1024);
+        let serving = tokio::spawn(serve_stream(server));
         let mut response = [0u8; RESPONSE_BYTES];
         for _ in 0..3 {
-            client_write.write_all(&[7u8; REQUEST_BYTES]).await.unwrap();
-            client_read.read_exact(&mut response).await.unwrap();
+            client.write_all(&[7u8; REQUEST_BYTES]).await.unwrap();
+            client.read_exact(&mut response).await.unwrap();
             assert!(response.iter().all(|&b| b == 0x52));
         }
         // Half a request, then the end: no answer, clean finish.
-        client_write.write_all(&[7u8; 100]).await.unwrap();
-        client_write.shutdown().await.unwrap();
+        client.write_all(&[7u8; 100]).await.unwrap();
+        client.shutdown().await.unwrap();
         let mut rest = Vec::new();
-        client_read.read_to_end(&mut rest).await.unwrap();
+        client.read_to_end(&mut rest).await.unwrap();
         assert!(rest.is_empty());
         serving.await.unwrap().unwrap();
     }

@@ -5,7 +5,6 @@
 
 use std::net::{IpAddr, SocketAddr};
 
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::{BenchError, Contender, Test};
@@ -29,20 +28,18 @@ pub struct TcpClient {
     ready: Option<TcpStream>,
 }
 
-fn split(stream: TcpStream, nodelay: bool) -> Result<(OwnedWriteHalf, OwnedReadHalf), BenchError> {
+fn with_nodelay(stream: TcpStream, nodelay: bool) -> Result<TcpStream, BenchError> {
     stream
         .set_nodelay(nodelay)
         .map_err(BenchError::io("tcp: set TCP_NODELAY"))?;
-    let (reader, writer) = stream.into_split();
-    Ok((writer, reader))
+    Ok(stream)
 }
 
 impl Contender for KernelTcp {
     type Server = TcpServer;
     type Client = TcpClient;
     type Ticket = SocketAddr;
-    type Writer = OwnedWriteHalf;
-    type Reader = OwnedReadHalf;
+    type Stream = TcpStream;
 
     fn name(&self) -> &'static str {
         "tcp"
@@ -66,16 +63,13 @@ impl Contender for KernelTcp {
         Ok((server, addr))
     }
 
-    async fn accept_stream(
-        &self,
-        server: &mut TcpServer,
-    ) -> Result<Option<(OwnedWriteHalf, OwnedReadHalf)>, BenchError> {
+    async fn accept_stream(&self, server: &mut TcpServer) -> Result<Option<TcpStream>, BenchError> {
         let (stream, _) = server
             .listener
             .accept()
             .await
             .map_err(BenchError::io("tcp: accept"))?;
-        split(stream, server.nodelay).map(Some)
+        with_nodelay(stream, server.nodelay).map(Some)
     }
 
     async fn connect(&self, addr: SocketAddr, test: Test) -> Result<TcpClient, BenchError> {
@@ -89,17 +83,14 @@ impl Contender for KernelTcp {
         })
     }
 
-    async fn open_stream(
-        &self,
-        client: &mut TcpClient,
-    ) -> Result<(OwnedWriteHalf, OwnedReadHalf), BenchError> {
+    async fn open_stream(&self, client: &mut TcpClient) -> Result<TcpStream, BenchError> {
         let stream = match client.ready.take() {
             Some(stream) => stream,
             None => TcpStream::connect(client.addr)
                 .await
                 .map_err(BenchError::io("tcp: connect"))?,
         };
-        split(stream, client.nodelay)
+        with_nodelay(stream, client.nodelay)
     }
 
     async fn close(&self, client: TcpClient) {
