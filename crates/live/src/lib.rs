@@ -25,6 +25,9 @@
 //! - [`bulk`], [`echo`]: built-in kernel TCP bulk transfer and UDP echo.
 //! - [`lab`]: the guard that owns a running lab; [`run`]: one whole
 //!   `brisk live` run; [`results`]: its JSON.
+//! - [`recipes`]: before/after proofs of `brisk-tcp`'s recipes (low-water
+//!   mark, write sizing, Fast Open, Happy Eyeballs, NAT64 synthesis) with
+//!   the library's client and server on threads inside a running lab.
 
 pub mod bulk;
 pub mod capture;
@@ -35,6 +38,7 @@ pub mod lab;
 pub mod names;
 pub mod netns;
 pub mod process;
+pub mod recipes;
 pub mod registry;
 pub mod results;
 pub mod router;
