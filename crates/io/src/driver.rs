@@ -1,0 +1,197 @@
+//! The endpoint task: one future per socket that feeds received datagrams
+//! and expired timers to the sans-IO endpoint, sends what it returns, and
+//! sleeps until the socket, the timer or an application handle wakes it.
+//!
+//! One turn: receive a batch (the ECN codepoint goes with each datagram),
+//! fire due timers, move events to waiting tasks, pull datagrams from the
+//! core into the send queue (the core's pacer decides when it has more),
+//! flush the queue, then arm the timer at the core's next deadline. The
+//! timer is a `timerfd` with microsecond precision, so pacing at the core's
+//! 250 µs bursts is honoured.
+
+use crate::socket::Socket;
+use crate::state::{Shared, State};
+use crate::sys::TimerFd;
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use tokio::io::unix::AsyncFd;
+
+/// Turns before the task yields to others even when there is more work.
+const MAX_TURNS: usize = 16;
+/// Receive batches per turn.
+const RECV_BATCHES_PER_TURN: usize = 4;
+/// Datagrams pulled from the core per turn, at most.
+const MAX_QUEUED_DATAGRAMS: usize = 256;
+
+pub(crate) struct Driver {
+    shared: Arc<Shared>,
+    socket: Socket,
+    timer: AsyncFd<TimerFd>,
+    /// The deadline the timer is armed at (monotonic ns), 0 if disarmed.
+    armed_ns: u64,
+}
+
+impl Driver {
+    pub fn new(shared: Arc<Shared>, socket: Socket) -> io::Result<Driver> {
+        Ok(Driver {
+            shared,
+            socket,
+            timer: TimerFd::registered()?,
+            armed_ns: 0,
+        })
+    }
+
+    /// Receives what the socket holds (a few batches); true if anything
+    /// arrived.
+    fn receive(&mut self, cx: &mut Context<'_>, st: &mut State) -> io::Result<bool> {
+        let mut any = false;
+        for _ in 0..RECV_BATCHES_PER_TURN {
+            let now = st.now();
+            let ep = &mut st.ep;
+            match self.socket.poll_recv(cx, |from, ecn, data| {
+                ep.handle_datagram(now, from, ecn, data)
+            }) {
+                Poll::Ready(Ok(_)) => any = true,
+                Poll::Ready(Err(e)) if is_transient(&e) => any = true,
+                Poll::Ready(Err(e)) => return Err(e),
+                Poll::Pending => break,
+            }
+        }
+        Ok(any)
+    }
+
+    /// Pulls datagrams from the core and sends them; true if any left.
+    fn transmit(&mut self, cx: &mut Context<'_>, st: &mut State) -> io::Result<bool> {
+        let mut pulled = false;
+        if self.socket.queued_datagrams() == 0 {
+            let now = st.now();
+            while self.socket.queued_datagrams() < MAX_QUEUED_DATAGRAMS {
+                let Some(t) = st.ep.poll_transmit(now) else {
+                    break;
+                };
+                self.socket.queue(t.destination, t.ecn, t.contents);
+                pulled = true;
+            }
+        }
+        let mut refused = Vec::new();
+        let flushed = self
+            .socket
+            .poll_flush(cx, |addr, e| refused.push((addr, e.to_string())));
+        for (addr, reason) in refused {
+            st.fail_unreachable(addr, &reason);
+        }
+        match flushed {
+            Poll::Ready(Ok(())) => Ok(pulled),
+            Poll::Ready(Err(e)) => Err(e),
+            Poll::Pending => Ok(false),
+        }
+    }
+
+    /// Arms the timer at the core's next deadline; true if it is due now.
+    fn poll_timer(&mut self, cx: &mut Context<'_>, st: &State) -> io::Result<bool> {
+        let Some(deadline) = st.ep.poll_timeout() else {
+            if self.armed_ns != 0 {
+                self.timer.get_ref().arm(0)?;
+                self.armed_ns = 0;
+            }
+            return Ok(false);
+        };
+        if deadline <= st.now() {
+            return Ok(true);
+        }
+        let deadline_ns = st.to_monotonic_ns(deadline).max(1);
+        if deadline_ns != self.armed_ns {
+            self.timer.get_ref().arm(deadline_ns)?;
+            self.armed_ns = deadline_ns;
+        }
+        loop {
+            match self.timer.poll_read_ready(cx) {
+                Poll::Ready(Ok(mut guard)) => match guard.try_io(|t| t.get_ref().drain()) {
+                    Ok(_) => {
+                        self.armed_ns = 0;
+                        return Ok(true);
+                    }
+                    Err(_would_block) => continue,
+                },
+                Poll::Ready(Err(e)) => return Err(e),
+                Poll::Pending => return Ok(false),
+            }
+        }
+    }
+
+    fn turn(&mut self, cx: &mut Context<'_>, st: &mut State) -> io::Result<bool> {
+        let mut progress = self.receive(cx, st)?;
+        let now = st.now();
+        if st.ep.poll_timeout().is_some_and(|t| t <= now) {
+            st.ep.handle_timeout(now);
+            progress = true;
+        }
+        st.take_accepted();
+        st.dispatch_events();
+        progress |= self.transmit(cx, st)?;
+        // Sending can raise events too (a stream whose data left).
+        st.dispatch_events();
+        st.sweep_low_water();
+        st.check_idle();
+        st.socket_stats = self.socket.stats;
+        progress |= self.poll_timer(cx, st)?;
+        Ok(progress)
+    }
+}
+
+/// Errors a later receive may not repeat: an ICMP error reported on the
+/// socket, a datagram the kernel dropped.
+fn is_transient(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionRefused
+            | io::ErrorKind::ConnectionReset
+            | io::ErrorKind::HostUnreachable
+            | io::ErrorKind::NetworkUnreachable
+            | io::ErrorKind::Interrupted
+    )
+}
+
+impl Future for Driver {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self.get_mut();
+        let shared = this.shared.clone();
+        let mut st = shared.lock();
+        if st
+            .driver_waker
+            .as_ref()
+            .is_none_or(|w| !w.will_wake(cx.waker()))
+        {
+            st.driver_waker = Some(cx.waker().clone());
+        }
+        for _ in 0..MAX_TURNS {
+            if st.stopped.is_some() {
+                let reason = st.stopped.clone().unwrap_or_default();
+                st.stop(&reason);
+                return Poll::Ready(());
+            }
+            match this.turn(cx, &mut st) {
+                Ok(true) => {}
+                Ok(false) => {
+                    if st.is_finished() {
+                        st.stop("endpoint closed");
+                        return Poll::Ready(());
+                    }
+                    return Poll::Pending;
+                }
+                Err(e) => {
+                    st.stop(&format!("socket error: {e}"));
+                    return Poll::Ready(());
+                }
+            }
+        }
+        // More work is waiting: let other tasks run first.
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+}

@@ -1,0 +1,266 @@
+//! [`Endpoint`]: one UDP socket serving many connections, with the task
+//! that drives it.
+
+use crate::config::{EndpointConfig, ServerConfig};
+use crate::connection::Connection;
+use crate::driver::Driver;
+use crate::error::{ConnectError, ConnectionError};
+use crate::keys;
+use crate::socket::{Socket, SocketStats};
+use crate::state::{Shared, State};
+use brisk_proto::crypto::KEY_LEN;
+use brisk_proto::{ClientConfig, Endpoint as ProtoEndpoint};
+use std::future::poll_fn;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::Duration;
+
+/// What an endpoint counted: the core's per-datagram verdicts (garbage
+/// lands in `malformed`, `unknown_connection`, `short_initial` or
+/// `handshake_failed`) and the socket layer's counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EndpointStats {
+    pub proto: brisk_proto::EndpointStats,
+    pub socket: SocketStats,
+}
+
+/// A UDP socket and the connections behind it. Cloning gives another
+/// handle to the same endpoint; the socket closes once every handle and
+/// every connection is gone.
+pub struct Endpoint {
+    shared: Arc<Shared>,
+    config: Arc<EndpointConfig>,
+    public_key: Option<[u8; KEY_LEN]>,
+}
+
+impl Endpoint {
+    /// Listens on `config.listen` and accepts connections. Must be called
+    /// within a tokio runtime.
+    pub fn server(config: ServerConfig) -> io::Result<Endpoint> {
+        let mut proto = brisk_proto::ServerConfig::new(config.keypair.clone());
+        proto.accept_early_data = config.accept_early_data;
+        proto.max_connections = config.max_connections;
+        proto.transport = config.endpoint.transport.clone();
+        proto.transport.max_datagram_size = config.endpoint.datagram_size_for(config.listen);
+        let public = config.keypair.public();
+        Self::start(config.listen, config.endpoint, Some(proto), Some(public))
+    }
+
+    /// A client endpoint on `bind` (port 0 picks one) with default
+    /// settings.
+    pub fn client(bind: SocketAddr) -> io::Result<Endpoint> {
+        Self::client_with(bind, EndpointConfig::default())
+    }
+
+    pub fn client_with(bind: SocketAddr, config: EndpointConfig) -> io::Result<Endpoint> {
+        Self::start(bind, config, None, None)
+    }
+
+    fn start(
+        bind: SocketAddr,
+        config: EndpointConfig,
+        server: Option<brisk_proto::ServerConfig>,
+        public_key: Option<[u8; KEY_LEN]>,
+    ) -> io::Result<Endpoint> {
+        let runtime = tokio::runtime::Handle::try_current()
+            .map_err(|_| io::Error::other("brisk-io endpoints need a tokio runtime"))?;
+        let socket = {
+            let _guard = runtime.enter();
+            Socket::bind(bind, &config.socket)?
+        };
+        let seed = u64::from_le_bytes(keys::random_bytes::<8>()?);
+        let state = State::new(ProtoEndpoint::new(seed, server), socket.local_addr());
+        let shared = Shared::new(state);
+        let driver = Driver::new(shared.clone(), socket)?;
+        runtime.spawn(driver);
+        Ok(Endpoint {
+            shared,
+            config: Arc::new(config),
+            public_key,
+        })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.shared.lock().local_addr
+    }
+
+    /// The server's static public key (what clients pin).
+    pub fn public_key(&self) -> Option<[u8; KEY_LEN]> {
+        self.public_key
+    }
+
+    pub fn stats(&self) -> EndpointStats {
+        let st = self.shared.lock();
+        EndpointStats {
+            proto: st.ep.stats(),
+            socket: st.socket_stats,
+        }
+    }
+
+    /// Connects to the server at `addr` whose static public key is
+    /// `server_key` (Noise IK: one round trip). If the server does not
+    /// answer, a key-less probe tells a wrong key from an absent server.
+    pub async fn connect(
+        &self,
+        addr: SocketAddr,
+        server_key: [u8; KEY_LEN],
+    ) -> Result<Connection, ConnectError> {
+        let mut config = ClientConfig::new(Some(server_key));
+        config.transport = self.config.transport.clone();
+        let timeout = self.config.handshake_timeout;
+        match self.connect_with(addr, config.clone()).await {
+            Err(ConnectError::TimedOut { .. }) => {}
+            other => return other,
+        }
+        // Unknown key (XX): a server that answers shows its real key.
+        config.server_static_key = None;
+        match self.handshake(addr, config, timeout / 2).await {
+            Ok(probe) => {
+                let presented = probe.remote_static_key();
+                probe.close(0, b"key probe");
+                match presented {
+                    Some(k) if k != server_key => Err(ConnectError::WrongServerKey {
+                        addr,
+                        expected: keys::to_hex(&server_key),
+                        presented: keys::to_hex(&k),
+                    }),
+                    _ => Err(ConnectError::TimedOut {
+                        addr,
+                        after: timeout,
+                    }),
+                }
+            }
+            Err(_) => Err(ConnectError::TimedOut {
+                addr,
+                after: timeout,
+            }),
+        }
+    }
+
+    /// Connects with full control of the client configuration; its
+    /// `max_datagram_size` is set from the endpoint's configuration.
+    pub async fn connect_with(
+        &self,
+        addr: SocketAddr,
+        config: ClientConfig,
+    ) -> Result<Connection, ConnectError> {
+        let timeout = self.config.handshake_timeout;
+        self.handshake(addr, config, timeout).await
+    }
+
+    async fn handshake(
+        &self,
+        addr: SocketAddr,
+        mut config: ClientConfig,
+        timeout: Duration,
+    ) -> Result<Connection, ConnectError> {
+        config.transport.max_datagram_size = self.config.datagram_size_for(addr);
+        let conn = {
+            let mut st = self.shared.lock();
+            if let Some(reason) = &st.stopped {
+                return Err(ConnectError::Failed {
+                    addr,
+                    source: ConnectionError::EndpointStopped(reason.clone()),
+                });
+            }
+            let now = st.now();
+            let h = st.ep.connect(now, addr, config)?;
+            st.conns.entry(h).or_default();
+            st.wake_driver();
+            Connection::new_locked(self.shared.clone(), &mut st, h)
+        };
+        match tokio::time::timeout(timeout, conn.established()).await {
+            Ok(Ok(())) => Ok(conn),
+            Ok(Err(source)) => Err(ConnectError::Failed { addr, source }),
+            Err(_) => Err(ConnectError::TimedOut {
+                addr,
+                after: timeout,
+            }),
+        }
+    }
+
+    /// The next connection a client opened; `None` once the endpoint has
+    /// stopped.
+    pub async fn accept(&self) -> Option<Connection> {
+        poll_fn(|cx| {
+            let mut st = self.shared.lock();
+            if let Some(h) = st.incoming.pop_front() {
+                return Poll::Ready(Some(Connection::new_locked(
+                    self.shared.clone(),
+                    &mut st,
+                    h,
+                )));
+            }
+            if st.stopped.is_some() {
+                return Poll::Ready(None);
+            }
+            st.accept_wakers.push(cx.waker().clone());
+            Poll::Pending
+        })
+        .await
+    }
+
+    /// Closes every connection with `code` and `reason`; the socket stays
+    /// open until they have drained (see [`Endpoint::wait_idle`]).
+    pub fn close(&self, code: u64, reason: &[u8]) {
+        let mut st = self.shared.lock();
+        let now = st.now();
+        let handles: Vec<_> = st.ep.handles().collect();
+        for h in handles {
+            if let Some(c) = st.ep.connection_mut(h) {
+                c.close(now, code, reason);
+            }
+        }
+        st.wake_driver();
+    }
+
+    /// Stops the task and closes the socket at once, telling no peer (as
+    /// a crash would): their connections time out.
+    pub fn abort(&self) {
+        let mut st = self.shared.lock();
+        st.stopped.get_or_insert_with(|| "aborted".to_owned());
+        st.wake_driver();
+    }
+
+    /// Resolves once no connection is left (or the endpoint stopped).
+    pub async fn wait_idle(&self) {
+        poll_fn(|cx| {
+            let mut st = self.shared.lock();
+            if st.stopped.is_some() || st.ep.handles().next().is_none() {
+                return Poll::Ready(());
+            }
+            st.idle_wakers.push(cx.waker().clone());
+            Poll::Pending
+        })
+        .await
+    }
+}
+
+impl Clone for Endpoint {
+    fn clone(&self) -> Self {
+        self.shared.lock().endpoint_refs += 1;
+        Endpoint {
+            shared: self.shared.clone(),
+            config: self.config.clone(),
+            public_key: self.public_key,
+        }
+    }
+}
+
+impl Drop for Endpoint {
+    fn drop(&mut self) {
+        let mut st = self.shared.lock();
+        st.endpoint_refs = st.endpoint_refs.saturating_sub(1);
+        st.wake_driver();
+    }
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("local_addr", &self.local_addr())
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,62 @@
+//! Errors of the async API.
+
+use std::io;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// Why a connection stopped working.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConnectionError {
+    /// The transport ended it: peer close, idle timeout, protocol error.
+    #[error(transparent)]
+    Lost(#[from] brisk_proto::ConnectionError),
+    #[error("the connection was closed locally")]
+    LocallyClosed,
+    /// The endpoint's socket task ended (aborted, or a socket error).
+    #[error("the endpoint stopped: {0}")]
+    EndpointStopped(String),
+    /// The kernel refused to send to the peer (no route, network down).
+    #[error("cannot send to {addr}: {reason}")]
+    Unreachable { addr: SocketAddr, reason: String },
+}
+
+impl From<ConnectionError> for io::Error {
+    fn from(e: ConnectionError) -> io::Error {
+        let kind = match &e {
+            ConnectionError::Lost(brisk_proto::ConnectionError::TimedOut) => {
+                io::ErrorKind::TimedOut
+            }
+            ConnectionError::Lost(_) => io::ErrorKind::ConnectionReset,
+            ConnectionError::LocallyClosed => io::ErrorKind::NotConnected,
+            ConnectionError::EndpointStopped(_) => io::ErrorKind::BrokenPipe,
+            ConnectionError::Unreachable { .. } => io::ErrorKind::HostUnreachable,
+        };
+        io::Error::new(kind, e)
+    }
+}
+
+/// Why [`crate::Endpoint::connect`] failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConnectError {
+    /// The transport refused to start (bad address, bad configuration).
+    #[error(transparent)]
+    Invalid(#[from] brisk_proto::ConnectError),
+    /// The server answered a key-less (XX) probe with another static key
+    /// than the one we pinned: the IK handshake could never succeed.
+    #[error("wrong server key: {addr} presented {presented}, expected {expected}")]
+    WrongServerKey {
+        addr: SocketAddr,
+        expected: String,
+        presented: String,
+    },
+    #[error(
+        "no answer from {addr} within {} ms (nothing listening there, host unreachable, or filtered)",
+        after.as_millis()
+    )]
+    TimedOut { addr: SocketAddr, after: Duration },
+    #[error("connection to {addr} failed: {source}")]
+    Failed {
+        addr: SocketAddr,
+        source: ConnectionError,
+    },
+}

@@ -1,0 +1,36 @@
+//! Brisk on real UDP sockets: a tokio driver for the sans-IO transport in
+//! `brisk-proto`, and the async API applications use (docs/IO.md).
+//!
+//! Layer: the edge, beside the simulator. The core decides everything
+//! (what to send, when, with which ECN codepoint); this crate moves bytes
+//! between it and a socket, tells it the time, and wakes the tasks waiting
+//! on it.
+//!
+//! Modules:
+//! - [`endpoint`]: [`Endpoint`] (`server`, `client`, `connect`, `accept`,
+//!   `close`, `abort`, `stats`);
+//! - [`connection`]: [`Connection`] (streams, `writable`, `stats`, `close`);
+//! - [`stream`]: [`Stream`], a tokio `AsyncRead` + `AsyncWrite`;
+//! - [`config`], [`error`], [`keys`] (key files);
+//! - internals: `state` (what the task and the handles share), `driver`
+//!   (the endpoint task), [`socket`] (batching, GSO/GRO, ECN control
+//!   messages) and `sys`, the one file with `unsafe` system calls.
+
+pub mod config;
+pub mod connection;
+mod driver;
+pub mod endpoint;
+pub mod error;
+pub mod keys;
+pub mod socket;
+mod state;
+pub mod stream;
+mod sys;
+
+pub use brisk_proto::crypto::{KEY_LEN, Keypair};
+pub use brisk_proto::{ConnectionStats, TransportConfig};
+pub use config::{EndpointConfig, ServerConfig, SocketConfig};
+pub use connection::Connection;
+pub use endpoint::{Endpoint, EndpointStats};
+pub use error::{ConnectError, ConnectionError};
+pub use stream::Stream;

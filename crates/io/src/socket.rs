@@ -1,0 +1,320 @@
+//! The UDP socket: setup (dual stack, ECN reporting, GRO, DF), batched
+//! receive, and a send queue that packs runs of equal datagrams into GSO
+//! trains and falls back to single datagrams when the kernel refuses them.
+
+use crate::config::SocketConfig;
+use crate::sys::{self, Batch, OutMsg, RecvMeta};
+use brisk_wire::Ecn;
+use socket2::{Domain, Protocol, Socket as RawSocket, Type};
+use std::collections::VecDeque;
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
+use std::task::{Context, Poll};
+use tokio::io::Interest;
+
+/// The largest GSO train: 64 KiB minus IP and UDP headers.
+const MAX_GSO_BYTES: usize = 65_000;
+/// Receive buffer size with GRO (a coalesced train) and without.
+const GRO_BUFFER_BYTES: usize = 65_536;
+const PLAIN_BUFFER_BYTES: usize = 16_384;
+
+/// What the socket layer counted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SocketStats {
+    /// UDP datagrams (GRO segments counted one by one).
+    pub datagrams_received: u64,
+    pub datagrams_sent: u64,
+    pub recv_calls: u64,
+    pub send_calls: u64,
+    /// Receive buffers that held more than one datagram (GRO).
+    pub gro_trains: u64,
+    /// Sends that carried more than one datagram (GSO).
+    pub gso_trains: u64,
+    /// Received datagrams per ECN codepoint: Not-ECT, ECT(1), ECT(0), CE.
+    pub ecn_received: [u64; 4],
+    /// Datagrams dropped on send (the kernel refused them) or on receive
+    /// (truncated, unknown address family).
+    pub send_errors: u64,
+    pub recv_dropped: u64,
+    /// Whether the offloads are in use (GSO can be switched off at run
+    /// time when a send with it fails).
+    pub gso: bool,
+    pub gro: bool,
+}
+
+/// Index of a codepoint in [`SocketStats::ecn_received`].
+pub fn ecn_index(ecn: Ecn) -> usize {
+    match ecn {
+        Ecn::NotEct => 0,
+        Ecn::Ect1 => 1,
+        Ecn::Ect0 => 2,
+        Ecn::Ce => 3,
+    }
+}
+
+/// One queued send: a datagram, or a GSO train of equal segments.
+#[derive(Debug)]
+struct TxMsg {
+    destination: SocketAddr,
+    ecn: Ecn,
+    segment_bytes: usize,
+    segments: usize,
+    /// A shorter last segment ends the train.
+    closed: bool,
+    data: Vec<u8>,
+}
+
+pub struct Socket {
+    io: tokio::net::UdpSocket,
+    v6: bool,
+    local: SocketAddr,
+    gso: bool,
+    send_batch: Batch,
+    recv_batch: Batch,
+    recv_bufs: Vec<Vec<u8>>,
+    recv_metas: Vec<RecvMeta>,
+    tx: VecDeque<TxMsg>,
+    tx_datagrams: usize,
+    pub stats: SocketStats,
+}
+
+impl Socket {
+    /// Binds `addr`; must run inside a tokio runtime.
+    pub fn bind(addr: SocketAddr, config: &SocketConfig) -> io::Result<Socket> {
+        let v6 = addr.is_ipv6();
+        let raw = RawSocket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
+        if v6 {
+            raw.set_only_v6(config.v6_only)?;
+        }
+        raw.set_nonblocking(true)?;
+        // Best effort: the kernel caps these, and a small buffer only
+        // costs throughput.
+        let _ = raw.set_recv_buffer_size(config.recv_buffer_bytes);
+        let _ = raw.set_send_buffer_size(config.send_buffer_bytes);
+        raw.bind(&addr.into())?;
+        let fd = raw.as_raw_fd();
+        let dual = v6 && !config.v6_only;
+        if !v6 || dual {
+            sys::set_int_option(fd, libc::IPPROTO_IP, libc::IP_RECVTOS, 1)?;
+            let _ = sys::set_int_option(
+                fd,
+                libc::IPPROTO_IP,
+                sys::IP_MTU_DISCOVER,
+                sys::PMTUDISC_PROBE,
+            );
+        }
+        if v6 {
+            sys::set_int_option(fd, libc::IPPROTO_IPV6, libc::IPV6_RECVTCLASS, 1)?;
+            let _ = sys::set_int_option(
+                fd,
+                libc::IPPROTO_IPV6,
+                sys::IPV6_MTU_DISCOVER,
+                sys::PMTUDISC_PROBE,
+            );
+        }
+        let gso = config.gso && sys::get_int_option(fd, libc::SOL_UDP, sys::UDP_SEGMENT).is_ok();
+        let gro = config.gro && sys::set_int_option(fd, libc::SOL_UDP, sys::UDP_GRO, 1).is_ok();
+        let local = raw
+            .local_addr()?
+            .as_socket()
+            .ok_or_else(|| io::Error::other("socket has no IP address"))?;
+        let io = tokio::net::UdpSocket::from_std(raw.into())?;
+        let buf_len = if gro {
+            GRO_BUFFER_BYTES
+        } else {
+            PLAIN_BUFFER_BYTES
+        };
+        Ok(Socket {
+            io,
+            v6,
+            local,
+            gso,
+            send_batch: Batch::default(),
+            recv_batch: Batch::default(),
+            recv_bufs: vec![vec![0; buf_len]; sys::BATCH],
+            recv_metas: vec![RecvMeta::default(); sys::BATCH],
+            tx: VecDeque::new(),
+            tx_datagrams: 0,
+            stats: SocketStats {
+                gso,
+                gro,
+                ..SocketStats::default()
+            },
+        })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// Datagrams queued and not yet handed to the kernel.
+    pub fn queued_datagrams(&self) -> usize {
+        self.tx_datagrams
+    }
+
+    /// Receives one batch and calls `deliver(source, ecn, datagram)` for
+    /// each datagram (each GRO segment). `Pending` once the socket is
+    /// drained; the waker is then registered for readability.
+    pub fn poll_recv(
+        &mut self,
+        cx: &mut Context<'_>,
+        mut deliver: impl FnMut(SocketAddr, Ecn, &[u8]),
+    ) -> Poll<io::Result<usize>> {
+        loop {
+            match self.io.poll_recv_ready(cx) {
+                Poll::Ready(Ok(())) => {}
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => return Poll::Pending,
+            }
+            let fd = self.io.as_raw_fd();
+            let (bufs, metas, batch) = (
+                &mut self.recv_bufs,
+                &mut self.recv_metas,
+                &mut self.recv_batch,
+            );
+            let got = match self
+                .io
+                .try_io(Interest::READABLE, || sys::recv(fd, bufs, metas, batch))
+            {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(e) => return Poll::Ready(Err(e)),
+            };
+            self.stats.recv_calls += 1;
+            let mut datagrams = 0;
+            for (buf, meta) in self.recv_bufs.iter().zip(&self.recv_metas).take(got) {
+                let Some(data) = buf.get(..meta.len_bytes) else {
+                    self.stats.recv_dropped += 1;
+                    continue;
+                };
+                if data.is_empty() {
+                    self.stats.recv_dropped += 1;
+                    continue;
+                }
+                let ecn = Ecn::from_bits(meta.ecn_bits);
+                let stride = meta.stride_bytes.max(1);
+                if data.len() > stride {
+                    self.stats.gro_trains += 1;
+                }
+                for segment in data.chunks(stride) {
+                    self.stats.ecn_received[ecn_index(ecn)] += 1;
+                    deliver(meta.source, ecn, segment);
+                    datagrams += 1;
+                }
+            }
+            self.stats.datagrams_received += datagrams as u64;
+            return Poll::Ready(Ok(datagrams));
+        }
+    }
+
+    /// Queues one datagram, appending it to the last GSO train when it
+    /// fits (same destination and codepoint, not longer than the train's
+    /// segments).
+    pub fn queue(&mut self, destination: SocketAddr, ecn: Ecn, contents: Vec<u8>) {
+        self.tx_datagrams += 1;
+        if self.gso
+            && let Some(last) = self.tx.back_mut()
+            && !last.closed
+            && last.destination == destination
+            && last.ecn == ecn
+            && contents.len() <= last.segment_bytes
+            && last.segments < sys::MAX_GSO_SEGMENTS
+            && last.data.len() + contents.len() <= MAX_GSO_BYTES
+        {
+            last.data.extend_from_slice(&contents);
+            last.segments += 1;
+            last.closed = contents.len() < last.segment_bytes;
+            return;
+        }
+        self.tx.push_back(TxMsg {
+            destination,
+            ecn,
+            segment_bytes: contents.len().max(1),
+            segments: 1,
+            closed: false,
+            data: contents,
+        });
+    }
+
+    /// Sends what is queued. `Ready(Ok(()))` once the queue is empty;
+    /// `Pending` with the waker registered while the socket is full.
+    /// Datagrams the kernel refuses are dropped (the transport treats them
+    /// as lost) and reported through `on_refused`.
+    pub fn poll_flush(
+        &mut self,
+        cx: &mut Context<'_>,
+        mut on_refused: impl FnMut(SocketAddr, &io::Error),
+    ) -> Poll<io::Result<()>> {
+        while !self.tx.is_empty() {
+            match self.io.poll_send_ready(cx) {
+                Poll::Ready(Ok(())) => {}
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => return Poll::Pending,
+            }
+            let fd = self.io.as_raw_fd();
+            let msgs: Vec<OutMsg<'_>> = self
+                .tx
+                .iter()
+                .take(sys::BATCH)
+                .map(|m| OutMsg {
+                    destination: m.destination,
+                    ecn_bits: m.ecn.bits(),
+                    segment_size: (m.segments > 1).then_some(m.segment_bytes as u16),
+                    data: &m.data,
+                })
+                .collect();
+            let (v6, batch) = (self.v6, &mut self.send_batch);
+            let result = self
+                .io
+                .try_io(Interest::WRITABLE, || sys::send(fd, v6, &msgs, batch));
+            drop(msgs);
+            self.stats.send_calls += 1;
+            match result {
+                Ok(n) => {
+                    for m in self.tx.drain(..n) {
+                        self.tx_datagrams -= m.segments;
+                        self.stats.datagrams_sent += m.segments as u64;
+                        if m.segments > 1 {
+                            self.stats.gso_trains += 1;
+                        }
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => self.refuse_first(e, &mut on_refused),
+            }
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    /// The kernel refused the first queued message. A GSO train refused
+    /// with EIO (no checksum offload on the device) or EINVAL turns GSO
+    /// off for good and is split into datagrams; anything else is dropped.
+    fn refuse_first(&mut self, e: io::Error, on_refused: &mut impl FnMut(SocketAddr, &io::Error)) {
+        let Some(first) = self.tx.pop_front() else {
+            return;
+        };
+        let gso_error = matches!(e.raw_os_error(), Some(libc::EIO) | Some(libc::EINVAL));
+        if first.segments > 1 && gso_error {
+            self.gso = false;
+            self.stats.gso = false;
+            let parts: Vec<Vec<u8>> = first
+                .data
+                .chunks(first.segment_bytes)
+                .map(<[u8]>::to_vec)
+                .collect();
+            // The split datagrams go first, in their original order; later
+            // trains meet the same fate when their turn comes.
+            let rest = std::mem::take(&mut self.tx);
+            self.tx_datagrams -= first.segments;
+            for p in parts {
+                self.queue(first.destination, first.ecn, p);
+            }
+            self.tx.extend(rest);
+            return;
+        }
+        self.tx_datagrams -= first.segments;
+        self.stats.send_errors += first.segments as u64;
+        on_refused(first.destination, &e);
+    }
+}

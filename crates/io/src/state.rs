@@ -1,0 +1,297 @@
+//! The state the endpoint task and the application handles share behind
+//! one mutex: the sans-IO endpoint, the clock, and the wakers of every
+//! task waiting on a connection or stream.
+
+use crate::error::ConnectionError;
+use crate::socket::SocketStats;
+use crate::sys;
+use brisk_proto::connection::Event;
+use brisk_proto::streams::{StreamEvent, StreamId};
+use brisk_proto::{ConnectionHandle, Endpoint as ProtoEndpoint};
+use brisk_time::Instant;
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::Waker;
+
+pub(crate) struct Shared {
+    state: Mutex<State>,
+}
+
+impl Shared {
+    pub fn new(state: State) -> Arc<Shared> {
+        Arc::new(Shared {
+            state: Mutex::new(state),
+        })
+    }
+
+    /// A panic while holding the lock leaves consistent-enough state (the
+    /// core never panics half-way on input), so poisoning is ignored.
+    pub fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// What the application side knows about one connection.
+#[derive(Default)]
+pub(crate) struct ConnIo {
+    /// Live `Connection` and `Stream` handles; at zero the connection is
+    /// closed with code 0.
+    pub refs: usize,
+    pub connected: bool,
+    pub error: Option<ConnectionError>,
+    /// The core forgot the connection (after closing or draining).
+    pub closed: bool,
+    pub connect_waker: Option<Waker>,
+    pub accept_waker: Option<Waker>,
+    pub open_waker: Option<Waker>,
+    pub closed_wakers: Vec<Waker>,
+    pub readers: HashMap<StreamId, Waker>,
+    /// Blocked writes and shutdowns waiting for acknowledgement.
+    pub writers: HashMap<StreamId, Waker>,
+    /// `writable()` callers, re-checked after every driver turn.
+    pub low_water: HashMap<StreamId, Waker>,
+    /// Error codes of the peer's RESET_STREAM / STOP_SENDING, kept for the
+    /// stream handles (the core reports each once, as an event).
+    pub resets: HashMap<StreamId, u64>,
+    pub stops: HashMap<StreamId, u64>,
+}
+
+impl ConnIo {
+    fn wake_all(&mut self) {
+        let wakers = self
+            .connect_waker
+            .take()
+            .into_iter()
+            .chain(self.accept_waker.take())
+            .chain(self.open_waker.take())
+            .chain(self.closed_wakers.drain(..))
+            .chain(self.readers.drain().map(|(_, w)| w))
+            .chain(self.writers.drain().map(|(_, w)| w))
+            .chain(self.low_water.drain().map(|(_, w)| w));
+        for w in wakers {
+            w.wake();
+        }
+    }
+
+    /// Records why the connection ended (the first reason wins).
+    pub fn fail(&mut self, error: ConnectionError) {
+        self.error.get_or_insert(error);
+        self.wake_all();
+    }
+}
+
+pub(crate) struct State {
+    pub ep: ProtoEndpoint,
+    /// `CLOCK_MONOTONIC` at the endpoint's start: the core's time zero.
+    base_ns: u64,
+    pub conns: HashMap<ConnectionHandle, ConnIo>,
+    /// Server connections not yet handed to `accept`.
+    pub incoming: VecDeque<ConnectionHandle>,
+    pub accept_wakers: Vec<Waker>,
+    pub driver_waker: Option<Waker>,
+    /// Live `Endpoint` handles.
+    pub endpoint_refs: usize,
+    /// Set by `abort`, or when the socket failed: the task ends.
+    pub stopped: Option<String>,
+    pub idle_wakers: Vec<Waker>,
+    pub socket_stats: SocketStats,
+    pub local_addr: SocketAddr,
+}
+
+impl State {
+    pub fn new(ep: ProtoEndpoint, local_addr: SocketAddr) -> State {
+        State {
+            ep,
+            base_ns: sys::monotonic_ns(),
+            conns: HashMap::new(),
+            incoming: VecDeque::new(),
+            accept_wakers: Vec::new(),
+            driver_waker: None,
+            endpoint_refs: 1,
+            stopped: None,
+            idle_wakers: Vec::new(),
+            socket_stats: SocketStats::default(),
+            local_addr,
+        }
+    }
+
+    /// Now on the core's clock (nanoseconds since the endpoint started).
+    pub fn now(&self) -> Instant {
+        Instant::from_nanos(sys::monotonic_ns().saturating_sub(self.base_ns))
+    }
+
+    /// `CLOCK_MONOTONIC` nanoseconds of a core instant, for the timer.
+    pub fn to_monotonic_ns(&self, t: Instant) -> u64 {
+        self.base_ns.saturating_add(t.as_nanos())
+    }
+
+    /// Tells the endpoint task there is work (a write, a close, a read
+    /// that frees flow-control credit).
+    pub fn wake_driver(&mut self) {
+        if let Some(w) = self.driver_waker.take() {
+            w.wake();
+        }
+    }
+
+    /// Moves newly accepted server connections to the accept queue.
+    pub fn take_accepted(&mut self) {
+        while let Some(h) = self.ep.accept() {
+            self.conns.entry(h).or_default();
+            self.incoming.push_back(h);
+            for w in self.accept_wakers.drain(..) {
+                w.wake();
+            }
+        }
+        // Nobody will ever accept these: close them.
+        if self.endpoint_refs == 0 {
+            let now = self.now();
+            while let Some(h) = self.incoming.pop_front() {
+                if let Some(c) = self.ep.connection_mut(h) {
+                    c.close(now, 0, b"server shutting down");
+                }
+            }
+        }
+    }
+
+    /// Hands the core's events to the tasks waiting for them.
+    pub fn dispatch_events(&mut self) {
+        while let Some((h, event)) = self.ep.poll_event() {
+            let Some(io) = self.conns.get_mut(&h) else {
+                continue;
+            };
+            match event {
+                Event::Connected => {
+                    io.connected = true;
+                    if let Some(w) = io.connect_waker.take() {
+                        w.wake();
+                    }
+                }
+                Event::Stream(se) => dispatch_stream_event(io, se),
+                Event::EarlyData { .. } => {}
+                Event::ConnectionLost(e) => io.fail(ConnectionError::Lost(e)),
+                Event::Closed => {
+                    io.closed = true;
+                    io.fail(ConnectionError::LocallyClosed);
+                    if io.refs == 0 {
+                        self.conns.remove(&h);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Wakes `writable()` callers whose stream can take bytes now; the
+    /// window the answer depends on moves with every ACK, not only with
+    /// the core's Writable events.
+    pub fn sweep_low_water(&mut self) {
+        for (h, io) in self.conns.iter_mut() {
+            if io.low_water.is_empty() {
+                continue;
+            }
+            let Some(c) = self.ep.connection(*h) else {
+                continue;
+            };
+            io.low_water.retain(|id, w| {
+                if c.writable_bytes(*id) > 0 {
+                    w.wake_by_ref();
+                    false
+                } else {
+                    true
+                }
+            });
+        }
+    }
+
+    /// Connections in handshake to `addr` fail: the kernel will not send
+    /// there.
+    pub fn fail_unreachable(&mut self, addr: SocketAddr, reason: &str) {
+        for (h, io) in self.conns.iter_mut() {
+            let Some(c) = self.ep.connection(*h) else {
+                continue;
+            };
+            if !io.connected && c.remote_address() == addr {
+                io.fail(ConnectionError::Unreachable {
+                    addr,
+                    reason: reason.to_owned(),
+                });
+            }
+        }
+    }
+
+    /// The endpoint task ended: every waiter learns why.
+    pub fn stop(&mut self, reason: &str) {
+        self.stopped.get_or_insert_with(|| reason.to_owned());
+        for io in self.conns.values_mut() {
+            io.closed = true;
+            io.fail(ConnectionError::EndpointStopped(reason.to_owned()));
+        }
+        for w in self
+            .accept_wakers
+            .drain(..)
+            .chain(self.idle_wakers.drain(..))
+        {
+            w.wake();
+        }
+    }
+
+    /// No handle is left and the core holds no connection: the task may
+    /// end and release the socket.
+    pub fn is_finished(&self) -> bool {
+        self.endpoint_refs == 0 && self.conns.is_empty() && self.ep.handles().next().is_none()
+    }
+
+    /// Wakes `wait_idle` callers once no connection is left.
+    pub fn check_idle(&mut self) {
+        if self.ep.handles().next().is_none() {
+            for w in self.idle_wakers.drain(..) {
+                w.wake();
+            }
+        }
+    }
+
+    /// One handle fewer; at zero the connection closes with code 0.
+    pub fn release(&mut self, h: ConnectionHandle) {
+        let Some(io) = self.conns.get_mut(&h) else {
+            return;
+        };
+        io.refs = io.refs.saturating_sub(1);
+        if io.refs > 0 {
+            return;
+        }
+        if io.closed {
+            self.conns.remove(&h);
+            return;
+        }
+        let now = self.now();
+        if let Some(c) = self.ep.connection_mut(h) {
+            c.close(now, 0, b"");
+        }
+        self.wake_driver();
+    }
+}
+
+fn dispatch_stream_event(io: &mut ConnIo, event: StreamEvent) {
+    let waker = match event {
+        StreamEvent::Opened(_) => io.accept_waker.take(),
+        StreamEvent::Readable(id) => io.readers.remove(&id),
+        StreamEvent::Reset(id, code) => {
+            io.resets.insert(id, code);
+            io.readers.remove(&id)
+        }
+        StreamEvent::Stopped(id, code) => {
+            io.stops.insert(id, code);
+            io.writers.remove(&id)
+        }
+        StreamEvent::Writable(id) | StreamEvent::Finished(id) => {
+            if let Some(w) = io.low_water.remove(&id) {
+                w.wake();
+            }
+            io.writers.remove(&id)
+        }
+        StreamEvent::Available { .. } => io.open_waker.take(),
+    };
+    if let Some(w) = waker {
+        w.wake();
+    }
+}

@@ -1,0 +1,231 @@
+//! [`Stream`]: one bidirectional stream as a tokio `AsyncRead` +
+//! `AsyncWrite` (use `tokio::io::split` for separate halves).
+//!
+//! Writes buffer up to the core's send buffer and wait when it is full;
+//! `shutdown` sends FIN and resolves once the peer has acknowledged every
+//! byte, so dropping the connection after it loses nothing. Reads end
+//! (`Ok(0)`) at the peer's FIN; a peer reset reads as `ConnectionReset`.
+
+use crate::connection::{Connection, StreamOpError};
+use crate::error::ConnectionError;
+use brisk_proto::streams::{Priority, SendState, StreamError, StreamId};
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+pub struct Stream {
+    conn: Connection,
+    id: StreamId,
+    /// The peer's FIN was read.
+    eof: bool,
+    fin_sent: bool,
+}
+
+fn stream_error(e: StreamError) -> io::Error {
+    let kind = match e {
+        StreamError::Reset { .. } => io::ErrorKind::ConnectionReset,
+        StreamError::Stopped { .. } => io::ErrorKind::BrokenPipe,
+        _ => io::ErrorKind::Other,
+    };
+    io::Error::new(kind, e)
+}
+
+fn op_error(e: StreamOpError) -> io::Error {
+    match e {
+        StreamOpError::Stream(e) => stream_error(e),
+        StreamOpError::Connection(e) => e.into(),
+    }
+}
+
+impl Stream {
+    pub(crate) fn new(conn: Connection, id: StreamId) -> Stream {
+        Stream {
+            conn,
+            id,
+            eof: false,
+            fin_sent: false,
+        }
+    }
+
+    pub fn id(&self) -> StreamId {
+        self.id
+    }
+
+    pub fn connection(&self) -> &Connection {
+        &self.conn
+    }
+
+    /// Bytes worth writing now under the low-water-mark rule.
+    pub fn writable_bytes(&self) -> u64 {
+        self.conn.writable_bytes(self.id)
+    }
+
+    /// Waits until [`Stream::writable_bytes`] is non-zero and returns it:
+    /// write one fresh unit of at most that size, then wait again.
+    pub async fn writable(&self) -> Result<u64, ConnectionError> {
+        self.conn.writable(self.id).await
+    }
+
+    pub fn set_priority(&self, priority: Priority) -> io::Result<()> {
+        self.conn
+            .with_core(|c| c.set_priority(self.id, priority))
+            .map_err(op_error)
+    }
+
+    /// Abandons the sending half: the peer's reads fail with `code`.
+    pub fn reset(&self, code: u64) -> io::Result<()> {
+        self.conn
+            .with_core(|c| c.reset_stream(self.id, code))
+            .map_err(op_error)
+    }
+
+    /// Asks the peer to stop sending, with `code`.
+    pub fn stop(&self, code: u64) -> io::Result<()> {
+        self.conn
+            .with_core(|c| c.stop_sending(self.id, code))
+            .map_err(op_error)
+    }
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if this.eof || buf.remaining() == 0 {
+            return Poll::Ready(Ok(()));
+        }
+        let shared = this.conn.shared.clone();
+        let mut st = shared.lock();
+        let h = this.conn.handle;
+        let result = st
+            .ep
+            .connection_mut(h)
+            .map(|c| c.read(this.id, buf.initialize_unfilled()));
+        let reset = st
+            .conns
+            .get(&h)
+            .and_then(|io| io.resets.get(&this.id).copied());
+        match result {
+            Some(Ok(r)) if r.bytes > 0 || r.fin => {
+                buf.advance(r.bytes);
+                this.eof = r.fin;
+                // Reading frees flow-control credit the peer may need.
+                st.wake_driver();
+                Poll::Ready(Ok(()))
+            }
+            Some(Ok(_)) => {
+                let error = st.conns.get(&h).and_then(|io| io.error.clone());
+                if let Some(e) = error {
+                    return Poll::Ready(Err(e.into()));
+                }
+                if let Some(io) = st.conns.get_mut(&h) {
+                    io.readers.insert(this.id, cx.waker().clone());
+                }
+                Poll::Pending
+            }
+            Some(Err(StreamError::Closed { .. })) if reset.is_some() => {
+                Poll::Ready(Err(stream_error(StreamError::Reset {
+                    id: this.id,
+                    error_code: reset.unwrap_or_default(),
+                })))
+            }
+            Some(Err(e)) => Poll::Ready(Err(stream_error(e))),
+            None => {
+                let e = st
+                    .conns
+                    .get(&h)
+                    .and_then(|io| io.error.clone())
+                    .unwrap_or(ConnectionError::LocallyClosed);
+                Poll::Ready(Err(e.into()))
+            }
+        }
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        if buf.is_empty() {
+            return Poll::Ready(Ok(0));
+        }
+        let shared = this.conn.shared.clone();
+        let mut st = shared.lock();
+        let h = this.conn.handle;
+        if let Some(e) = st.conns.get(&h).and_then(|io| io.error.clone()) {
+            return Poll::Ready(Err(e.into()));
+        }
+        let Some(c) = st.ep.connection_mut(h) else {
+            return Poll::Ready(Err(ConnectionError::LocallyClosed.into()));
+        };
+        match c.write(this.id, buf) {
+            Ok(0) => {
+                if let Some(io) = st.conns.get_mut(&h) {
+                    io.writers.insert(this.id, cx.waker().clone());
+                }
+                Poll::Pending
+            }
+            Ok(n) => {
+                st.wake_driver();
+                Poll::Ready(Ok(n))
+            }
+            Err(e) => Poll::Ready(Err(stream_error(e))),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    /// Sends FIN, then waits until the peer acknowledged everything.
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let shared = this.conn.shared.clone();
+        let mut st = shared.lock();
+        let h = this.conn.handle;
+        if let Some(e) = st.conns.get(&h).and_then(|io| io.error.clone()) {
+            return Poll::Ready(Err(e.into()));
+        }
+        let Some(c) = st.ep.connection_mut(h) else {
+            return Poll::Ready(Err(ConnectionError::LocallyClosed.into()));
+        };
+        if !this.fin_sent {
+            if let Err(e) = c.finish(this.id) {
+                return Poll::Ready(Err(stream_error(e)));
+            }
+            this.fin_sent = true;
+            st.wake_driver();
+        }
+        let Some(c) = st.ep.connection(h) else {
+            return Poll::Ready(Err(ConnectionError::LocallyClosed.into()));
+        };
+        match c.streams().send_state(this.id) {
+            // Gone: both halves finished and were forgotten.
+            None | Some(SendState::DataRecvd) => Poll::Ready(Ok(())),
+            Some(SendState::ResetSent | SendState::ResetRecvd) => {
+                Poll::Ready(Err(io::ErrorKind::BrokenPipe.into()))
+            }
+            Some(_) => {
+                if let Some(io) = st.conns.get_mut(&h) {
+                    io.writers.insert(this.id, cx.waker().clone());
+                }
+                Poll::Pending
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for Stream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stream")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}

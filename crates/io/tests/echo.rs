@@ -1,0 +1,51 @@
+//! Connections and streams over loopback, IPv4 and IPv6.
+
+mod common;
+
+use common::*;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// Serves one connection: echoes every stream back.
+async fn echo_server(server: brisk_io::Endpoint) {
+    while let Some(conn) = server.accept().await {
+        tokio::spawn(async move {
+            while let Ok(mut s) = conn.accept_stream().await {
+                tokio::spawn(async move {
+                    let mut buf = Vec::new();
+                    s.read_to_end(&mut buf).await.unwrap();
+                    s.write_all(&buf).await.unwrap();
+                    s.shutdown().await.unwrap();
+                });
+            }
+        });
+    }
+}
+
+async fn echo_once(v6: bool) {
+    let server = server(v6);
+    let addr = server.local_addr();
+    let key = server.public_key().unwrap();
+    tokio::spawn(echo_server(server.clone()));
+    let client = client(v6);
+    let conn = client.connect(addr, key).await.unwrap();
+    let mut s = conn.open_stream().await.unwrap();
+    let msg = pattern(100_000, 3);
+    s.write_all(&msg).await.unwrap();
+    s.shutdown().await.unwrap();
+    let mut back = Vec::new();
+    s.read_to_end(&mut back).await.unwrap();
+    assert_eq!(back, msg);
+    let stats = conn.stats().unwrap();
+    assert!(stats.smoothed_rtt > std::time::Duration::ZERO);
+    assert!(stats.stream_bytes_received >= msg.len() as u64);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn echo_v4() {
+    echo_once(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn echo_v6() {
+    echo_once(true).await;
+}
