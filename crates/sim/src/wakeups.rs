@@ -1,27 +1,35 @@
 //! The engine's agenda: when each component (a flow's application, its two
 //! access links, the two bottleneck directions) next wants to run.
 //!
-//! A binary heap of (time, component) with lazy invalidation: rescheduling
-//! a component pushes a new entry and leaves the old one in the heap, where
-//! it is recognised as stale (its time is no longer the component's) and
-//! skipped when it surfaces. Each component thus costs O(log n) only when
-//! its wake-up time changes, instead of a scan of every component on every
-//! step.
+//! Each component's wake-up sits in a flat array, in blocks of 16 that keep
+//! their minimum: the next wake-up is the least block minimum, a change
+//! rescans at most its own block, and a round finds its due components by
+//! scanning in number order. Nothing asks a component for its wake-up
+//! unless the engine just touched it. (Arrays beat a binary heap here: the
+//! engine has a handful of components per flow, and a scan of a few cache
+//! lines costs less than a heap's sifting.)
 //!
-//! Components are numbered in the order a round visits them, and equal
-//! times pop in that order, so ties are deterministic. Time advances in
-//! rounds: a round at `t` visits, in number order, the components due at
-//! `t`; one that becomes due at `t` after the round has passed its number
-//! waits for the next round at the same `t` (see [`Wakeups::schedule`]).
+//! Components are numbered in the order a round visits them, so ties are
+//! deterministic. Time advances in rounds: a round at `t` visits, in number
+//! order, the components due at `t`; one that becomes due at `t` after the
+//! round has passed its number waits for the next round at the same `t`
+//! (see [`Wakeups::schedule`]).
 
 use brisk_time::Instant;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+
+/// Components per block.
+const BLOCK: usize = 16;
+/// The wake-up of a component that has none (or waits in `next_round`).
+const NEVER: u64 = u64::MAX;
 
 #[derive(Debug, Default)]
 pub(crate) struct Wakeups {
-    heap: BinaryHeap<Reverse<(Instant, usize)>>,
-    /// The live wake-up time of each component.
+    /// Each component's wake-up in nanoseconds, [`NEVER`] if none.
+    times: Vec<u64>,
+    /// The least of `times` in each block of [`BLOCK`].
+    block_min: Vec<u64>,
+    /// Each component's wake-up as last scheduled, including those waiting
+    /// in `next_round`.
     due: Vec<Option<Instant>>,
     /// The round in progress: its time and the last component it visited.
     round: Option<(Instant, Option<usize>)>,
@@ -31,8 +39,10 @@ pub(crate) struct Wakeups {
 
 impl Wakeups {
     pub(crate) fn new(components: usize) -> Wakeups {
+        let blocks = components.div_ceil(BLOCK);
         Wakeups {
-            heap: BinaryHeap::with_capacity(components * 2),
+            times: vec![NEVER; components],
+            block_min: vec![NEVER; blocks],
             due: vec![None; components],
             round: None,
             next_round: Vec::new(),
@@ -52,19 +62,19 @@ impl Wakeups {
             return;
         }
         self.due[component] = at;
-        let Some(t) = at else { return };
-        match self.round {
-            Some((now, Some(done))) if t == now && component <= done => {
+        match (at, self.round) {
+            (Some(t), Some((now, Some(done)))) if t == now && component <= done => {
+                self.set(component, NEVER);
                 self.next_round.push(component);
             }
-            _ => self.heap.push(Reverse((t, component))),
+            (at, _) => self.set(component, at.map_or(NEVER, Instant::as_nanos)),
         }
     }
 
     /// The time of the next round, if anything is scheduled.
-    pub(crate) fn next_time(&mut self) -> Option<Instant> {
-        self.drop_stale();
-        self.heap.peek().map(|Reverse((t, _))| *t)
+    pub(crate) fn next_time(&self) -> Option<Instant> {
+        let t = self.block_min.iter().copied().min().unwrap_or(NEVER);
+        (t != NEVER).then(|| Instant::from_nanos(t))
     }
 
     /// Opens a round at `now` (a time [`Wakeups::next_time`] returned).
@@ -76,22 +86,27 @@ impl Wakeups {
     /// counts as run (unscheduled) from here on.
     pub(crate) fn pop_due(&mut self) -> Option<usize> {
         let (now, cursor) = self.round?;
-        loop {
-            self.drop_stale();
-            let &Reverse((t, c)) = self.heap.peek()?;
-            if t != now {
-                return None;
+        let t = now.as_nanos();
+        // Components due now behind the cursor wait outside `times`, so
+        // every one due now is ahead of it.
+        let from = cursor.map_or(0, |c| c + 1);
+        let mut block = from / BLOCK;
+        let mut start = from;
+        while block < self.block_min.len() {
+            if self.block_min[block] == t {
+                let end = ((block + 1) * BLOCK).min(self.times.len());
+                if let Some(i) = self.times[start..end].iter().position(|x| *x == t) {
+                    let c = start + i;
+                    self.due[c] = None;
+                    self.set(c, NEVER);
+                    self.round = Some((now, Some(c)));
+                    return Some(c);
+                }
             }
-            self.heap.pop();
-            // A second entry for a component this round already ran: its
-            // new wake-up at `now` waits in `next_round`.
-            if cursor.is_some_and(|done| c <= done) {
-                continue;
-            }
-            self.due[c] = None;
-            self.round = Some((now, Some(c)));
-            return Some(c);
+            block += 1;
+            start = block * BLOCK;
         }
+        None
     }
 
     /// Closes the round; what became due behind its cursor is due at once.
@@ -99,20 +114,25 @@ impl Wakeups {
         let Some((now, _)) = self.round.take() else {
             return;
         };
-        for c in self.next_round.drain(..) {
+        let waiting = std::mem::take(&mut self.next_round);
+        for &c in &waiting {
             if self.due[c] == Some(now) {
-                self.heap.push(Reverse((now, c)));
+                self.set(c, now.as_nanos());
             }
         }
+        self.next_round = waiting;
+        self.next_round.clear();
     }
 
-    /// Pops heap entries that no longer match their component's time.
-    fn drop_stale(&mut self) {
-        while let Some(&Reverse((t, c))) = self.heap.peek() {
-            if self.due[c] == Some(t) {
-                break;
-            }
-            self.heap.pop();
+    /// Writes a component's wake-up and keeps its block's minimum.
+    fn set(&mut self, c: usize, t: u64) {
+        let old = std::mem::replace(&mut self.times[c], t);
+        let b = c / BLOCK;
+        if t < self.block_min[b] {
+            self.block_min[b] = t;
+        } else if old == self.block_min[b] && t != old {
+            let block = &self.times[b * BLOCK..((b + 1) * BLOCK).min(self.times.len())];
+            self.block_min[b] = block.iter().copied().min().unwrap_or(NEVER);
         }
     }
 }
@@ -190,8 +210,89 @@ mod tests {
         assert_eq!(rounds, vec![(10, vec![1, 2, 3]), (10, vec![0, 1])]);
     }
 
+    /// The agenda's contract by brute force: scan every component.
+    #[derive(Default)]
+    struct Naive {
+        due: Vec<Option<Instant>>,
+        deferred: Vec<bool>,
+        round: Option<(Instant, Option<usize>)>,
+    }
+
+    impl Naive {
+        fn schedule(&mut self, c: usize, at: Option<Instant>) {
+            let at = match (at, self.round) {
+                (Some(t), Some((now, _))) => Some(t.max(now)),
+                (t, _) => t,
+            };
+            if self.due[c] == at {
+                return;
+            }
+            self.due[c] = at;
+            self.deferred[c] = matches!(
+                (at, self.round),
+                (Some(t), Some((now, Some(done)))) if t == now && c <= done
+            );
+        }
+        fn next_time(&self) -> Option<Instant> {
+            self.due.iter().flatten().min().copied()
+        }
+        fn pop_due(&mut self) -> Option<usize> {
+            let (now, cursor) = self.round?;
+            let c = (0..self.due.len()).find(|&c| {
+                self.due[c] == Some(now) && !self.deferred[c] && cursor.is_none_or(|d| c > d)
+            })?;
+            self.due[c] = None;
+            self.round = Some((now, Some(c)));
+            Some(c)
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn behaves_like_a_scan_of_every_component(
+            ops in proptest::collection::vec((0usize..8, 0u8..6, 0u8..4), 1..300),
+        ) {
+            // Eight components spread over three blocks.
+            let n = 8 * 19;
+            let mut w = Wakeups::new(n);
+            let mut naive = Naive {
+                due: vec![None; n],
+                deferred: vec![false; n],
+                round: None,
+            };
+            let mut now = 0u64;
+            for (c, offset, op) in ops {
+                let c = c * 19;
+                match op {
+                    // Schedule, or cancel when the offset is 5.
+                    0 | 1 => {
+                        let at = (offset < 5).then(|| Instant::from_millis(now + u64::from(offset)));
+                        w.schedule(c, at);
+                        naive.schedule(c, at);
+                    }
+                    2 if naive.round.is_some() => {
+                        proptest::prop_assert_eq!(w.pop_due(), naive.pop_due());
+                    }
+                    _ => {
+                        if naive.round.is_some() {
+                            w.end_round();
+                            naive.round = None;
+                            naive.deferred.iter_mut().for_each(|d| *d = false);
+                        }
+                        proptest::prop_assert_eq!(w.next_time(), naive.next_time());
+                        if let Some(t) = naive.next_time() {
+                            now = t.as_millis();
+                            w.start_round(t);
+                            naive.round = Some((t, None));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
-    fn a_stale_twin_of_a_component_rescheduled_now_does_not_run_it_twice() {
+    fn a_component_rescheduled_now_behind_the_cursor_runs_once_per_round() {
         let mut w = Wakeups::new(2);
         // Two live-looking entries at 10 ms for component 0.
         w.schedule(0, ms(10));

@@ -199,7 +199,7 @@ impl Link {
 
     /// The next time the link has something to do, if any.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let tx = self.tx.due(!self.queue.is_empty());
+        let tx = self.tx.due(self.queue.as_ref());
         let rx = self.in_flight.first_arrival();
         match (tx, rx) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -219,7 +219,7 @@ impl Link {
     fn advance(&mut self, now: Instant) {
         loop {
             let rx = self.in_flight.first_arrival().filter(|t| *t <= now);
-            let tx = self.tx.due(!self.queue.is_empty()).filter(|t| *t <= now);
+            let tx = self.tx.due(self.queue.as_ref()).filter(|t| *t <= now);
             match (tx, rx) {
                 // Arrivals first on ties: they were scheduled earlier.
                 (Some(t), Some(r)) if t < r => self.transmit(t),
@@ -263,7 +263,7 @@ impl Link {
             }
         }
         self.tx_out = out;
-        if self.tx.is_idle() && self.queue.is_empty() && !self.holds.is_empty() {
+        if !self.holds.is_empty() && self.tx.is_idle() && self.queue.is_empty() {
             // The transmitter ran dry: nothing more will overtake them.
             for (t, p) in self.holds.flush(self.last_in_order) {
                 self.schedule(t, p);

@@ -95,22 +95,23 @@ impl Transmitter {
         }
     }
 
-    /// When the transmitter next has something to do, given whether the
-    /// queue holds packets.
-    pub(crate) fn due(&self, queue_has_packets: bool) -> Option<Instant> {
+    /// When the transmitter next has something to do, given the queue it
+    /// drains (asked only when it matters: mid-packet it does not).
+    pub(crate) fn due(&self, queue: &dyn Queue) -> Option<Instant> {
+        let queue_has_packets = || !queue.is_empty();
         match &self.state {
             State::Continuous {
                 sending: Some((_, finish, _)),
                 ..
             } => Some(*finish),
             State::Continuous { free_at, .. } => {
-                queue_has_packets.then(|| self.freeze.up_again(*free_at).unwrap_or(*free_at))
+                queue_has_packets().then(|| self.freeze.up_again(*free_at).unwrap_or(*free_at))
             }
             State::Trace {
                 trace,
                 next,
                 sending,
-            } => (sending.is_some() || queue_has_packets).then(|| trace.opportunity_at(*next)),
+            } => (sending.is_some() || queue_has_packets()).then(|| trace.opportunity_at(*next)),
             State::Stalled => None,
         }
     }
