@@ -4,8 +4,12 @@
 //! results; everything else lives in the library crates.
 
 mod bench;
+mod get;
+mod keygen;
 mod lab;
 mod live;
+mod perf;
+mod serve;
 mod sim;
 mod tcp;
 
@@ -35,6 +39,14 @@ enum Command {
     Tcp(tcp::TcpArgs),
     /// Run real programs through the simulator's models in real time (root).
     Live(live::LiveArgs),
+    /// Write a server key pair: PREFIX.key (secret) and PREFIX.pub.
+    Keygen(keygen::KeygenArgs),
+    /// Serve the files under a directory over Brisk.
+    Serve(serve::ServeArgs),
+    /// Fetch a file from `brisk serve`, checking its SHA-256.
+    Get(get::GetArgs),
+    /// Throughput and request/response latency over Brisk.
+    Perf(perf::PerfArgs),
 }
 
 fn main() -> ExitCode {
@@ -45,6 +57,10 @@ fn main() -> ExitCode {
         Command::Lab(args) => lab::run(args),
         Command::Tcp(args) => tcp::run(args),
         Command::Live(args) => live::run(args),
+        Command::Keygen(args) => keygen::run(args),
+        Command::Serve(args) => serve::run(args),
+        Command::Get(args) => get::run(args),
+        Command::Perf(args) => perf::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
