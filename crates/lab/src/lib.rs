@@ -6,13 +6,17 @@
 //! drives `brisk-sim` runs (on a thread pool, each run deterministic),
 //! describes scenarios from `brisk-netmodel`'s configs, and draws plots
 //! with `brisk-trace`. It reads no clock: the same suite, seed and options
-//! give the same report and results.json byte for byte.
+//! give the same report and results.json byte for byte. The exception is
+//! the live suite (`lab/live`, root only): its sections run real kernel
+//! TCP through `brisk-live` in wall-clock time, so their numbers vary a
+//! little from run to run.
 //!
 //! Modules:
 //! - [`suite`]: suite directories (built-in ones embedded at build time);
 //! - [`section`]: the [`Section`] trait a report section implements, and
 //!   what it returns; [`sections`]: the registry and the sections
-//!   themselves, one file each;
+//!   themselves, one file each; [`live`]: sections whose runs are live
+//!   experiments with real kernel TCP (`brisk-live`), their own registry;
 //! - [`claim`]: the seed documents and claims; [`verdict`]: checks against
 //!   thresholds and the pass / partial / fail verdict;
 //! - [`runner`]: runs a suite's scenarios in parallel;
@@ -26,6 +30,7 @@
 pub mod claim;
 pub mod describe;
 pub mod html;
+pub mod live;
 pub mod output;
 pub mod report;
 pub mod runner;

@@ -3,8 +3,13 @@
 //! Each scenario is independent and deterministic, so the pool only changes
 //! how fast the suite finishes, never what it finds: results come back in
 //! suite order whatever order the threads finished in.
+//!
+//! Live sections ([`crate::section::LiveExperiment`]) run after the
+//! simulator's scenarios, one at a time on the caller's thread: they take
+//! wall-clock time on real sockets, and a busy pool would only add noise
+//! to what they measure.
 
-use crate::section::ScenarioRun;
+use crate::section::{LiveExperiment, Measured, ScenarioRun};
 use crate::suite::{Suite, SuiteScenario};
 use brisk_sim::capture::PcapSink;
 use brisk_sim::engine::CaptureSink;
@@ -73,6 +78,8 @@ pub enum RunError {
     Capture { path: String, message: String },
     #[error("a worker thread panicked while running {0}")]
     Panicked(String),
+    #[error("{path}: the live experiment failed: {message}")]
+    Live { path: String, message: String },
 }
 
 /// The scenario as it runs under `config`.
@@ -125,8 +132,33 @@ fn run_one(s: &SuiteScenario, suite: &Suite, config: &RunConfig) -> Result<Finis
             results: done.results,
             series,
             reports,
+            measured: Measured::new(),
         },
         pcap,
+        text: s.text.clone(),
+    })
+}
+
+/// Runs one scenario of a live section: the file gives the network, the
+/// experiment the programs. `--quick`, `--ip` and the seed do not apply.
+fn run_live_one(s: &SuiteScenario, experiment: &dyn LiveExperiment) -> Result<Finished, RunError> {
+    let live = experiment
+        .run_live(&s.stem, &s.scenario)
+        .map_err(|message| RunError::Live {
+            path: s.path.clone(),
+            message,
+        })?;
+    Ok(Finished {
+        run: ScenarioRun {
+            stem: s.stem.clone(),
+            path: s.path.clone(),
+            scenario: s.scenario.clone(),
+            results: live.results,
+            series: Vec::new(),
+            reports: Vec::new(),
+            measured: live.measured,
+        },
+        pcap: None,
         text: s.text.clone(),
     })
 }
@@ -149,23 +181,27 @@ pub fn run_suite(
         work.iter().map(|_| Mutex::new(None)).collect();
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
+    let live = |section: usize| suite.sections[section].section.live();
+    let simulated: Vec<usize> = (0..total).filter(|&i| live(work[i].0).is_none()).collect();
+    let finish = |i: usize, result: Result<Finished, RunError>| {
+        if let Ok(mut slot) = slots[i].lock() {
+            *slot = Some(result);
+        }
+        let n = done.fetch_add(1, Ordering::Relaxed) + 1;
+        progress(Progress {
+            done: n,
+            total,
+            path: &work[i].1.path,
+        });
+    };
     let worker = || {
         loop {
-            let i = next.fetch_add(1, Ordering::Relaxed);
-            let Some((_, s)) = work.get(i) else { break };
-            let result = run_one(s, suite, config);
-            if let Ok(mut slot) = slots[i].lock() {
-                *slot = Some(result);
-            }
-            let n = done.fetch_add(1, Ordering::Relaxed) + 1;
-            progress(Progress {
-                done: n,
-                total,
-                path: &s.path,
-            });
+            let k = next.fetch_add(1, Ordering::Relaxed);
+            let Some(&i) = simulated.get(k) else { break };
+            finish(i, run_one(work[i].1, suite, config));
         }
     };
-    let threads = config.jobs.clamp(1, total.max(1));
+    let threads = config.jobs.clamp(1, simulated.len().max(1));
     if threads == 1 {
         worker();
     } else {
@@ -174,6 +210,11 @@ pub fn run_suite(
                 scope.spawn(worker);
             }
         });
+    }
+    for (i, (section, s)) in work.iter().enumerate() {
+        if let Some(experiment) = live(*section) {
+            finish(i, run_live_one(s, experiment));
+        }
     }
     let mut out: Vec<SectionRuns> = suite
         .sections

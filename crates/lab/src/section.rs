@@ -5,6 +5,11 @@
 //! in `<suite>/<section id>/<stem>.toml`); after the runner has run them it
 //! turns the results into [`Findings`]: checks (from which the verdict is
 //! computed), tables and plots. See `docs/LAB.md` for how to add one.
+//!
+//! A live section ([`Section::live`]) names networks instead: the runner
+//! hands each scenario to its [`LiveExperiment`], which runs real programs
+//! through that network in the live lab (`brisk-live`) and returns named
+//! numbers ([`ScenarioRun::measured`]) beside the router's results.
 
 use crate::claim::Claim;
 use crate::verdict::Check;
@@ -30,7 +35,34 @@ pub trait Section: Sync {
     fn scenarios(&self) -> &'static [&'static str];
     /// Reads the finished runs (one per stem) into findings.
     fn evaluate(&self, runs: &Runs<'_>) -> Result<Findings, SectionError>;
+    /// The experiment that runs this section's scenarios on real kernel
+    /// TCP instead of the simulator; `None` (the default) for simulator
+    /// sections.
+    fn live(&self) -> Option<&dyn LiveExperiment> {
+        None
+    }
 }
+
+/// A live section's experiment: its scenario files describe the network
+/// (links and queues), and the experiment runs real sockets through it.
+/// Runs take wall-clock seconds, need root, and vary a little from run to
+/// run; the runner runs them one at a time.
+pub trait LiveExperiment: Sync {
+    /// Runs scenario `stem` (as the suite's file describes its network).
+    fn run_live(&self, stem: &str, scenario: &Scenario) -> Result<LiveRun, String>;
+}
+
+/// What one live run returns.
+#[derive(Debug, Clone)]
+pub struct LiveRun {
+    /// The router's view of the run, in the simulator's result shape.
+    pub results: Results,
+    /// The experiment's numbers, by name (units in the names).
+    pub measured: Measured,
+}
+
+/// Named numbers a live experiment measured.
+pub type Measured = std::collections::BTreeMap<String, f64>;
 
 /// What a section concluded from its runs.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -135,6 +167,8 @@ pub struct ScenarioRun {
     /// What each flow's application reported, in flow order (a transport
     /// flow's statistics, time-sequence events and frame rate included).
     pub reports: Vec<AppReport>,
+    /// A live experiment's numbers (empty for simulator runs).
+    pub measured: Measured,
 }
 
 impl ScenarioRun {
@@ -194,6 +228,17 @@ impl ScenarioRun {
     /// The RTT samples of a flow in ms, in time order.
     pub fn rtt_samples_ms(&self, flow: &str) -> Result<Vec<f64>, SectionError> {
         Ok(self.series(flow)?.rtt.iter().map(|(_, d)| ms(*d)).collect())
+    }
+
+    /// A number a live experiment measured.
+    pub fn number(&self, name: &str) -> Result<f64, SectionError> {
+        self.measured
+            .get(name)
+            .copied()
+            .ok_or_else(|| SectionError::Unsuitable {
+                scenario: self.path.clone(),
+                message: format!("the live run measured no {name:?}"),
+            })
     }
 
     fn missing(&self, flow: &str) -> SectionError {

@@ -11,8 +11,8 @@
 //! The suites under `lab/` in the repository are embedded in the binary at
 //! build time (see `build.rs`), so `brisk lab` needs no files at run time;
 //! `--suite DIR` reads a directory of the same shape instead. Sections run
-//! in registry order ([`crate::sections::all`]), those with a directory in
-//! the suite only. Every file is checked when the suite loads: a missing
+//! in registry order ([`crate::sections::all`], then the live sections of
+//! [`crate::live::all`]), those with a directory in the suite only. Every file is checked when the suite loads: a missing
 //! scenario, an unused file or a directory no section claims is an error,
 //! so a typo never silently drops an experiment.
 
@@ -168,6 +168,14 @@ impl Files for Dir {
     }
 }
 
+/// Every section a suite may hold: the simulator's, then the live lab's.
+fn registry() -> impl Iterator<Item = &'static dyn Section> {
+    crate::sections::all()
+        .iter()
+        .chain(crate::live::all())
+        .copied()
+}
+
 /// Names of the built-in suites.
 pub fn embedded_names() -> Vec<&'static str> {
     let mut names: Vec<&str> = EMBEDDED.iter().map(|(s, _, _)| *s).collect();
@@ -221,7 +229,7 @@ impl Suite {
                 message: e.to_string().trim_end().to_string(),
             })?;
         let listed = files.list();
-        let known: Vec<&str> = crate::sections::all().iter().map(|s| s.id()).collect();
+        let known: Vec<&str> = registry().map(|s| s.id()).collect();
         for rel in &listed {
             if let Some((dir, _)) = rel.split_once('/')
                 && !known.contains(&dir)
@@ -233,7 +241,7 @@ impl Suite {
             }
         }
         let mut sections = Vec::new();
-        for &section in crate::sections::all() {
+        for section in registry() {
             let prefix = format!("{}/", section.id());
             let mine: Vec<&String> = listed.iter().filter(|r| r.starts_with(&prefix)).collect();
             if mine.is_empty() {

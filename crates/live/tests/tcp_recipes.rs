@@ -108,9 +108,11 @@ fn write_sizing_saves_a_round_trip_at_250_ms() {
         after.waited_behind_bytes,
         after.rtt_ms
     ));
-    // The seed: 511 ms -> 250 ms, 2 RTT -> 1 RTT.
+    // The seed: 511 ms -> 250 ms, 2 RTT -> 1 RTT. The default's extra wait
+    // depends on how far send-buffer autotuning ran ahead of the window:
+    // 2 to 3 RTT here.
     assert!(
-        (400.0..700.0).contains(&before.small_complete_ms),
+        (400.0..900.0).contains(&before.small_complete_ms),
         "{before:?}"
     );
     assert!(

@@ -186,7 +186,6 @@ async fn send(stream: TcpStream, exp: &LowatExperiment, shared: &Shared) -> io::
         };
         writer.write_unit(&unit).await?;
     }
-    drop(writer);
     // Keep the connection until the receiver has everything and closes.
     let mut buf = [0u8; 256];
     loop {

@@ -1,0 +1,299 @@
+//! Live sections: `brisk-tcp`'s recipes proven with real kernel TCP in
+//! the live lab (`brisk lab --suite live`, root only). Each section's
+//! scenario files describe a network (links and queues, as for the
+//! simulator); its [`crate::section::LiveExperiment`] brings the network up with
+//! `brisk-live`, runs the recipe off (the first file) and on (the second)
+//! through `brisk_live::recipes`, and returns the numbers its checks read.
+//!
+//! Unlike the simulator's sections these runs take wall-clock time and
+//! vary a little between runs, so their bounds carry margins; each
+//! section's doc says what they are and why.
+//!
+//! Sections, one file each: [`notsent_lowat`], [`write_sizing`],
+//! [`fast_open`], [`happy_eyeballs`], [`nat64_literal`].
+
+mod fast_open;
+mod happy_eyeballs;
+mod nat64_literal;
+mod notsent_lowat;
+mod write_sizing;
+
+use crate::section::{LiveRun, Measured, Plot, SectionError, plot};
+use brisk_live::recipes::RecipeError;
+use brisk_live::{IpMode, Lab, LabConfig, LiveResults};
+use brisk_sim::results::{EngineResults, Results};
+use brisk_sim::scenario::Scenario;
+use brisk_trace::plot::{Axis, BarChart, BarSeries, Frame, bar_chart};
+
+/// Every live section, in report order.
+pub fn all() -> &'static [&'static dyn crate::section::Section] {
+    &[
+        &notsent_lowat::NotsentLowat,
+        &write_sizing::WriteSizing,
+        &fast_open::FastOpen,
+        &happy_eyeballs::HappyEyeballs,
+        &nat64_literal::Nat64Literal,
+    ]
+}
+
+/// Brings up a lab on `scenario`'s network with the client and server in
+/// `mode`, runs `f` in it, and tears it down; returns the router's results
+/// and what `f` measured.
+fn in_lab<T>(
+    scenario: &Scenario,
+    mode: IpMode,
+    f: impl FnOnce(&Lab) -> Result<T, RecipeError>,
+) -> Result<(Results, T), String> {
+    let mut config = LabConfig::new(scenario.clone());
+    config.ip = mode;
+    let lab = Lab::up(config).map_err(|e| e.to_string())?;
+    let out = f(&lab).map_err(|e| e.to_string())?;
+    let results = lab.finish(None, None).map_err(|e| e.to_string())?;
+    Ok((sim_shape(results), out))
+}
+
+/// The router's results in the simulator's shape (the live ones are the
+/// same types plus fidelity): the engine's steps are the router's wake-ups,
+/// its packet hops the packets both links carried.
+fn sim_shape(r: LiveResults) -> Results {
+    Results {
+        engine: EngineResults {
+            steps: r.fidelity.wakeups,
+            packet_hops: r.link.transmitted_packets + r.link_up.transmitted_packets,
+        },
+        scenario: r.scenario,
+        seed: r.seed,
+        ip: r.ip,
+        duration_s: r.duration_s,
+        link: r.link,
+        link_up: r.link_up,
+        queue: r.queue,
+        queue_up: r.queue_up,
+        flows: r.flows,
+    }
+}
+
+/// A live run from results and named numbers.
+fn live_run(results: Results, numbers: &[(&str, f64)]) -> LiveRun {
+    LiveRun {
+        results,
+        measured: numbers
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect::<Measured>(),
+    }
+}
+
+/// The scenario's base round trip: both links' propagation delays.
+fn base_rtt_ms(scenario: &Scenario) -> f64 {
+    crate::section::ms(scenario.link.down.delay + scenario.link.up.delay)
+}
+
+/// An unknown stem: the suite loader only hands a section its own stems,
+/// so this is a section listing a stem it cannot run.
+fn unknown_stem(section: &str, stem: &str) -> String {
+    format!("section {section} has no live run for scenario {stem:?}")
+}
+
+/// 1 for true, 0 for false: flags travel as numbers.
+fn flag(b: bool) -> f64 {
+    if b { 1.0 } else { 0.0 }
+}
+
+/// A bar chart of before/after values per category.
+fn before_after(
+    title: &str,
+    caption: &str,
+    y: (&str, &str),
+    categories: &[&str],
+    series: Vec<(&str, Vec<f64>)>,
+) -> Result<Plot, SectionError> {
+    plot(title, caption, || {
+        bar_chart(
+            &Frame::new(title, Axis::new("", ""), Axis::new(y.0, y.1)),
+            &BarChart {
+                categories: categories.iter().map(|c| c.to_string()).collect(),
+                series: series
+                    .into_iter()
+                    .map(|(name, values)| BarSeries::new(name, values))
+                    .collect(),
+                reference: None,
+            },
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::section::{Runs, ScenarioRun};
+    use crate::suite::Suite;
+    use crate::verdict::Verdict;
+
+    #[test]
+    fn the_live_suite_holds_every_live_section_and_nothing_else() {
+        let suite = Suite::embedded("live").unwrap();
+        let ids: Vec<&str> = suite.sections.iter().map(|s| s.section.id()).collect();
+        let live: Vec<&str> = all().iter().map(|s| s.id()).collect();
+        assert_eq!(ids, live);
+        for s in &suite.sections {
+            assert!(s.section.live().is_some(), "{}", s.section.id());
+            assert_eq!(s.scenarios.len(), 2, "{}: off, then on", s.section.id());
+        }
+        // Live sections never leak into the simulator's suite.
+        let default = Suite::embedded(crate::suite::DEFAULT_SUITE).unwrap();
+        assert!(default.sections.iter().all(|s| s.section.live().is_none()));
+    }
+
+    /// The section's verdict for these measured numbers (before, after).
+    fn verdict(id: &str, before: &[(&str, f64)], after: &[(&str, f64)]) -> Verdict {
+        let suite = Suite::embedded("live").unwrap();
+        let sec = suite
+            .sections
+            .iter()
+            .find(|s| s.section.id() == id)
+            .unwrap();
+        let runs: Vec<ScenarioRun> = sec
+            .scenarios
+            .iter()
+            .zip([before, after])
+            .map(|(s, numbers)| {
+                let done = brisk_sim::run(
+                    &s.scenario,
+                    brisk_sim::RunOptions {
+                        seed: Some(1),
+                        capture: None,
+                        series: false,
+                        ip: None,
+                    },
+                );
+                ScenarioRun {
+                    stem: s.stem.clone(),
+                    path: s.path.clone(),
+                    scenario: s.scenario.clone(),
+                    series: Vec::new(),
+                    reports: Vec::new(),
+                    measured: live_run(done.results.clone(), numbers).measured,
+                    results: done.results,
+                }
+            })
+            .collect();
+        let findings = sec
+            .section
+            .evaluate(&Runs {
+                section: id,
+                runs: runs.iter().collect(),
+            })
+            .unwrap();
+        assert!(!findings.plots.is_empty() && !findings.tables.is_empty());
+        Verdict::of(&findings.checks)
+    }
+
+    /// Measured in the live lab (docs/TCP.md), and the same numbers with
+    /// the recipe doing nothing: the first must pass, the second must not.
+    #[test]
+    fn verdicts_follow_the_measured_numbers() {
+        type Numbers = &'static [(&'static str, f64)];
+        let cases: [(&str, Numbers, Numbers); 5] = [
+            (
+                "notsent-lowat",
+                &[
+                    ("latency_p50_ms", 2646.0),
+                    ("latency_p99_ms", 2716.0),
+                    ("send_buffer_bytes", 196_608.0),
+                    ("queued_ahead_p50_bytes", 123_826.0),
+                    ("bulk_goodput_kbps", 380.0),
+                    ("messages", 25.0),
+                ],
+                &[
+                    ("latency_p50_ms", 316.0),
+                    ("latency_p99_ms", 406.0),
+                    ("send_buffer_bytes", 196_608.0),
+                    ("queued_ahead_p50_bytes", 12_991.0),
+                    ("bulk_goodput_kbps", 380.0),
+                    ("messages", 25.0),
+                ],
+            ),
+            (
+                "write-sizing",
+                &[
+                    ("small_complete_ms", 621.0),
+                    ("small_run_0_ms", 621.0),
+                    ("waited_behind_bytes", 62_649.0),
+                    ("large_complete_ms", 2000.0),
+                    ("rtt_ms", 251.0),
+                ],
+                &[
+                    ("small_complete_ms", 275.0),
+                    ("small_run_0_ms", 275.0),
+                    ("waited_behind_bytes", 14_471.0),
+                    ("large_complete_ms", 2000.0),
+                    ("rtt_ms", 251.0),
+                ],
+            ),
+            (
+                "fast-open",
+                &[
+                    ("first_ms", 207.0),
+                    ("repeat_ms", 205.0),
+                    ("repeat_syn_bytes", 0.0),
+                    ("repeat_syn_data_acked", 0.0),
+                ],
+                &[
+                    ("first_ms", 207.0),
+                    ("repeat_ms", 101.0),
+                    ("repeat_syn_bytes", 30.0),
+                    ("repeat_syn_data_acked", 1.0),
+                ],
+            ),
+            (
+                "happy-eyeballs",
+                &[
+                    ("connect_ms", 2052.0),
+                    ("control_v6_ms", 50.0),
+                    ("ipv4_started_ms", 2001.0),
+                    ("winner_ipv4", 1.0),
+                ],
+                &[
+                    ("connect_ms", 302.0),
+                    ("control_v6_ms", 50.0),
+                    ("ipv4_started_ms", 251.0),
+                    ("winner_ipv4", 1.0),
+                ],
+            ),
+            (
+                "nat64-literal",
+                &[
+                    ("connected", 0.0),
+                    ("dialed_synthesized", 0.0),
+                    ("elapsed_ms", 0.1),
+                    ("connect_ms", f64::NAN),
+                ],
+                &[
+                    ("connected", 1.0),
+                    ("dialed_synthesized", 1.0),
+                    ("elapsed_ms", 152.0),
+                    ("connect_ms", 101.0),
+                ],
+            ),
+        ];
+        for (id, before, after) in cases {
+            assert_eq!(verdict(id, before, after), Verdict::Pass, "{id}");
+            assert_ne!(
+                verdict(id, before, before),
+                Verdict::Pass,
+                "{id}: no effect"
+            );
+        }
+    }
+
+    #[test]
+    fn helpers_read_the_base_rtt_and_flags() {
+        assert_eq!(flag(true), 1.0);
+        assert_eq!(flag(false), 0.0);
+        let suite = Suite::embedded("live").unwrap();
+        let s = &suite.sections[0].scenarios[0].scenario;
+        assert_eq!(base_rtt_ms(s), 20.0);
+        assert!(unknown_stem("x", "y").contains("\"y\""));
+    }
+}
