@@ -12,7 +12,8 @@
 //! Modules:
 //! - [`contender`]: the [`Contender`] trait (server + client on loopback,
 //!   handing out `AsyncRead`/`AsyncWrite` streams).
-//! - [`tcp`], [`quic`]: kernel TCP (tokio) and quinn 0.11 (rustls, ring).
+//! - [`tcp`], [`quic`], [`brisk`]: kernel TCP (tokio), quinn 0.11 (rustls,
+//!   ring) and Brisk through `brisk-io`.
 //! - [`harness`]: one thread and one current-thread runtime per end.
 //! - [`cpu`]: process CPU time from `getrusage`.
 //! - [`report`]: the table, the ratios and the JSON form.
@@ -21,6 +22,7 @@
 //! Run it with `cargo run --release -p brisk-netbench -- --help`;
 //! docs/PERFORMANCE.md ("Transport on loopback") explains the numbers.
 
+pub mod brisk;
 pub mod bulk;
 pub mod contender;
 pub mod cpu;

@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use brisk_netbench::report::{Report, Settings};
 use brisk_netbench::rpc::RpcPlan;
-use brisk_netbench::{Outcome, Plan, quic::Quinn, run_contender, size, tcp::KernelTcp};
+use brisk_netbench::{
+    Outcome, Plan, brisk::Brisk, quic::Quinn, run_contender, size, tcp::KernelTcp,
+};
 use clap::{Parser, ValueEnum};
 
 /// Brisk vs quinn vs kernel TCP on loopback: bulk throughput per
@@ -28,7 +30,7 @@ struct Args {
     #[arg(long)]
     v6: bool,
     /// Contenders to run, baseline first (ratios compare later with earlier).
-    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [Which::Tcp, Which::Quinn])]
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [Which::Tcp, Which::Quinn, Which::Brisk])]
     only: Vec<Which>,
     /// Tests to run.
     #[arg(long, value_enum, value_delimiter = ',', default_values_t = [TestName::Bulk, TestName::Rpc])]
@@ -42,6 +44,7 @@ struct Args {
 enum Which {
     Tcp,
     Quinn,
+    Brisk,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -95,6 +98,7 @@ fn main() -> ExitCode {
         let (name, outcome): (&str, Outcome) = match which {
             Which::Tcp => ("tcp", run_contender(KernelTcp, &plan)),
             Which::Quinn => ("quinn", run_contender(Quinn, &plan)),
+            Which::Brisk => ("brisk", run_contender(Brisk, &plan)),
         };
         if !args.json {
             eprintln!("brisk-netbench: {name} done");

@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use crate::bulk::{BulkResult, CHUNK_BYTES};
 use crate::rpc::{REQUEST_BYTES, RESPONSE_BYTES, RpcPlan, RpcResult};
+use crate::size::format_bytes;
 
 /// The goals of issue #6 for Brisk against quinn.
 pub const GOAL_THROUGHPUT_PER_CPU: f64 = 1.5;
@@ -155,8 +156,9 @@ impl fmt::Display for Report {
         if let Some(bytes) = s.bulk_bytes {
             writeln!(
                 f,
-                "\nbulk: {bytes} bytes client -> server, one connection, one stream, {} B writes",
-                s.chunk_bytes
+                "\nbulk: {} client -> server, one connection, one stream, {} writes",
+                format_bytes(bytes),
+                format_bytes(s.chunk_bytes as u64)
             )?;
             writeln!(
                 f,
@@ -313,6 +315,7 @@ mod tests {
         let report = report();
         let table = report.to_string();
         assert!(table.contains("IPv4"), "{table}");
+        assert!(table.contains("bulk: 1 GiB client -> server"), "{table}");
         assert!(table.contains("load average 0.10 0.20 0.30"), "{table}");
         assert!(table.contains("brisk / quinn"), "{table}");
         assert!(

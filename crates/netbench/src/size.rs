@@ -41,6 +41,18 @@ pub fn parse_bytes(text: &str) -> Result<u64, SizeError> {
         .ok_or_else(|| SizeError::Overflow(text.to_owned()))
 }
 
+/// A byte count in the largest binary unit that divides it exactly.
+pub fn format_bytes(bytes: u64) -> String {
+    const UNITS: [(u32, &str); 3] = [(30, "GiB"), (20, "MiB"), (10, "KiB")];
+    UNITS
+        .iter()
+        .find(|(shift, _)| bytes != 0 && bytes.trailing_zeros() >= *shift)
+        .map_or_else(
+            || format!("{bytes} B"),
+            |(shift, unit)| format!("{} {unit}", bytes >> shift),
+        )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -52,6 +64,14 @@ mod tests {
         assert_eq!(parse_bytes("256 MiB"), Ok(268_435_456));
         assert_eq!(parse_bytes("10MB"), Ok(10_000_000));
         assert_eq!(parse_bytes("3KiB"), Ok(3072));
+    }
+
+    #[test]
+    fn formatting_round_trips() {
+        for text in ["1 GiB", "256 MiB", "3 KiB", "1000 B", "1025 B"] {
+            assert_eq!(format_bytes(parse_bytes(text).unwrap()), text);
+        }
+        assert_eq!(format_bytes(0), "0 B");
     }
 
     #[test]

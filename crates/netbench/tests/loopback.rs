@@ -5,7 +5,9 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::Duration;
 
 use brisk_netbench::rpc::RpcPlan;
-use brisk_netbench::{Contender, Outcome, Plan, quic::Quinn, run_contender, tcp::KernelTcp};
+use brisk_netbench::{
+    Contender, Outcome, Plan, brisk::Brisk, quic::Quinn, run_contender, tcp::KernelTcp,
+};
 
 const BULK_BYTES: u64 = 3 * 1024 * 1024 + 17;
 
@@ -66,6 +68,18 @@ fn quinn_v4() {
 fn quinn_v6() {
     if let Some(ip) = v6_loopback() {
         check(Quinn, ip);
+    }
+}
+
+#[test]
+fn brisk_v4() {
+    check(Brisk, IpAddr::V4(Ipv4Addr::LOCALHOST));
+}
+
+#[test]
+fn brisk_v6() {
+    if let Some(ip) = v6_loopback() {
+        check(Brisk, ip);
     }
 }
 
