@@ -32,6 +32,9 @@ pub enum BenchError {
     /// No request finished inside the measured window.
     #[error("rpc: no request completed in the measured window")]
     NoSamples,
+    /// The test did not finish in time (a stalled transfer, a lost server).
+    #[error("gave up after {} s", limit.as_secs_f64())]
+    TimedOut { limit: std::time::Duration },
     /// The server stopped before it told the client where to connect.
     #[error("the server ended before it was listening")]
     ServerGone,

@@ -8,6 +8,7 @@
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::thread;
+use std::time::Duration;
 
 use tokio::runtime::Runtime;
 use tokio::sync::{mpsc, watch};
@@ -22,12 +23,14 @@ fn runtime() -> Result<Runtime, BenchError> {
 }
 
 /// Starts a server for `test`, connects a client, and runs `body` on the
-/// client. The server is stopped before the client closes, so the server
-/// reads the client's departure as the end, not as an error.
+/// client; connecting and `body` together get at most `limit`. The server
+/// is stopped before the client closes, so the server reads the client's
+/// departure as the end, not as an error.
 pub fn run_pair<C, R>(
     contender: &Arc<C>,
     ip: IpAddr,
     test: Test,
+    limit: Duration,
     body: impl AsyncFnOnce(&C, &mut C::Client) -> Result<R, BenchError>,
 ) -> Result<R, BenchError>
 where
@@ -51,8 +54,14 @@ where
     let outcome = match ticket_rx.recv() {
         Ok(ticket) => runtime().and_then(|rt| {
             rt.block_on(async {
-                let mut client = contender.connect(ticket, test).await?;
-                let result = body(contender, &mut client).await;
+                let run = async {
+                    let mut client = contender.connect(ticket, test).await?;
+                    let result = body(contender, &mut client).await;
+                    Ok((client, result))
+                };
+                let (client, result) = tokio::time::timeout(limit, run)
+                    .await
+                    .map_err(|_| BenchError::TimedOut { limit })??;
                 let _ = stop_tx.send(true);
                 contender.close(client).await;
                 result

@@ -36,6 +36,7 @@ pub mod tcp;
 
 use std::net::IpAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 pub use contender::{Contender, Test};
 pub use error::BenchError;
@@ -53,6 +54,8 @@ pub struct Plan {
     pub bulk_bytes: Option<u64>,
     /// Timing of the rpc test; `None` skips it.
     pub rpc: Option<RpcPlan>,
+    /// Most time one test may take, handshake included.
+    pub limit: Duration,
 }
 
 /// What one contender produced: results, and failures in their place.
@@ -74,18 +77,26 @@ pub fn run_contender<C: Contender>(contender: C, plan: &Plan) -> Outcome {
         error: error.to_string(),
     };
     if let Some(bytes) = plan.bulk_bytes {
-        let run = harness::run_pair(&contender, plan.ip, Test::Bulk, async |c, client| {
-            bulk::run_client(c, client, bytes).await
-        });
+        let run = harness::run_pair(
+            &contender,
+            plan.ip,
+            Test::Bulk,
+            plan.limit,
+            async |c, client| bulk::run_client(c, client, bytes).await,
+        );
         match run {
             Ok(result) => outcome.bulk = Some(result),
             Err(error) => outcome.failures.push(fail("bulk", error)),
         }
     }
     if let Some(rpc_plan) = plan.rpc {
-        let run = harness::run_pair(&contender, plan.ip, Test::Rpc, async |c, client| {
-            rpc::run_client(c, client, rpc_plan).await
-        });
+        let run = harness::run_pair(
+            &contender,
+            plan.ip,
+            Test::Rpc,
+            plan.limit,
+            async |c, client| rpc::run_client(c, client, rpc_plan).await,
+        );
         match run {
             Ok(result) => outcome.rpc = Some(result),
             Err(error) => outcome.failures.push(fail("rpc", error)),

@@ -26,6 +26,9 @@ struct Args {
     /// Seconds of measured rpc requests.
     #[arg(long, default_value_t = 5.0)]
     rpc_secs: f64,
+    /// Most seconds one test may take before it counts as failed.
+    #[arg(long, default_value_t = 300.0)]
+    timeout_secs: f64,
     /// Use ::1 instead of 127.0.0.1.
     #[arg(long)]
     v6: bool,
@@ -68,12 +71,14 @@ fn seconds(name: &str, secs: f64) -> Result<Duration, String> {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let (warmup, measure) = match (
+    let durations = (
         seconds("warmup-secs", args.warmup_secs),
         seconds("rpc-secs", args.rpc_secs),
-    ) {
-        (Ok(warmup), Ok(measure)) => (warmup, measure),
-        (Err(error), _) | (_, Err(error)) => {
+        seconds("timeout-secs", args.timeout_secs),
+    );
+    let (warmup, measure, limit) = match durations {
+        (Ok(warmup), Ok(measure), Ok(limit)) => (warmup, measure, limit),
+        (Err(error), _, _) | (_, Err(error), _) | (_, _, Err(error)) => {
             eprintln!("brisk-netbench: {error}");
             return ExitCode::from(2);
         }
@@ -90,6 +95,7 @@ fn main() -> ExitCode {
             .tests
             .contains(&TestName::Rpc)
             .then_some(RpcPlan { warmup, measure }),
+        limit,
     };
     let settings = Settings::new(if args.v6 { 6 } else { 4 }, plan.bulk_bytes, plan.rpc);
     let mut order = Vec::new();

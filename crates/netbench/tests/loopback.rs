@@ -19,6 +19,7 @@ fn plan(ip: IpAddr) -> Plan {
             warmup: Duration::from_millis(20),
             measure: Duration::from_millis(60),
         }),
+        limit: Duration::from_secs(60),
     }
 }
 
