@@ -8,7 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::ser::{Serialize, SerializeStruct, Serializer};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::{BenchError, Contender, cpu};
@@ -18,8 +18,8 @@ pub const CHUNK_BYTES: usize = 64 * 1024;
 
 const GIB: f64 = (1u64 << 30) as f64;
 
-/// One contender's bulk result.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// One contender's bulk result. Its JSON form adds the derived rates.
+#[derive(Debug, Clone, PartialEq)]
 pub struct BulkResult {
     pub contender: String,
     pub bytes: u64,
@@ -41,6 +41,20 @@ impl BulkResult {
     /// GiB moved per CPU-second: the efficiency the ratios compare.
     pub fn gib_per_cpu_sec(&self) -> f64 {
         (self.bytes as f64 / GIB) / self.cpu_secs
+    }
+}
+
+impl Serialize for BulkResult {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut s = serializer.serialize_struct("BulkResult", 7)?;
+        s.serialize_field("contender", &self.contender)?;
+        s.serialize_field("bytes", &self.bytes)?;
+        s.serialize_field("wall_secs", &self.wall_secs)?;
+        s.serialize_field("cpu_secs", &self.cpu_secs)?;
+        s.serialize_field("gbit_per_sec", &self.gbit_per_sec())?;
+        s.serialize_field("cpu_secs_per_gib", &self.cpu_secs_per_gib())?;
+        s.serialize_field("gib_per_cpu_sec", &self.gib_per_cpu_sec())?;
+        s.end()
     }
 }
 

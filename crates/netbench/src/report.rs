@@ -328,6 +328,10 @@ mod tests {
         assert!(table.contains("725.0"), "{table}");
         let json: serde_json::Value = serde_json::to_value(&report).unwrap();
         assert_eq!(json["bulk"][1]["cpu_secs"], 4.7);
+        let per_gib = json["bulk"][1]["cpu_secs_per_gib"].as_f64().unwrap();
+        assert!((per_gib - 4.7).abs() < 1e-9);
+        assert_eq!(json["rpc"][0]["requests_per_sec"], 1000.0);
+        assert_eq!(json["rpc"][0]["cpu_us_per_request"], 500.0);
         assert_eq!(json["ratios"][0]["subject"], "brisk");
         assert_eq!(json["settings"]["rpc_measure_secs"], 5.0);
     }

@@ -12,7 +12,7 @@ use std::io::ErrorKind;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::ser::{Serialize, SerializeStruct, Serializer};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::{BenchError, Contender, cpu};
@@ -33,7 +33,8 @@ pub struct RpcPlan {
 }
 
 /// One contender's request/response result; latencies in microseconds.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// Its JSON form adds the derived rates.
+#[derive(Debug, Clone, PartialEq)]
 pub struct RpcResult {
     pub contender: String,
     pub requests: u64,
@@ -53,6 +54,22 @@ impl RpcResult {
     /// CPU time (both ends) per request, in microseconds.
     pub fn cpu_us_per_request(&self) -> f64 {
         self.cpu_secs * 1e6 / self.requests as f64
+    }
+}
+
+impl Serialize for RpcResult {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut s = serializer.serialize_struct("RpcResult", 9)?;
+        s.serialize_field("contender", &self.contender)?;
+        s.serialize_field("requests", &self.requests)?;
+        s.serialize_field("wall_secs", &self.wall_secs)?;
+        s.serialize_field("cpu_secs", &self.cpu_secs)?;
+        s.serialize_field("p50_us", &self.p50_us)?;
+        s.serialize_field("p99_us", &self.p99_us)?;
+        s.serialize_field("max_us", &self.max_us)?;
+        s.serialize_field("requests_per_sec", &self.requests_per_sec())?;
+        s.serialize_field("cpu_us_per_request", &self.cpu_us_per_request())?;
+        s.end()
     }
 }
 
