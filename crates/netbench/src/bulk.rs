@@ -22,12 +22,23 @@ const GIB: f64 = (1u64 << 30) as f64;
 #[derive(Debug, Clone, PartialEq)]
 pub struct BulkResult {
     pub contender: String,
+    /// How many transfers were pooled into this result.
+    pub rounds: u32,
     pub bytes: u64,
     pub wall_secs: f64,
     pub cpu_secs: f64,
 }
 
 impl BulkResult {
+    /// Pools another round of the same contender: bytes, wall and CPU
+    /// time add up, as if it were one longer transfer.
+    pub fn absorb(&mut self, other: &BulkResult) {
+        self.rounds += other.rounds;
+        self.bytes += other.bytes;
+        self.wall_secs += other.wall_secs;
+        self.cpu_secs += other.cpu_secs;
+    }
+
     /// Goodput over wall time, in Gbit/s.
     pub fn gbit_per_sec(&self) -> f64 {
         self.bytes as f64 * 8.0 / self.wall_secs / 1e9
@@ -46,8 +57,9 @@ impl BulkResult {
 
 impl Serialize for BulkResult {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut s = serializer.serialize_struct("BulkResult", 7)?;
+        let mut s = serializer.serialize_struct("BulkResult", 8)?;
         s.serialize_field("contender", &self.contender)?;
+        s.serialize_field("rounds", &self.rounds)?;
         s.serialize_field("bytes", &self.bytes)?;
         s.serialize_field("wall_secs", &self.wall_secs)?;
         s.serialize_field("cpu_secs", &self.cpu_secs)?;
@@ -97,6 +109,7 @@ pub async fn run_client<C: Contender>(
     }
     Ok(BulkResult {
         contender: contender.name().to_owned(),
+        rounds: 1,
         bytes,
         wall_secs: secs(wall),
         cpu_secs: secs(cpu),
@@ -142,8 +155,9 @@ mod tests {
     #[test]
     fn derived_numbers() {
         // quinn's reference point: 3.3 Gbit/s at 4.7 CPU-s/GiB.
-        let result = BulkResult {
+        let mut result = BulkResult {
             contender: "x".into(),
+            rounds: 1,
             bytes: 1 << 30,
             wall_secs: 8.0 * GIB / 3.3e9,
             cpu_secs: 4.7,
@@ -151,6 +165,16 @@ mod tests {
         assert!((result.gbit_per_sec() - 3.3).abs() < 1e-9);
         assert!((result.cpu_secs_per_gib() - 4.7).abs() < 1e-9);
         assert!((result.gib_per_cpu_sec() - 1.0 / 4.7).abs() < 1e-9);
+        // A second, slower round: the pool weighs each byte equally.
+        let slow = BulkResult {
+            wall_secs: result.wall_secs * 3.0,
+            cpu_secs: 9.4,
+            ..result.clone()
+        };
+        result.absorb(&slow);
+        assert_eq!((result.rounds, result.bytes), (2, 2 << 30));
+        assert!((result.gbit_per_sec() - 3.3 / 2.0).abs() < 1e-9);
+        assert!((result.cpu_secs_per_gib() - 7.05).abs() < 1e-9);
     }
 
     #[tokio::test]

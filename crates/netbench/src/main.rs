@@ -29,6 +29,12 @@ struct Args {
     /// Most seconds one test may take before it counts as failed.
     #[arg(long, default_value_t = 300.0)]
     timeout_secs: f64,
+    /// Rounds: each round runs every contender once, in order, so load
+    /// from elsewhere on the machine falls on all of them alike; each
+    /// contender's rounds are pooled. `--bytes` and `--rpc-secs` are per
+    /// round.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    rounds: u32,
     /// Use ::1 instead of 127.0.0.1.
     #[arg(long)]
     v6: bool,
@@ -97,22 +103,27 @@ fn main() -> ExitCode {
             .then_some(RpcPlan { warmup, measure }),
         limit,
     };
-    let settings = Settings::new(if args.v6 { 6 } else { 4 }, plan.bulk_bytes, plan.rpc);
-    let mut order = Vec::new();
+    let ip_version = if args.v6 { 6 } else { 4 };
+    let settings = Settings::new(ip_version, args.rounds, plan.bulk_bytes, plan.rpc);
+    let mut order: Vec<&str> = Vec::new();
     let (mut bulk, mut rpc, mut failures) = (Vec::new(), Vec::new(), Vec::new());
-    for which in &args.only {
-        let (name, outcome): (&str, Outcome) = match which {
-            Which::Tcp => ("tcp", run_contender(KernelTcp, &plan)),
-            Which::Quinn => ("quinn", run_contender(Quinn, &plan)),
-            Which::Brisk => ("brisk", run_contender(Brisk, &plan)),
-        };
-        if !args.json {
-            eprintln!("brisk-netbench: {name} done");
+    for round in 1..=args.rounds {
+        for which in &args.only {
+            let (name, outcome): (&str, Outcome) = match which {
+                Which::Tcp => ("tcp", run_contender(KernelTcp, &plan)),
+                Which::Quinn => ("quinn", run_contender(Quinn, &plan)),
+                Which::Brisk => ("brisk", run_contender(Brisk, &plan)),
+            };
+            if !args.json {
+                eprintln!("brisk-netbench: round {round}/{}: {name} done", args.rounds);
+            }
+            if !order.contains(&name) {
+                order.push(name);
+            }
+            bulk.extend(outcome.bulk);
+            rpc.extend(outcome.rpc);
+            failures.extend(outcome.failures);
         }
-        order.push(name);
-        bulk.extend(outcome.bulk);
-        rpc.extend(outcome.rpc);
-        failures.extend(outcome.failures);
     }
     let report = Report::new(settings, &order, bulk, rpc, failures);
     if args.json {

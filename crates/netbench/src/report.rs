@@ -17,6 +17,8 @@ pub const GOAL_P99: f64 = 0.8;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Settings {
     pub ip_version: u8,
+    /// Rounds per contender; contenders alternate within each round.
+    pub rounds: u32,
     pub bulk_bytes: Option<u64>,
     pub chunk_bytes: usize,
     pub rpc_warmup_secs: Option<f64>,
@@ -32,9 +34,10 @@ pub struct Settings {
 
 impl Settings {
     /// Settings for a run; `cpus` and `load_average` come from the machine.
-    pub fn new(ip_version: u8, bulk_bytes: Option<u64>, rpc: Option<RpcPlan>) -> Self {
+    pub fn new(ip_version: u8, rounds: u32, bulk_bytes: Option<u64>, rpc: Option<RpcPlan>) -> Self {
         Self {
             ip_version,
+            rounds,
             bulk_bytes,
             chunk_bytes: CHUNK_BYTES,
             rpc_warmup_secs: rpc.map(|plan| plan.warmup.as_secs_f64()),
@@ -87,7 +90,7 @@ pub struct Failure {
 }
 
 /// Everything one run measured.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct Report {
     pub settings: Settings,
     pub bulk: Vec<BulkResult>,
@@ -98,7 +101,8 @@ pub struct Report {
 
 impl Report {
     /// Builds the report; `order` lists contenders baseline first, so each
-    /// later one is compared with every earlier one.
+    /// later one is compared with every earlier one. Several results of one
+    /// contender (rounds) are pooled into one.
     pub fn new(
         settings: Settings,
         order: &[&str],
@@ -106,6 +110,8 @@ impl Report {
         rpc: Vec<RpcResult>,
         failures: Vec<Failure>,
     ) -> Self {
+        let bulk = pool(bulk, |r| &r.contender, BulkResult::absorb);
+        let rpc = pool(rpc, |r| &r.contender, RpcResult::absorb);
         let mut ratios = Vec::new();
         for (i, subject) in order.iter().enumerate().rev() {
             for baseline in order[..i].iter().rev() {
@@ -122,6 +128,18 @@ impl Report {
     }
 }
 
+/// Merges results of the same contender, keeping first-seen order.
+fn pool<T>(results: Vec<T>, name: impl Fn(&T) -> &String, absorb: impl Fn(&mut T, &T)) -> Vec<T> {
+    let mut pooled: Vec<T> = Vec::new();
+    for result in results {
+        match pooled.iter_mut().find(|p| name(p) == name(&result)) {
+            Some(existing) => absorb(existing, &result),
+            None => pooled.push(result),
+        }
+    }
+    pooled
+}
+
 fn ratio(subject: &str, baseline: &str, bulk: &[BulkResult], rpc: &[RpcResult]) -> Ratio {
     let find_bulk = |name: &str| bulk.iter().find(|r| r.contender == name);
     let find_rpc = |name: &str| rpc.iter().find(|r| r.contender == name);
@@ -132,8 +150,8 @@ fn ratio(subject: &str, baseline: &str, bulk: &[BulkResult], rpc: &[RpcResult]) 
         baseline: baseline.to_owned(),
         throughput_per_cpu: bulk_pair.map(|(s, b)| s.gib_per_cpu_sec() / b.gib_per_cpu_sec()),
         throughput: bulk_pair.map(|(s, b)| s.gbit_per_sec() / b.gbit_per_sec()),
-        p50: rpc_pair.map(|(s, b)| s.p50_us / b.p50_us),
-        p99: rpc_pair.map(|(s, b)| s.p99_us / b.p99_us),
+        p50: rpc_pair.map(|(s, b)| s.p50_us() / b.p50_us()),
+        p99: rpc_pair.map(|(s, b)| s.p99_us() / b.p99_us()),
     }
 }
 
@@ -153,6 +171,13 @@ impl fmt::Display for Report {
             "Transport on loopback, IPv{}, {} CPUs, load average {load}",
             s.ip_version, s.cpus
         )?;
+        if s.rounds > 1 {
+            writeln!(
+                f,
+                "{} rounds, contenders alternating; each row pools its rounds",
+                s.rounds
+            )?;
+        }
         if let Some(bytes) = s.bulk_bytes {
             writeln!(
                 f,
@@ -194,9 +219,9 @@ impl fmt::Display for Report {
                     "  {:<10} {:>9.0} {:>9.1} {:>9.1} {:>9.1} {:>11.1}",
                     r.contender,
                     r.requests_per_sec(),
-                    r.p50_us,
-                    r.p99_us,
-                    r.max_us,
+                    r.p50_us(),
+                    r.p99_us(),
+                    r.max_us(),
                     r.cpu_us_per_request()
                 )?;
             }
@@ -242,26 +267,35 @@ impl fmt::Display for Report {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rpc::Latencies;
+
+    const GIB_F64: f64 = (1u64 << 30) as f64;
     use std::time::Duration;
 
     fn bulk(name: &str, wall_secs: f64, cpu_secs: f64) -> BulkResult {
         BulkResult {
             contender: name.into(),
+            rounds: 1,
             bytes: 1 << 30,
             wall_secs,
             cpu_secs,
         }
     }
 
-    fn rpc(name: &str, p50_us: f64, p99_us: f64) -> RpcResult {
+    /// 1000 requests: 980 at `p50_us`, 20 at `p99_us` (so the 99th
+    /// percentile is `p99_us`).
+    fn rpc(name: &str, p50_us: u64, p99_us: u64) -> RpcResult {
+        let mut latencies = Latencies::new();
+        for i in 0..1000 {
+            let us = if i < 980 { p50_us } else { p99_us };
+            latencies.record(Duration::from_micros(us));
+        }
         RpcResult {
             contender: name.into(),
-            requests: 1000,
+            rounds: 1,
+            latencies,
             wall_secs: 1.0,
             cpu_secs: 0.5,
-            p50_us,
-            p99_us,
-            max_us: p99_us * 2.0,
         }
     }
 
@@ -270,7 +304,7 @@ mod tests {
             warmup: Duration::from_secs(1),
             measure: Duration::from_secs(5),
         };
-        let mut settings = Settings::new(4, Some(1 << 30), Some(plan));
+        let mut settings = Settings::new(4, 1, Some(1 << 30), Some(plan));
         settings.load_average = Some([0.1, 0.2, 0.3]);
         Report::new(
             settings,
@@ -280,7 +314,7 @@ mod tests {
                 bulk("quinn", 2.6, 4.7),
                 bulk("brisk", 2.0, 2.35),
             ],
-            vec![rpc("tcp", 119.0, 265.0), rpc("quinn", 192.0, 725.0)],
+            vec![rpc("tcp", 119, 265), rpc("quinn", 192, 725)],
             vec![Failure {
                 contender: "brisk".into(),
                 test: "rpc",
@@ -307,7 +341,8 @@ mod tests {
         assert!((brisk_quinn.throughput.unwrap() - 1.3).abs() < 1e-9);
         assert_eq!(brisk_quinn.p99, None, "brisk has no rpc result");
         let quinn_tcp = &report.ratios[2];
-        assert!((quinn_tcp.p99.unwrap() - 725.0 / 265.0).abs() < 1e-9);
+        // Three significant digits in the histogram: within 0.1%.
+        assert!((quinn_tcp.p99.unwrap() / (725.0 / 265.0) - 1.0).abs() < 2e-3);
     }
 
     #[test]
@@ -325,7 +360,7 @@ mod tests {
         assert!(table.contains("FAILED brisk rpc: boom"), "{table}");
         // quinn's reference: 4.70 CPU-s/GiB, p99 725.0 us.
         assert!(table.contains("4.70"), "{table}");
-        assert!(table.contains("725.0"), "{table}");
+        assert!(table.contains("725."), "{table}");
         let json: serde_json::Value = serde_json::to_value(&report).unwrap();
         assert_eq!(json["bulk"][1]["cpu_secs"], 4.7);
         let per_gib = json["bulk"][1]["cpu_secs_per_gib"].as_f64().unwrap();
@@ -334,6 +369,46 @@ mod tests {
         assert_eq!(json["rpc"][0]["cpu_us_per_request"], 500.0);
         assert_eq!(json["ratios"][0]["subject"], "brisk");
         assert_eq!(json["settings"]["rpc_measure_secs"], 5.0);
+    }
+
+    #[test]
+    fn rounds_of_one_contender_pool_into_one_row() {
+        let plan = RpcPlan {
+            warmup: Duration::ZERO,
+            measure: Duration::from_secs(1),
+        };
+        let report = Report::new(
+            Settings::new(6, 2, Some(1 << 30), Some(plan)),
+            &["tcp", "brisk"],
+            vec![
+                bulk("tcp", 1.0, 1.0),
+                bulk("brisk", 2.0, 2.0),
+                bulk("tcp", 3.0, 1.0),
+            ],
+            vec![
+                rpc("brisk", 100, 200),
+                rpc("tcp", 50, 80),
+                rpc("brisk", 100, 200),
+            ],
+            Vec::new(),
+        );
+        let bulk_rows: Vec<_> = report
+            .bulk
+            .iter()
+            .map(|r| (r.contender.as_str(), r.rounds))
+            .collect();
+        assert_eq!(bulk_rows, [("tcp", 2), ("brisk", 1)]);
+        let tcp = &report.bulk[0];
+        assert_eq!(tcp.bytes, 2 << 30);
+        assert!((tcp.gbit_per_sec() - 16.0 * GIB_F64 / 4.0 / 1e9).abs() < 1e-9);
+        assert_eq!(report.rpc[0].requests(), 2000);
+        // brisk moved its GiB with 2 CPU-s, tcp each of its two with 1.
+        assert!((report.ratios[0].throughput_per_cpu.unwrap() - 0.5).abs() < 1e-9);
+        assert!(
+            report
+                .to_string()
+                .contains("2 rounds, contenders alternating")
+        );
     }
 
     #[test]

@@ -32,41 +32,67 @@ pub struct RpcPlan {
     pub measure: Duration,
 }
 
-/// One contender's request/response result; latencies in microseconds.
-/// Its JSON form adds the derived rates.
-#[derive(Debug, Clone, PartialEq)]
+/// One contender's request/response result. Its JSON form gives the
+/// latency quantiles in microseconds and the derived rates.
+#[derive(Debug, Clone)]
 pub struct RpcResult {
     pub contender: String,
-    pub requests: u64,
+    /// How many measured runs were pooled into this result.
+    pub rounds: u32,
+    pub latencies: Latencies,
     pub wall_secs: f64,
     pub cpu_secs: f64,
-    pub p50_us: f64,
-    pub p99_us: f64,
-    pub max_us: f64,
 }
 
 impl RpcResult {
+    /// Pools another round of the same contender: latencies merge into one
+    /// histogram, wall and CPU time add up.
+    pub fn absorb(&mut self, other: &RpcResult) {
+        self.rounds += other.rounds;
+        self.latencies.absorb(&other.latencies);
+        self.wall_secs += other.wall_secs;
+        self.cpu_secs += other.cpu_secs;
+    }
+
+    /// Completed requests.
+    pub fn requests(&self) -> u64 {
+        self.latencies.len()
+    }
+
     /// Completed requests per second of measured wall time.
     pub fn requests_per_sec(&self) -> f64 {
-        self.requests as f64 / self.wall_secs
+        self.requests() as f64 / self.wall_secs
     }
 
     /// CPU time (both ends) per request, in microseconds.
     pub fn cpu_us_per_request(&self) -> f64 {
-        self.cpu_secs * 1e6 / self.requests as f64
+        self.cpu_secs * 1e6 / self.requests() as f64
+    }
+
+    pub fn p50_us(&self) -> f64 {
+        self.latencies.quantile_us(0.50)
+    }
+
+    pub fn p99_us(&self) -> f64 {
+        self.latencies.quantile_us(0.99)
+    }
+
+    pub fn max_us(&self) -> f64 {
+        self.latencies.max_us()
     }
 }
 
 impl Serialize for RpcResult {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut s = serializer.serialize_struct("RpcResult", 9)?;
+        let mut s = serializer.serialize_struct("RpcResult", 10)?;
         s.serialize_field("contender", &self.contender)?;
-        s.serialize_field("requests", &self.requests)?;
+        s.serialize_field("rounds", &self.rounds)?;
+        s.serialize_field("requests", &self.requests())?;
         s.serialize_field("wall_secs", &self.wall_secs)?;
         s.serialize_field("cpu_secs", &self.cpu_secs)?;
-        s.serialize_field("p50_us", &self.p50_us)?;
-        s.serialize_field("p99_us", &self.p99_us)?;
-        s.serialize_field("max_us", &self.max_us)?;
+        s.serialize_field("p50_us", &self.p50_us())?;
+        s.serialize_field("p99_us", &self.p99_us())?;
+        s.serialize_field("max_us", &self.max_us())?;
         s.serialize_field("requests_per_sec", &self.requests_per_sec())?;
         s.serialize_field("cpu_us_per_request", &self.cpu_us_per_request())?;
         s.end()
@@ -74,7 +100,7 @@ impl Serialize for RpcResult {
 }
 
 /// Latencies of the measured requests.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Latencies {
     histogram: Histogram<u64>,
 }
@@ -98,6 +124,13 @@ impl Latencies {
         let ns = u64::try_from(latency.as_nanos()).unwrap_or(u64::MAX);
         self.histogram
             .saturating_record(ns.clamp(1, MAX_LATENCY_NS));
+    }
+
+    /// Adds every latency `other` holds (same bounds, so nothing is lost).
+    pub fn absorb(&mut self, other: &Latencies) {
+        self.histogram
+            .add(&other.histogram)
+            .expect("histograms with the same bounds always merge");
     }
 
     /// Number of recorded latencies.
@@ -149,12 +182,10 @@ pub async fn run_client<C: Contender>(
     }
     Ok(RpcResult {
         contender: contender.name().to_owned(),
-        requests: latencies.len(),
+        rounds: 1,
+        latencies,
         wall_secs: wall.as_secs_f64(),
         cpu_secs: cpu.as_secs_f64(),
-        p50_us: latencies.quantile_us(0.50),
-        p99_us: latencies.quantile_us(0.99),
-        max_us: latencies.max_us(),
     })
 }
 
@@ -252,6 +283,36 @@ mod tests {
         assert!((latencies.quantile_us(0.5) - 500.0).abs() <= 0.5);
         assert!((latencies.quantile_us(0.99) - 990.0).abs() <= 1.0);
         assert!((latencies.max_us() - 1000.0).abs() <= 1.0);
+    }
+
+    #[test]
+    fn rounds_pool_into_one_histogram() {
+        let mut fast = Latencies::new();
+        let mut slow = Latencies::new();
+        for _ in 0..98 {
+            fast.record(Duration::from_micros(100));
+        }
+        for _ in 0..2 {
+            slow.record(Duration::from_micros(5000));
+        }
+        let mut pooled = RpcResult {
+            contender: "x".into(),
+            rounds: 1,
+            latencies: fast,
+            wall_secs: 1.0,
+            cpu_secs: 0.5,
+        };
+        let other = RpcResult {
+            latencies: slow,
+            ..pooled.clone()
+        };
+        pooled.absorb(&other);
+        assert_eq!((pooled.rounds, pooled.requests()), (2, 100));
+        assert!((pooled.requests_per_sec() - 50.0).abs() < 1e-9);
+        assert!((pooled.cpu_us_per_request() - 10_000.0).abs() < 1e-9);
+        assert!((pooled.p50_us() - 100.0).abs() < 0.1);
+        // 2 of 100 are slow, so the 99th percentile is one of them.
+        assert!((pooled.p99_us() - 5000.0).abs() < 5.0);
     }
 
     #[test]

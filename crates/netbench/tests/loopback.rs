@@ -43,8 +43,8 @@ fn check<C: Contender>(contender: C, ip: IpAddr) {
     assert_eq!(bulk.bytes, BULK_BYTES);
     assert!(bulk.wall_secs > 0.0 && bulk.cpu_secs >= 0.0);
     let rpc = rpc.expect("rpc result");
-    assert!(rpc.requests > 0);
-    assert!(rpc.p50_us > 0.0 && rpc.p50_us <= rpc.p99_us && rpc.p99_us <= rpc.max_us);
+    assert!(rpc.requests() > 0);
+    assert!(rpc.p50_us() > 0.0 && rpc.p50_us() <= rpc.p99_us() && rpc.p99_us() <= rpc.max_us());
     assert!(rpc.wall_secs >= 0.06, "measured for the planned time");
 }
 
