@@ -178,10 +178,11 @@ impl fmt::Display for Report {
                 s.rounds
             )?;
         }
+        let per_round = if s.rounds > 1 { " per round" } else { "" };
         if let Some(bytes) = s.bulk_bytes {
             writeln!(
                 f,
-                "\nbulk: {} client -> server, one connection, one stream, {} writes",
+                "\nbulk: {}{per_round} client -> server, one connection, one stream, {} writes",
                 format_bytes(bytes),
                 format_bytes(s.chunk_bytes as u64)
             )?;
@@ -205,7 +206,7 @@ impl fmt::Display for Report {
         if let (Some(warmup), Some(measure)) = (s.rpc_warmup_secs, s.rpc_measure_secs) {
             writeln!(
                 f,
-                "\nrpc: {} B request, {} B response, sequential on one connection, {:.1} s warm-up, {:.1} s measured",
+                "\nrpc: {} B request, {} B response, sequential on one connection, {:.1} s warm-up, {:.1} s measured{per_round}",
                 s.request_bytes, s.response_bytes, warmup, measure
             )?;
             writeln!(
@@ -400,15 +401,19 @@ mod tests {
         assert_eq!(bulk_rows, [("tcp", 2), ("brisk", 1)]);
         let tcp = &report.bulk[0];
         assert_eq!(tcp.bytes, 2 << 30);
+        // 2 GiB in 4 s of wall time.
         assert!((tcp.gbit_per_sec() - 16.0 * GIB_F64 / 4.0 / 1e9).abs() < 1e-9);
         assert_eq!(report.rpc[0].requests(), 2000);
+        assert_eq!(report.rpc[0].contender, "brisk");
         // brisk moved its GiB with 2 CPU-s, tcp each of its two with 1.
         assert!((report.ratios[0].throughput_per_cpu.unwrap() - 0.5).abs() < 1e-9);
+        let table = report.to_string();
         assert!(
-            report
-                .to_string()
-                .contains("2 rounds, contenders alternating")
+            table.contains("2 rounds, contenders alternating"),
+            "{table}"
         );
+        assert!(table.contains("bulk: 1 GiB per round"), "{table}");
+        assert!(table.contains("1.0 s measured per round"), "{table}");
     }
 
     #[test]
