@@ -464,7 +464,7 @@ impl<'c> Engine<'c> {
                     }
                 }
                 // No host there: the router drops it.
-                _ => {}
+                _ => self.recycle(packet),
             }
         }
     }
@@ -507,6 +507,7 @@ impl<'c> Engine<'c> {
                 {
                     f.metrics.queue_drops += 1;
                 }
+                self.recycle(packet);
             }
             LinkEvent::Lost { packet, .. } => {
                 match dir {
@@ -518,6 +519,7 @@ impl<'c> Engine<'c> {
                 {
                     f.metrics.link_losses += 1;
                 }
+                self.recycle(packet);
             }
             LinkEvent::Marked { .. }
             | LinkEvent::EcnRewritten { .. }
@@ -535,7 +537,15 @@ impl<'c> Engine<'c> {
                 .on_delivered(at, packet.len(), ce, at - packet.sent_at);
         }
         f.app.handle_datagram(at, end, &packet.data);
+        self.recycle(packet);
         self.drain_flow(i);
+    }
+
+    /// Hands a packet's buffer back to the flow that sent it.
+    fn recycle(&mut self, packet: Packet) {
+        if let Some(f) = self.flows.get_mut((packet.id >> FLOW_SHIFT) as usize) {
+            f.app.recycle(packet.data);
+        }
     }
 }
 

@@ -97,13 +97,24 @@ impl OutageSchedule {
         }
     }
 
+    /// No outage at all: the common link, asked on every packet, so the
+    /// callers below check this inline before any search.
+    fn is_empty(&self) -> bool {
+        self.windows.is_empty() && self.periodic.is_none()
+    }
+
+    #[inline]
     pub(crate) fn is_down(&self, t: Instant) -> bool {
-        self.window_end(t).is_some()
+        !self.is_empty() && self.window_end(t).is_some()
     }
 
     /// If the link is down at `t`, when it is up again (after any windows
     /// that overlap or touch).
+    #[inline]
     pub(crate) fn up_again(&self, t: Instant) -> Option<Instant> {
+        if self.is_empty() {
+            return None;
+        }
         let mut up = self.window_end(t)?;
         while let Some(end) = self.window_end(up) {
             up = end;
@@ -112,7 +123,11 @@ impl OutageSchedule {
     }
 
     /// The first time strictly after `t` that an outage starts.
+    #[inline]
     pub(crate) fn next_start_after(&self, t: Instant) -> Option<Instant> {
+        if self.is_empty() {
+            return None;
+        }
         let i = self.windows.partition_point(|(s, _)| *s <= t);
         let listed = self.windows.get(i).map(|(s, _)| *s);
         let periodic = self.periodic.map(|p| {
@@ -132,10 +147,6 @@ impl OutageSchedule {
 
     /// The end of a window that contains `t`, if any.
     fn window_end(&self, t: Instant) -> Option<Instant> {
-        if self.windows.is_empty() && self.periodic.is_none() {
-            // The common link without outages, asked on every packet.
-            return None;
-        }
         // Listed windows that start at or before `t`; the latest-ending one
         // decides (windows may overlap).
         let i = self.windows.partition_point(|(s, _)| *s <= t);

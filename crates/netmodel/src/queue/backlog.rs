@@ -88,6 +88,10 @@ impl Backlog {
         self.stats.backlog_bytes
     }
 
+    pub(crate) fn len_packets(&self) -> usize {
+        self.stats.backlog_packets as usize
+    }
+
     pub(crate) fn stats(&self) -> QueueStats {
         self.stats
     }

@@ -138,6 +138,18 @@ impl Queue for Codel {
         self.backlog.stats()
     }
 
+    fn len_packets(&self) -> usize {
+        self.backlog.len_packets()
+    }
+
+    fn len_bytes(&self) -> usize {
+        self.backlog.backlog_bytes() as usize
+    }
+
+    fn is_empty(&self) -> bool {
+        self.backlog.len_packets() == 0
+    }
+
     fn poll_event(&mut self) -> Option<QueueEvent> {
         self.backlog.poll_event()
     }

@@ -743,6 +743,18 @@ impl Queue for DualPi2 {
     fn poll_event(&mut self) -> Option<QueueEvent> {
         self.events.pop_front()
     }
+
+    fn len_packets(&self) -> usize {
+        (self.l_stats.backlog_packets + self.c_stats.backlog_packets) as usize
+    }
+
+    fn len_bytes(&self) -> usize {
+        (self.l_stats.backlog_bytes + self.c_stats.backlog_bytes) as usize
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len_packets() == 0
+    }
 }
 
 #[cfg(test)]

@@ -189,6 +189,9 @@ pub struct FqCodel {
     events: VecDeque<QueueEvent>,
     /// Scratch for the packets one dequeue drops.
     dropped: Vec<Packet>,
+    /// The last flow hashed and its queue: runs of packets of one flow
+    /// are the rule, and the hash is six rounds of mixing.
+    last_flow: Option<(FlowKey, usize)>,
 }
 
 impl FqCodel {
@@ -217,12 +220,25 @@ impl FqCodel {
             fq: FqCodelStats::default(),
             events: VecDeque::new(),
             dropped: Vec::new(),
+            last_flow: None,
         }
     }
 
     /// The flow queue packets of `flow` go to.
     pub fn flow_index(&self, flow: &FlowKey) -> usize {
         self.hasher.bucket(flow, self.flows.len() as u32) as usize
+    }
+
+    /// [`FqCodel::flow_index`], remembered for the last flow.
+    fn cached_flow_index(&mut self, flow: &FlowKey) -> usize {
+        match self.last_flow {
+            Some((key, idx)) if key == *flow => idx,
+            _ => {
+                let idx = self.flow_index(flow);
+                self.last_flow = Some((*flow, idx));
+                idx
+            }
+        }
     }
 
     pub fn flow(&self, index: usize) -> Option<FlowSnapshot> {
@@ -321,7 +337,7 @@ impl Queue for FqCodel {
     }
 
     fn enqueue(&mut self, now: Instant, mut packet: Packet) {
-        let idx = self.flow_index(&packet.flow());
+        let idx = self.cached_flow_index(&packet.flow());
         let len = packet.len() as u64;
         let (n, b) = (
             self.stats.backlog_packets as usize,
@@ -419,6 +435,18 @@ impl Queue for FqCodel {
 
     fn stats(&self) -> QueueStats {
         self.stats
+    }
+
+    fn len_packets(&self) -> usize {
+        self.stats.backlog_packets as usize
+    }
+
+    fn len_bytes(&self) -> usize {
+        self.stats.backlog_bytes as usize
+    }
+
+    fn is_empty(&self) -> bool {
+        self.stats.backlog_packets == 0
     }
 
     fn poll_event(&mut self) -> Option<QueueEvent> {

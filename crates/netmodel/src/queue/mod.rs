@@ -130,6 +130,9 @@ pub trait Queue: Send {
     /// The next drop or mark since the last call, oldest first.
     fn poll_event(&mut self) -> Option<QueueEvent>;
 
+    /// The backlog in packets. The link asks on every packet, so
+    /// disciplines answer from their counters rather than through
+    /// [`Queue::stats`].
     fn len_packets(&self) -> usize {
         self.stats().backlog_packets as usize
     }

@@ -8,6 +8,10 @@ use brisk_time::Instant;
 use brisk_wire::{Ecn, ip, udp};
 use std::time::Duration;
 
+/// Buffers a source keeps for reuse: enough to cover the packets in
+/// flight between recycling and sending in a saturated run.
+const SPARE_BUFFERS: usize = 256;
+
 /// Sends `size`-byte datagrams at `rate_bps` from `start` to `stop`; with
 /// `on_off`, only during the on periods of a repeating (on, off) cycle.
 #[derive(Debug)]
@@ -22,6 +26,8 @@ pub struct ConstantRate {
     next_send: Instant,
     seq: u64,
     report: AppReport,
+    /// Buffers of datagrams the network is done with, to send in again.
+    spare: Vec<Vec<u8>>,
 }
 
 impl ConstantRate {
@@ -48,6 +54,7 @@ impl ConstantRate {
             next_send: start,
             seq: 0,
             report: AppReport::default(),
+            spare: Vec::new(),
         }
     }
 
@@ -83,7 +90,7 @@ impl FlowApp for ConstantRate {
         self.seq += 1;
         self.next_send = self.align_to_on(self.next_send + self.interval);
         let template = self.template.as_ref()?;
-        let d = template.stamped(seq, now);
+        let d = template.stamped_in(self.spare.pop().unwrap_or_default(), seq, now);
         self.report.sent_bytes += template.payload_len() as u64;
         Some((End::Sender, d))
     }
@@ -96,6 +103,18 @@ impl FlowApp for ConstantRate {
 
     fn report(&self) -> AppReport {
         self.report.clone()
+    }
+
+    fn recycle(&mut self, datagram: Vec<u8>) {
+        // Only this flow's own datagrams come back: the template rewrites
+        // their headers and stamp and keeps their payload.
+        let own = self
+            .template
+            .as_ref()
+            .is_some_and(|t| datagram.len() == t.len());
+        if own && self.spare.len() < SPARE_BUFFERS {
+            self.spare.push(datagram);
+        }
     }
 }
 

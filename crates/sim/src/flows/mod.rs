@@ -56,6 +56,16 @@ pub trait FlowApp {
 
     /// What the application saw, for results.
     fn report(&self) -> AppReport;
+
+    /// Takes back a datagram this flow sent once the network is done with
+    /// it (delivered, dropped or lost), as the network last had it: the
+    /// simulated network rewrites at most IP header fields (ECN and the
+    /// IPv4 checksum), never a payload byte. A source can build its next
+    /// datagram there instead of in a fresh allocation; by default the
+    /// buffer is freed.
+    fn recycle(&mut self, datagram: Vec<u8>) {
+        drop(datagram);
+    }
 }
 
 /// Application-level outcome of a flow.

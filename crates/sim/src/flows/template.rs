@@ -45,8 +45,28 @@ impl StampedDatagram {
 
     /// A copy stamped with `seq` and `sent`, checksums valid: byte for byte
     /// what [`ip::udp_datagram`] builds for the stamped payload.
+    #[cfg(test)]
     pub(crate) fn stamped(&self, seq: u64, sent: Instant) -> Vec<u8> {
-        let mut d = self.bytes.clone();
+        self.stamped_in(Vec::new(), seq, sent)
+    }
+
+    /// [`StampedDatagram::stamped`] written over `buf`, reusing its
+    /// allocation. A `buf` of the template's length is taken to be one of
+    /// its own datagrams handed back by the network, which rewrites at
+    /// most the IP header (ECN and its checksum) and never a payload byte:
+    /// only the headers and the stamp are written again, not the payload,
+    /// whose copy cost more than the rest of the packet's trip. Any other
+    /// `buf` gets the whole datagram.
+    pub(crate) fn stamped_in(&self, mut buf: Vec<u8>, seq: u64, sent: Instant) -> Vec<u8> {
+        let head = self.udp_offset + udp::HEADER_LEN + stamp::LEN;
+        if buf.len() == self.bytes.len() {
+            buf[..head].copy_from_slice(&self.bytes[..head]);
+            debug_assert_eq!(buf[head..], self.bytes[head..], "a payload byte changed");
+        } else {
+            buf.clear();
+            buf.extend_from_slice(&self.bytes);
+        }
+        let mut d = buf;
         let at = self.udp_offset + udp::HEADER_LEN;
         let s = &mut d[at..at + stamp::LEN];
         stamp::write(s, seq, sent);
@@ -63,6 +83,11 @@ impl StampedDatagram {
     /// The UDP payload length.
     pub(crate) fn payload_len(&self) -> usize {
         self.bytes.len() - self.udp_offset - udp::HEADER_LEN
+    }
+
+    /// The whole datagram's length.
+    pub(crate) fn len(&self) -> usize {
+        self.bytes.len()
     }
 }
 
@@ -96,14 +121,34 @@ mod tests {
             for (ecn, len) in [(Ecn::NotEct, 1472), (Ecn::Ect1, 16), (Ecn::Ect0, 333)] {
                 let t = StampedDatagram::new(addrs, ecn, len).unwrap();
                 assert_eq!(t.payload_len(), len);
+                // A recycled buffer holds an older datagram, maybe longer.
+                let mut old = vec![0xa5; 2000];
                 for (seq, ns) in [(0, 0), (1, 1_000), (u64::MAX, u64::MAX), (77, 5 << 40)] {
                     let at = Instant::from_nanos(ns);
                     let d = t.stamped(seq, at);
                     assert_eq!(d, from_scratch(addrs, ecn, len, seq, at));
+                    old = t.stamped_in(old, seq, at);
+                    assert_eq!(old, d);
                     let (_, _, _, payload) = ip::parse_udp(&d).unwrap();
                     assert_eq!(stamp::read(payload), Some((seq, at)));
                 }
             }
+        }
+    }
+
+    #[test]
+    fn a_datagram_handed_back_after_marking_is_restamped_exactly() {
+        for addrs in families() {
+            let t = StampedDatagram::new(addrs, Ecn::Ect0, 1000).unwrap();
+            let mut d = t.stamped(1, Instant::from_millis(1));
+            // What a queue does to it on the way: CE in the real header.
+            ip::set_ecn(&mut d, Ecn::Ce).unwrap();
+            let at = Instant::from_millis(2);
+            let again = t.stamped_in(d, 2, at);
+            assert_eq!(again, from_scratch(addrs, Ecn::Ect0, 1000, 2, at));
+            // A shorter buffer (another flow's, say) is written whole.
+            let short = t.stamped_in(vec![0xa5; 64], 3, at);
+            assert_eq!(short, from_scratch(addrs, Ecn::Ect0, 1000, 3, at));
         }
     }
 
