@@ -1,16 +1,26 @@
-//! Single-core bulk throughput of the protocol state machine: one thread
-//! runs a client and a server endpoint, datagrams go straight from one to
-//! the other in memory (no sockets), every packet is encrypted, and the
-//! receiver acknowledges as it would on a network (every second packet).
-//! Virtual time stands still while datagrams flow (a path with no delay
-//! and no rate limit) and jumps to the next timer when both sides are idle,
-//! so the measurement is the CPU cost of the protocol itself.
+//! Single-core bulk throughput of the protocol state machine, Brisk beside
+//! quinn-proto, in one run.
 //!
-//! Each implementation is a [`BulkPeer`]; a second one (quinn-proto, say)
-//! is added by implementing the trait and listing it in `peers()`.
+//! For each implementation one thread runs a client and a server endpoint,
+//! datagrams go straight from one to the other in memory (no sockets),
+//! every packet is encrypted (Brisk: its negotiated 1-RTT AEAD; quinn-proto:
+//! TLS 1.3 through rustls with ring), and the receiver acknowledges as it
+//! would on a network (every second ack-eliciting packet, the RFC 9000
+//! default both follow). Virtual time stands still while datagrams flow (a
+//! path with no delay and no rate limit) and jumps to the next timer when
+//! both sides are idle, so the measurement is the CPU cost of the protocol
+//! itself. Both move [`TRANSFER_BYTES`] on one unidirectional stream with
+//! the same windows (8 MiB per stream and 16 MiB per connection on the
+//! receiver, 4 MiB of send buffer) in datagrams of [`DATAGRAM_BYTES`]
+//! (quinn-proto's path MTU discovery is off so it cannot grow them).
 //!
-//! Run: `cargo bench -p brisk-proto --bench bulk` (report Gbit/s as
-//! bytes/s x 8).
+//! Run: `cargo bench -p brisk-proto --bench bulk` (add
+//! `CARGO_TARGET_DIR=...` on a shared machine). It prints, per round, each
+//! implementation's Gbit/s per CPU-second, then the medians and the ratio
+//! brisk/quinn. `BULK_ROUNDS=n` changes the number of rounds (default 7;
+//! the implementations alternate within each round so drift hits both).
+//! Without `--bench` (as `cargo test --benches` runs it) one small transfer
+//! per implementation checks that the harness works.
 //!
 //! Time is the bench thread's own CPU time (Linux's per-thread schedstat,
 //! in nanoseconds) where available, so other work on a shared machine does
@@ -20,14 +30,19 @@ use brisk_proto::crypto::Keypair;
 use brisk_proto::streams::Priority;
 use brisk_proto::{ClientConfig, Endpoint, Event, ServerConfig};
 use brisk_time::Instant;
-use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
 use std::time::Duration;
 
-/// Bytes moved per measured iteration.
+/// Bytes moved per measured transfer.
 const TRANSFER_BYTES: usize = 16 << 20;
+/// UDP payload size both implementations send.
+const DATAGRAM_BYTES: u16 = 1452;
+const STREAM_WINDOW_BYTES: u32 = 8 << 20;
+const CONNECTION_WINDOW_BYTES: u32 = 16 << 20;
+const SEND_BUFFER_BYTES: u64 = 4 << 20;
 
 /// One implementation's client and server in one thread.
 trait BulkPeer {
@@ -37,8 +52,26 @@ trait BulkPeer {
     fn transfer(&mut self, bytes: usize) -> usize;
 }
 
+fn client_addr() -> SocketAddr {
+    SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)), 1000)
+}
+
+fn server_addr() -> SocketAddr {
+    SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)), 443)
+}
+
 struct Brisk {
+    keys: Keypair,
     chunk: Vec<u8>,
+}
+
+impl Brisk {
+    fn new() -> Self {
+        Brisk {
+            keys: Keypair::generate(&mut ChaCha8Rng::seed_from_u64(1)),
+            chunk: vec![0x5a; 1 << 20],
+        }
+    }
 }
 
 impl BulkPeer for Brisk {
@@ -47,14 +80,14 @@ impl BulkPeer for Brisk {
     }
 
     fn transfer(&mut self, bytes: usize) -> usize {
-        let keys = Keypair::generate(&mut ChaCha8Rng::seed_from_u64(1));
-        let mut server_cfg = ServerConfig::new(keys.clone());
-        server_cfg.transport.streams.stream_receive_window = 8 << 20;
-        server_cfg.transport.streams.connection_receive_window = 16 << 20;
-        let mut client_cfg = ClientConfig::new(Some(keys.public()));
-        client_cfg.transport.streams.send_buffer_limit = 4 << 20;
-        let caddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)), 1000);
-        let saddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)), 443);
+        let mut server_cfg = ServerConfig::new(self.keys.clone());
+        server_cfg.transport.max_datagram_size = u64::from(DATAGRAM_BYTES);
+        server_cfg.transport.streams.stream_receive_window = u64::from(STREAM_WINDOW_BYTES);
+        server_cfg.transport.streams.connection_receive_window = u64::from(CONNECTION_WINDOW_BYTES);
+        let mut client_cfg = ClientConfig::new(Some(self.keys.public()));
+        client_cfg.transport.max_datagram_size = u64::from(DATAGRAM_BYTES);
+        client_cfg.transport.streams.send_buffer_limit = SEND_BUFFER_BYTES;
+        let (caddr, saddr) = (client_addr(), server_addr());
         let mut client = Endpoint::new(1, None);
         let mut server = Endpoint::new(2, Some(server_cfg));
         let ch = client
@@ -131,6 +164,182 @@ impl BulkPeer for Brisk {
     }
 }
 
+/// quinn-proto 0.11 with rustls and ring, driven like [`Brisk`].
+struct Quinn {
+    server_config: Arc<quinn_proto::ServerConfig>,
+    client_config: quinn_proto::ClientConfig,
+    chunk: Vec<u8>,
+}
+
+impl Quinn {
+    fn new() -> Self {
+        let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()])
+            .expect("self-signed certificate");
+        let cert_der = cert.cert.der().clone();
+        let key_der = rustls::pki_types::PrivatePkcs8KeyDer::from(cert.key_pair.serialize_der());
+        let mut transport = quinn_proto::TransportConfig::default();
+        transport
+            .stream_receive_window(STREAM_WINDOW_BYTES.into())
+            .receive_window(CONNECTION_WINDOW_BYTES.into())
+            .send_window(SEND_BUFFER_BYTES)
+            .initial_mtu(DATAGRAM_BYTES)
+            .mtu_discovery_config(None);
+        let transport = Arc::new(transport);
+        let mut server_config =
+            quinn_proto::ServerConfig::with_single_cert(vec![cert_der.clone()], key_der.into())
+                .expect("server config");
+        server_config.transport_config(transport.clone());
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(cert_der).expect("root certificate");
+        let mut client_config = quinn_proto::ClientConfig::with_root_certificates(Arc::new(roots))
+            .expect("client config");
+        client_config.transport_config(transport);
+        Quinn {
+            server_config: Arc::new(server_config),
+            client_config,
+            chunk: vec![0x5a; 1 << 20],
+        }
+    }
+}
+
+impl BulkPeer for Quinn {
+    fn name(&self) -> &'static str {
+        "quinn-proto"
+    }
+
+    fn transfer(&mut self, bytes: usize) -> usize {
+        use quinn_proto::{DatagramEvent, Dir, EndpointConfig};
+        let (caddr, saddr) = (client_addr(), server_addr());
+        let endpoint_config = Arc::new(EndpointConfig::default());
+        let mut client = quinn_proto::Endpoint::new(endpoint_config.clone(), None, false, None);
+        let mut server = quinn_proto::Endpoint::new(
+            endpoint_config,
+            Some(self.server_config.clone()),
+            false,
+            None,
+        );
+        let start = std::time::Instant::now();
+        let mut now = start;
+        let (ch, mut cc) = client
+            .connect(now, self.client_config.clone(), saddr, "localhost")
+            .expect("connect");
+        let mut sc: Option<(quinn_proto::ConnectionHandle, quinn_proto::Connection)> = None;
+        let mut stream = None;
+        let mut server_stream = None;
+        let (mut written, mut received) = (0usize, 0usize);
+        let mut finished = false;
+        let mut tx_buf = Vec::with_capacity(usize::from(DATAGRAM_BYTES));
+        let mut resp_buf = Vec::new();
+        let mut connected = false;
+        while !finished {
+            while let Some(e) = cc.poll() {
+                if matches!(e, quinn_proto::Event::Connected) {
+                    connected = true;
+                }
+            }
+            if connected && stream.is_none() {
+                stream = cc.streams().open(Dir::Uni);
+            }
+            if let Some(id) = stream
+                && written < bytes
+            {
+                let n = (bytes - written).min(self.chunk.len());
+                written += cc.send_stream(id).write(&self.chunk[..n]).unwrap_or(0);
+                if written == bytes {
+                    cc.send_stream(id).finish().expect("finish");
+                }
+            }
+            let mut moved = false;
+            tx_buf.clear();
+            while let Some(t) = cc.poll_transmit(now, 1, &mut tx_buf) {
+                let data = bytes::BytesMut::from(&tx_buf[..t.size]);
+                tx_buf.clear();
+                moved = true;
+                match server.handle(now, caddr, None, t.ecn, data, &mut resp_buf) {
+                    Some(DatagramEvent::NewConnection(incoming)) => {
+                        let accepted = server
+                            .accept(incoming, now, &mut resp_buf, None)
+                            .expect("accept");
+                        sc = Some(accepted);
+                    }
+                    Some(DatagramEvent::ConnectionEvent(_, ev)) => {
+                        if let Some((_, s)) = sc.as_mut() {
+                            s.handle_event(ev);
+                        }
+                    }
+                    Some(DatagramEvent::Response(_)) | None => {}
+                }
+            }
+            while let Some(ev) = cc.poll_endpoint_events() {
+                if let Some(back) = client.handle_event(ch, ev) {
+                    cc.handle_event(back);
+                }
+            }
+            if let Some((sh, s)) = sc.as_mut() {
+                while let Some(ev) = s.poll_endpoint_events() {
+                    if let Some(back) = server.handle_event(*sh, ev) {
+                        s.handle_event(back);
+                    }
+                }
+                while s.poll().is_some() {}
+                if server_stream.is_none() {
+                    server_stream = s.streams().accept(Dir::Uni);
+                }
+                if let Some(id) = server_stream {
+                    let mut rs = s.recv_stream(id);
+                    if let Ok(mut chunks) = rs.read(true) {
+                        loop {
+                            match chunks.next(usize::MAX) {
+                                Ok(Some(c)) => received += c.bytes.len(),
+                                Ok(None) => {
+                                    finished = true;
+                                    break;
+                                }
+                                Err(_) => break,
+                            }
+                        }
+                        let _ = chunks.finalize();
+                    }
+                }
+                tx_buf.clear();
+                while let Some(t) = s.poll_transmit(now, 1, &mut tx_buf) {
+                    let data = bytes::BytesMut::from(&tx_buf[..t.size]);
+                    tx_buf.clear();
+                    moved = true;
+                    if let Some(DatagramEvent::ConnectionEvent(_, ev)) =
+                        client.handle(now, saddr, None, t.ecn, data, &mut resp_buf)
+                    {
+                        cc.handle_event(ev);
+                    }
+                }
+            }
+            if moved {
+                continue;
+            }
+            let next = [
+                cc.poll_timeout(),
+                sc.as_mut().and_then(|(_, s)| s.poll_timeout()),
+            ]
+            .into_iter()
+            .flatten()
+            .min();
+            let Some(next) = next else {
+                return received;
+            };
+            now = now.max(next);
+            if cc.poll_timeout().is_some_and(|t| t <= now) {
+                cc.handle_timeout(now);
+            }
+            if let Some((_, s)) = sc.as_mut()
+                && s.poll_timeout().is_some_and(|t| t <= now)
+            {
+                s.handle_timeout(now);
+            }
+        }
+        received
+    }
+}
+
 /// CPU time this thread has run, from `/proc/thread-self/schedstat`.
 fn thread_cpu_time() -> Option<Duration> {
     let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
@@ -138,35 +347,67 @@ fn thread_cpu_time() -> Option<Duration> {
     Some(Duration::from_nanos(ns))
 }
 
-fn peers() -> Vec<Box<dyn BulkPeer>> {
-    vec![Box::new(Brisk {
-        chunk: vec![0x5a; 1 << 20],
-    })]
+/// Gbit/s of one transfer of `bytes`, per second of this thread's CPU.
+fn measure(peer: &mut dyn BulkPeer, bytes: usize) -> f64 {
+    let wall = std::time::Instant::now();
+    let cpu = thread_cpu_time();
+    let got = peer.transfer(bytes);
+    let spent = match (cpu, thread_cpu_time()) {
+        (Some(a), Some(b)) => b.saturating_sub(a),
+        _ => wall.elapsed(),
+    };
+    assert_eq!(
+        got,
+        bytes,
+        "{} delivered {got} of {bytes} bytes",
+        peer.name()
+    );
+    bytes as f64 * 8.0 / spent.as_secs_f64().max(1e-9) / 1e9
 }
 
-fn bulk(c: &mut Criterion) {
-    let mut g = c.benchmark_group("bulk_transfer");
-    g.throughput(Throughput::Bytes(TRANSFER_BYTES as u64));
-    g.sample_size(10);
-    g.measurement_time(Duration::from_secs(10));
-    for mut peer in peers() {
-        g.bench_function(peer.name(), |b| {
-            b.iter_custom(|iters| {
-                let wall = std::time::Instant::now();
-                let cpu = thread_cpu_time();
-                for _ in 0..iters {
-                    let got = peer.transfer(TRANSFER_BYTES);
-                    assert_eq!(got, TRANSFER_BYTES);
-                }
-                match (cpu, thread_cpu_time()) {
-                    (Some(a), Some(b)) => b.saturating_sub(a),
-                    _ => wall.elapsed(),
-                }
-            })
-        });
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    let mut peers: Vec<Box<dyn BulkPeer>> = vec![Box::new(Brisk::new()), Box::new(Quinn::new())];
+    if !std::env::args().any(|a| a == "--bench") {
+        for p in &mut peers {
+            let gbps = measure(p.as_mut(), 1 << 20);
+            println!(
+                "bulk smoke test: {} moved 1 MiB ({gbps:.2} Gbit/s)",
+                p.name()
+            );
+        }
+        return;
     }
-    g.finish();
+    let rounds: usize = std::env::var("BULK_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(7);
+    // Warm-up: page in code, grow allocator arenas.
+    for p in &mut peers {
+        measure(p.as_mut(), TRANSFER_BYTES);
+    }
+    let mut results: Vec<Vec<f64>> = vec![Vec::new(); peers.len()];
+    println!(
+        "bulk transfer: {} MiB per transfer, {DATAGRAM_BYTES}-byte datagrams, Gbit/s per CPU-second",
+        TRANSFER_BYTES >> 20
+    );
+    for round in 0..rounds {
+        let mut line = format!("round {round}:");
+        for (p, r) in peers.iter_mut().zip(&mut results) {
+            let gbps = measure(p.as_mut(), TRANSFER_BYTES);
+            r.push(gbps);
+            line.push_str(&format!("  {} {gbps:.2}", p.name()));
+        }
+        println!("{line}");
+    }
+    let medians: Vec<f64> = results.into_iter().map(median).collect();
+    for (p, m) in peers.iter().zip(&medians) {
+        println!("median {:<12} {m:.2} Gbit/s", p.name());
+    }
+    println!("ratio brisk/quinn-proto: {:.2}", medians[0] / medians[1]);
 }
-
-criterion_group!(benches, bulk);
-criterion_main!(benches);

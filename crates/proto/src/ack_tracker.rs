@@ -113,6 +113,14 @@ impl AckTracker {
     }
 
     fn insert(&mut self, pn: u64) {
+        // The common case: the next packet in order extends the newest
+        // range, which has nothing above it to merge with.
+        if let Some(mut newest) = self.ranges.last_entry()
+            && newest.get().checked_add(1) == Some(pn)
+        {
+            *newest.get_mut() = pn;
+            return;
+        }
         let mut start = pn;
         let mut end = pn;
         if let Some((&s, &e)) = self.ranges.range(..=pn).next_back()

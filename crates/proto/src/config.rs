@@ -2,7 +2,7 @@
 //! server need to start a connection.
 
 use crate::congestion::{CcAlgorithm, CcConfig};
-use crate::crypto::{KEY_LEN, Keypair};
+use crate::crypto::{KEY_LEN, Keypair, PacketCipher};
 use crate::loss::LossConfig;
 use crate::packet::VERSION_1;
 use crate::streams::StreamsConfig;
@@ -35,6 +35,11 @@ pub struct TransportConfig {
     pub streams: StreamsConfig,
     /// Mark packets ECN-capable (subject to validation).
     pub ecn: bool,
+    /// The 1-RTT packet ciphers this side accepts, most preferred first
+    /// (a server picks its first that the client also lists). By default
+    /// AES-256-GCM leads where the CPU has AES instructions and
+    /// ChaCha20-Poly1305 elsewhere.
+    pub packet_ciphers: Vec<PacketCipher>,
 }
 
 impl Default for TransportConfig {
@@ -50,6 +55,7 @@ impl Default for TransportConfig {
             loss: LossConfig::default(),
             streams: StreamsConfig::default(),
             ecn: true,
+            packet_ciphers: PacketCipher::local_preference(),
         }
     }
 }

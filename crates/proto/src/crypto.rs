@@ -3,18 +3,19 @@
 //! Static identities are X25519 [`Keypair`]s. The Noise handshake
 //! ([`crate::handshake`]) runs through `snow`, with a resolver that draws
 //! ephemeral keys from a seeded ChaCha20 stream so whole runs replay
-//! bit-for-bit. After the handshake every 1-RTT packet is sealed with
-//! ChaCha20-Poly1305 under the direction's key from the Noise split: the
+//! bit-for-bit. After the handshake every 1-RTT packet is sealed with the
+//! negotiated [`PacketCipher`] (AES-256-GCM or ChaCha20-Poly1305, both
+//! through `ring`) under the direction's key from the Noise split: the
 //! nonce is 32 zero bits followed by the full 64-bit packet number in little
 //! endian (the Noise ChaChaPoly nonce layout), and the associated data is the
 //! packet header. Packet numbers are never reused, so no key ever sees the
 //! same nonce twice, and any packet decrypts on its own whatever was lost or
-//! reordered before it.
+//! reordered before it. (The handshake itself stays on snow's
+//! ChaCha20-Poly1305; only the keys it exports feed the packet cipher.)
 
-use chacha20poly1305::aead::{AeadInPlace, KeyInit};
-use chacha20poly1305::{ChaCha20Poly1305, Key, Nonce, Tag};
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
+use ring::aead;
 use snow::params::{CipherChoice, DHChoice, HashChoice};
 use snow::resolvers::{CryptoResolver, DefaultResolver};
 use snow::types::{Cipher, Dh, Hash, Random};
@@ -114,29 +115,147 @@ impl CryptoResolver for SeededResolver {
     }
 }
 
+/// The AEAD that seals 1-RTT packets, agreed in the handshake
+/// (docs/PROTOCOL.md §4): each side lists the ones it accepts in its
+/// transport parameters and the server picks one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PacketCipher {
+    /// Fast where the CPU has AES and carry-less multiply instructions
+    /// (AES-NI/PCLMULQDQ, ARMv8 crypto extensions).
+    Aes256Gcm,
+    /// Fast in software everywhere, constant-time without AES hardware; the
+    /// cipher of peers that list none.
+    ChaCha20Poly1305,
+}
+
+impl PacketCipher {
+    /// Every cipher this implementation speaks.
+    pub const ALL: [PacketCipher; 2] = [PacketCipher::Aes256Gcm, PacketCipher::ChaCha20Poly1305];
+
+    /// The identifier in the transport parameter.
+    pub fn id(self) -> u8 {
+        match self {
+            PacketCipher::ChaCha20Poly1305 => 1,
+            PacketCipher::Aes256Gcm => 2,
+        }
+    }
+
+    /// `None` for identifiers this implementation does not know.
+    pub fn from_id(id: u8) -> Option<Self> {
+        match id {
+            1 => Some(PacketCipher::ChaCha20Poly1305),
+            2 => Some(PacketCipher::Aes256Gcm),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            PacketCipher::Aes256Gcm => "AES-256-GCM",
+            PacketCipher::ChaCha20Poly1305 => "ChaCha20-Poly1305",
+        }
+    }
+
+    /// This machine's preference: AES-256-GCM first where the CPU
+    /// accelerates it, ChaCha20-Poly1305 first elsewhere.
+    pub fn local_preference() -> Vec<PacketCipher> {
+        if aes_hardware() {
+            vec![PacketCipher::Aes256Gcm, PacketCipher::ChaCha20Poly1305]
+        } else {
+            vec![PacketCipher::ChaCha20Poly1305, PacketCipher::Aes256Gcm]
+        }
+    }
+
+    /// How many 16-byte blocks one key may seal before an attacker's
+    /// advantage against confidentiality passes 2^-59: `(blocks)^2 / 2^129`
+    /// for AES-GCM (the CFRG AEAD-limits analysis behind RFC 9001 §6.6),
+    /// so 2^35 blocks, 512 GiB. ChaCha20-Poly1305's limit lies beyond 2^62
+    /// packets and needs no counting.
+    pub fn confidentiality_limit_blocks(self) -> Option<u64> {
+        match self {
+            PacketCipher::Aes256Gcm => Some(1 << 35),
+            PacketCipher::ChaCha20Poly1305 => None,
+        }
+    }
+
+    fn algorithm(self) -> &'static aead::Algorithm {
+        match self {
+            PacketCipher::Aes256Gcm => &aead::AES_256_GCM,
+            PacketCipher::ChaCha20Poly1305 => &aead::CHACHA20_POLY1305,
+        }
+    }
+}
+
+/// True when the CPU has instructions that make AES-GCM fast and
+/// constant-time.
+fn aes_hardware() -> bool {
+    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+    {
+        std::arch::is_x86_feature_detected!("aes")
+            && std::arch::is_x86_feature_detected!("pclmulqdq")
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        std::arch::is_aarch64_feature_detected!("aes")
+            && std::arch::is_aarch64_feature_detected!("pmull")
+    }
+    #[cfg(not(any(target_arch = "x86", target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        false
+    }
+}
+
+/// Blocks a packet of `len_bytes` costs against a confidentiality limit:
+/// its 16-byte blocks plus the counter and length blocks.
+pub fn sealed_blocks(len_bytes: usize) -> u64 {
+    len_bytes.div_ceil(16) as u64 + 2
+}
+
 /// One direction's 1-RTT packet protection.
-#[derive(Clone)]
 pub struct PacketKey {
-    aead: ChaCha20Poly1305,
+    cipher: PacketCipher,
+    key: [u8; KEY_LEN],
+    aead: aead::LessSafeKey,
+}
+
+impl Clone for PacketKey {
+    fn clone(&self) -> Self {
+        PacketKey::with_cipher(self.cipher, self.key)
+    }
 }
 
 impl std::fmt::Debug for PacketKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("PacketKey(..)")
+        write!(f, "PacketKey({}, ..)", self.cipher.name())
     }
 }
 
-fn nonce(pn: u64) -> Nonce {
-    let mut n = [0u8; 12];
+/// 32 zero bits, then the full 64-bit packet number in little endian.
+fn nonce(pn: u64) -> aead::Nonce {
+    let mut n = [0u8; aead::NONCE_LEN];
     n[4..].copy_from_slice(&pn.to_le_bytes());
-    Nonce::from(n)
+    aead::Nonce::assume_unique_for_key(n)
 }
 
 impl PacketKey {
+    /// A ChaCha20-Poly1305 key (the cipher of peers that negotiate none).
     pub fn new(key: [u8; KEY_LEN]) -> Self {
+        PacketKey::with_cipher(PacketCipher::ChaCha20Poly1305, key)
+    }
+
+    pub fn with_cipher(cipher: PacketCipher, key: [u8; KEY_LEN]) -> Self {
+        let unbound = aead::UnboundKey::new(cipher.algorithm(), &key)
+            .expect("both ciphers take 256-bit keys");
         PacketKey {
-            aead: ChaCha20Poly1305::new(&Key::from(key)),
+            cipher,
+            key,
+            aead: aead::LessSafeKey::new(unbound),
         }
+    }
+
+    pub fn cipher(&self) -> PacketCipher {
+        self.cipher
     }
 
     /// Encrypts `buf[payload_start..]` in place and appends the tag; the
@@ -147,24 +266,36 @@ impl PacketKey {
         let header = &before[header_start..];
         let tag = self
             .aead
-            .encrypt_in_place_detached(&nonce(pn), header, payload)
-            .expect("ChaCha20-Poly1305 accepts any payload under 256 GiB");
-        buf.extend_from_slice(&tag);
+            .seal_in_place_separate_tag(nonce(pn), aead::Aad::from(header), payload)
+            .expect("both ciphers accept any payload under 256 GiB");
+        buf.extend_from_slice(tag.as_ref());
     }
 
     /// Authenticates `header` and `sealed` (ciphertext and tag) and returns
     /// the plaintext.
     pub fn open(&self, pn: u64, header: &[u8], sealed: &[u8]) -> Result<Vec<u8>, CryptoError> {
-        let body_len = sealed
-            .len()
-            .checked_sub(TAG_LEN)
-            .ok_or(CryptoError::Truncated)?;
-        let mut body = sealed[..body_len].to_vec();
-        let tag = Tag::from_slice(&sealed[body_len..]);
-        self.aead
-            .decrypt_in_place_detached(&nonce(pn), header, &mut body, tag)
-            .map_err(|_| CryptoError::Unauthenticated)?;
+        let mut body = sealed.to_vec();
+        let n = self.open_in_place(pn, header, &mut body)?;
+        body.truncate(n);
         Ok(body)
+    }
+
+    /// Like [`PacketKey::open`] without allocating: decrypts `sealed`
+    /// (ciphertext and tag) in place and returns the plaintext length; the
+    /// plaintext is `sealed[..len]`. On error `sealed` holds garbage.
+    pub fn open_in_place(
+        &self,
+        pn: u64,
+        header: &[u8],
+        sealed: &mut [u8],
+    ) -> Result<usize, CryptoError> {
+        if sealed.len() < TAG_LEN {
+            return Err(CryptoError::Truncated);
+        }
+        self.aead
+            .open_in_place(nonce(pn), aead::Aad::from(header), sealed)
+            .map(|plain| plain.len())
+            .map_err(|_| CryptoError::Unauthenticated)
     }
 }
 
@@ -195,32 +326,118 @@ mod tests {
 
     #[test]
     fn seal_open_round_trip_and_tamper_detection() {
-        let key = PacketKey::new([7; 32]);
-        let mut pkt = b"HDR".to_vec();
-        pkt.extend_from_slice(b"secret payload");
-        key.seal(42, &mut pkt, 0, 3);
-        assert_eq!(pkt.len(), 3 + 14 + TAG_LEN);
-        assert_ne!(&pkt[3..17], b"secret payload");
+        for cipher in PacketCipher::ALL {
+            let key = PacketKey::with_cipher(cipher, [7; 32]);
+            let mut pkt = b"HDR".to_vec();
+            pkt.extend_from_slice(b"secret payload");
+            key.seal(42, &mut pkt, 0, 3);
+            assert_eq!(pkt.len(), 3 + 14 + TAG_LEN);
+            assert_ne!(&pkt[3..17], b"secret payload");
+            assert_eq!(
+                key.open(42, &pkt[..3], &pkt[3..]).unwrap(),
+                b"secret payload"
+            );
+            let mut in_place = pkt[3..].to_vec();
+            let n = key.open_in_place(42, &pkt[..3], &mut in_place).unwrap();
+            assert_eq!(&in_place[..n], b"secret payload");
+            // Wrong packet number, header bit flip, body bit flip, wrong
+            // key, the other cipher with the same key.
+            assert_eq!(
+                key.open(43, &pkt[..3], &pkt[3..]),
+                Err(CryptoError::Unauthenticated)
+            );
+            let mut h = pkt.clone();
+            h[0] ^= 1;
+            assert!(key.open(42, &h[..3], &h[3..]).is_err());
+            let mut b = pkt.clone();
+            b[5] ^= 0x80;
+            assert!(key.open(42, &b[..3], &b[3..]).is_err());
+            assert!(
+                PacketKey::with_cipher(cipher, [8; 32])
+                    .open(42, &pkt[..3], &pkt[3..])
+                    .is_err()
+            );
+            let other = PacketCipher::ALL.into_iter().find(|&c| c != cipher);
+            assert!(
+                PacketKey::with_cipher(other.unwrap(), [7; 32])
+                    .open(42, &pkt[..3], &pkt[3..])
+                    .is_err()
+            );
+            assert_eq!(key.open(42, b"", &[0; 15]), Err(CryptoError::Truncated));
+            assert_eq!(
+                key.clone().open(42, &pkt[..3], &pkt[3..]).unwrap().len(),
+                14
+            );
+        }
+    }
+
+    #[test]
+    fn aes_256_gcm_matches_the_gcm_spec_test_case_14() {
+        // McGrew & Viega, "The Galois/Counter Mode of Operation", test case
+        // 14: K = 0^256, IV = 0^96 (packet number 0), P = 0^128, no AAD.
+        let key = PacketKey::with_cipher(PacketCipher::Aes256Gcm, [0; 32]);
+        let mut pkt = vec![0u8; 16];
+        key.seal(0, &mut pkt, 0, 0);
+        let hex: String = pkt.iter().map(|b| format!("{b:02x}")).collect();
         assert_eq!(
-            key.open(42, &pkt[..3], &pkt[3..]).unwrap(),
-            b"secret payload"
+            hex,
+            "cea7403d4d606b6e074ec5d3baf39d18d0d1c8a799996bf0265b98b5d48ab919"
         );
-        // Wrong packet number, header bit flip, body bit flip, wrong key.
+    }
+
+    #[test]
+    fn chacha20_poly1305_packets_are_those_of_the_rustcrypto_implementation() {
+        // The cipher of peers that negotiate none must stay byte-for-byte
+        // what version 1 sent before ciphers were negotiable.
+        use chacha20poly1305::aead::{AeadInPlace, KeyInit};
+        let raw = [0x42u8; 32];
+        let reference = chacha20poly1305::ChaCha20Poly1305::new(&raw.into());
+        let key = PacketKey::new(raw);
+        assert_eq!(key.cipher(), PacketCipher::ChaCha20Poly1305);
+        for pn in [0u64, 1, 0x0123_4567_89ab_cdef] {
+            let header = [0x40, 1, 2, 3, 4, 5, 6, 7, 8, pn as u8];
+            let payload: Vec<u8> = (0..100u8).collect();
+            let mut ours = header.to_vec();
+            ours.extend_from_slice(&payload);
+            key.seal(pn, &mut ours, 0, header.len());
+            let mut nonce = [0u8; 12];
+            nonce[4..].copy_from_slice(&pn.to_le_bytes());
+            let mut theirs = payload.clone();
+            let tag = reference
+                .encrypt_in_place_detached(&nonce.into(), &header, &mut theirs)
+                .unwrap();
+            theirs.extend_from_slice(&tag);
+            assert_eq!(&ours[header.len()..], &theirs[..], "pn {pn}");
+        }
+    }
+
+    #[test]
+    fn aes_gcm_limit_keeps_the_attack_advantage_under_2_to_minus_59() {
+        // 16-byte blocks plus the counter and length blocks.
+        assert_eq!(sealed_blocks(0), 2);
+        assert_eq!(sealed_blocks(16), 3);
+        assert_eq!(sealed_blocks(17), 4);
+        let limit = PacketCipher::Aes256Gcm
+            .confidentiality_limit_blocks()
+            .unwrap();
+        // (blocks)^2 / 2^129 <= 2^-59  <=>  blocks <= 2^35.
+        assert_eq!(2 * limit.ilog2() as i32 - 129, -59);
         assert_eq!(
-            key.open(43, &pkt[..3], &pkt[3..]),
-            Err(CryptoError::Unauthenticated)
+            PacketCipher::ChaCha20Poly1305.confidentiality_limit_blocks(),
+            None
         );
-        let mut h = pkt.clone();
-        h[0] ^= 1;
-        assert!(key.open(42, &h[..3], &h[3..]).is_err());
-        let mut b = pkt.clone();
-        b[5] ^= 0x80;
-        assert!(key.open(42, &b[..3], &b[3..]).is_err());
-        assert!(
-            PacketKey::new([8; 32])
-                .open(42, &pkt[..3], &pkt[3..])
-                .is_err()
-        );
-        assert_eq!(key.open(42, b"", &[0; 15]), Err(CryptoError::Truncated));
+    }
+
+    #[test]
+    fn cipher_ids_round_trip_and_preference_lists_both() {
+        for c in PacketCipher::ALL {
+            assert_eq!(PacketCipher::from_id(c.id()), Some(c));
+        }
+        assert_eq!(PacketCipher::from_id(0), None);
+        assert_eq!(PacketCipher::from_id(3), None);
+        let pref = PacketCipher::local_preference();
+        assert_eq!(pref.len(), 2);
+        assert!(PacketCipher::ALL.iter().all(|c| pref.contains(c)));
+        assert_eq!(pref[0] == PacketCipher::Aes256Gcm, aes_hardware());
     }
 }

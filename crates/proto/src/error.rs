@@ -15,6 +15,7 @@ pub mod code {
     pub const FRAME_ENCODING_ERROR: u64 = 0x07;
     pub const TRANSPORT_PARAMETER_ERROR: u64 = 0x08;
     pub const PROTOCOL_VIOLATION: u64 = 0x0a;
+    pub const AEAD_LIMIT_REACHED: u64 = 0x0f;
 }
 
 /// Why a connection was lost.

@@ -11,7 +11,7 @@
 //! handshake fail. Each message's payload is a [`HandshakePayload`]:
 //! transport parameters and, in IK's first message only, early stream data.
 
-use crate::crypto::{KEY_LEN, Keypair, PacketKey, SeededResolver};
+use crate::crypto::{KEY_LEN, Keypair, PacketCipher, PacketKey, SeededResolver};
 use crate::packet::ConnectionId;
 use crate::transport_params::TransportParams;
 use crate::varint::{self, DecodeError, Reader};
@@ -74,6 +74,8 @@ pub enum HandshakeError {
     Noise(String),
     #[error("handshake payload: {0}")]
     Payload(#[from] DecodeError),
+    #[error("no packet cipher both sides accept")]
+    NoCommonCipher,
 }
 
 fn noise(e: snow::Error) -> HandshakeError {
@@ -190,13 +192,21 @@ impl Handshake {
             .and_then(|k| k.try_into().ok())
     }
 
-    /// The 1-RTT keys `(send, receive)` after the last message.
-    pub fn into_keys(mut self) -> (PacketKey, PacketKey) {
+    /// The 1-RTT keys `(send, receive)` after the last message, for
+    /// ChaCha20-Poly1305 (the cipher of peers that negotiate none).
+    pub fn into_keys(self) -> (PacketKey, PacketKey) {
+        self.into_packet_keys(PacketCipher::ChaCha20Poly1305)
+    }
+
+    /// The 1-RTT keys `(send, receive)` after the last message, for the
+    /// negotiated `cipher`.
+    pub fn into_packet_keys(mut self, cipher: PacketCipher) -> (PacketKey, PacketKey) {
         let (i2r, r2i) = self.state.dangerously_get_raw_split();
+        let key = |k| PacketKey::with_cipher(cipher, k);
         if self.state.is_initiator() {
-            (PacketKey::new(i2r), PacketKey::new(r2i))
+            (key(i2r), key(r2i))
         } else {
-            (PacketKey::new(r2i), PacketKey::new(i2r))
+            (key(r2i), key(i2r))
         }
     }
 }

@@ -1,11 +1,13 @@
 //! The sender's record of 1-RTT packets not yet acknowledged or declared
 //! lost: what each carried (so its content can be handed back for
 //! retransmission in a new packet), when it left and with which codepoint.
+//! Kept in a ring indexed by packet number (numbers only grow), so sending,
+//! acknowledging and looking up a packet cost an index, not a tree walk.
 
 use crate::streams::{ControlFrame, StreamId};
 use brisk_time::Instant;
 use brisk_wire::Ecn;
-use std::collections::BTreeMap;
+use std::collections::VecDeque;
 use std::ops::RangeInclusive;
 
 /// A retransmittable piece of a packet.
@@ -38,20 +40,45 @@ pub struct SentPacket {
     pub requeued: bool,
 }
 
+/// Packets in flight, in a ring indexed by packet number: packet numbers
+/// only grow, so a new packet goes at the back, acknowledgements mostly
+/// take from the front, and every lookup is an index, not a tree walk.
 #[derive(Debug, Clone, Default)]
 pub struct SentPackets {
-    packets: BTreeMap<u64, SentPacket>,
+    /// Slot `i` holds packet `base + i`, or `None` once it left the set.
+    /// The front slot is always occupied (or the ring is empty).
+    slots: VecDeque<Option<SentPacket>>,
+    base: u64,
+    len: usize,
     bytes_in_flight: u64,
     eliciting_in_flight: u64,
 }
 
 impl SentPackets {
+    /// Records packet `pn`. Packet numbers are expected to grow; an older
+    /// number that is not tracked any more is ignored.
     pub fn insert(&mut self, pn: u64, p: SentPacket) {
+        if self.slots.is_empty() {
+            self.base = pn;
+        }
+        let Some(i) = pn
+            .checked_sub(self.base)
+            .and_then(|i| usize::try_from(i).ok())
+        else {
+            return;
+        };
+        while self.slots.len() <= i {
+            self.slots.push_back(None);
+        }
         if p.ack_eliciting {
             self.bytes_in_flight += p.size_bytes;
             self.eliciting_in_flight += 1;
         }
-        self.packets.insert(pn, p);
+        if let Some(old) = self.slots[i].replace(p) {
+            self.account_removed(&old);
+        } else {
+            self.len += 1;
+        }
     }
 
     fn account_removed(&mut self, p: &SentPacket) {
@@ -61,26 +88,69 @@ impl SentPackets {
         }
     }
 
+    fn index(&self, pn: u64) -> Option<usize> {
+        let i = usize::try_from(pn.checked_sub(self.base)?).ok()?;
+        (i < self.slots.len()).then_some(i)
+    }
+
+    /// Drops empty slots at the front so the front is a live packet.
+    fn trim_front(&mut self) {
+        while let Some(None) = self.slots.front() {
+            self.slots.pop_front();
+            self.base += 1;
+        }
+    }
+
     pub fn remove(&mut self, pn: u64) -> Option<SentPacket> {
-        let p = self.packets.remove(&pn)?;
+        let i = self.index(pn)?;
+        let p = self.slots[i].take()?;
+        self.len -= 1;
         self.account_removed(&p);
+        if i == 0 {
+            self.trim_front();
+        }
         Some(p)
     }
 
     /// Removes and returns every packet numbered within `range`, ascending.
     pub fn remove_range(&mut self, range: RangeInclusive<u64>) -> Vec<(u64, SentPacket)> {
-        let pns: Vec<u64> = self.packets.range(range).map(|(&pn, _)| pn).collect();
-        pns.into_iter()
-            .filter_map(|pn| self.remove(pn).map(|p| (pn, p)))
-            .collect()
+        let mut out = Vec::new();
+        self.remove_range_into(range, &mut out);
+        out
+    }
+
+    /// Like [`SentPackets::remove_range`], appending to `out`.
+    pub fn remove_range_into(
+        &mut self,
+        range: RangeInclusive<u64>,
+        out: &mut Vec<(u64, SentPacket)>,
+    ) {
+        let end = self.base.saturating_add(self.slots.len() as u64);
+        let lo = (*range.start()).max(self.base);
+        let hi = range.end().saturating_add(1).min(end);
+        for pn in lo..hi {
+            let i = (pn - self.base) as usize;
+            if let Some(p) = self.slots[i].take() {
+                self.len -= 1;
+                self.account_removed(&p);
+                out.push((pn, p));
+            }
+        }
+        self.trim_front();
     }
 
     pub fn get_mut(&mut self, pn: u64) -> Option<&mut SentPacket> {
-        self.packets.get_mut(&pn)
+        let i = self.index(pn)?;
+        self.slots[i].as_mut()
     }
 
+    /// Packets still tracked, ascending by number.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = (u64, &SentPacket)> {
-        self.packets.iter().map(|(&pn, p)| (pn, p))
+        let base = self.base;
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(move |(i, p)| Some((base + i as u64, p.as_ref()?)))
     }
 
     pub fn bytes_in_flight(&self) -> u64 {
@@ -92,11 +162,11 @@ impl SentPackets {
     }
 
     pub fn len(&self) -> usize {
-        self.packets.len()
+        self.len
     }
 
     pub fn is_empty(&self) -> bool {
-        self.packets.is_empty()
+        self.len == 0
     }
 }
 
@@ -134,5 +204,56 @@ mod tests {
         assert!(s.remove(0).is_some() && s.remove(0).is_none());
         assert_eq!((s.bytes_in_flight(), s.len()), (0, 0));
         assert!(!s.has_eliciting_in_flight());
+    }
+
+    #[test]
+    fn behaves_like_an_ordered_map_under_random_operations() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        let mut ring = SentPackets::default();
+        let mut model = std::collections::BTreeMap::new();
+        let mut next = 5u64;
+        for _ in 0..5_000 {
+            match rng.random_range(0..4) {
+                0 | 1 => {
+                    // Numbers grow, sometimes skipping some.
+                    next += rng.random_range(1..3);
+                    let p = pkt(rng.random_range(1..1500), rng.random_bool(0.8));
+                    ring.insert(next, p.clone());
+                    model.insert(next, p);
+                }
+                2 => {
+                    let pn = rng.random_range(0..=next + 2);
+                    assert_eq!(ring.remove(pn), model.remove(&pn));
+                }
+                _ => {
+                    let lo = rng.random_range(0..=next + 2);
+                    let hi = lo + rng.random_range(0..8);
+                    let got = ring.remove_range(lo..=hi);
+                    let want: Vec<u64> = model.range(lo..=hi).map(|(&pn, _)| pn).collect();
+                    for pn in &want {
+                        model.remove(pn);
+                    }
+                    assert_eq!(got.iter().map(|(pn, _)| *pn).collect::<Vec<_>>(), want);
+                }
+            }
+            assert_eq!(ring.len(), model.len());
+            let in_flight: u64 = model
+                .values()
+                .filter(|p| p.ack_eliciting)
+                .map(|p| p.size_bytes)
+                .sum();
+            assert_eq!(ring.bytes_in_flight(), in_flight);
+            assert_eq!(
+                ring.iter().next_back().map(|(pn, _)| pn),
+                model.keys().next_back().copied()
+            );
+        }
+        let pns: Vec<u64> = ring.iter().map(|(pn, _)| pn).collect();
+        assert_eq!(pns, model.keys().copied().collect::<Vec<_>>());
+        if let Some(&pn) = model.keys().next() {
+            assert!(ring.get_mut(pn).is_some());
+        }
+        assert!(ring.get_mut(next + 1).is_none());
     }
 }

@@ -6,6 +6,7 @@
 //! extension by sending its parameter, and may use the extension's frames
 //! only once the peer advertised it too. Integer values are varints.
 
+use crate::crypto::PacketCipher;
 use crate::packet::ConnectionId;
 use crate::varint::{self, DecodeError, Reader};
 use std::time::Duration;
@@ -21,6 +22,7 @@ mod id {
     pub const ORIGINAL_DCID: u64 = 0x08;
     pub const MAX_UDP_PAYLOAD: u64 = 0x09;
     pub const EARLY_DATA_ACCEPTED: u64 = 0x0a;
+    pub const PACKET_CIPHERS: u64 = 0x0b;
 }
 
 /// Ids set aside for extensions: 0x10 DATAGRAM, 0x11 FEC, 0x12
@@ -46,6 +48,10 @@ pub struct TransportParams {
     pub max_udp_payload: u64,
     /// Server only: the early data in the client's first message was used.
     pub early_data_accepted: bool,
+    /// Client: the 1-RTT ciphers it accepts, most preferred first. Server:
+    /// the one it chose. A peer that sends no list speaks only
+    /// ChaCha20-Poly1305; ids this side does not know are dropped.
+    pub packet_ciphers: Vec<PacketCipher>,
 }
 
 impl Default for TransportParams {
@@ -61,6 +67,7 @@ impl Default for TransportParams {
             original_dcid: None,
             max_udp_payload: 1200,
             early_data_accepted: false,
+            packet_ciphers: vec![PacketCipher::ChaCha20Poly1305],
         }
     }
 }
@@ -113,6 +120,8 @@ impl TransportParams {
         if self.early_data_accepted {
             put_bytes(out, id::EARLY_DATA_ACCEPTED, &[]);
         }
+        let ciphers: Vec<u8> = self.packet_ciphers.iter().map(|c| c.id()).collect();
+        put_bytes(out, id::PACKET_CIPHERS, &ciphers);
     }
 
     /// Parses a whole parameter block; a parameter given twice, a value
@@ -168,6 +177,16 @@ impl TransportParams {
                     }
                 }
                 id::EARLY_DATA_ACCEPTED => p.early_data_accepted = true,
+                id::PACKET_CIPHERS => {
+                    if v.is_empty() {
+                        return Err(DecodeError::Malformed("empty packet cipher list"));
+                    }
+                    p.packet_ciphers = v
+                        .rest()
+                        .iter()
+                        .filter_map(|&b| PacketCipher::from_id(b))
+                        .collect();
+                }
                 _ => {}
             }
         }
@@ -192,8 +211,27 @@ mod tests {
             source_cid: ConnectionId::new(&[1, 2, 3]).unwrap(),
             original_dcid: Some(ConnectionId::new(&[9; 8]).unwrap()),
             early_data_accepted: true,
+            packet_ciphers: vec![PacketCipher::Aes256Gcm, PacketCipher::ChaCha20Poly1305],
             ..TransportParams::default()
         }
+    }
+
+    #[test]
+    fn packet_ciphers_default_to_chacha_and_skip_unknown_ids() {
+        let p = TransportParams::parse(&[0x07, 0x01, 0xaa]).unwrap();
+        assert_eq!(p.packet_ciphers, vec![PacketCipher::ChaCha20Poly1305]);
+        // AES-256-GCM (2), an unknown id (9), ChaCha20-Poly1305 (1).
+        let p = TransportParams::parse(&[0x07, 0x01, 0xaa, 0x0b, 0x03, 0x02, 0x09, 0x01]).unwrap();
+        assert_eq!(
+            p.packet_ciphers,
+            vec![PacketCipher::Aes256Gcm, PacketCipher::ChaCha20Poly1305]
+        );
+        let p = TransportParams::parse(&[0x07, 0x01, 0xaa, 0x0b, 0x01, 0x09]).unwrap();
+        assert!(
+            p.packet_ciphers.is_empty(),
+            "nothing in common is for the handshake to refuse"
+        );
+        assert!(TransportParams::parse(&[0x07, 0x01, 0xaa, 0x0b, 0x00]).is_err());
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 mod util;
 
-use brisk_proto::crypto::Keypair;
+use brisk_proto::crypto::{Keypair, PacketCipher};
 use brisk_proto::handshake::Pattern;
 use brisk_proto::{ConnectionError, Event};
 use brisk_time::Instant;
@@ -296,5 +296,56 @@ fn close_reaches_the_peer_with_code_and_reason() {
             (p.client.handles().count(), p.server.handles().count()),
             (0, 0)
         );
+    }
+}
+
+#[test]
+fn packet_cipher_is_the_servers_first_choice_that_the_client_offers() {
+    use PacketCipher::{Aes256Gcm as Aes, ChaCha20Poly1305 as ChaCha};
+    let cases: [(&[PacketCipher], &[PacketCipher], PacketCipher); 4] = [
+        (&[Aes, ChaCha], &[Aes, ChaCha], Aes),
+        (&[Aes, ChaCha], &[ChaCha, Aes], ChaCha),
+        (&[ChaCha], &[Aes, ChaCha], ChaCha),
+        (&[ChaCha, Aes], &[Aes], Aes),
+    ];
+    for (i, (client, server, expected)) in cases.into_iter().enumerate() {
+        for family in FAMILIES {
+            let mut cfg = PairConfig::new(family, 40 + i as u64);
+            cfg.client.transport.packet_ciphers = client.to_vec();
+            cfg.server.transport.packet_ciphers = server.to_vec();
+            let mut p = Pair::new(cfg);
+            assert!(p.connect(), "{family:?} case {i}");
+            assert_eq!(p.client_conn().packet_cipher(), Some(expected));
+            assert_eq!(p.server_conn().unwrap().packet_cipher(), Some(expected));
+            // 1-RTT data flows both ways under it.
+            let id = p
+                .client_conn()
+                .open_stream(true, Default::default())
+                .unwrap();
+            p.client_conn().write(id, b"ping").unwrap();
+            p.client_conn().finish(id).unwrap();
+            let got = p.run_until(Instant::from_millis(2_000), |p| {
+                p.server_conn().unwrap().streams().stats().bytes_received == 4
+            });
+            assert!(got, "{family:?} case {i}");
+        }
+    }
+}
+
+#[test]
+fn no_common_packet_cipher_fails_the_handshake() {
+    for family in FAMILIES {
+        let mut cfg = PairConfig::new(family, 50);
+        cfg.client.transport.packet_ciphers = vec![PacketCipher::ChaCha20Poly1305];
+        cfg.server.transport.packet_ciphers = vec![PacketCipher::Aes256Gcm];
+        let mut p = Pair::new(cfg);
+        p.run_until(Instant::from_millis(60_000), |p| {
+            p.client_events.contains(&Event::Closed)
+        });
+        assert!(
+            !p.client_connected() && p.server_conn.is_none(),
+            "{family:?}"
+        );
+        assert!(p.server.stats().handshake_failed >= 1);
     }
 }

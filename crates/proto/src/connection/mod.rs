@@ -24,7 +24,7 @@ pub(crate) mod timer;
 use crate::ack_tracker::AckTracker;
 use crate::config::{ClientConfig, ServerConfig, TransportConfig};
 use crate::congestion::{CcAlgorithm, Controller};
-use crate::crypto::{KEY_LEN, Keypair, PacketKey};
+use crate::crypto::{KEY_LEN, Keypair, PacketCipher, PacketKey};
 use crate::ecn_validation::{EcnState, EcnValidator};
 use crate::error::{ConnectError, ConnectionError, EarlyDataError};
 use crate::handshake::{self, Handshake, HandshakeError, HandshakePayload, Pattern};
@@ -133,6 +133,8 @@ struct HandshakeProgress {
     done_frame_pending: bool,
     early: Option<(StreamId, Vec<u8>)>,
     local_params: TransportParams,
+    /// The 1-RTT cipher, once agreed.
+    cipher: Option<PacketCipher>,
 }
 
 /// Bytes of a first flight that early data may fill.
@@ -151,6 +153,8 @@ pub struct Connection {
     hs: HandshakeProgress,
     /// (send, receive) 1-RTT keys.
     keys: Option<(PacketKey, PacketKey)>,
+    /// Where 1-RTT packets are decrypted, reused from packet to packet.
+    rx_scratch: Vec<u8>,
     peer_params: Option<TransportParams>,
     remote_static: Option<[u8; KEY_LEN]>,
     /// Server: the client proved it receives at its address.
@@ -158,6 +162,9 @@ pub struct Connection {
     unvalidated_rx_bytes: u64,
     unvalidated_tx_bytes: u64,
     next_pn: u64,
+    /// AEAD blocks sealed under our 1-RTT key, against the cipher's
+    /// confidentiality limit.
+    sealed_blocks: u64,
     sent: SentPackets,
     acks: AckTracker,
     loss: LossDetection,
@@ -216,6 +223,7 @@ fn local_params(config: &TransportConfig, local_cid: ConnectionId) -> TransportP
         original_dcid: None,
         max_udp_payload: config.mds() as u64,
         early_data_accepted: false,
+        packet_ciphers: config.packet_ciphers.clone(),
     }
 }
 
@@ -296,14 +304,17 @@ impl Connection {
                 done_frame_pending: false,
                 early: None,
                 local_params: local_params(&config, local_cid),
+                cipher: None,
             },
             keys: None,
+            rx_scratch: Vec::new(),
             peer_params: None,
             remote_static: None,
             validated: side == Side::Client,
             unvalidated_rx_bytes: 0,
             unvalidated_tx_bytes: 0,
             next_pn: 0,
+            sealed_blocks: 0,
             sent: SentPackets::default(),
             acks: AckTracker::new(config.max_ack_delay),
             loss: LossDetection::new(config.loss),
@@ -402,6 +413,14 @@ impl Connection {
                 "source connection id mismatch".into(),
             ));
         }
+        // Our first preference that the client accepts.
+        let cipher = config
+            .transport
+            .packet_ciphers
+            .iter()
+            .copied()
+            .find(|c| payload.params.packet_ciphers.contains(c))
+            .ok_or(HandshakeError::NoCommonCipher)?;
         let mut conn = Connection::new_common(
             now,
             Side::Server,
@@ -438,6 +457,8 @@ impl Connection {
                 });
             }
         }
+        conn.hs.cipher = Some(cipher);
+        conn.hs.local_params.packet_ciphers = vec![cipher];
         conn.hs.local_params.original_dcid = Some(initial.dcid);
         conn.hs.local_params.early_data_accepted = accepted;
         let reply = HandshakePayload {
@@ -486,7 +507,8 @@ impl Connection {
             Side::Client => messages % 2 == 0,
             Side::Server => messages % 2 == 1,
         };
-        self.keys = Some(noise.into_keys());
+        let cipher = self.hs.cipher.unwrap_or(PacketCipher::ChaCha20Poly1305);
+        self.keys = Some(noise.into_packet_keys(cipher));
         self.state = ConnState::Established;
         if we_read_last {
             self.hs.confirmed = true;
@@ -528,6 +550,11 @@ impl Connection {
 
     pub fn pattern(&self) -> Pattern {
         self.hs.pattern
+    }
+
+    /// The cipher sealing 1-RTT packets, once the handshake completed.
+    pub fn packet_cipher(&self) -> Option<PacketCipher> {
+        self.keys.as_ref().map(|(tx, _)| tx.cipher())
     }
 
     pub fn congestion_algorithm(&self) -> CcAlgorithm {

@@ -164,6 +164,20 @@ impl Connection {
             );
             return;
         }
+        // The server answers with the one cipher it chose from our list.
+        let cipher = match params.packet_ciphers.as_slice() {
+            [c] if self.config.packet_ciphers.contains(c) => *c,
+            _ => {
+                self.transport_error(
+                    now,
+                    code::TRANSPORT_PARAMETER_ERROR,
+                    0,
+                    "packet cipher not offered",
+                );
+                return;
+            }
+        };
+        self.hs.cipher = Some(cipher);
         if let (Some(sent), false) = (self.hs.first_sent_at, self.hs.resent) {
             self.rtt.update(now - sent, std::time::Duration::ZERO, now);
             self.loss.on_rtt_sample(now);
@@ -209,24 +223,31 @@ impl Connection {
             self.stats.dropped.unexpected += 1;
             return;
         }
+        // Decrypt into the connection's scratch buffer: no allocation per
+        // packet once it has grown to the largest datagram.
+        let mut plain = std::mem::take(&mut self.rx_scratch);
         let Some((_, rx)) = self.keys.as_ref() else {
             self.stats.dropped.undecryptable += 1;
             return;
         };
         let pn = decode_packet_number(self.acks.largest(), view.packet_number());
         let header_len = view.header_len();
-        let plain = match rx.open(pn, &packet[..header_len], &packet[header_len..]) {
-            Ok(p) => p,
+        plain.clear();
+        plain.extend_from_slice(&packet[header_len..]);
+        match rx.open_in_place(pn, &packet[..header_len], &mut plain) {
+            Ok(n) => plain.truncate(n),
             Err(_) => {
                 self.stats.dropped.unauthenticated += 1;
+                self.rx_scratch = plain;
                 return;
             }
-        };
+        }
         if self.acks.is_duplicate(pn) {
             self.stats.dropped.duplicate += 1;
-            return;
+        } else {
+            self.handle_payload(now, remote, ecn, pn, &plain, packet.len());
         }
-        self.handle_payload(now, remote, ecn, pn, &plain, packet.len());
+        self.rx_scratch = plain;
     }
 
     /// Feeds `payload` to the frame handlers as the content of an

@@ -210,6 +210,20 @@ impl Connection {
     /// Appends one 1-RTT packet if there is anything worth sending; returns
     /// the packet's ECN codepoint.
     fn write_one_rtt(&mut self, now: Instant, out: &mut Vec<u8>, budget: usize) -> Option<Ecn> {
+        if self.keys.as_ref().is_some_and(|(tx, _)| {
+            tx.cipher()
+                .confidentiality_limit_blocks()
+                .is_some_and(|limit| self.sealed_blocks >= limit)
+        }) {
+            // Version 1 has no key update: the connection must end.
+            self.transport_error(
+                now,
+                crate::error::code::AEAD_LIMIT_REACHED,
+                0,
+                "packet key used up",
+            );
+            return None;
+        }
         let start = out.len();
         let pn = self.next_pn;
         let header = Header::Short {
@@ -329,6 +343,7 @@ impl Connection {
         let (tx, _) = self.keys.as_ref()?;
         tx.seal(pn, out, start, payload_start);
         let size = (out.len() - start) as u64;
+        self.sealed_blocks += crate::crypto::sealed_blocks(size as usize);
         let ecn = self.ecn.codepoint();
         if self.streams.stats().bytes_retransmitted > retransmitted_before {
             self.stats.packets_retransmitted += 1;

@@ -45,9 +45,12 @@ impl Assembler {
         if self.buf.len() < need {
             self.buf.resize(need, 0);
         }
-        for (dst, src) in self.buf.range_mut(rel..need).zip(data) {
-            *dst = *src;
-        }
+        let (front, back) = self.buf.as_mut_slices();
+        let front_len = front.len();
+        let in_front = front_len.saturating_sub(rel).min(data.len());
+        front[rel.min(front_len)..][..in_front].copy_from_slice(&data[..in_front]);
+        let back_at = rel.saturating_sub(front_len);
+        back[back_at..back_at + data.len() - in_front].copy_from_slice(&data[in_front..]);
         self.received.insert(start..end);
     }
 

@@ -260,11 +260,13 @@ impl SendStream {
 
     fn chunk(&self, offset: u64, len: u64, fin: bool) -> StreamChunk {
         let start = (offset - self.acked_offset) as usize;
-        let data = self
-            .buf
-            .range(start..start + len as usize)
-            .copied()
-            .collect();
+        let len = len as usize;
+        let mut data = Vec::with_capacity(len);
+        let (front, back) = self.buf.as_slices();
+        let from_front = front.len().saturating_sub(start).min(len);
+        data.extend_from_slice(&front[start.min(front.len())..][..from_front]);
+        let back_start = start.saturating_sub(front.len());
+        data.extend_from_slice(&back[back_start..back_start + len - from_front]);
         StreamChunk {
             id: self.id,
             offset,
