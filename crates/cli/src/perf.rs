@@ -212,13 +212,7 @@ fn client(args: ClientArgs) -> Result<()> {
         let addr = crate::get::resolve(&url.host, url.port).await?;
         let client = crate::get::client_for(addr, Duration::from_secs_f64(args.timeout.max(0.1)))?;
         let config = brisk_proto::ClientConfig::new(Some(key)).with_cc(cc);
-        let conn = match client.connect_with(addr, config).await {
-            Err(brisk_io::ConnectError::TimedOut { .. }) => {
-                // Tell a wrong key from an absent server.
-                client.connect(addr, key).await?
-            }
-            other => other?,
-        };
+        let conn = client.connect_with(addr, config).await?;
         if let Some(dir) = &args.qlog {
             attach_qlog(&conn, dir, "client", VantageKind::Client)?;
         }

@@ -7,7 +7,7 @@ use crate::state::{Shared, State};
 use crate::stream::Stream;
 use brisk_proto::crypto::KEY_LEN;
 use brisk_proto::qlog::QlogSink;
-use brisk_proto::streams::{Priority, StreamError, StreamId};
+use brisk_proto::streams::{Priority, SendState, StreamError, StreamId};
 use brisk_proto::{ConnectionHandle, ConnectionStats};
 use std::future::poll_fn;
 use std::net::SocketAddr;
@@ -165,8 +165,12 @@ impl Connection {
             if bytes > 0 {
                 return Poll::Ready(Ok(bytes));
             }
+            // Only a sending half that is still open can become writable.
             let still_open = st.ep.connection(self.handle).is_some_and(|c| {
-                c.streams().is_writable(id) || c.streams().send_state(id).is_some()
+                matches!(
+                    c.streams().send_state(id),
+                    Some(SendState::Ready | SendState::Send)
+                )
             });
             if !still_open {
                 return Poll::Ready(Err(ConnectionError::LocallyClosed));
@@ -197,7 +201,9 @@ impl Connection {
             if let Some(e) = Self::error(&st, self.handle) {
                 return Poll::Ready(e);
             }
-            if let Some(io) = st.conns.get_mut(&self.handle) {
+            if let Some(io) = st.conns.get_mut(&self.handle)
+                && !io.closed_wakers.iter().any(|w| w.will_wake(cx.waker()))
+            {
                 io.closed_wakers.push(cx.waker().clone());
             }
             Poll::Pending

@@ -20,9 +20,9 @@ use std::task::{Context, Poll};
 use tokio::io::unix::AsyncFd;
 
 /// Turns before the task yields to others even when there is more work.
-const MAX_TURNS: usize = 16;
+const MAX_TURNS: usize = 64;
 /// Receive batches per turn.
-const RECV_BATCHES_PER_TURN: usize = 4;
+const RECV_BATCHES_PER_TURN: usize = 1;
 /// Datagrams pulled from the core per turn, at most.
 const MAX_QUEUED_DATAGRAMS: usize = 256;
 

@@ -109,45 +109,47 @@ impl Endpoint {
     ) -> Result<Connection, ConnectError> {
         let mut config = ClientConfig::new(Some(server_key));
         config.transport = self.config.transport.clone();
-        let timeout = self.config.handshake_timeout;
-        match self.connect_with(addr, config.clone()).await {
-            Err(ConnectError::TimedOut { .. }) => {}
-            other => return other,
-        }
-        // Unknown key (XX): a server that answers shows its real key.
-        config.server_static_key = None;
-        match self.handshake(addr, config, timeout / 2).await {
-            Ok(probe) => {
-                let presented = probe.remote_static_key();
-                probe.close(0, b"key probe");
-                match presented {
-                    Some(k) if k != server_key => Err(ConnectError::WrongServerKey {
-                        addr,
-                        expected: keys::to_hex(&server_key),
-                        presented: keys::to_hex(&k),
-                    }),
-                    _ => Err(ConnectError::TimedOut {
-                        addr,
-                        after: timeout,
-                    }),
-                }
-            }
-            Err(_) => Err(ConnectError::TimedOut {
-                addr,
-                after: timeout,
-            }),
-        }
+        self.connect_with(addr, config).await
     }
 
     /// Connects with full control of the client configuration; its
-    /// `max_datagram_size` is set from the endpoint's configuration.
+    /// `max_datagram_size` is set from the endpoint's configuration. With
+    /// a pinned server key, a handshake that gets no answer is followed by
+    /// a key-less (XX) probe that tells a wrong key from an absent server.
     pub async fn connect_with(
         &self,
         addr: SocketAddr,
         config: ClientConfig,
     ) -> Result<Connection, ConnectError> {
         let timeout = self.config.handshake_timeout;
-        self.handshake(addr, config, timeout).await
+        let Some(pinned) = config.server_static_key else {
+            return self.handshake(addr, config, timeout).await;
+        };
+        match self.handshake(addr, config.clone(), timeout).await {
+            Err(ConnectError::TimedOut { .. }) => {}
+            other => return other,
+        }
+        let probe_config = ClientConfig {
+            server_static_key: None,
+            ..config
+        };
+        let timed_out = ConnectError::TimedOut {
+            addr,
+            after: timeout,
+        };
+        let Ok(probe) = self.handshake(addr, probe_config, timeout / 2).await else {
+            return Err(timed_out);
+        };
+        let presented = probe.remote_static_key();
+        probe.close(0, b"key probe");
+        match presented {
+            Some(k) if k != pinned => Err(ConnectError::WrongServerKey {
+                addr,
+                expected: keys::to_hex(&pinned),
+                presented: keys::to_hex(&k),
+            }),
+            _ => Err(timed_out),
+        }
     }
 
     async fn handshake(
@@ -196,7 +198,9 @@ impl Endpoint {
             if st.stopped.is_some() {
                 return Poll::Ready(None);
             }
-            st.accept_wakers.push(cx.waker().clone());
+            if !st.accept_wakers.iter().any(|w| w.will_wake(cx.waker())) {
+                st.accept_wakers.push(cx.waker().clone());
+            }
             Poll::Pending
         })
         .await
@@ -231,7 +235,9 @@ impl Endpoint {
             if st.stopped.is_some() || st.ep.handles().next().is_none() {
                 return Poll::Ready(());
             }
-            st.idle_wakers.push(cx.waker().clone());
+            if !st.idle_wakers.iter().any(|w| w.will_wake(cx.waker())) {
+                st.idle_wakers.push(cx.waker().clone());
+            }
             Poll::Pending
         })
         .await

@@ -434,9 +434,11 @@ pub fn recv(
         } else {
             s.hdrs[i].msg_len as usize
         };
+        // A source of another family cannot be answered: drop it.
+        let source = decode_addr(&s.names[i]);
         let mut meta = RecvMeta {
-            source: decode_addr(&s.names[i]).unwrap_or(RecvMeta::default().source),
-            len_bytes,
+            source: source.unwrap_or(RecvMeta::default().source),
+            len_bytes: if source.is_some() { len_bytes } else { 0 },
             stride_bytes: len_bytes,
             ecn_bits: 0,
         };
