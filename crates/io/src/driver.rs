@@ -63,8 +63,9 @@ impl Driver {
         Ok(any)
     }
 
-    /// Pulls datagrams from the core and sends them; true if any left.
-    fn transmit(&mut self, cx: &mut Context<'_>, st: &mut State) -> io::Result<bool> {
+    /// Pulls datagrams from the core into the send queue once the kernel
+    /// has taken the previous ones; true if any were pulled.
+    fn pull(&mut self, st: &mut State) -> bool {
         let mut pulled = false;
         if self.socket.queued_datagrams() == 0 {
             let now = st.now();
@@ -76,33 +77,27 @@ impl Driver {
                 pulled = true;
             }
         }
-        let mut refused = Vec::new();
-        let flushed = self
-            .socket
-            .poll_flush(cx, |addr, e| refused.push((addr, e.to_string())));
-        for (addr, reason) in refused {
-            st.fail_unreachable(addr, &reason);
-        }
-        match flushed {
-            Poll::Ready(Ok(())) => Ok(pulled),
-            Poll::Ready(Err(e)) => Err(e),
-            Poll::Pending => Ok(false),
-        }
+        pulled
     }
 
-    /// Arms the timer at the core's next deadline; true if it is due now.
-    fn poll_timer(&mut self, cx: &mut Context<'_>, st: &State) -> io::Result<bool> {
-        let Some(deadline) = st.ep.poll_timeout() else {
+    /// Arms the timer at `deadline` (`(due now, monotonic ns)`); true if it
+    /// is due.
+    fn poll_timer(
+        &mut self,
+        cx: &mut Context<'_>,
+        deadline: Option<(bool, u64)>,
+    ) -> io::Result<bool> {
+        let Some((due, deadline_ns)) = deadline else {
             if self.armed_ns != 0 {
                 self.timer.get_ref().arm(0)?;
                 self.armed_ns = 0;
             }
             return Ok(false);
         };
-        if deadline <= st.now() {
+        if due {
             return Ok(true);
         }
-        let deadline_ns = st.to_monotonic_ns(deadline).max(1);
+        let deadline_ns = deadline_ns.max(1);
         if deadline_ns != self.armed_ns {
             self.timer.get_ref().arm(deadline_ns)?;
             self.armed_ns = deadline_ns;
@@ -122,24 +117,71 @@ impl Driver {
         }
     }
 
-    fn turn(&mut self, cx: &mut Context<'_>, st: &mut State) -> io::Result<bool> {
-        let mut progress = self.receive(cx, st)?;
-        let now = st.now();
-        if st.ep.poll_timeout().is_some_and(|t| t <= now) {
-            st.ep.handle_timeout(now);
-            progress = true;
+    /// One turn. The core's work happens under the lock; the send system
+    /// calls (on loopback they also run the receiver's network stack) and
+    /// the timer happen outside it, so application tasks can read and
+    /// write meanwhile.
+    fn turn(&mut self, cx: &mut Context<'_>, shared: &Shared) -> io::Result<Outcome> {
+        let mut progress;
+        let deadline;
+        {
+            let mut st = shared.lock();
+            if let Some(reason) = st.stopped.clone() {
+                return Ok(Outcome::Stop(reason));
+            }
+            progress = self.receive(cx, &mut st)?;
+            let now = st.now();
+            if st.ep.poll_timeout().is_some_and(|t| t <= now) {
+                st.ep.handle_timeout(now);
+                progress = true;
+            }
+            st.take_accepted();
+            st.dispatch_events();
+            progress |= self.pull(&mut st);
+            // Sending can raise events too (a stream whose data left).
+            st.dispatch_events();
+            st.sweep_writers();
+            st.check_idle();
+            st.socket_stats = self.socket.stats;
+            if st.is_finished() && self.socket.queued_datagrams() == 0 {
+                return Ok(Outcome::Stop("endpoint closed".to_owned()));
+            }
+            let now = st.now();
+            deadline = st
+                .ep
+                .poll_timeout()
+                .map(|t| (t <= now, st.to_monotonic_ns(t)));
         }
-        st.take_accepted();
-        st.dispatch_events();
-        progress |= self.transmit(cx, st)?;
-        // Sending can raise events too (a stream whose data left).
-        st.dispatch_events();
-        st.sweep_low_water();
-        st.check_idle();
-        st.socket_stats = self.socket.stats;
-        progress |= self.poll_timer(cx, st)?;
-        Ok(progress)
+        let mut refused = Vec::new();
+        let flushed = self
+            .socket
+            .poll_flush(cx, |addr, e| refused.push((addr, e.to_string())));
+        if !refused.is_empty() {
+            let mut st = shared.lock();
+            for (addr, reason) in refused {
+                st.fail_unreachable(addr, &reason);
+            }
+        }
+        if let Poll::Ready(Err(e)) = flushed {
+            return Err(e);
+        }
+        progress |= self.poll_timer(cx, deadline)?;
+        Ok(if progress {
+            Outcome::Progress
+        } else {
+            Outcome::Idle
+        })
     }
+}
+
+/// What a turn found.
+enum Outcome {
+    /// Something happened; another turn may find more.
+    Progress,
+    /// Nothing to do until a waker fires.
+    Idle,
+    /// The endpoint is finished or was stopped, for this reason.
+    Stop(String),
 }
 
 /// Errors a later receive may not repeat: an ICMP error reported on the
@@ -161,34 +203,25 @@ impl Future for Driver {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = self.get_mut();
         let shared = this.shared.clone();
-        let mut st = shared.lock();
-        if st
-            .driver_waker
-            .as_ref()
-            .is_none_or(|w| !w.will_wake(cx.waker()))
         {
-            st.driver_waker = Some(cx.waker().clone());
+            let mut st = shared.lock();
+            if st
+                .driver_waker
+                .as_ref()
+                .is_none_or(|w| !w.will_wake(cx.waker()))
+            {
+                st.driver_waker = Some(cx.waker().clone());
+            }
         }
         for _ in 0..MAX_TURNS {
-            if st.stopped.is_some() {
-                let reason = st.stopped.clone().unwrap_or_default();
-                st.stop(&reason);
-                return Poll::Ready(());
-            }
-            match this.turn(cx, &mut st) {
-                Ok(true) => {}
-                Ok(false) => {
-                    if st.is_finished() {
-                        st.stop("endpoint closed");
-                        return Poll::Ready(());
-                    }
-                    return Poll::Pending;
-                }
-                Err(e) => {
-                    st.stop(&format!("socket error: {e}"));
-                    return Poll::Ready(());
-                }
-            }
+            let reason = match this.turn(cx, &shared) {
+                Ok(Outcome::Progress) => continue,
+                Ok(Outcome::Idle) => return Poll::Pending,
+                Ok(Outcome::Stop(reason)) => reason,
+                Err(e) => format!("socket error: {e}"),
+            };
+            shared.lock().stop(&reason);
+            return Poll::Ready(());
         }
         // More work is waiting: let other tasks run first.
         cx.waker().wake_by_ref();

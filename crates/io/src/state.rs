@@ -184,14 +184,24 @@ impl State {
     /// Wakes `writable()` callers whose stream can take bytes now; the
     /// window the answer depends on moves with every ACK, not only with
     /// the core's Writable events.
-    pub fn sweep_low_water(&mut self) {
+    /// Blocked writers are re-checked the same way: acknowledgements free
+    /// buffer room without a Writable event.
+    pub fn sweep_writers(&mut self) {
         for (h, io) in self.conns.iter_mut() {
-            if io.low_water.is_empty() {
+            if io.low_water.is_empty() && io.writers.is_empty() {
                 continue;
             }
             let Some(c) = self.ep.connection(*h) else {
                 continue;
             };
+            io.writers.retain(|id, w| {
+                if c.streams().is_writable(*id) {
+                    w.wake_by_ref();
+                    false
+                } else {
+                    true
+                }
+            });
             io.low_water.retain(|id, w| {
                 if c.writable_bytes(*id) > 0 {
                     w.wake_by_ref();
