@@ -211,9 +211,21 @@ pub fn run_suite(
             }
         });
     }
+    // After a live failure (no root, a kernel refusing an option) the rest
+    // would most likely fail the same way: the first error is reported.
+    let mut live_failed = false;
     for (i, (section, s)) in work.iter().enumerate() {
         if let Some(experiment) = live(*section) {
-            finish(i, run_live_one(s, experiment));
+            let result = if live_failed {
+                Err(RunError::Live {
+                    path: s.path.clone(),
+                    message: "not run: an earlier live experiment failed".into(),
+                })
+            } else {
+                run_live_one(s, experiment)
+            };
+            live_failed |= result.is_err();
+            finish(i, result);
         }
     }
     let mut out: Vec<SectionRuns> = suite
