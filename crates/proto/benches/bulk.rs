@@ -19,6 +19,8 @@
 //! implementation's Gbit/s per CPU-second, then the medians and the ratio
 //! brisk/quinn. `BULK_ROUNDS=n` changes the number of rounds (default 7;
 //! the implementations alternate within each round so drift hits both).
+//! `BULK_ONLY=brisk` (or `quinn-proto`) runs one implementation, e.g. under
+//! `perf record`.
 //! Without `--bench` (as `cargo test --benches` runs it) one small transfer
 //! per implementation checks that the harness works.
 //!
@@ -372,6 +374,9 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 fn main() {
     let mut peers: Vec<Box<dyn BulkPeer>> = vec![Box::new(Brisk::new()), Box::new(Quinn::new())];
+    if let Ok(only) = std::env::var("BULK_ONLY") {
+        peers.retain(|p| p.name() == only);
+    }
     if !std::env::args().any(|a| a == "--bench") {
         for p in &mut peers {
             let gbps = measure(p.as_mut(), 1 << 20);
@@ -409,5 +414,7 @@ fn main() {
     for (p, m) in peers.iter().zip(&medians) {
         println!("median {:<12} {m:.2} Gbit/s", p.name());
     }
-    println!("ratio brisk/quinn-proto: {:.2}", medians[0] / medians[1]);
+    if let [brisk, quinn] = medians[..] {
+        println!("ratio brisk/quinn-proto: {:.2}", brisk / quinn);
+    }
 }

@@ -282,21 +282,23 @@ impl Endpoint {
         if let Some(t) = self.stateless.pop_front() {
             return Some(t);
         }
-        let start = self.cursor.map_or(0, |h| h.0 + 1);
-        let order: Vec<ConnectionHandle> = self
-            .connections
-            .range(ConnectionHandle(start)..)
-            .chain(self.connections.range(..ConnectionHandle(start)))
-            .map(|(h, _)| *h)
-            .collect();
-        for h in order {
-            if let Some(t) = self
-                .connections
-                .get_mut(&h)
-                .and_then(|c| c.poll_transmit(now))
-            {
-                self.cursor = Some(h);
-                return Some(t);
+        // Round robin from the connection after the last one that sent:
+        // first the handles from there up, then the ones below.
+        let start = self.cursor.map_or(0, |h| h.0.saturating_add(1));
+        for (from, below) in [(start, u64::MAX), (0, start)] {
+            let mut next = from;
+            while let Some((&h, c)) = self.connections.range_mut(ConnectionHandle(next)..).next() {
+                if h.0 >= below {
+                    break;
+                }
+                if let Some(t) = c.poll_transmit(now) {
+                    self.cursor = Some(h);
+                    return Some(t);
+                }
+                next = match h.0.checked_add(1) {
+                    Some(n) => n,
+                    None => break,
+                };
             }
         }
         None

@@ -274,21 +274,32 @@ impl Connection {
         plain: &[u8],
         packet_len: usize,
     ) {
-        let frames: Result<Vec<Frame<'_>>, _> = FrameIter::new(plain).collect();
-        let frames = match frames {
-            Ok(f) if !f.is_empty() => f,
-            _ => {
-                self.transport_error(now, code::FRAME_ENCODING_ERROR, 0, "malformed frame");
-                return;
+        // A first pass validates every frame before any takes effect; the
+        // frames are parsed again to act on them rather than collected.
+        let mut ack_eliciting = false;
+        let mut any = false;
+        for f in FrameIter::new(plain) {
+            match f {
+                Ok(f) => {
+                    any = true;
+                    ack_eliciting |= f.is_ack_eliciting();
+                }
+                Err(_) => {
+                    any = false;
+                    break;
+                }
             }
-        };
+        }
+        if !any {
+            self.transport_error(now, code::FRAME_ENCODING_ERROR, 0, "malformed frame");
+            return;
+        }
         self.stats.packets_received += 1;
         self.stats.ecn_received.add(ecn, 1);
         if self.acks.largest().is_none_or(|l| pn > l) && remote != self.remote {
             self.remote = remote;
             self.stats.migrations += 1;
         }
-        let ack_eliciting = frames.iter().any(Frame::is_ack_eliciting);
         self.acks.on_packet(now, pn, ecn, ack_eliciting);
         self.validated = true;
         if !self.hs.confirmed {
@@ -306,7 +317,10 @@ impl Connection {
                         packet_type: PacketType::OneRtt,
                         packet_number: pn,
                     },
-                    frames: frames.iter().map(qlog::frame).collect(),
+                    frames: FrameIter::new(plain)
+                        .flatten()
+                        .map(|f| qlog::frame(&f))
+                        .collect(),
                     raw: Some(RawInfo {
                         length_bytes: packet_len as u64,
                     }),
@@ -321,7 +335,7 @@ impl Connection {
             ConnState::Draining | ConnState::Drained => return,
             _ => {}
         }
-        for f in frames {
+        for f in FrameIter::new(plain).flatten() {
             self.handle_frame(now, f);
             if !matches!(self.state, ConnState::Established) {
                 return;

@@ -419,23 +419,29 @@ impl Connection {
             if room <= STREAM_HEADER_MAX {
                 return false;
             }
-            let Some(chunk) = self.streams.poll_transmit(room - STREAM_HEADER_MAX) else {
+            let Some(chunk) = self.streams.poll_chunk(room - STREAM_HEADER_MAX) else {
                 return true;
             };
-            let f = Frame::Stream(StreamFrame {
-                id: chunk.id.0,
-                offset: chunk.offset,
-                fin: chunk.fin,
-                data: &chunk.data,
-            });
-            f.emit(out);
+            // Header, then the bytes straight from the send buffer.
+            let frame_start = out.len();
+            StreamFrame::emit_header(chunk.id.0, chunk.offset, chunk.len as usize, chunk.fin, out);
+            let data_start = out.len();
+            if !self.streams.copy_chunk(&chunk, out) {
+                out.truncate(frame_start);
+                continue;
+            }
             if tracing {
-                qframes.push(qlog::frame(&f));
+                qframes.push(qlog::frame(&Frame::Stream(StreamFrame {
+                    id: chunk.id.0,
+                    offset: chunk.offset,
+                    fin: chunk.fin,
+                    data: &out[data_start..],
+                })));
             }
             frames.push(SentFrame::Stream {
                 id: chunk.id,
                 offset: chunk.offset,
-                len: chunk.data.len() as u64,
+                len: chunk.len,
                 fin: chunk.fin,
             });
             *eliciting = true;

@@ -65,6 +65,24 @@ pub struct StreamFrame<'a> {
 }
 
 impl StreamFrame<'_> {
+    /// Appends a STREAM frame's header for `len` data bytes; the bytes
+    /// themselves must follow.
+    pub fn emit_header(id: u64, offset: u64, len: usize, fin: bool, out: &mut Vec<u8>) {
+        let mut t = ty::STREAM | 0x02;
+        if offset > 0 {
+            t |= 0x04;
+        }
+        if fin {
+            t |= 0x01;
+        }
+        out.push(t);
+        varint::write(out, id);
+        if offset > 0 {
+            varint::write(out, offset);
+        }
+        varint::write(out, len as u64);
+    }
+
     /// Header bytes of a STREAM frame that carries an explicit length.
     pub fn header_len(id: u64, offset: u64, len: usize) -> usize {
         let off = if offset > 0 {
@@ -213,19 +231,7 @@ impl<'a> Frame<'a> {
                 varint::write(out, *error_code);
             }
             Frame::Stream(s) => {
-                let mut t = ty::STREAM | 0x02;
-                if s.offset > 0 {
-                    t |= 0x04;
-                }
-                if s.fin {
-                    t |= 0x01;
-                }
-                out.push(t);
-                varint::write(out, s.id);
-                if s.offset > 0 {
-                    varint::write(out, s.offset);
-                }
-                varint::write(out, s.data.len() as u64);
+                StreamFrame::emit_header(s.id, s.offset, s.data.len(), s.fin, out);
                 out.extend_from_slice(s.data);
             }
             Frame::MaxData(v) => {

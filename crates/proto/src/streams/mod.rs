@@ -43,7 +43,7 @@ pub use error::StreamError;
 pub use id::{Side, StreamId};
 pub use recv::{ReadResult, RecvState};
 pub use scheduler::Priority;
-pub use send::{SendState, StreamChunk};
+pub use send::{ChunkInfo, SendState, StreamChunk};
 
 use flow_control::{RecvWindow, SendCredit};
 use recv::RecvStream;
@@ -496,6 +496,31 @@ impl Streams {
     /// urgent level first; within it lost data before new data, streams
     /// taking turns; never past the peer's windows.
     pub fn poll_transmit(&mut self, max_len: usize) -> Option<StreamChunk> {
+        let c = self.poll_chunk(max_len)?;
+        let mut data = Vec::with_capacity(c.len as usize);
+        self.copy_chunk(&c, &mut data);
+        Some(StreamChunk {
+            id: c.id,
+            offset: c.offset,
+            data,
+            fin: c.fin,
+        })
+    }
+
+    /// Appends the bytes of a chunk from [`Streams::poll_chunk`] to `out`
+    /// (call before anything else touches the streams); false, with
+    /// nothing appended, if they are gone.
+    pub fn copy_chunk(&self, c: &ChunkInfo, out: &mut Vec<u8>) -> bool {
+        self.streams
+            .get(&c.id)
+            .and_then(|s| s.send.as_ref())
+            .is_some_and(|s| s.copy_range(c.offset, c.len, out))
+    }
+
+    /// Like [`Streams::poll_transmit`], but leaves the bytes in the send
+    /// buffer, so the caller can copy them straight into a packet with
+    /// [`Streams::copy_chunk`].
+    pub fn poll_chunk(&mut self, max_len: usize) -> Option<ChunkInfo> {
         let mut conn_blocked = false;
         let mut level = self.scheduler.next_level(None);
         while let Some(l) = level {
@@ -521,7 +546,7 @@ impl Streams {
         q: Queue,
         max_len: usize,
         conn_blocked: &mut bool,
-    ) -> Option<StreamChunk> {
+    ) -> Option<ChunkInfo> {
         for _ in 0..self.scheduler.queue_len(level, q) {
             let id = self.scheduler.pop(level, q)?;
             let Some(s) = self.streams.get_mut(&id).and_then(|s| s.send.as_mut()) else {
@@ -529,8 +554,8 @@ impl Streams {
             };
             let credit = self.conn_send.available();
             let (chunk, more) = match q {
-                Queue::Retransmit => (s.poll_retransmit(max_len), s.has_retransmit()),
-                Queue::Fresh => (s.poll_fresh(max_len, credit), s.has_fresh()),
+                Queue::Retransmit => (s.take_retransmit(max_len), s.has_retransmit()),
+                Queue::Fresh => (s.take_fresh(max_len, credit), s.has_fresh()),
             };
             if more {
                 self.scheduler.push(id, s.priority(), q);
@@ -539,7 +564,7 @@ impl Streams {
                 *conn_blocked |= q == Queue::Fresh && more && credit == 0;
                 continue;
             };
-            let len = chunk.data.len() as u64;
+            let len = chunk.len;
             match q {
                 Queue::Retransmit => self.stats.bytes_retransmitted += len,
                 Queue::Fresh => {

@@ -45,6 +45,16 @@ pub struct StreamChunk {
     pub fin: bool,
 }
 
+/// Where one STREAM frame's content lies in its stream, without the bytes
+/// (they stay in the send buffer until acknowledged).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChunkInfo {
+    pub id: StreamId,
+    pub offset: u64,
+    pub len: u64,
+    pub fin: bool,
+}
+
 /// What an acknowledgement changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) struct AckOutcome {
@@ -258,26 +268,50 @@ impl SendStream {
             && (!self.lost.is_empty() || self.fin_lost)
     }
 
-    fn chunk(&self, offset: u64, len: u64, fin: bool) -> StreamChunk {
-        let start = (offset - self.acked_offset) as usize;
-        let len = len as usize;
-        let mut data = Vec::with_capacity(len);
+    /// Appends the buffered bytes `[offset, offset + len)` to `out`;
+    /// false (and nothing appended) when they are not all buffered.
+    pub fn copy_range(&self, offset: u64, len: u64, out: &mut Vec<u8>) -> bool {
+        let Some(start) = offset.checked_sub(self.acked_offset) else {
+            return false;
+        };
+        let (Ok(start), Ok(len)) = (usize::try_from(start), usize::try_from(len)) else {
+            return false;
+        };
+        if start.saturating_add(len) > self.buf.len() {
+            return false;
+        }
         let (front, back) = self.buf.as_slices();
         let from_front = front.len().saturating_sub(start).min(len);
-        data.extend_from_slice(&front[start.min(front.len())..][..from_front]);
+        out.extend_from_slice(&front[start.min(front.len())..][..from_front]);
         let back_start = start.saturating_sub(front.len());
-        data.extend_from_slice(&back[back_start..back_start + len - from_front]);
+        out.extend_from_slice(&back[back_start..back_start + len - from_front]);
+        true
+    }
+
+    #[cfg(test)]
+    fn chunk(&self, c: ChunkInfo) -> StreamChunk {
+        let mut data = Vec::with_capacity(c.len as usize);
+        self.copy_range(c.offset, c.len, &mut data);
         StreamChunk {
             id: self.id,
-            offset,
+            offset: c.offset,
             data,
-            fin,
+            fin: c.fin,
         }
     }
 
+    #[cfg(test)]
     /// New data: at most `max_len` bytes, within the stream window and the
     /// connection credit `conn_credit`.
     pub fn poll_fresh(&mut self, max_len: usize, conn_credit: u64) -> Option<StreamChunk> {
+        let c = self.take_fresh(max_len, conn_credit)?;
+        Some(self.chunk(c))
+    }
+
+    /// New data: at most `max_len` bytes, within the stream window and the
+    /// connection credit `conn_credit`. The range is marked sent but not
+    /// copied; [`SendStream::copy_range`] fetches the bytes.
+    pub fn take_fresh(&mut self, max_len: usize, conn_credit: u64) -> Option<ChunkInfo> {
         if !matches!(self.state, SendState::Ready | SendState::Send) {
             return None;
         }
@@ -290,7 +324,12 @@ impl SendStream {
         if len == 0 && !fin {
             return None;
         }
-        let chunk = self.chunk(self.sent_offset, len, fin);
+        let chunk = ChunkInfo {
+            id: self.id,
+            offset: self.sent_offset,
+            len,
+            fin,
+        };
         self.sent_offset += len;
         if fin {
             self.fin_sent = true;
@@ -301,19 +340,38 @@ impl SendStream {
         Some(chunk)
     }
 
+    #[cfg(test)]
     /// The lowest lost range (and a lost FIN), at most `max_len` bytes.
     pub fn poll_retransmit(&mut self, max_len: usize) -> Option<StreamChunk> {
+        let c = self.take_retransmit(max_len)?;
+        Some(self.chunk(c))
+    }
+
+    /// The lowest lost range (and a lost FIN), at most `max_len` bytes,
+    /// without copying the bytes.
+    pub fn take_retransmit(&mut self, max_len: usize) -> Option<ChunkInfo> {
         if !matches!(self.state, SendState::Send | SendState::DataSent) {
             return None;
         }
+        let id = self.id;
         if let Some(r) = self.lost.pop_front(max_len as u64) {
             let fin = self.fin_lost && r.end == self.write_offset;
             self.fin_lost &= !fin;
-            return Some(self.chunk(r.start, r.end - r.start, fin));
+            return Some(ChunkInfo {
+                id,
+                offset: r.start,
+                len: r.end - r.start,
+                fin,
+            });
         }
         if self.fin_lost && self.lost.is_empty() {
             self.fin_lost = false;
-            return Some(self.chunk(self.write_offset, 0, true));
+            return Some(ChunkInfo {
+                id,
+                offset: self.write_offset,
+                len: 0,
+                fin: true,
+            });
         }
         None
     }
