@@ -2,6 +2,7 @@
 //! in one process and prints one table with the ratios (or `--json`).
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -47,6 +48,9 @@ struct Args {
     /// Print the report as JSON instead of a table.
     #[arg(long)]
     json: bool,
+    /// Also write the JSON report to this file (the table still prints).
+    #[arg(long)]
+    json_out: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -126,15 +130,25 @@ fn main() -> ExitCode {
         }
     }
     let report = Report::new(settings, &order, bulk, rpc, failures);
-    if args.json {
-        match serde_json::to_string_pretty(&report) {
-            Ok(json) => println!("{json}"),
+    if args.json || args.json_out.is_some() {
+        let json = match serde_json::to_string_pretty(&report) {
+            Ok(json) => json,
             Err(error) => {
                 eprintln!("brisk-netbench: JSON: {error}");
                 return ExitCode::FAILURE;
             }
+        };
+        if let Some(path) = &args.json_out
+            && let Err(error) = std::fs::write(path, format!("{json}\n"))
+        {
+            eprintln!("brisk-netbench: writing {}: {error}", path.display());
+            return ExitCode::FAILURE;
         }
-    } else {
+        if args.json {
+            println!("{json}");
+        }
+    }
+    if !args.json {
         print!("{report}");
     }
     if report.failures.is_empty() {
