@@ -15,6 +15,8 @@ use tokio::io::Interest;
 
 /// The largest GSO train: 64 KiB minus IP and UDP headers.
 const MAX_GSO_BYTES: usize = 65_000;
+/// Train buffers kept for reuse, at most (one batch's worth).
+const MAX_SPARE_BUFFERS: usize = sys::BATCH;
 /// Receive buffer size with GRO (a coalesced train) and without.
 const GRO_BUFFER_BYTES: usize = 65_536;
 const PLAIN_BUFFER_BYTES: usize = 16_384;
@@ -76,6 +78,9 @@ pub struct Socket {
     recv_metas: Vec<RecvMeta>,
     tx: VecDeque<TxMsg>,
     tx_datagrams: usize,
+    /// Train buffers back from the kernel, reused so a train is built
+    /// without reallocating as it grows.
+    spare: Vec<Vec<u8>>,
     pub stats: SocketStats,
 }
 
@@ -135,6 +140,7 @@ impl Socket {
             recv_bufs: vec![vec![0; buf_len]; sys::BATCH],
             recv_metas: vec![RecvMeta::default(); sys::BATCH],
             tx: VecDeque::new(),
+            spare: Vec::new(),
             tx_datagrams: 0,
             stats: SocketStats {
                 gso,
@@ -227,13 +233,24 @@ impl Socket {
             last.closed = contents.len() < last.segment_bytes;
             return;
         }
+        let data = if self.gso {
+            let mut buf = self
+                .spare
+                .pop()
+                .unwrap_or_else(|| Vec::with_capacity(MAX_GSO_BYTES));
+            buf.clear();
+            buf.extend_from_slice(&contents);
+            buf
+        } else {
+            contents
+        };
         self.tx.push_back(TxMsg {
             destination,
             ecn,
-            segment_bytes: contents.len().max(1),
+            segment_bytes: data.len().max(1),
             segments: 1,
             closed: false,
-            data: contents,
+            data,
         });
     }
 
@@ -277,6 +294,9 @@ impl Socket {
                         self.stats.datagrams_sent += m.segments as u64;
                         if m.segments > 1 {
                             self.stats.gso_trains += 1;
+                        }
+                        if self.gso && self.spare.len() < MAX_SPARE_BUFFERS {
+                            self.spare.push(m.data);
                         }
                     }
                 }
