@@ -67,13 +67,26 @@ impl Default for EndpointConfig {
 }
 
 impl EndpointConfig {
-    /// The datagram size for a path to or from `addr`.
+    /// The datagram size for a path to or from `addr`, before what the
+    /// local route allows is taken into account.
     pub fn datagram_size_for(&self, addr: SocketAddr) -> u64 {
         self.max_datagram_size.unwrap_or(match addr {
             SocketAddr::V4(_) => DEFAULT_DATAGRAM_V4,
             SocketAddr::V6(a) if a.ip().to_ipv4_mapped().is_some() => DEFAULT_DATAGRAM_V4,
             SocketAddr::V6(_) => DEFAULT_DATAGRAM_V6,
         })
+    }
+
+    /// The default size capped by `mtu` (the local route's or the smallest
+    /// interface's), never below 1200; a size set explicitly is kept.
+    pub fn datagram_size_within(&self, addr: SocketAddr, mtu: Option<usize>) -> u64 {
+        let size = self.datagram_size_for(addr);
+        match (self.max_datagram_size, mtu) {
+            (None, Some(mtu)) => size
+                .min(crate::socket::payload_for_mtu(mtu, addr) as u64)
+                .max(1200),
+            _ => size,
+        }
     }
 }
 

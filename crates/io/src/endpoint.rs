@@ -43,7 +43,15 @@ impl Endpoint {
         proto.accept_early_data = config.accept_early_data;
         proto.max_connections = config.max_connections;
         proto.transport = config.endpoint.transport.clone();
-        proto.transport.max_datagram_size = config.endpoint.datagram_size_for(config.listen);
+        // A server cannot ask the route to each client: off loopback it
+        // assumes the smallest interface MTU.
+        let mtu = if config.listen.ip().is_loopback() {
+            None
+        } else {
+            crate::socket::smallest_interface_mtu()
+        };
+        proto.transport.max_datagram_size =
+            config.endpoint.datagram_size_within(config.listen, mtu);
         let public = config.keypair.public();
         Self::start(config.listen, config.endpoint, Some(proto), Some(public))
     }
@@ -158,13 +166,14 @@ impl Endpoint {
         mut config: ClientConfig,
         timeout: Duration,
     ) -> Result<Connection, ConnectError> {
-        config.transport.max_datagram_size = self.config.datagram_size_for(addr);
+        let mtu = crate::socket::route_mtu(addr).ok();
+        config.transport.max_datagram_size = self.config.datagram_size_within(addr, mtu);
         let conn = {
             let mut st = self.shared.lock();
             if let Some(reason) = &st.stopped {
                 return Err(ConnectError::Failed {
                     addr,
-                    source: ConnectionError::EndpointStopped(reason.clone()),
+                    reason: ConnectionError::EndpointStopped(reason.clone()),
                 });
             }
             let now = st.now();
@@ -175,7 +184,7 @@ impl Endpoint {
         };
         match tokio::time::timeout(timeout, conn.established()).await {
             Ok(Ok(())) => Ok(conn),
-            Ok(Err(source)) => Err(ConnectError::Failed { addr, source }),
+            Ok(Err(reason)) => Err(ConnectError::Failed { addr, reason }),
             Err(_) => Err(ConnectError::TimedOut {
                 addr,
                 after: timeout,

@@ -54,9 +54,9 @@ pub enum ConnectError {
         after.as_millis()
     )]
     TimedOut { addr: SocketAddr, after: Duration },
-    #[error("connection to {addr} failed: {source}")]
+    #[error("connection to {addr} failed: {reason}")]
     Failed {
         addr: SocketAddr,
-        source: ConnectionError,
+        reason: ConnectionError,
     },
 }

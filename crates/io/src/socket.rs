@@ -338,3 +338,71 @@ impl Socket {
         on_refused(first.destination, &e);
     }
 }
+
+/// `IP_MTU` / `IPV6_MTU` from linux/in.h, linux/in6.h: the MTU of the route
+/// a connected socket uses.
+const IP_MTU: libc::c_int = 14;
+const IPV6_MTU: libc::c_int = 24;
+
+/// The MTU of the local route towards `dest` (the outgoing interface's, or
+/// a smaller one the kernel learned), asked of a connected socket that
+/// sends nothing.
+pub fn route_mtu(dest: SocketAddr) -> io::Result<usize> {
+    let bind: SocketAddr = if dest.is_ipv6() {
+        (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
+    } else {
+        (std::net::Ipv4Addr::UNSPECIFIED, 0).into()
+    };
+    let probe = std::net::UdpSocket::bind(bind)?;
+    probe.connect(dest)?;
+    let (level, name) = if dest.is_ipv6() {
+        (libc::IPPROTO_IPV6, IPV6_MTU)
+    } else {
+        (libc::IPPROTO_IP, IP_MTU)
+    };
+    let mtu = sys::get_int_option(probe.as_raw_fd(), level, name)?;
+    usize::try_from(mtu).map_err(|_| io::Error::other("negative MTU"))
+}
+
+/// The smallest MTU of the machine's non-loopback interfaces, read from
+/// /sys/class/net; what a server that cannot ask per client must assume.
+pub fn smallest_interface_mtu() -> Option<usize> {
+    std::fs::read_dir("/sys/class/net")
+        .ok()?
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name() != "lo")
+        .filter_map(|e| std::fs::read_to_string(e.path().join("mtu")).ok())
+        .filter_map(|m| m.trim().parse::<usize>().ok())
+        .min()
+}
+
+/// The largest UDP payload an MTU carries for `addr`'s family.
+pub fn payload_for_mtu(mtu: usize, addr: SocketAddr) -> usize {
+    let v4 = match addr {
+        SocketAddr::V4(_) => true,
+        SocketAddr::V6(a) => a.ip().to_ipv4_mapped().is_some(),
+    };
+    mtu.saturating_sub(if v4 { 20 + 8 } else { 40 + 8 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_route_mtu_and_payload_sizes() {
+        // Loopback's MTU is 65536 on Linux; any real interface has less
+        // headroom, but at least the 1280 bytes IPv6 requires.
+        let mtu = route_mtu("127.0.0.1:9".parse().unwrap()).unwrap();
+        assert!(mtu >= 1280, "{mtu}");
+        assert_eq!(payload_for_mtu(1500, "192.0.2.1:1".parse().unwrap()), 1472);
+        assert_eq!(
+            payload_for_mtu(1500, "[::ffff:192.0.2.1]:1".parse().unwrap()),
+            1472
+        );
+        assert_eq!(
+            payload_for_mtu(1400, "[2001:db8::1]:1".parse().unwrap()),
+            1352
+        );
+    }
+}
