@@ -49,3 +49,44 @@ async fn echo_v4() {
 async fn echo_v6() {
     echo_once(true).await;
 }
+
+/// The low-water-mark notification, a stream reset and a close with an
+/// application code, as the peer sees them.
+async fn writable_reset_and_close(v6: bool) {
+    let server = server(v6);
+    let (addr, key) = (server.local_addr(), server.public_key().unwrap());
+    let client = client(v6);
+    let conn = client.connect(addr, key).await.unwrap();
+    let mut s = conn.open_stream().await.unwrap();
+    let room = s.writable().await.unwrap();
+    assert!(room > 0);
+    assert_eq!(s.writable_bytes(), room);
+    s.write_all(b"first").await.unwrap();
+    let peer = server.accept().await.unwrap();
+    let mut ps = peer.accept_stream().await.unwrap();
+    let mut first = [0u8; 5];
+    ps.read_exact(&mut first).await.unwrap();
+    assert_eq!(&first, b"first");
+    s.reset(7).unwrap();
+    let err = ps.read(&mut first).await.unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::ConnectionReset, "{err}");
+    conn.close(42, b"bye");
+    let reason = peer.closed().await;
+    assert_eq!(
+        reason,
+        brisk_io::ConnectionError::Lost(brisk_proto::ConnectionError::ApplicationClosed {
+            code: 42,
+            reason: "bye".into()
+        })
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writable_reset_and_close_v4() {
+    writable_reset_and_close(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writable_reset_and_close_v6() {
+    writable_reset_and_close(true).await;
+}
