@@ -2,7 +2,9 @@
 //! quinn-proto, in one run.
 //!
 //! For each implementation one thread runs a client and a server endpoint,
-//! datagrams go straight from one to the other in memory (no sockets),
+//! datagrams go straight from one to the other in memory (no sockets; each
+//! side writes datagrams into one reused buffer, Brisk through
+//! `poll_transmit_into`, quinn-proto through its `poll_transmit` buffer),
 //! every packet is encrypted (Brisk: its negotiated 1-RTT AEAD; quinn-proto:
 //! TLS 1.3 through rustls with ring), and the receiver acknowledges as it
 //! would on a network (every second ack-eliciting packet, the RFC 9000
@@ -100,6 +102,7 @@ impl BulkPeer for Brisk {
         let mut server_conn = None;
         let (mut written, mut received) = (0usize, 0usize);
         let mut buf = vec![0u8; 1 << 16];
+        let mut tx_buf = Vec::with_capacity(usize::from(DATAGRAM_BYTES));
         let mut finished = false;
         while !finished {
             if let Some(c) = client.connection_mut(ch) {
@@ -117,8 +120,8 @@ impl BulkPeer for Brisk {
                 }
             }
             let mut moved = false;
-            while let Some(t) = client.poll_transmit(now) {
-                server.handle_datagram(now, caddr, t.ecn, &t.contents);
+            while let Some(t) = client.poll_transmit_into(now, &mut tx_buf) {
+                server.handle_datagram(now, caddr, t.ecn, &tx_buf);
                 moved = true;
             }
             while let Some(h) = server.accept() {
@@ -135,8 +138,8 @@ impl BulkPeer for Brisk {
                     }
                 }
             }
-            while let Some(t) = server.poll_transmit(now) {
-                client.handle_datagram(now, saddr, t.ecn, &t.contents);
+            while let Some(t) = server.poll_transmit_into(now, &mut tx_buf) {
+                client.handle_datagram(now, saddr, t.ecn, &tx_buf);
                 moved = true;
             }
             while client.poll_event().is_some() {}

@@ -9,7 +9,7 @@
 //! reach one with [`Endpoint::connection_mut`].
 
 use crate::config::{ClientConfig, ServerConfig};
-use crate::connection::{Connection, Event, InitialInfo, Transmit, parse_hs_payload};
+use crate::connection::{Connection, Event, InitialInfo, Transmit, TransmitMeta, parse_hs_payload};
 use crate::error::ConnectError;
 use crate::packet::{
     ConnectionId, Header, HeaderView, LOCAL_CID_LEN, LongType, SUPPORTED_VERSIONS,
@@ -279,8 +279,25 @@ impl Endpoint {
 
     /// The next datagram to send, taking connections in turn.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
+        let mut contents = Vec::new();
+        let meta = self.poll_transmit_into(now, &mut contents)?;
+        Some(Transmit {
+            destination: meta.destination,
+            ecn: meta.ecn,
+            contents,
+        })
+    }
+
+    /// Like [`Endpoint::poll_transmit`], but writes the datagram into `buf`
+    /// (cleared first), so one buffer serves every datagram.
+    pub fn poll_transmit_into(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<TransmitMeta> {
         if let Some(t) = self.stateless.pop_front() {
-            return Some(t);
+            buf.clear();
+            buf.extend_from_slice(&t.contents);
+            return Some(TransmitMeta {
+                destination: t.destination,
+                ecn: t.ecn,
+            });
         }
         // Round robin from the connection after the last one that sent:
         // first the handles from there up, then the ones below.
@@ -291,7 +308,7 @@ impl Endpoint {
                 if h.0 >= below {
                     break;
                 }
-                if let Some(t) = c.poll_transmit(now) {
+                if let Some(t) = c.poll_transmit_into(now, buf) {
                     self.cursor = Some(h);
                     return Some(t);
                 }

@@ -48,7 +48,7 @@ pub mod transport_params;
 pub mod varint;
 
 pub use config::{ClientConfig, ServerConfig, TransportConfig};
-pub use connection::{ConnState, Connection, Event, Idempotent, Transmit};
+pub use connection::{ConnState, Connection, Event, Idempotent, Transmit, TransmitMeta};
 pub use endpoint::{ConnectionHandle, Endpoint, EndpointStats};
 pub use error::{ConnectError, ConnectionError, EarlyDataError};
 pub use stats::{ConnectionStats, DropStats};

@@ -59,6 +59,14 @@ pub struct Transmit {
     pub contents: Vec<u8>,
 }
 
+/// Where and how to send a datagram that
+/// [`Connection::poll_transmit_into`] wrote into the caller's buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TransmitMeta {
+    pub destination: SocketAddr,
+    pub ecn: Ecn,
+}
+
 /// Something the application should hear about.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {

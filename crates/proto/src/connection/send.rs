@@ -4,7 +4,7 @@
 //! not yet validated the client's address, three times the bytes received.
 
 use super::timer::Timer;
-use super::{ConnState, Connection, Transmit, hs_payload};
+use super::{ConnState, Connection, Transmit, TransmitMeta, hs_payload};
 use crate::crypto::TAG_LEN;
 use crate::frame::{CloseFrame, Frame, StreamFrame};
 use crate::handshake::HandshakePayload;
@@ -27,12 +27,26 @@ impl Connection {
     /// The next UDP payload to send, or `None` when nothing may or needs to
     /// go out now (see [`Connection::poll_timeout`] for when to ask again).
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
-        let t = self.build_datagram(now);
-        if let Some(t) = &t {
+        let mut contents = Vec::new();
+        let meta = self.poll_transmit_into(now, &mut contents)?;
+        Some(Transmit {
+            destination: meta.destination,
+            ecn: meta.ecn,
+            contents,
+        })
+    }
+
+    /// Like [`Connection::poll_transmit`], but writes the datagram into
+    /// `buf` (cleared first), so a caller can reuse one buffer rather than
+    /// allocate one per datagram.
+    pub fn poll_transmit_into(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<TransmitMeta> {
+        buf.clear();
+        let t = self.build_datagram(now, buf);
+        if t.is_some() {
             self.stats.datagrams_sent += 1;
-            self.stats.bytes_sent += t.contents.len() as u64;
+            self.stats.bytes_sent += buf.len() as u64;
             if !self.validated {
-                self.unvalidated_tx_bytes += t.contents.len() as u64;
+                self.unvalidated_tx_bytes += buf.len() as u64;
             }
         }
         self.update_timers(now);
@@ -49,40 +63,39 @@ impl Connection {
         (allowed as usize).min(mds)
     }
 
-    fn build_datagram(&mut self, now: Instant) -> Option<Transmit> {
+    /// Writes the next datagram into the empty `out`.
+    fn build_datagram(&mut self, now: Instant, out: &mut Vec<u8>) -> Option<TransmitMeta> {
         if matches!(self.state, ConnState::Draining | ConnState::Drained) {
             return None;
         }
         let budget = self.datagram_budget();
-        let mut out = Vec::with_capacity(budget);
+        out.reserve(budget);
         if self.state == ConnState::Closing {
             if !self.close_pending {
                 return None;
             }
-            let ecn = self.write_close(&mut out, budget)?;
+            let ecn = self.write_close(out, budget)?;
             self.close_pending = false;
-            return Some(Transmit {
+            return Some(TransmitMeta {
                 destination: self.remote,
                 ecn,
-                contents: out,
             });
         }
         if self.hs.send_pending {
-            self.write_handshake(now, &mut out, budget);
+            self.write_handshake(now, out, budget);
         }
         let mut ecn = Ecn::NotEct;
         if self.state == ConnState::Established
-            && let Some(e) = self.write_one_rtt(now, &mut out, budget)
+            && let Some(e) = self.write_one_rtt(now, out, budget)
         {
             ecn = e;
         }
         if out.is_empty() {
             return None;
         }
-        Some(Transmit {
+        Some(TransmitMeta {
             destination: self.remote,
             ecn,
-            contents: out,
         })
     }
 

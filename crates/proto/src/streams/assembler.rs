@@ -10,6 +10,11 @@ use std::collections::VecDeque;
 
 use super::range_set::RangeSet;
 
+/// Buffer capacity an emptied assembler keeps, so a stream that is read as
+/// fast as it arrives does not free and re-grow (and page-fault) its buffer
+/// on every read, while one burst cannot pin a whole window for good.
+const RETAINED_BYTES: usize = 1 << 20;
+
 #[derive(Debug, Default)]
 pub(crate) struct Assembler {
     /// Stream offset of `buf[0]`; everything below was handed to the reader.
@@ -41,6 +46,12 @@ impl Assembler {
             return;
         };
         let Some(data) = data.get(skip..) else { return };
+        if rel == self.buf.len() {
+            // In order: append, without zero-filling first.
+            self.buf.extend(data);
+            self.received.insert(start..end);
+            return;
+        }
         let need = rel + data.len();
         if self.buf.len() < need {
             self.buf.resize(need, 0);
@@ -85,8 +96,8 @@ impl Assembler {
         self.received.remove(self.read_offset..new_offset);
         self.buf.drain(..n as usize);
         self.read_offset = new_offset;
-        if self.buf.is_empty() {
-            // A burst may have grown the buffer to the whole window.
+        if self.buf.is_empty() && self.buf.capacity() > RETAINED_BYTES {
+            // A burst grew the buffer far past what a steady flow needs.
             self.buf = VecDeque::new();
         }
     }
