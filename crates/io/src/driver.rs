@@ -55,7 +55,14 @@ impl Driver {
                 ep.handle_datagram(now, from, ecn, data)
             }) {
                 Poll::Ready(Ok(_)) => any = true,
-                Poll::Ready(Err(e)) if is_transient(&e) => any = true,
+                Poll::Ready(Err(e)) if is_transient(&e) => {
+                    // An ICMP error: handshakes to its destination fail now
+                    // rather than after the handshake timeout.
+                    for (addr, error) in self.socket.take_errors() {
+                        st.fail_unreachable(addr, &error.to_string());
+                    }
+                    any = true;
+                }
                 Poll::Ready(Err(e)) => return Err(e),
                 Poll::Pending => break,
             }

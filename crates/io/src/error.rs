@@ -15,8 +15,9 @@ pub enum ConnectionError {
     /// The endpoint's socket task ended (aborted, or a socket error).
     #[error("the endpoint stopped: {0}")]
     EndpointStopped(String),
-    /// The kernel refused to send to the peer (no route, network down).
-    #[error("cannot send to {addr}: {reason}")]
+    /// The kernel refused to send to the peer (no route, network down), or
+    /// an ICMP error came back (port unreachable: nothing listening).
+    #[error("{addr} is unreachable: {reason}")]
     Unreachable { addr: SocketAddr, reason: String },
 }
 

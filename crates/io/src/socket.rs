@@ -102,6 +102,8 @@ impl Socket {
         let dual = v6 && !config.v6_only;
         if !v6 || dual {
             sys::set_int_option(fd, libc::IPPROTO_IP, libc::IP_RECVTOS, 1)?;
+            // ICMP errors (port unreachable) are queued for `take_errors`.
+            let _ = sys::set_int_option(fd, libc::IPPROTO_IP, libc::IP_RECVERR, 1);
             let _ = sys::set_int_option(
                 fd,
                 libc::IPPROTO_IP,
@@ -111,6 +113,7 @@ impl Socket {
         }
         if v6 {
             sys::set_int_option(fd, libc::IPPROTO_IPV6, libc::IPV6_RECVTCLASS, 1)?;
+            let _ = sys::set_int_option(fd, libc::IPPROTO_IPV6, libc::IPV6_RECVERR, 1);
             let _ = sys::set_int_option(
                 fd,
                 libc::IPPROTO_IPV6,
@@ -212,6 +215,12 @@ impl Socket {
             self.stats.datagrams_received += datagrams as u64;
             return Poll::Ready(Ok(datagrams));
         }
+    }
+
+    /// ICMP errors the kernel queued (after a receive reported one): the
+    /// destination each was about, and the error.
+    pub fn take_errors(&mut self) -> Vec<(SocketAddr, io::Error)> {
+        sys::recv_errors(self.io.as_raw_fd())
     }
 
     /// Queues one datagram, appending it to the last GSO train when it

@@ -477,6 +477,63 @@ pub fn recv(
     Ok(got)
 }
 
+/// Drains the socket's error queue (enabled by `IP_RECVERR` /
+/// `IPV6_RECVERR`): for each datagram that drew an ICMP error, its
+/// destination and the error (e.g. `ECONNREFUSED` for port unreachable).
+pub fn recv_errors(fd: RawFd) -> Vec<(SocketAddr, io::Error)> {
+    let mut found = Vec::new();
+    // The queue is bounded by the receive buffer; the cap only guards
+    // against a kernel that keeps answering.
+    for _ in 0..BATCH {
+        // SAFETY: all-zero is a valid sockaddr_storage and msghdr.
+        let mut name: libc::sockaddr_storage = unsafe { mem::zeroed() };
+        let mut payload = [0u8; 64];
+        let mut cmsgs = [0u64; CMSG_WORDS];
+        let mut iov = libc::iovec {
+            iov_base: payload.as_mut_ptr().cast(),
+            iov_len: payload.len(),
+        };
+        // SAFETY: as above.
+        let mut hdr: libc::msghdr = unsafe { mem::zeroed() };
+        hdr.msg_name = (&mut name as *mut libc::sockaddr_storage).cast();
+        hdr.msg_namelen = mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        hdr.msg_iov = &mut iov;
+        hdr.msg_iovlen = 1;
+        hdr.msg_control = cmsgs.as_mut_ptr().cast();
+        hdr.msg_controllen = (CMSG_WORDS * 8) as _;
+        // SAFETY: every pointer in `hdr` points into this frame's buffers,
+        // with their lengths.
+        let rc = unsafe { libc::recvmsg(fd, &mut hdr, libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT) };
+        if rc < 0 {
+            break;
+        }
+        let mut errno = None;
+        // SAFETY: as in `recv`: the walk stays within msg_controllen and
+        // the payload is read after checking its length.
+        unsafe {
+            let mut cmsg = libc::CMSG_FIRSTHDR(&hdr);
+            while !cmsg.is_null() {
+                let c = &*cmsg;
+                let payload_len = (c.cmsg_len as usize).saturating_sub(libc::CMSG_LEN(0) as usize);
+                let is_err = matches!(
+                    (c.cmsg_level, c.cmsg_type),
+                    (libc::IPPROTO_IP, libc::IP_RECVERR) | (libc::IPPROTO_IPV6, libc::IPV6_RECVERR)
+                );
+                if is_err && payload_len >= mem::size_of::<libc::sock_extended_err>() {
+                    let e: libc::sock_extended_err =
+                        std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast());
+                    errno = Some(e.ee_errno as i32);
+                }
+                cmsg = libc::CMSG_NXTHDR(&hdr, cmsg);
+            }
+        }
+        if let (Some(errno), Some(addr)) = (errno, decode_addr(&name)) {
+            found.push((addr, io::Error::from_raw_os_error(errno)));
+        }
+    }
+    found
+}
+
 /// Nanoseconds on `CLOCK_MONOTONIC`, the clock [`TimerFd`] runs on.
 pub fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec {
