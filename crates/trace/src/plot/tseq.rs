@@ -22,6 +22,9 @@ const RETRANSMIT: RGBColor = RGBColor(0xd6, 0x27, 0x28);
 const CE_MARK: RGBColor = RGBColor(0xff, 0x7f, 0x0e);
 const ACK: RGBColor = RGBColor(0x2c, 0xa0, 0x2c);
 const WINDOW: RGBColor = RGBColor(0xc9, 0xa2, 0x00);
+/// How far above the data the y axis reaches for the receive window, as a
+/// fraction of the data's span.
+const WINDOW_HEADROOM: f64 = 0.25;
 /// Half the width of the cap drawn at each end of a segment tick.
 const CAP_PX: i32 = 3;
 
@@ -56,6 +59,26 @@ fn extent(e: &SeqEvent) -> [f64; 2] {
     [e.start as f64, e.end.max(e.start) as f64]
 }
 
+/// The y range: the data and the cumulative ACK, and the window's edge as
+/// far as [`WINDOW_HEADROOM`] of their span above them. A receive window
+/// far ahead of the data would otherwise squash the transfer into a thin
+/// band at the bottom; its line is clipped at the top instead.
+fn seq_range(events: &[SeqEvent]) -> std::ops::Range<f64> {
+    let core = finite_span(events.iter().flat_map(|e| match e.kind {
+        SeqKind::Ack => [e.start as f64; 2],
+        _ => extent(e),
+    }));
+    let Some((lo, hi)) = core else {
+        return padded_range(finite_span(events.iter().flat_map(extent)));
+    };
+    let ceiling = hi + (hi - lo) * WINDOW_HEADROOM;
+    let window = events
+        .iter()
+        .filter(|e| e.kind == SeqKind::Ack)
+        .map(|e| extent(e)[1].min(ceiling));
+    padded_range(finite_span(window.chain([lo, hi])))
+}
+
 /// The time-sequence graph of `events`, in any order.
 pub fn time_sequence_chart(frame: &Frame, events: &[SeqEvent]) -> Result<String, PlotError> {
     let events: Vec<SeqEvent> = {
@@ -68,7 +91,10 @@ pub fn time_sequence_chart(frame: &Frame, events: &[SeqEvent]) -> Result<String,
         v
     };
     let x = time_range(finite_span(events.iter().map(|e| e.time_s)));
-    let y = padded_range(finite_span(events.iter().flat_map(extent)));
+    let y = seq_range(&events);
+    let clipped = events
+        .iter()
+        .any(|e| e.kind == SeqKind::Ack && extent(e)[1] > y.end);
     let has = |k: SeqKind| events.iter().any(|e| e.kind == k);
     let data = |e: &&SeqEvent| e.kind != SeqKind::Ack;
     let mut entries = Vec::new();
@@ -83,14 +109,22 @@ pub fn time_sequence_chart(frame: &Frame, events: &[SeqEvent]) -> Result<String,
     }
     if has(SeqKind::Ack) {
         entries.push(LegendEntry::new("cumulative ACK", Mark::Line(ACK)));
-        entries.push(LegendEntry::new("receive window", Mark::Line(WINDOW)));
+        entries.push(LegendEntry::new(
+            if clipped {
+                "receive window (clipped at the top)"
+            } else {
+                "receive window"
+            },
+            Mark::Line(WINDOW),
+        ));
     }
     if events.iter().any(|e| e.kind == SeqKind::Ack && e.ce) {
         entries.push(LegendEntry::new("ACK echoing CE", Mark::Dot(ACK)));
     }
 
     render(frame, &entries, |area| {
-        let mut chart = builder(area).build_cartesian_2d(x.clone(), y)?;
+        let y_end = y.end;
+        let mut chart = builder(area).build_cartesian_2d(x.clone(), y.clone())?;
         let y_fmt = |v: &f64| si_label(*v);
         let mut mesh = chart.configure_mesh();
         super::style_mesh(&mut mesh, frame);
@@ -101,7 +135,7 @@ pub fn time_sequence_chart(frame: &Frame, events: &[SeqEvent]) -> Result<String,
         for (pick, c) in [(0, ACK), (1, WINDOW)] {
             let mut path = Vec::with_capacity(2 * acks.len() + 1);
             for e in &acks {
-                let v = extent(e)[pick];
+                let v = extent(e)[pick].min(y_end);
                 if let Some(&(_, prev)) = path.last() {
                     path.push((e.time_s, prev));
                 }
@@ -239,6 +273,31 @@ mod tests {
         );
         // The retransmission is drawn in its own colour.
         assert!(svg.contains("#D62728"), "no red retransmission");
+    }
+
+    #[test]
+    fn a_window_far_ahead_is_clipped_so_the_transfer_keeps_the_height() {
+        let data_top = 200.0 * 1_448.0;
+        let with_window = |ahead: u64| {
+            let mut events = transfer();
+            for e in events.iter_mut().filter(|e| e.kind == SeqKind::Ack) {
+                e.end = e.start + ahead;
+            }
+            events
+        };
+        // Ten segments ahead fits within the headroom: drawn whole.
+        let near = with_window(10 * 1_448);
+        assert!(seq_range(&near).end >= data_top);
+        let svg = time_sequence_chart(&frame(), &near).unwrap();
+        assert_valid_svg(&svg, &["receive window"]);
+        assert!(!svg.contains("clipped"));
+        // Ten times the transfer ahead: the axis stops a quarter of the
+        // data's span above it and the legend says the line is clipped.
+        let far = with_window(2_000 * 1_448);
+        let end = seq_range(&far).end;
+        assert!(end < data_top * 1.4 && end > data_top * 1.2, "{end}");
+        let svg = time_sequence_chart(&frame(), &far).unwrap();
+        assert_valid_svg(&svg, &["receive window (clipped at the top)"]);
     }
 
     #[test]
