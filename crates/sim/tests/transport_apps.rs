@@ -100,6 +100,14 @@ fn a_feed_page_loads_its_api_response_first_and_every_image_intact() {
         let api_ms = t.latencies[0].as_secs_f64() * 1000.0;
         assert!(api_ms < 2.0 * rtt_ms, "{ip:?} api {api_ms} rtt {rtt_ms}");
         assert!(t.latencies[1..].iter().all(|l| *l > t.latencies[0]));
+        // The first object is read before the page is whole, and no sooner
+        // than the handshake's and the request's round trips allow.
+        let first_ms = t.first_object().unwrap().as_secs_f64() * 1000.0;
+        let page_ms = t.completion().unwrap().as_secs_f64() * 1000.0;
+        assert!(
+            first_ms > 1.5 * rtt_ms && first_ms < page_ms,
+            "{ip:?} first {first_ms} rtt {rtt_ms} page {page_ms}"
+        );
         // At 2 Mbit/s the bytes alone take 2.1 s; handshake and the API
         // round trip add two RTTs; slow start and losses a little more.
         let floor_s = sizes as f64 * 8.0 / 2e6 + 2.0 * rtt_ms / 1000.0;

@@ -232,6 +232,7 @@ impl Workload for Feed {
         app.sent_bytes = self.written;
         app.delivered_bytes = self.received;
         report.latencies = self.latencies.clone();
+        report.first_object_at = self.done.first().copied().flatten();
         if self.done.iter().all(Option::is_some) {
             report.completed_at = self.done.iter().flatten().max().copied();
         }

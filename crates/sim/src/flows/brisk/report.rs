@@ -27,6 +27,8 @@ pub struct TransportReport {
     pub receiver: Option<ConnectionStats>,
     /// Bulk: the receiver read the last byte; feed: the last object.
     pub completed_at: Option<Instant>,
+    /// Feed: the receiver read the first object (the API response) whole.
+    pub first_object_at: Option<Instant>,
     /// Messages and frames: from the sending application's write to the
     /// receiving application's read of the last byte; feed objects: from
     /// the request to the last byte.
@@ -43,6 +45,11 @@ impl TransportReport {
     /// How long the bulk transfer or the feed page took from the start.
     pub fn completion(&self) -> Option<Duration> {
         self.completed_at.map(|t| t - self.started_at)
+    }
+
+    /// How long the feed's first object took from the start.
+    pub fn first_object(&self) -> Option<Duration> {
+        self.first_object_at.map(|t| t - self.started_at)
     }
 }
 
