@@ -103,7 +103,9 @@ fn a_shallow_fifo_misses_the_bufferbloat_claim() {
     let v = verdicts(&suite);
     let (_, verdict, checks) = v.iter().find(|(id, ..)| id == "bufferbloat").unwrap();
     assert_eq!(*verdict, Verdict::Partial);
-    assert_eq!(checks, &[false, true, true, true, true]);
+    // The queue-only half: only the FIFO misses; the transfer half runs
+    // its own files.
+    assert_eq!(&checks[..5], &[false, true, true, true, true]);
     std::fs::remove_dir_all(dir).unwrap();
 }
 

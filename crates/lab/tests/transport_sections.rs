@@ -77,3 +77,95 @@ fn a_call_over_cubic_gets_no_l4s_benefit() {
     assert!(!checks[0] && checks[1], "{checks:?}");
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[test]
+fn a_small_send_buffer_misses_the_send_buffer_claim() {
+    // A 16 KB "classic" buffer holds a third of a second, not 2.5 s: the
+    // first check misses, and the low-water mark is no longer four times
+    // better than it.
+    let (suite, dir) = edited_section(
+        "send-buffer",
+        "sendbuf-small",
+        &[(
+            "classic.toml",
+            "send_buffer = \"120KB\"",
+            "send_buffer = \"16KB\"",
+        )],
+    );
+    let (v, checks) = verdict(&suite);
+    assert_eq!(v, Verdict::Fail, "{checks:?}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn the_send_buffer_section_as_shipped_meets_the_claim() {
+    let (suite, dir) = edited_section("send-buffer", "sendbuf-ok", &[]);
+    let (v, checks) = verdict(&suite);
+    assert_eq!(v, Verdict::Pass, "{checks:?}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn codel_without_ecn_drops_the_transfer_s_packets() {
+    // CoDel told to drop instead of mark: the transfer loses packets where
+    // it was marked, so the "no loss" check misses; the queue stays short.
+    let (suite, dir) = edited_section(
+        "bufferbloat",
+        "bulk-no-ecn",
+        &[("bulk-codel.toml", "ecn = true", "ecn = false")],
+    );
+    let (v, checks) = verdict(&suite);
+    assert_eq!(v, Verdict::Partial, "{checks:?}");
+    assert!(checks[6] && !checks[7], "{checks:?}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_transfer_that_stops_early_leaves_no_standing_queue() {
+    // The download ends after 2 s: the FIFO drains and the ping's median
+    // RTT is the base one, far from the full buffer's 240 ms. (A shallower
+    // FIFO would not do: the bound follows the file's limit.)
+    let (suite, dir) = edited_section(
+        "bufferbloat",
+        "bulk-stop",
+        &[(
+            "bulk-fifo.toml",
+            "kind = \"brisk\"\ncc = \"cubic\"",
+            "kind = \"brisk\"\ncc = \"cubic\"\nstop = \"2s\"",
+        )],
+    );
+    let (v, checks) = verdict(&suite);
+    assert_eq!(v, Verdict::Partial, "{checks:?}");
+    assert!(!checks[5] && checks[6], "{checks:?}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_feed_page_that_cannot_finish_in_the_run_misses_its_check() {
+    // The EDGE page starts 8 s into a 10 s run: its first response can
+    // still come (about 1.5 round trips), the whole page cannot, and a page
+    // never loaded is not measured, so it never meets a bound.
+    let (suite, dir) = edited_section(
+        "mobile",
+        "feed-late",
+        &[(
+            "feed-edge.toml",
+            "app = \"feed\"",
+            "app = \"feed\"\nstart = \"8s\"",
+        )],
+    );
+    let (v, checks) = verdict(&suite);
+    assert_eq!(v, Verdict::Partial, "{checks:?}");
+    assert_eq!(checks.len(), 16, "{checks:?}");
+    assert!(!checks[9], "{checks:?}");
+    assert!(checks[10..].iter().all(|c| *c), "{checks:?}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn the_mobile_section_as_shipped_meets_the_claim() {
+    let (suite, dir) = edited_section("mobile", "mobile-ok", &[]);
+    let (v, checks) = verdict(&suite);
+    assert_eq!(v, Verdict::Pass, "{checks:?}");
+    std::fs::remove_dir_all(dir).unwrap();
+}

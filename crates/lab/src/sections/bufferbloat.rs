@@ -1,13 +1,18 @@
-//! "Bufferbloat: queues under overload" (WWDC 2015): the same slightly
-//! excessive load and a ping through a deep FIFO and through each AQM.
+//! "Bufferbloat" (WWDC 2015), in two halves.
 //!
-//! Checks: the FIFO's standing queue adds at least 100 ms to the ping's
-//! median RTT ("hundreds of ms"); every AQM keeps the median added RTT at
-//! or below the path's base RTT (the queue at most doubles the round trip,
-//! where the FIFO multiplies it). Medians measure the standing queue the
-//! claim is about; start-up transients and tails are in the table and plots.
+//! Queues under overload: the same slightly excessive unresponsive load
+//! and a ping through a deep FIFO and through each AQM. Checks: the FIFO's
+//! standing queue adds at least 100 ms to the ping's median RTT ("hundreds
+//! of ms"); every AQM keeps the median added RTT at or below the path's
+//! base RTT (the queue at most doubles the round trip, where the FIFO
+//! multiplies it). Medians measure the standing queue the claim is about;
+//! start-up transients and tails are in the table and plots.
+//!
+//! With a transfer: a Brisk CUBIC bulk flow and a ping through the FIFO and
+//! through CoDel with ECN, with its time-sequence graphs and stalls; its
+//! checks are in [`super::bufferbloat_flow`].
 
-use super::queue_label;
+use super::{bufferbloat_flow, queue_label};
 use crate::claim::{Claim, Seed};
 use crate::section::{Cell, Findings, Runs, ScenarioRun, Section, SectionError, Table, ms, plot};
 use crate::verdict::{Bound, Check};
@@ -20,6 +25,9 @@ pub struct Bufferbloat;
 /// The ping whose RTT the section reads, and the load beside it.
 const PING: &str = "ping";
 const LOAD: &str = "load";
+/// The queue-only half's scenarios; the transfer half's are read by
+/// [`bufferbloat_flow`].
+const QUEUE_ONLY: [&str; 5] = ["fifo", "codel", "fq_codel", "pie", "dualpi2"];
 /// "Hundreds of ms": the least that qualifies.
 const FIFO_ADDED_MIN_MS: f64 = 100.0;
 
@@ -29,7 +37,7 @@ impl Section for Bufferbloat {
     }
 
     fn title(&self) -> &'static str {
-        "Bufferbloat: queues under overload"
+        "Bufferbloat: deep FIFOs and smart queues"
     }
 
     fn claim(&self) -> Claim {
@@ -41,15 +49,25 @@ impl Section for Bufferbloat {
                    delay, and arrivals are dropped at its tail. A smart queue such as \
                    CoDel signals congestion as soon as a standing queue forms and keeps \
                    the delay short.",
-            scope: "Queue-only check: the load is unresponsive UDP at 5% over capacity, \
-                    not the talk's TCP transfer with ECN, so the AQMs act by dropping \
-                    and nothing slows down. The TCP-like bulk transfer and its \
-                    time-sequence plots come with Brisk's transport.",
+            scope: "Two halves. Queue only: unresponsive UDP at 5% over capacity \
+                    through every queue, so the AQMs act by dropping and nothing slows \
+                    down. With a transfer: Brisk's own CUBIC bulk flow (ECN-capable) \
+                    stands in for the talk's TCP download, through the FIFO and \
+                    through CoDel with ECN; its stalls are read from the sender's \
+                    cumulative ACK, not from a TCP trace.",
         }
     }
 
     fn scenarios(&self) -> &'static [&'static str] {
-        &["fifo", "codel", "fq_codel", "pie", "dualpi2"]
+        &[
+            "fifo",
+            "codel",
+            "fq_codel",
+            "pie",
+            "dualpi2",
+            "bulk-fifo",
+            "bulk-codel",
+        ]
     }
 
     fn evaluate(&self, runs: &Runs<'_>) -> Result<Findings, SectionError> {
@@ -58,13 +76,13 @@ impl Section for Bufferbloat {
         let mut over_time = Vec::new();
         let mut cdfs = Vec::new();
         let (mut medians, mut p99s, mut labels) = (Vec::new(), Vec::new(), Vec::new());
-        for &stem in self.scenarios() {
+        for &stem in &QUEUE_ONLY {
             let run = runs.get(stem)?;
             let m = Measured::of(run)?;
             let label = queue_label(&run.scenario.queue);
             if stem == "fifo" {
                 checks.push(Check::new(
-                    format!("{label}: RTT added by the queue, median"),
+                    format!("{label}, UDP overload: RTT added by the queue, median"),
                     "hundreds of ms",
                     m.added_p50_ms,
                     "ms",
@@ -72,7 +90,7 @@ impl Section for Bufferbloat {
                 ));
             } else {
                 checks.push(Check::new(
-                    format!("{label}: RTT added by the queue, median"),
+                    format!("{label}, UDP overload: RTT added by the queue, median"),
                     "short (at most the base RTT)",
                     m.added_p50_ms,
                     "ms",
@@ -118,9 +136,9 @@ impl Section for Bufferbloat {
         // The FIFO's set left empty, so every queue keeps its colour.
         let smart: Vec<Samples> = cdfs
             .iter()
-            .zip(self.scenarios())
+            .zip(QUEUE_ONLY)
             .map(|(c, stem)| {
-                let values = if *stem == "fifo" {
+                let values = if stem == "fifo" {
                     Vec::new()
                 } else {
                     c.values.clone()
@@ -130,7 +148,7 @@ impl Section for Bufferbloat {
             .collect();
         let time = Axis::new("time", "s");
         let rtt = Axis::new("ping RTT", "ms");
-        let plots = vec![
+        let mut plots = vec![
             plot(
                 "Ping RTT over time",
                 "Each point is one answered ping. The FIFO's delay climbs until the \
@@ -194,9 +212,13 @@ impl Section for Bufferbloat {
                 },
             )?,
         ];
+        let (flow_checks, flow_table, flow_plots) =
+            bufferbloat_flow::findings(runs.get("bulk-fifo")?, runs.get("bulk-codel")?)?;
+        checks.extend(flow_checks);
+        plots.extend(flow_plots);
         Ok(Findings {
             checks,
-            tables: vec![table],
+            tables: vec![table, flow_table],
             plots,
         })
     }

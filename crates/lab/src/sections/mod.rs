@@ -5,9 +5,12 @@
 //! files in `lab/default/<id>/` (see docs/LAB.md).
 
 mod bufferbloat;
+mod bufferbloat_flow;
 mod l4s_call;
 mod l4s_queue;
 mod mobile;
+mod mobile_feed;
+mod send_buffer;
 mod tcp_inefficiency;
 
 use crate::section::Section;
@@ -19,6 +22,7 @@ pub fn all() -> &'static [&'static dyn Section] {
         &bufferbloat::Bufferbloat,
         &l4s_queue::L4sQueue,
         &l4s_call::L4sCall,
+        &send_buffer::SendBuffer,
         &mobile::Mobile,
         &tcp_inefficiency::TcpInefficiency,
     ]
