@@ -26,9 +26,9 @@
 //! Without `--bench` (as `cargo test --benches` runs it) one small transfer
 //! per implementation checks that the harness works.
 //!
-//! Time is the bench thread's own CPU time (Linux's per-thread schedstat,
-//! in nanoseconds) where available, so other work on a shared machine does
-//! not distort the result; elsewhere it is wall-clock time.
+//! Time is the bench thread's own CPU time (`CLOCK_THREAD_CPUTIME_ID`)
+//! where available, so other work on a shared machine does not distort the
+//! result; elsewhere it is wall-clock time.
 
 use brisk_proto::crypto::Keypair;
 use brisk_proto::streams::Priority;
@@ -345,11 +345,23 @@ impl BulkPeer for Quinn {
     }
 }
 
-/// CPU time this thread has run, from `/proc/thread-self/schedstat`.
+/// CPU time this thread has run (`CLOCK_THREAD_CPUTIME_ID`, exact to the
+/// nanosecond; Linux's schedstat can lag by a scheduler tick, too coarse
+/// for transfers of a few tens of milliseconds).
+#[cfg(unix)]
 fn thread_cpu_time() -> Option<Duration> {
-    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    let ns = s.split_whitespace().next()?.parse().ok()?;
-    Some(Duration::from_nanos(ns))
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec for the call's duration.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    (rc == 0).then(|| Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
+}
+
+#[cfg(not(unix))]
+fn thread_cpu_time() -> Option<Duration> {
+    None
 }
 
 /// Gbit/s of one transfer of `bytes`, per second of this thread's CPU.
