@@ -18,9 +18,10 @@
 //!
 //! Run: `cargo bench -p brisk-proto --bench bulk` (add
 //! `CARGO_TARGET_DIR=...` on a shared machine). It prints, per round, each
-//! implementation's Gbit/s per CPU-second, then the medians and the ratio
-//! brisk/quinn. `BULK_ROUNDS=n` changes the number of rounds (default 7;
-//! the implementations alternate within each round so drift hits both).
+//! implementation's Gbit/s per CPU-second and their ratio, then each one's
+//! median and best, and the median of the per-round ratios brisk/quinn.
+//! `BULK_ROUNDS=n` changes the number of rounds (default 7; the
+//! implementations alternate within each round so drift hits both).
 //! `BULK_ONLY=brisk` (or `quinn-proto`) runs one implementation, e.g. under
 //! `perf record`.
 //! Without `--bench` (as `cargo test --benches` runs it) one small transfer
@@ -423,13 +424,26 @@ fn main() {
             r.push(gbps);
             line.push_str(&format!("  {} {gbps:.2}", p.name()));
         }
+        if let [brisk, quinn] = &results[..] {
+            line.push_str(&format!("  ratio {:.2}", brisk[round] / quinn[round]));
+        }
         println!("{line}");
     }
-    let medians: Vec<f64> = results.into_iter().map(median).collect();
-    for (p, m) in peers.iter().zip(&medians) {
-        println!("median {:<12} {m:.2} Gbit/s", p.name());
+    for (p, r) in peers.iter().zip(&results) {
+        let best = r.iter().copied().fold(0.0, f64::max);
+        println!(
+            "{:<12} median {:.2} Gbit/s, best {best:.2} Gbit/s",
+            p.name(),
+            median(r.clone())
+        );
     }
-    if let [brisk, quinn] = medians[..] {
-        println!("ratio brisk/quinn-proto: {:.2}", brisk / quinn);
+    // The two run within milliseconds of each other in a round, so the
+    // ratio per round cancels most of the shared machine's drift.
+    if let [brisk, quinn] = &results[..] {
+        let ratios = brisk.iter().zip(quinn).map(|(b, q)| b / q).collect();
+        println!(
+            "ratio brisk/quinn-proto: median per round {:.2}",
+            median(ratios)
+        );
     }
 }
