@@ -196,10 +196,14 @@ impl EcnValidator {
         self.pto.saturating_mul(TEST_PTOS)
     }
 
-    /// A packet numbered `pn` left with codepoint `ecn`.
-    pub fn on_sent(&mut self, pn: u64, ecn: Ecn) {
+    /// A packet numbered `pn` left with codepoint `ecn`. Only ack-eliciting
+    /// packets count towards a test: the peer need not acknowledge an
+    /// ACK-only packet until it has something of its own to send, so a test
+    /// made of them could end in a false black hole while the application is
+    /// merely quiet.
+    pub fn on_sent(&mut self, pn: u64, ecn: Ecn, ack_eliciting: bool) {
         self.sent.add(ecn, 1);
-        if self.state == EcnState::Testing && ecn == self.ect {
+        if self.state == EcnState::Testing && ecn == self.ect && ack_eliciting {
             self.test.first_pn.get_or_insert(pn);
             self.test.sent = self.test.sent.saturating_add(1);
             if self.test.sent >= TEST_PACKETS {
@@ -486,7 +490,7 @@ mod tests {
         let mut sent = EcnCounts::default();
         for _ in 0..n {
             let cp = v.codepoint();
-            v.on_sent(*next_pn, cp);
+            v.on_sent(*next_pn, cp, true);
             sent.add(cp, 1);
             *next_pn += 1;
         }
@@ -579,6 +583,29 @@ mod tests {
         send(&mut ok, &mut pn, 10);
         ok.on_ack(T0 + ms(30), &counts(0, 10, 0), &counts(0, 1, 9), 9);
         assert_eq!(ok.state(), EcnState::Capable);
+    }
+
+    #[test]
+    fn ack_only_packets_do_not_make_a_test_fail_while_the_app_is_quiet() {
+        let mut v = EcnValidator::new(Ecn::Ect1, T0);
+        v.set_pto(ms(10));
+        // The handshake is over and the application is silent: only ACKs
+        // leave, and the peer never acknowledges them.
+        for pn in 0..20 {
+            v.on_sent(pn, v.codepoint(), false);
+        }
+        v.handle_timeout(T0 + ms(500));
+        assert_eq!(v.state(), EcnState::Testing);
+        assert_eq!(v.codepoint(), Ecn::Ect1);
+        assert_eq!(v.last_failure(), None);
+        // Data starts long after: its test packets arrive intact.
+        let start = T0 + ms(1_000);
+        let mut pn = 20;
+        let sent = send(&mut v, &mut pn, 10);
+        assert_eq!(sent, counts(0, 10, 0));
+        v.on_ack(start + ms(5), &sent, &counts(0, 10, 0), pn - 1);
+        assert_eq!(v.state(), EcnState::Capable);
+        assert_eq!(v.ect(), Ecn::Ect1);
     }
 
     #[test]
@@ -740,7 +767,7 @@ mod tests {
             assert_eq!(v.state(), EcnState::Failed);
             assert_eq!(v.codepoint(), Ecn::NotEct);
             assert_eq!(v.poll_timeout(), None);
-            v.on_sent(0, Ecn::NotEct);
+            v.on_sent(0, Ecn::NotEct, true);
             v.on_ack(T0, &EcnCounts::default(), &counts(0, 0, 1), 0);
             v.handle_timeout(T0 + Duration::from_secs(3600));
             assert_eq!(v.codepoint(), Ecn::NotEct);

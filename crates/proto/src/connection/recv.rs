@@ -541,7 +541,7 @@ impl Connection {
                 self.stats.packets_lost += 1;
                 self.stats.bytes_lost += p.size_bytes;
             }
-            if p.ecn.is_ecn_capable() {
+            if p.ack_eliciting && p.ecn.is_ecn_capable() {
                 self.ecn.on_lost(now, p.ecn);
             }
             if !p.requeued {
