@@ -1,12 +1,13 @@
-//! `brisk sim SCENARIO.toml [--seed N] [--json] [--out DIR]`.
+//! `brisk sim SCENARIO.toml [--seed N] [--duration D] [--json] [--out DIR]`.
 
 use anyhow::{Context, Result};
 use brisk_sim::capture::PcapSink;
-use brisk_sim::scenario::{IpFamily, Scenario};
+use brisk_sim::scenario::{IpFamily, Scenario, parse_duration};
 use brisk_sim::{RunOptions, results::Results};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 #[derive(clap::Args)]
 pub struct SimArgs {
@@ -15,6 +16,10 @@ pub struct SimArgs {
     /// Seed for every random draw (overrides the file's `seed`).
     #[arg(long)]
     seed: Option<u64>,
+    /// Virtual time to simulate ("10s", "500ms"), instead of the file's
+    /// `duration`; flows still running then are cut short.
+    #[arg(long, value_parser = positive_duration)]
+    duration: Option<Duration>,
     /// Print the results as one JSON object on stdout.
     #[arg(long)]
     json: bool,
@@ -27,7 +32,10 @@ pub struct SimArgs {
 }
 
 pub fn run(args: SimArgs) -> Result<()> {
-    let scenario = Scenario::load(&args.scenario)?;
+    let mut scenario = Scenario::load(&args.scenario)?;
+    if let Some(d) = args.duration {
+        scenario.duration = d;
+    }
     let mut pcap = match &args.out {
         Some(dir) => {
             std::fs::create_dir_all(dir)
@@ -122,5 +130,27 @@ fn print_table(r: &Results) {
             f.queue_delay_ms.p50,
             f.queue_delay_ms.p99
         );
+    }
+}
+
+/// A `--duration`: a scenario duration, and more than zero.
+fn positive_duration(s: &str) -> Result<Duration, String> {
+    match parse_duration(s)? {
+        d if d.is_zero() => Err("must be greater than zero".into()),
+        d => Ok(d),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_duration_override_is_a_positive_scenario_duration() {
+        assert_eq!(positive_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(positive_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert!(positive_duration("0s").is_err());
+        assert!(positive_duration("fast").is_err());
+        assert!(positive_duration("-1s").is_err());
     }
 }

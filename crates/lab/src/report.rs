@@ -15,6 +15,7 @@ use crate::verdict::{Check, Verdict, verdict_line};
 use brisk_sim::results::Results;
 use brisk_sim::scenario::IpFamily;
 use serde::Serialize;
+use std::time::Duration;
 
 /// Version of the results.json layout; bumped when a field changes meaning.
 pub const FORMAT_VERSION: u32 = 1;
@@ -90,9 +91,18 @@ pub fn output_dir(section: &str, stem: &str) -> String {
     format!("runs/{section}/{stem}")
 }
 
-/// The `brisk sim` command that reruns one scenario as the lab ran it.
-fn command(path: &str, config: &RunConfig) -> String {
+/// The `brisk sim` command that reruns one scenario as the lab ran it
+/// (with `--quick`, for the shortened duration).
+fn command(path: &str, duration: Duration, config: &RunConfig) -> String {
     let mut c = format!("brisk sim {path} --seed {}", config.seed);
+    if config.quick {
+        let d = if duration.subsec_nanos() == 0 {
+            format!("{}s", duration.as_secs())
+        } else {
+            format!("{}ms", duration.as_millis())
+        };
+        c.push_str(&format!(" --duration {d}"));
+    }
     match config.ip {
         Some(IpFamily::V4) => c.push_str(" --ip v4"),
         Some(IpFamily::V6) => c.push_str(" --ip v6"),
@@ -129,7 +139,7 @@ pub fn build(
                 stem: f.run.stem.clone(),
                 file: f.run.path.clone(),
                 output_dir: output_dir(section.id(), &f.run.stem),
-                command: command(&f.run.path, config),
+                command: command(&f.run.path, f.run.scenario.duration, config),
                 description: f.run.scenario.description.clone(),
                 described: describe(&f.run.scenario),
                 results: f.run.results.clone(),
@@ -180,5 +190,23 @@ impl Report {
         let mut text = serde_json::to_string_pretty(self).unwrap_or_default();
         text.push('\n');
         text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_quick_run_s_command_reruns_it_for_its_shortened_duration() {
+        let mut config = RunConfig::default();
+        let full = command("lab/default/a.toml", Duration::from_secs(30), &config);
+        assert_eq!(full, "brisk sim lab/default/a.toml --seed 1");
+        config.quick = true;
+        config.ip = Some(IpFamily::V6);
+        let quick = command("a.toml", Duration::from_secs(10), &config);
+        assert_eq!(quick, "brisk sim a.toml --seed 1 --duration 10s --ip v6");
+        let odd = command("a.toml", Duration::from_millis(2_500), &config);
+        assert!(odd.contains("--duration 2500ms"), "{odd}");
     }
 }

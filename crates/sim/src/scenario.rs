@@ -8,6 +8,9 @@
 
 use brisk_netmodel::link::profiles;
 use brisk_netmodel::units;
+/// Parses a duration as scenario files write it ("10s", "500ms"), for
+/// command-line overrides.
+pub use brisk_netmodel::units::parse_duration;
 use brisk_netmodel::{LinkConfig, queue::QueueConfig};
 use brisk_proto::congestion::CcAlgorithm;
 use brisk_wire::Ecn;
