@@ -88,26 +88,32 @@ impl Driver {
     }
 
     /// Arms the timer at `deadline` (`(due now, monotonic ns)`); true if it
-    /// is due.
+    /// is due or the timer fired.
+    ///
+    /// The core's deadline moves with nearly every packet (ACK delay, PTO,
+    /// idle timeout), so the timer is re-armed only when the deadline comes
+    /// sooner than the one already armed: a timer that fires early costs
+    /// one idle turn (which arms the real deadline), while re-arming on
+    /// every change cost a `timerfd_settime` per packet. A timer no longer
+    /// needed is left to fire for the same reason.
     fn poll_timer(
         &mut self,
         cx: &mut Context<'_>,
         deadline: Option<(bool, u64)>,
     ) -> io::Result<bool> {
-        let Some((due, deadline_ns)) = deadline else {
-            if self.armed_ns != 0 {
-                self.timer.get_ref().arm(0)?;
-                self.armed_ns = 0;
+        if let Some((due, deadline_ns)) = deadline {
+            if due {
+                return Ok(true);
             }
-            return Ok(false);
-        };
-        if due {
-            return Ok(true);
+            let deadline_ns = deadline_ns.max(1);
+            if self.armed_ns == 0 || deadline_ns < self.armed_ns {
+                self.timer.get_ref().arm(deadline_ns)?;
+                self.armed_ns = deadline_ns;
+                self.socket.stats.timer_arms += 1;
+            }
         }
-        let deadline_ns = deadline_ns.max(1);
-        if deadline_ns != self.armed_ns {
-            self.timer.get_ref().arm(deadline_ns)?;
-            self.armed_ns = deadline_ns;
+        if self.armed_ns == 0 {
+            return Ok(false);
         }
         loop {
             match self.timer.poll_read_ready(cx) {

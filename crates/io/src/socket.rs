@@ -43,6 +43,9 @@ pub struct SocketStats {
     /// time when a send with it fails).
     pub gso: bool,
     pub gro: bool,
+    /// `timerfd_settime` calls by the endpoint task (its timer is re-armed
+    /// only when the core's deadline comes sooner).
+    pub timer_arms: u64,
 }
 
 /// Index of a codepoint in [`SocketStats::ecn_received`].
