@@ -173,7 +173,7 @@ pub(crate) fn findings(
                 "{WINDOW_S:.0} s of the transfer from half a second before its longest \
                  stall ({:.0} ms): the horizontal gap between the data ticks and the \
                  ACK line is the round trip; flat stretches of the ACK line are \
-                 stalls, red crosses retransmissions, orange dots CE marks.",
+                 stalls, red crosses retransmissions, green dots ACKs echoing CE marks.",
                 t.stall_ms
             ),
             || {
