@@ -32,6 +32,9 @@ pub(crate) struct Driver {
     timer: AsyncFd<TimerFd>,
     /// The deadline the timer is armed at (monotonic ns), 0 if disarmed.
     armed_ns: u64,
+    /// Woken readers were let run once since the last pull (at most one
+    /// deferral per pull, so a busy receiver still sends its ACKs).
+    deferred: bool,
 }
 
 impl Driver {
@@ -41,6 +44,7 @@ impl Driver {
             socket,
             timer: TimerFd::registered()?,
             armed_ns: 0,
+            deferred: false,
         })
     }
 
@@ -150,6 +154,14 @@ impl Driver {
             }
             st.take_accepted();
             st.dispatch_events();
+            // A reader just woken will likely answer at once: let it run
+            // first, so its data leaves with the ACK the core would send
+            // now, in one datagram and one send call.
+            if std::mem::take(&mut st.readers_woken) && !self.deferred {
+                self.deferred = true;
+                return Ok(Outcome::Defer);
+            }
+            self.deferred = false;
             progress |= self.pull(&mut st);
             // Sending can raise events too (a stream whose data left).
             st.dispatch_events();
@@ -193,6 +205,8 @@ enum Outcome {
     Progress,
     /// Nothing to do until a waker fires.
     Idle,
+    /// Woken readers should run before this task sends.
+    Defer,
     /// The endpoint is finished or was stopped, for this reason.
     Stop(String),
 }
@@ -230,6 +244,12 @@ impl Future for Driver {
             let reason = match this.turn(cx, &shared) {
                 Ok(Outcome::Progress) => continue,
                 Ok(Outcome::Idle) => return Poll::Pending,
+                Ok(Outcome::Defer) => {
+                    // Woken while running, tokio queues this task behind
+                    // the tasks it just woke.
+                    cx.waker().wake_by_ref();
+                    return Poll::Pending;
+                }
                 Ok(Outcome::Stop(reason)) => reason,
                 Err(e) => format!("socket error: {e}"),
             };

@@ -95,6 +95,9 @@ pub(crate) struct State {
     /// Set by `abort`, or when the socket failed: the task ends.
     pub stopped: Option<String>,
     pub idle_wakers: Vec<Waker>,
+    /// A reader or acceptor was woken since the driver last looked: its
+    /// answer may go out with the ACK the core would send now.
+    pub readers_woken: bool,
     pub socket_stats: SocketStats,
     pub local_addr: SocketAddr,
 }
@@ -111,6 +114,7 @@ impl State {
             endpoint_refs: 1,
             stopped: None,
             idle_wakers: Vec::new(),
+            readers_woken: false,
             socket_stats: SocketStats::default(),
             local_addr,
         }
@@ -167,7 +171,7 @@ impl State {
                         w.wake();
                     }
                 }
-                Event::Stream(se) => dispatch_stream_event(io, se),
+                Event::Stream(se) => self.readers_woken |= dispatch_stream_event(io, se),
                 Event::EarlyData { .. } => {}
                 Event::ConnectionLost(e) => io.fail(ConnectionError::Lost(e)),
                 Event::Closed => {
@@ -281,7 +285,10 @@ impl State {
     }
 }
 
-fn dispatch_stream_event(io: &mut ConnIo, event: StreamEvent) {
+/// Wakes the task waiting for `event`; true if it was a reader or an
+/// acceptor (a task likely to answer).
+fn dispatch_stream_event(io: &mut ConnIo, event: StreamEvent) -> bool {
+    let reader = matches!(event, StreamEvent::Opened(_) | StreamEvent::Readable(_));
     let waker = match event {
         StreamEvent::Opened(_) => io.accept_waker.take(),
         StreamEvent::Readable(id) => io.readers.remove(&id),
@@ -301,7 +308,9 @@ fn dispatch_stream_event(io: &mut ConnIo, event: StreamEvent) {
         }
         StreamEvent::Available { .. } => io.open_waker.take(),
     };
-    if let Some(w) = waker {
-        w.wake();
-    }
+    let Some(w) = waker else {
+        return false;
+    };
+    w.wake();
+    reader
 }
