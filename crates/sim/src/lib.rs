@@ -91,6 +91,8 @@ fn brisk_config(
         },
         BriskApp::Feed => BriskWorkload::Feed {
             objects: spec.objects.clone().unwrap_or_default(),
+            sequential: spec.sequential.unwrap_or(false),
+            setup_round_trips: spec.setup_round_trips.unwrap_or(0) as usize,
         },
     };
     BriskConfig {

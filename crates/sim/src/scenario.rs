@@ -176,7 +176,7 @@ impl BriskApp {
             BriskApp::Bulk => &["bytes"],
             BriskApp::Messages => &["message_size", "interval", "send_buffer", "low_water_mark"],
             BriskApp::Video => &["fps", "send_buffer", "low_water_mark"],
-            BriskApp::Feed => &["objects"],
+            BriskApp::Feed => &["objects", "sequential", "setup_round_trips"],
         }
     }
 }
@@ -237,6 +237,15 @@ pub struct FlowSpec {
     /// Object sizes of a feed page, the API response first (brisk feed).
     #[serde(default, deserialize_with = "byte_list")]
     pub objects: Option<Vec<u64>>,
+    /// HTTP/1.1 on one connection (brisk feed): object i+1 is requested
+    /// only once object i has arrived whole (default false: multiplexed).
+    #[serde(default)]
+    pub sequential: Option<bool>,
+    /// Small request/response exchanges before the first real request
+    /// (brisk feed; default 0): TCP's and TLS 1.2's handshake round trips,
+    /// queued and lost like the page itself.
+    #[serde(default)]
+    pub setup_round_trips: Option<u32>,
     /// The classic path (brisk messages, video): the app keeps up to this
     /// many bytes queued in the transport, like SO_SNDBUF.
     #[serde(default, with = "opt_bytes")]
@@ -340,6 +349,8 @@ fn allowed_fields(kind: FlowKind) -> &'static [&'static str] {
             "interval",
             "fps",
             "objects",
+            "sequential",
+            "setup_round_trips",
             "send_buffer",
             "low_water_mark",
         ],
@@ -349,6 +360,8 @@ fn allowed_fields(kind: FlowKind) -> &'static [&'static str] {
 /// Feed objects are fetched on streams the receiver opens, within the
 /// transport's default limit on concurrent streams.
 pub const MAX_FEED_OBJECTS: usize = 100;
+/// More handshake round trips than any real stack needs is a typo.
+pub const MAX_SETUP_ROUND_TRIPS: u32 = 10;
 /// The smallest message: its header (length, sequence number, time).
 pub const MIN_MESSAGE_BYTES: u64 = 20;
 
@@ -372,6 +385,8 @@ impl FlowSpec {
         add("message_size", self.message_size.is_some());
         add("fps", self.fps.is_some());
         add("objects", self.objects.is_some());
+        add("sequential", self.sequential.is_some());
+        add("setup_round_trips", self.setup_round_trips.is_some());
         add("send_buffer", self.send_buffer.is_some());
         add("low_water_mark", self.low_water_mark.is_some());
         v
@@ -426,6 +441,13 @@ impl FlowSpec {
             }
             if objects.contains(&0) {
                 return Err("`objects` sizes must be above zero".into());
+            }
+            if let Some(n) = self.setup_round_trips
+                && n > MAX_SETUP_ROUND_TRIPS
+            {
+                return Err(format!(
+                    "`setup_round_trips` must be 0..{MAX_SETUP_ROUND_TRIPS} (handshake round trips before the first request)"
+                ));
             }
         }
         Ok(())
@@ -726,6 +748,24 @@ rtt = "40ms"
         assert!(e.contains("line 6") && e.contains("lots"), "{e}");
         let e = brisk("ecn = true\n");
         assert!(e.contains("ecn"), "{e}");
+        let e = brisk("app = \"video\"\nsequential = true\n");
+        assert!(e.contains("`sequential`") && e.contains("\"video\""), "{e}");
+        let e = brisk("setup_round_trips = 3\n");
+        assert!(
+            e.contains("`setup_round_trips`") && e.contains("\"bulk\""),
+            "{e}"
+        );
+        let e = brisk("app = \"feed\"\nobjects = [\"4KB\"]\nsetup_round_trips = 11\n");
+        assert!(e.contains("`setup_round_trips` must be 0..10"), "{e}");
+        let e = brisk("app = \"feed\"\nobjects = [\"4KB\"]\nsetup_round_trips = -1\n");
+        assert!(e.contains("setup_round_trips"), "{e}");
+        let s = Scenario::parse(
+            "duration = \"1s\"\n[[flows]]\nkind = \"brisk\"\napp = \"feed\"\nobjects = [\"4KB\"]\nsequential = true\nsetup_round_trips = 3\n",
+            "c.toml",
+        )
+        .unwrap();
+        let f = s.flows[0].get_ref();
+        assert_eq!((f.sequential, f.setup_round_trips), (Some(true), Some(3)));
         // Raw sources take `false` as "not_ect", and no brisk field.
         let e = err(
             "duration = \"1s\"\n[[flows]]\nkind = \"cbr\"\nrate = \"1Mbit\"\ncc = \"prague\"\n",

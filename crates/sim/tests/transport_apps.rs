@@ -118,3 +118,64 @@ fn a_feed_page_loads_its_api_response_first_and_every_image_intact() {
         );
     }
 }
+
+/// A page of a 1 KB API response and four 2 KB images on a clean
+/// 10 Mbit/s, 100 ms path, fetched `client`-style. The page fits in the
+/// initial window, so round trips, not slow start, set its load time.
+fn feed_page(client: &str, ip: IpFamily) -> Run {
+    let text = format!(
+        "duration = \"10s\"\n\
+         [link.down]\nrate = \"10Mbit\"\ndelay = \"25ms\"\n\
+         [link.up]\nrate = \"10Mbit\"\ndelay = \"25ms\"\n\
+         [[flows]]\nname = \"feed\"\nkind = \"brisk\"\ncc = \"cubic\"\nrtt = \"100ms\"\n\
+         app = \"feed\"\nobjects = [\"1KB\", \"2KB\", \"2KB\", \"2KB\", \"2KB\"]\n{client}"
+    );
+    let s = Scenario::parse(&text, "feed-page").unwrap();
+    run(
+        &s,
+        RunOptions {
+            ip: Some(ip),
+            ..Default::default()
+        },
+    )
+}
+
+#[test]
+fn a_sequential_client_with_handshake_round_trips_loads_the_page_later() {
+    for ip in FAMILIES {
+        let multiplexed = feed_page("", ip);
+        let classic = feed_page("sequential = true\nsetup_round_trips = 3\n", ip);
+        let page_ms = |r: &Run| {
+            let t = transport(r, 0);
+            assert_eq!(t.latencies.len(), 5, "{ip:?}: the page's objects only");
+            assert_eq!(t.integrity.corrupt_bytes, 0);
+            let b = flow(r, "feed").brisk.as_ref().unwrap();
+            assert!(b.transport.data_intact && b.transport.error.is_none());
+            assert_eq!(flow(r, "feed").delivered_bytes, 1_000 + 4 * 2_000);
+            (
+                t.first_object().unwrap().as_secs_f64() * 1000.0,
+                t.completion().unwrap().as_secs_f64() * 1000.0,
+                b.transport.min_rtt_ms,
+            )
+        };
+        let (m_first, m_page, rtt_ms) = page_ms(&multiplexed);
+        let (c_first, c_page, _) = page_ms(&classic);
+        assert!((100.0..110.0).contains(&rtt_ms), "{ip:?} rtt {rtt_ms}");
+        // Three handshake round trips delay the first response...
+        assert!(
+            c_first - m_first > 0.9 * 3.0 * rtt_ms,
+            "{ip:?} first: classic {c_first} multiplexed {m_first}"
+        );
+        // ...and each image after the first waits one more round trip.
+        let extra = 3.0 + 3.0;
+        assert!(
+            c_page - m_page > 0.9 * extra * rtt_ms,
+            "{ip:?} page: classic {c_page} multiplexed {m_page}"
+        );
+        // And no more than those round trips (the bytes take under 10 ms).
+        assert!(
+            c_page < m_page + (extra + 1.0) * rtt_ms,
+            "{ip:?} page: classic {c_page} multiplexed {m_page}"
+        );
+    }
+}

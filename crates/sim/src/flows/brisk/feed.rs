@@ -5,6 +5,14 @@
 //! at a lower urgency so they share the path round-robin. The sender (the
 //! server) answers each request with the object's bytes. The page is
 //! loaded when the last object is read whole.
+//!
+//! The classic client is the same page with two knobs: `sequential`
+//! fetches one object at a time (HTTP/1.1 on one connection), and
+//! `setup_round_trips` first makes that many small exchanges (a
+//! [`SETUP_REQUEST_LEN`]-byte request answered by [`SETUP_RESPONSE_LEN`]
+//! bytes) standing in for TCP's and TLS 1.2's handshakes, so they meet the
+//! same queues and losses as the page. Setup objects come first in the
+//! object list, one at a time; the report counts only the real ones.
 
 use super::report::TransportReport;
 use super::seq::Tracer;
@@ -21,8 +29,13 @@ const API_RESPONSE: Priority = Priority(0);
 const IMAGE: Priority = Priority(3);
 /// Responses are written in pieces of at most this much.
 const WRITE_CHUNK: u64 = 64 * 1024;
-/// A request is the object's index.
+/// A request is the object's index...
 const REQUEST_LEN: usize = 4;
+/// ...padded to this for a setup exchange (about a ClientHello).
+const SETUP_REQUEST_LEN: usize = 100;
+/// A setup exchange's answer (about a ServerHello and certificate flight
+/// that fits one packet).
+const SETUP_RESPONSE_LEN: u64 = 1200;
 
 #[derive(Debug)]
 struct Request {
@@ -41,7 +54,11 @@ struct Response {
 #[derive(Debug)]
 pub(crate) struct Feed {
     key: u64,
+    /// The setup objects, then the page's.
     sizes: Vec<u64>,
+    /// How many of `sizes` are setup exchanges.
+    setup: usize,
+    sequential: bool,
     /// Where each object sits in the time-sequence byte space.
     bases: Vec<u64>,
     buffer_limit: u64,
@@ -50,13 +67,25 @@ pub(crate) struct Feed {
     done: Vec<Option<Instant>>,
     latencies: Vec<Duration>,
     received: u64,
+    /// Of `received` and `written`: the setup exchanges' bytes, which are
+    /// not the page's.
+    setup_received: u64,
+    setup_written: u64,
     corrupt: u64,
     responses: BTreeMap<StreamId, Response>,
     written: u64,
 }
 
 impl Feed {
-    pub fn new(key: u64, sizes: Vec<u64>, buffer_limit: u64) -> Self {
+    pub fn new(
+        key: u64,
+        objects: Vec<u64>,
+        sequential: bool,
+        setup: usize,
+        buffer_limit: u64,
+    ) -> Self {
+        let mut sizes = vec![SETUP_RESPONSE_LEN; setup];
+        sizes.extend(objects);
         let bases = sizes
             .iter()
             .scan(0u64, |acc, s| {
@@ -70,23 +99,56 @@ impl Feed {
             done: vec![None; sizes.len()],
             bases,
             sizes,
+            setup,
+            sequential,
             buffer_limit,
             requested: 0,
             requests: BTreeMap::new(),
             latencies: Vec::new(),
             received: 0,
+            setup_received: 0,
+            setup_written: 0,
             corrupt: 0,
             responses: BTreeMap::new(),
             written: 0,
         }
     }
 
+    /// Setup exchanges and the API response are urgent; images share.
+    fn priority(&self, index: usize) -> Priority {
+        if index <= self.setup {
+            API_RESPONSE
+        } else {
+            IMAGE
+        }
+    }
+
+    fn request_len(&self, index: usize) -> usize {
+        if index < self.setup {
+            SETUP_REQUEST_LEN
+        } else {
+            REQUEST_LEN
+        }
+    }
+
+    /// Whether object `index` may be requested yet: setup exchanges and
+    /// the API response one after another, then the images all at once
+    /// (or one by one when sequential).
+    fn may_request(&self, index: usize) -> bool {
+        let after = match index {
+            0 => return true,
+            i if self.sequential || i <= self.setup + 1 => i - 1,
+            _ => self.setup,
+        };
+        self.done.get(after).is_some_and(Option::is_some)
+    }
+
     fn request(&mut self, now: Instant, conn: &mut Connection, index: usize) -> bool {
-        let priority = if index == 0 { API_RESPONSE } else { IMAGE };
-        let Ok(id) = conn.open_stream(true, priority) else {
+        let Ok(id) = conn.open_stream(true, self.priority(index)) else {
             return false;
         };
-        let req = u32::try_from(index).unwrap_or(u32::MAX).to_be_bytes();
+        let mut req = vec![0u8; self.request_len(index)];
+        req[..REQUEST_LEN].copy_from_slice(&u32::try_from(index).unwrap_or(u32::MAX).to_be_bytes());
         let _ = conn.write(id, &req);
         let _ = conn.finish(id);
         self.requests.insert(
@@ -107,14 +169,20 @@ impl Feed {
         if end != ReadEnd::Finished || r.index.is_some() {
             return;
         }
-        let index = <[u8; REQUEST_LEN]>::try_from(r.request.as_slice())
-            .ok()
-            .map(|b| u32::from_be_bytes(b) as usize)
+        let index = r
+            .request
+            .first_chunk::<REQUEST_LEN>()
+            .map(|b| u32::from_be_bytes(*b) as usize)
             .filter(|i| *i < self.sizes.len());
-        match index {
+        let got_len = r.request.len();
+        let len_ok = index.is_some_and(|i| got_len == self.request_len(i));
+        match index.filter(|_| len_ok) {
             Some(i) => {
-                r.index = Some(i);
-                let _ = conn.set_priority(id, if i == 0 { API_RESPONSE } else { IMAGE });
+                let priority = self.priority(i);
+                if let Some(r) = self.responses.get_mut(&id) {
+                    r.index = Some(i);
+                }
+                let _ = conn.set_priority(id, priority);
                 trace.place(id.0, self.bases[i], self.sizes[i]);
             }
             None => {
@@ -154,6 +222,9 @@ impl Workload for Feed {
             got += d.len() as u64;
         });
         self.received += got - req.got;
+        if req.index < self.setup {
+            self.setup_received += got - req.got;
+        }
         self.corrupt += corrupt;
         req.got = got;
         match end {
@@ -162,7 +233,9 @@ impl Workload for Feed {
                 let (index, sent_at) = (req.index, req.sent_at);
                 if got == self.sizes[index] {
                     self.done[index] = Some(now);
-                    self.latencies.push(now - sent_at);
+                    if index >= self.setup {
+                        self.latencies.push(now - sent_at);
+                    }
                 }
                 self.requests.remove(&id);
             }
@@ -174,11 +247,7 @@ impl Workload for Feed {
 
     fn poll_receiver(&mut self, now: Instant, conn: &mut Connection) -> bool {
         let mut progressed = false;
-        if self.requested == 0 && self.request(now, conn, 0) {
-            self.requested = 1;
-            progressed = true;
-        }
-        while self.requested >= 1 && self.requested < self.sizes.len() && self.done[0].is_some() {
+        while self.requested < self.sizes.len() && self.may_request(self.requested) {
             if !self.request(now, conn, self.requested) {
                 break;
             }
@@ -210,6 +279,9 @@ impl Workload for Feed {
                 }
                 r.written += n;
                 self.written += n;
+                if i < self.setup {
+                    self.setup_written += n;
+                }
                 progressed = true;
             }
             if r.written == size {
@@ -229,12 +301,13 @@ impl Workload for Feed {
     }
 
     fn report(&self, app: &mut AppReport, report: &mut TransportReport) {
-        app.sent_bytes = self.written;
-        app.delivered_bytes = self.received;
+        app.sent_bytes = self.written - self.setup_written;
+        app.delivered_bytes = self.received - self.setup_received;
         report.latencies = self.latencies.clone();
-        report.first_object_at = self.done.first().copied().flatten();
+        let page = self.done.get(self.setup..).unwrap_or_default();
+        report.first_object_at = page.first().copied().flatten();
         if self.done.iter().all(Option::is_some) {
-            report.completed_at = self.done.iter().flatten().max().copied();
+            report.completed_at = page.iter().flatten().max().copied();
         }
         report.integrity.checked_bytes = self.received;
         report.integrity.corrupt_bytes = self.corrupt;

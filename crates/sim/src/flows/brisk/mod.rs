@@ -75,6 +75,10 @@ pub enum BriskWorkload {
     /// Object sizes, the API response first.
     Feed {
         objects: Vec<u64>,
+        /// One object at a time, like HTTP/1.1 on one connection.
+        sequential: bool,
+        /// Small exchanges before the first request (handshakes).
+        setup_round_trips: usize,
     },
 }
 
@@ -154,9 +158,17 @@ impl BriskConfig {
             BriskWorkload::Video { fps, path } => Box::new(video::Video::new(
                 key, *fps, self.start, self.stop, *path, limit,
             )),
-            BriskWorkload::Feed { objects } => {
-                Box::new(feed::Feed::new(key, objects.clone(), limit))
-            }
+            BriskWorkload::Feed {
+                objects,
+                sequential,
+                setup_round_trips,
+            } => Box::new(feed::Feed::new(
+                key,
+                objects.clone(),
+                *sequential,
+                *setup_round_trips,
+                limit,
+            )),
         }
     }
 }
