@@ -220,25 +220,21 @@ async fn prague_keeps_ect1(v6: bool, quiet: Duration) {
 // to 4 of every 5 runs, with or without the quiet period).
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "brisk-proto: ECN test period omits max_ack_delay"]
 async fn prague_keeps_ect1_v4() {
     prague_keeps_ect1(false, Duration::ZERO).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "brisk-proto: ECN test period omits max_ack_delay"]
 async fn prague_keeps_ect1_v6() {
     prague_keeps_ect1(true, Duration::ZERO).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "brisk-proto: ECN test period omits max_ack_delay"]
 async fn prague_keeps_ect1_after_quiet_v4() {
     prague_keeps_ect1(false, Duration::from_millis(100)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "brisk-proto: ECN test period omits max_ack_delay"]
 async fn prague_keeps_ect1_after_quiet_v6() {
     prague_keeps_ect1(true, Duration::from_millis(100)).await;
 }

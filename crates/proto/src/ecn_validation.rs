@@ -201,10 +201,16 @@ impl EcnValidator {
     /// ACK-only packet until it has something of its own to send, so a test
     /// made of them could end in a false black hole while the application is
     /// merely quiet.
-    pub fn on_sent(&mut self, pn: u64, ecn: Ecn, ack_eliciting: bool) {
+    /// The test's clock starts with its first packet, not with the
+    /// connection: a handshake or a quiet spell must not eat the time the
+    /// test packets' acknowledgements need.
+    pub fn on_sent(&mut self, now: Instant, pn: u64, ecn: Ecn, ack_eliciting: bool) {
         self.sent.add(ecn, 1);
         if self.state == EcnState::Testing && ecn == self.ect && ack_eliciting {
-            self.test.first_pn.get_or_insert(pn);
+            if self.test.first_pn.is_none() {
+                self.test.first_pn = Some(pn);
+                self.test.started_at = self.test.started_at.max(now);
+            }
             self.test.sent = self.test.sent.saturating_add(1);
             if self.test.sent >= TEST_PACKETS {
                 self.test.probing_done = true;
@@ -296,7 +302,7 @@ impl EcnValidator {
                 if !self.test.probing_done && now >= self.test.started_at + self.test_period() {
                     if self.test.sent == 0 {
                         // Nothing was sent: the test has not really begun.
-                        self.test.started_at = now;
+                        self.test.started_at = self.test.started_at.max(now);
                     } else {
                         self.test.probing_done = true;
                     }
@@ -490,7 +496,7 @@ mod tests {
         let mut sent = EcnCounts::default();
         for _ in 0..n {
             let cp = v.codepoint();
-            v.on_sent(*next_pn, cp, true);
+            v.on_sent(T0, *next_pn, cp, true);
             sent.add(cp, 1);
             *next_pn += 1;
         }
@@ -592,7 +598,7 @@ mod tests {
         // The handshake is over and the application is silent: only ACKs
         // leave, and the peer never acknowledges them.
         for pn in 0..20 {
-            v.on_sent(pn, v.codepoint(), false);
+            v.on_sent(T0, pn, v.codepoint(), false);
         }
         v.handle_timeout(T0 + ms(500));
         assert_eq!(v.state(), EcnState::Testing);
@@ -606,6 +612,24 @@ mod tests {
         v.on_ack(start + ms(5), &sent, &counts(0, 10, 0), pn - 1);
         assert_eq!(v.state(), EcnState::Capable);
         assert_eq!(v.ect(), Ecn::Ect1);
+    }
+
+    #[test]
+    fn the_test_clock_starts_with_the_first_test_packet() {
+        let mut v = EcnValidator::new(Ecn::Ect1, T0);
+        v.set_pto(ms(10));
+        // The first packet leaves just before the first test period would
+        // have ended, counted from the validator's creation.
+        let first = T0 + ms(29);
+        for pn in 0..10 {
+            v.on_sent(first, pn, v.codepoint(), true);
+        }
+        // Two periods after creation, but not after the first packet.
+        v.handle_timeout(T0 + ms(61));
+        assert_eq!((v.state(), v.ect()), (EcnState::Testing, Ecn::Ect1));
+        v.on_ack(T0 + ms(70), &counts(0, 10, 0), &counts(0, 10, 0), 9);
+        assert_eq!((v.state(), v.ect()), (EcnState::Capable, Ecn::Ect1));
+        assert_eq!(v.last_failure(), None);
     }
 
     #[test]
@@ -767,7 +791,7 @@ mod tests {
             assert_eq!(v.state(), EcnState::Failed);
             assert_eq!(v.codepoint(), Ecn::NotEct);
             assert_eq!(v.poll_timeout(), None);
-            v.on_sent(0, Ecn::NotEct, true);
+            v.on_sent(T0, 0, Ecn::NotEct, true);
             v.on_ack(T0, &EcnCounts::default(), &counts(0, 0, 1), 0);
             v.handle_timeout(T0 + Duration::from_secs(3600));
             assert_eq!(v.codepoint(), Ecn::NotEct);

@@ -7,7 +7,7 @@ use crate::ecn_validation::EcnState;
 use crate::error::{ConnectionError, code};
 use crate::frame::{AckFrame, Frame, FrameIter};
 use crate::handshake::HandshakePayload;
-use crate::loss::LostBatch;
+use crate::loss::{LossDetection, LostBatch};
 use crate::packet::{HeaderView, LOCAL_CID_LEN, LongType, decode_packet_number};
 use crate::qlog::{self, LossTrigger, PacketEvent, PacketHeader, PacketType, QlogEvent, RawInfo};
 use crate::sent_packets::SentFrame;
@@ -181,7 +181,7 @@ impl Connection {
         if let (Some(sent), false) = (self.hs.first_sent_at, self.hs.resent) {
             self.rtt.update(now - sent, std::time::Duration::ZERO, now);
             self.loss.on_rtt_sample(now);
-            self.ecn.set_pto(self.rtt.pto_base());
+            self.ecn.set_pto(LossDetection::pto_base(&self.rtt, self.peer_max_ack_delay));
         }
         self.remote_cid = params.source_cid;
         self.apply_peer_params(params);
@@ -453,7 +453,7 @@ impl Connection {
                 };
                 self.rtt.update(now - p.time_sent, delay, now);
                 self.loss.on_rtt_sample(now);
-                self.ecn.set_pto(self.rtt.pto_base());
+                self.ecn.set_pto(LossDetection::pto_base(&self.rtt, self.peer_max_ack_delay));
             }
         } else if let Some((_, p)) = newly.last() {
             largest_sent_at = p.time_sent;

@@ -364,7 +364,7 @@ impl Connection {
         self.next_pn += 1;
         self.stats.packets_sent += 1;
         self.stats.ecn_sent.add(ecn, 1);
-        self.ecn.on_sent(pn, ecn, eliciting);
+        self.ecn.on_sent(now, pn, ecn, eliciting);
         if with_ack {
             self.acks.on_ack_sent();
             self.timers.stop(Timer::AckDelay);
