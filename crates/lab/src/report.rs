@@ -33,6 +33,9 @@ pub struct Report {
     /// "v4", "v6", or "as written" when each scenario keeps its own.
     pub ip: &'static str,
     pub quick: bool,
+    /// Some section ran live experiments (real kernel TCP through the live
+    /// lab) rather than the deterministic simulator.
+    pub live: bool,
     /// Under `--quick`, the longest any scenario ran.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub quick_duration_s: Option<f64>,
@@ -139,7 +142,11 @@ pub fn build(
                 stem: f.run.stem.clone(),
                 file: f.run.path.clone(),
                 output_dir: output_dir(section.id(), &f.run.stem),
-                command: command(&f.run.path, f.run.scenario.duration, config),
+                command: match section.live() {
+                    // A live experiment runs only inside its suite's lab.
+                    Some(_) => format!("sudo brisk lab --suite {}", suite.location),
+                    None => command(&f.run.path, f.run.scenario.duration, config),
+                },
                 description: f.run.scenario.description.clone(),
                 described: describe(&f.run.scenario),
                 results: f.run.results.clone(),
@@ -176,6 +183,7 @@ pub fn build(
             None => "as written",
         },
         quick: config.quick,
+        live: suite.sections.iter().any(|s| s.section.live().is_some()),
         quick_duration_s: config.quick.then_some(suite.quick_duration.as_secs_f64()),
         totals,
         sections,
