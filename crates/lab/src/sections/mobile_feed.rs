@@ -95,7 +95,11 @@ pub(crate) fn findings(pairs: &[FeedPair<'_>]) -> Result<(Vec<Check>, Table, Plo
                 Cell::text(format!("≥ {c_page_ms:.0} ms (not loaded)"))
             },
             Cell::num(c.bound_page_ms, "ms", 0),
-            Cell::num(c_page_ms / b.page_ms, "x", 2),
+            if at_least.is_empty() {
+                Cell::num(c_page_ms / b.page_ms, "x", 2)
+            } else {
+                Cell::text(format!("≥ {:.2} x", c_page_ms / b.page_ms))
+            },
             Cell::count(b.lost),
             Cell::count(c.lost),
         ]);
