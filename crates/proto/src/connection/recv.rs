@@ -181,7 +181,8 @@ impl Connection {
         if let (Some(sent), false) = (self.hs.first_sent_at, self.hs.resent) {
             self.rtt.update(now - sent, std::time::Duration::ZERO, now);
             self.loss.on_rtt_sample(now);
-            self.ecn.set_pto(LossDetection::pto_base(&self.rtt, self.peer_max_ack_delay));
+            self.ecn
+                .set_pto(LossDetection::pto_base(&self.rtt, self.peer_max_ack_delay));
         }
         self.remote_cid = params.source_cid;
         self.apply_peer_params(params);
@@ -453,7 +454,8 @@ impl Connection {
                 };
                 self.rtt.update(now - p.time_sent, delay, now);
                 self.loss.on_rtt_sample(now);
-                self.ecn.set_pto(LossDetection::pto_base(&self.rtt, self.peer_max_ack_delay));
+                self.ecn
+                    .set_pto(LossDetection::pto_base(&self.rtt, self.peer_max_ack_delay));
             }
         } else if let Some((_, p)) = newly.last() {
             largest_sent_at = p.time_sent;
