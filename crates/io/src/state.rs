@@ -103,6 +103,20 @@ pub(crate) struct State {
 }
 
 impl State {
+    /// The connection a stream operation acts on: its recorded failure if
+    /// it has one, `LocallyClosed` once the core has forgotten it.
+    pub fn usable_connection(
+        &mut self,
+        h: ConnectionHandle,
+    ) -> Result<&mut brisk_proto::Connection, ConnectionError> {
+        if let Some(e) = self.conns.get(&h).and_then(|io| io.error.clone()) {
+            return Err(e);
+        }
+        self.ep
+            .connection_mut(h)
+            .ok_or(ConnectionError::LocallyClosed)
+    }
+
     pub fn new(ep: ProtoEndpoint, local_addr: SocketAddr) -> State {
         State {
             ep,

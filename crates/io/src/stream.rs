@@ -159,11 +159,9 @@ impl AsyncWrite for Stream {
         let shared = this.conn.shared.clone();
         let mut st = shared.lock();
         let h = this.conn.handle;
-        if let Some(e) = st.conns.get(&h).and_then(|io| io.error.clone()) {
-            return Poll::Ready(Err(e.into()));
-        }
-        let Some(c) = st.ep.connection_mut(h) else {
-            return Poll::Ready(Err(ConnectionError::LocallyClosed.into()));
+        let c = match st.usable_connection(h) {
+            Ok(c) => c,
+            Err(e) => return Poll::Ready(Err(e.into())),
         };
         match c.write(this.id, buf) {
             Ok(0) => {
@@ -190,11 +188,9 @@ impl AsyncWrite for Stream {
         let shared = this.conn.shared.clone();
         let mut st = shared.lock();
         let h = this.conn.handle;
-        if let Some(e) = st.conns.get(&h).and_then(|io| io.error.clone()) {
-            return Poll::Ready(Err(e.into()));
-        }
-        let Some(c) = st.ep.connection_mut(h) else {
-            return Poll::Ready(Err(ConnectionError::LocallyClosed.into()));
+        let c = match st.usable_connection(h) {
+            Ok(c) => c,
+            Err(e) => return Poll::Ready(Err(e.into())),
         };
         if !this.fin_sent {
             if let Err(e) = c.finish(this.id) {
