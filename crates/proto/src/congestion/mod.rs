@@ -9,15 +9,21 @@
 //!
 //! Files: [`newreno`] (RFC 9002 §7), [`cubic`] (RFC 9438), [`prague`]
 //! (draft-briscoe-iccrg-prague-congestion-control, the L4S scalable
-//! controller). All three share `Recovery`, the "one reduction per round
-//! trip" rule.
+//! controller), [`bbr`] (BBRv1, model-based: paces at the measured
+//! bottleneck bandwidth and tolerates random loss) with its
+//! [`delivery_rate`] estimator. All four share `Recovery`, the "one
+//! reduction per round trip" rule (BBR uses it to bound its recovery
+//! episodes).
 
+pub mod bbr;
 pub mod cubic;
+pub mod delivery_rate;
 pub mod newreno;
 pub mod prague;
 #[cfg(test)]
 mod test_path;
 
+pub use bbr::Bbr;
 pub use cubic::Cubic;
 pub use newreno::NewReno;
 pub use prague::Prague;
@@ -213,13 +219,15 @@ pub enum CcAlgorithm {
     NewReno,
     Cubic,
     Prague,
+    Bbr,
 }
 
 impl CcAlgorithm {
-    pub const ALL: [CcAlgorithm; 3] = [
+    pub const ALL: [CcAlgorithm; 4] = [
         CcAlgorithm::NewReno,
         CcAlgorithm::Cubic,
         CcAlgorithm::Prague,
+        CcAlgorithm::Bbr,
     ];
 
     pub fn build(self, config: &CcConfig) -> Box<dyn Controller> {
@@ -227,6 +235,7 @@ impl CcAlgorithm {
             CcAlgorithm::NewReno => Box::new(NewReno::new(config)),
             CcAlgorithm::Cubic => Box::new(Cubic::new(config)),
             CcAlgorithm::Prague => Box::new(Prague::new(config)),
+            CcAlgorithm::Bbr => Box::new(Bbr::new(config)),
         }
     }
 
@@ -235,6 +244,7 @@ impl CcAlgorithm {
             CcAlgorithm::NewReno => "newreno",
             CcAlgorithm::Cubic => "cubic",
             CcAlgorithm::Prague => "prague",
+            CcAlgorithm::Bbr => "bbr",
         }
     }
 }
@@ -247,7 +257,7 @@ impl fmt::Display for CcAlgorithm {
 
 /// A congestion controller name that is not one of [`CcAlgorithm::ALL`].
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("unknown congestion controller {0:?} (expected newreno, cubic or prague)")]
+#[error("unknown congestion controller {0:?} (expected newreno, cubic, prague or bbr)")]
 pub struct UnknownAlgorithm(pub String);
 
 impl FromStr for CcAlgorithm {
@@ -305,8 +315,9 @@ mod tests {
             assert_eq!(cc.name(), a.name());
         }
         assert_eq!("PRAGUE".parse::<CcAlgorithm>(), Ok(CcAlgorithm::Prague));
-        assert!("bbr".parse::<CcAlgorithm>().is_err());
-        assert!(serde_json::from_str::<CcAlgorithm>("\"bbr\"").is_err());
+        assert_eq!("BBR".parse::<CcAlgorithm>(), Ok(CcAlgorithm::Bbr));
+        assert!("bbr2".parse::<CcAlgorithm>().is_err());
+        assert!(serde_json::from_str::<CcAlgorithm>("\"vegas\"").is_err());
     }
 
     #[test]
@@ -332,6 +343,7 @@ mod tests {
         assert_eq!(CcAlgorithm::Prague.build(&c).ecn(), Ecn::Ect1);
         assert_eq!(CcAlgorithm::Cubic.build(&c).ecn(), Ecn::Ect0);
         assert_eq!(CcAlgorithm::NewReno.build(&c).ecn(), Ecn::Ect0);
+        assert_eq!(CcAlgorithm::Bbr.build(&c).ecn(), Ecn::NotEct);
         for a in CcAlgorithm::ALL {
             let cc = a.build(&c);
             assert_eq!(cc.window(), 12_000);

@@ -5,8 +5,11 @@
 //! marker that sets CE when a packet's queueing delay exceeds a threshold,
 //! the shape of an L4S queue. Loss is detected by the RFC 9002 packet
 //! threshold (three later packets acknowledged), or, when nothing is left to
-//! acknowledge, after two smoothed RTTs. Everything runs in virtual time and
-//! is deterministic.
+//! acknowledge, after two smoothed RTTs. Optionally the sender is paced the
+//! way the connection paces ([`Pacer`] fed with
+//! [`Controller::pacing_window`]), packets are lost at random before the
+//! bottleneck (a seeded xorshift), and the rate changes mid-run. Everything
+//! runs in virtual time and is deterministic.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
@@ -14,6 +17,7 @@ use std::time::Duration;
 use brisk_time::Instant;
 
 use super::{AckSample, Controller, EcnCounts, LossSample};
+use crate::pacing::Pacer;
 use crate::rtt::RttEstimator;
 
 /// The datagram size all controller tests use (`CcConfig::default()`).
@@ -76,12 +80,17 @@ struct Flight {
 }
 
 /// One ACK-clocked flow through one bottleneck.
-pub(crate) struct PathSim {
-    pub(crate) cc: Box<dyn Controller>,
+pub(crate) struct PathSim<C: Controller + ?Sized = dyn Controller> {
+    pub(crate) cc: Box<C>,
     /// Drop-tail limit, counting the packet in service.
     pub(crate) buffer_packets: Option<usize>,
     /// Step marking: CE when the queueing delay a packet meets exceeds this.
     pub(crate) mark_threshold: Option<Duration>,
+    /// Pace sends as the connection does.
+    pub(crate) pacer: Option<Pacer>,
+    /// Probability that a packet is lost before the bottleneck.
+    pub(crate) loss_probability: f64,
+    rng: u64,
     serialization: Duration,
     base_rtt: Duration,
     now: Instant,
@@ -101,12 +110,15 @@ pub(crate) struct PathSim {
     pub(crate) marked_packets: u64,
 }
 
-impl PathSim {
-    pub(crate) fn new(cc: Box<dyn Controller>, rate_bps: f64, base_rtt: Duration) -> Self {
+impl<C: Controller + ?Sized> PathSim<C> {
+    pub(crate) fn new(cc: Box<C>, rate_bps: f64, base_rtt: Duration) -> Self {
         Self {
             cc,
             buffer_packets: None,
             mark_threshold: None,
+            pacer: None,
+            loss_probability: 0.0,
+            rng: 0x2545_f491_4f6c_dd1d,
             serialization: Duration::from_secs_f64(MDS as f64 * 8.0 / rate_bps),
             base_rtt,
             now: Instant::ZERO,
@@ -124,10 +136,31 @@ impl PathSim {
         }
     }
 
+    /// Paces the sender from now on.
+    pub(crate) fn paced(mut self) -> Self {
+        self.pacer = Some(Pacer::new(MDS));
+        self
+    }
+
+    /// Changes the bottleneck rate for packets that arrive from now on.
+    pub(crate) fn set_rate_bps(&mut self, rate_bps: f64) {
+        self.serialization = Duration::from_secs_f64(MDS as f64 * 8.0 / rate_bps);
+    }
+
+    /// The current virtual time.
+    pub(crate) fn now(&self) -> Instant {
+        self.now
+    }
+
     pub(crate) fn run_for(&mut self, duration: Duration) {
         let end = self.now + duration;
         while self.now < end {
-            self.send_allowed();
+            let pace_at = self.send_allowed();
+            let next_ack = self.acks.first_key_value().map(|(&(at, _), _)| at);
+            if let Some(at) = pace_at.filter(|&p| next_ack.is_none_or(|a| p < a)) {
+                self.now = at.min(end);
+                continue;
+            }
             match self.acks.pop_first() {
                 Some(((at, pn), ce)) => {
                     self.now = at;
@@ -144,8 +177,23 @@ impl PathSim {
         }
     }
 
-    fn send_allowed(&mut self) {
+    /// Sends what the window and the pacer allow now; returns when the
+    /// pacer will allow the next packet, if it holds one back.
+    fn send_allowed(&mut self) -> Option<Instant> {
         while self.bytes_in_flight + MDS <= self.cc.window() {
+            if let Some(pacer) = self.pacer.as_mut() {
+                let at = pacer.next_send_time(
+                    self.now,
+                    MDS,
+                    self.cc.pacing_window(),
+                    self.rtt.smoothed(),
+                    self.cc.in_slow_start(),
+                );
+                if at > self.now {
+                    return Some(at);
+                }
+                pacer.on_sent(self.now, MDS);
+            }
             let pn = self.next_pn;
             self.next_pn += 1;
             while self
@@ -157,7 +205,8 @@ impl PathSim {
             }
             let dropped = self
                 .buffer_packets
-                .is_some_and(|limit| self.queue_departures.len() >= limit);
+                .is_some_and(|limit| self.queue_departures.len() >= limit)
+                || self.random_loss();
             if !dropped {
                 let queueing = self.link_free_at - self.now;
                 let ce = self.mark_threshold.is_some_and(|th| queueing > th);
@@ -171,6 +220,17 @@ impl PathSim {
             self.bytes_in_flight += MDS;
             self.cc.on_sent(self.now, MDS, self.bytes_in_flight);
         }
+        None
+    }
+
+    fn random_loss(&mut self) -> bool {
+        if self.loss_probability <= 0.0 {
+            return false;
+        }
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        ((self.rng >> 11) as f64 / (1u64 << 53) as f64) < self.loss_probability
     }
 
     fn on_ack_arrival(&mut self, pn: u64, ce: bool) {
