@@ -35,6 +35,8 @@ pub(crate) struct Driver {
     /// Woken readers were let run once since the last pull (at most one
     /// deferral per pull, so a busy receiver still sends its ACKs).
     deferred: bool,
+    /// The yield in progress while readers run first.
+    yielding: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
 }
 
 impl Driver {
@@ -45,6 +47,7 @@ impl Driver {
             timer: TimerFd::registered()?,
             armed_ns: 0,
             deferred: false,
+            yielding: None,
         })
     }
 
@@ -240,15 +243,25 @@ impl Future for Driver {
                 st.driver_waker = Some(cx.waker().clone());
             }
         }
+        if let Some(yielding) = this.yielding.as_mut() {
+            // A reader's write or read wakes us sooner than the yield ends.
+            let _ = yielding.as_mut().poll(cx);
+            this.yielding = None;
+        }
         for _ in 0..MAX_TURNS {
             let reason = match this.turn(cx, &shared) {
                 Ok(Outcome::Progress) => continue,
                 Ok(Outcome::Idle) => return Poll::Pending,
                 Ok(Outcome::Defer) => {
-                    // Woken while running, tokio queues this task behind
-                    // the tasks it just woke.
-                    cx.waker().wake_by_ref();
-                    return Poll::Pending;
+                    // tokio's yield runs this task again only after every
+                    // task ready now, including a `block_on` future (a
+                    // plain self-wake would put us ahead of that one).
+                    let mut yielding = Box::pin(tokio::task::yield_now());
+                    if yielding.as_mut().poll(cx).is_pending() {
+                        this.yielding = Some(yielding);
+                        return Poll::Pending;
+                    }
+                    continue;
                 }
                 Ok(Outcome::Stop(reason)) => reason,
                 Err(e) => format!("socket error: {e}"),

@@ -3,11 +3,13 @@
 //!
 //! Writes buffer up to the core's send buffer and wait when it is full;
 //! `shutdown` sends FIN and resolves once the peer has acknowledged every
-//! byte, so dropping the connection after it loses nothing. Reads end
+//! byte, so dropping the connection after it loses nothing; `finish` sends
+//! FIN and returns at once. Reads end
 //! (`Ok(0)`) at the peer's FIN; a peer reset reads as `ConnectionReset`.
 
 use crate::connection::{Connection, StreamOpError};
 use crate::error::ConnectionError;
+use crate::state::State;
 use brisk_proto::streams::{Priority, SendState, StreamError, StreamId};
 use std::io;
 use std::pin::Pin;
@@ -78,6 +80,30 @@ impl Stream {
         self.conn
             .with_core(|c| c.reset_stream(self.id, code))
             .map_err(op_error)
+    }
+
+    /// Ends the sending half (FIN after the bytes written) and returns at
+    /// once, as TCP's and quinn's `shutdown` do: a request/response client
+    /// goes straight on to read the answer, which acknowledges the request.
+    /// Unlike `shutdown`, it does not wait for the peer's acknowledgement,
+    /// so dropping the last connection handle right after it may lose the
+    /// tail. Finishing twice is no error.
+    pub fn finish(&mut self) -> io::Result<()> {
+        let shared = self.conn.shared.clone();
+        let mut st = shared.lock();
+        self.finish_locked(&mut st)
+    }
+
+    /// Queues FIN once and wakes the endpoint task to send it.
+    fn finish_locked(&mut self, st: &mut State) -> io::Result<()> {
+        if self.fin_sent {
+            return Ok(());
+        }
+        let c = st.usable_connection(self.conn.handle)?;
+        c.finish(self.id).map_err(stream_error)?;
+        self.fin_sent = true;
+        st.wake_driver();
+        Ok(())
     }
 
     /// Asks the peer to stop sending, with `code`.
@@ -188,16 +214,12 @@ impl AsyncWrite for Stream {
         let shared = this.conn.shared.clone();
         let mut st = shared.lock();
         let h = this.conn.handle;
-        let c = match st.usable_connection(h) {
-            Ok(c) => c,
-            Err(e) => return Poll::Ready(Err(e.into())),
-        };
-        if !this.fin_sent {
-            if let Err(e) = c.finish(this.id) {
-                return Poll::Ready(Err(stream_error(e)));
-            }
-            this.fin_sent = true;
-            st.wake_driver();
+        // A connection that failed while we waited reports why.
+        if let Err(e) = st.usable_connection(h) {
+            return Poll::Ready(Err(e.into()));
+        }
+        if let Err(e) = this.finish_locked(&mut st) {
+            return Poll::Ready(Err(e));
         }
         let Some(c) = st.ep.connection(h) else {
             return Poll::Ready(Err(ConnectionError::LocallyClosed.into()));

@@ -124,6 +124,12 @@ impl Contender for Brisk {
             .map_err(BenchError::transport("brisk: open stream"))
     }
 
+    /// FIN without waiting for its acknowledgement (`shutdown` waits),
+    /// as quinn's and TCP's `shutdown` do.
+    async fn finish(&self, stream: &mut Stream) -> std::io::Result<()> {
+        stream.finish()
+    }
+
     async fn close(&self, client: BriskClient) {
         client.connection.close(0, b"done");
         // Best effort: the result is already measured.

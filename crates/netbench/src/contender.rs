@@ -6,9 +6,10 @@
 //! with the same buffer sizes.
 
 use std::future::Future;
+use std::io;
 use std::net::IpAddr;
 
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 
 use crate::BenchError;
 
@@ -72,6 +73,15 @@ pub trait Contender: Send + Sync + 'static {
         &self,
         client: &mut Self::Client,
     ) -> impl Future<Output = Result<Self::Stream, BenchError>>;
+
+    /// Ends the sending side of a request stream and returns as soon as
+    /// the end is queued, without waiting for the peer to acknowledge it,
+    /// so every contender's clock runs from request sent to response read.
+    /// The default is `shutdown`, which does exactly that for quinn and
+    /// kernel TCP.
+    fn finish(&self, stream: &mut Self::Stream) -> impl Future<Output = io::Result<()>> {
+        stream.shutdown()
+    }
 
     /// Closes the client gracefully so the server sees it leave.
     fn close(&self, client: Self::Client) -> impl Future<Output = ()>;

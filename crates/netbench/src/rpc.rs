@@ -220,8 +220,8 @@ impl<C: Contender> Exchange<C> {
             .write_all(&self.request)
             .await
             .map_err(BenchError::io("rpc: write the request"))?;
-        stream
-            .shutdown()
+        contender
+            .finish(&mut stream)
             .await
             .map_err(BenchError::io("rpc: finish the request"))?;
         stream
