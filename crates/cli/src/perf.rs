@@ -48,7 +48,7 @@ struct ServerArgs {
     /// Secret key file (from `brisk keygen`).
     #[arg(long)]
     key: PathBuf,
-    /// Congestion controller: cubic, newreno or prague.
+    /// Congestion controller: cubic, newreno, prague or bbr.
     #[arg(long, default_value = "cubic")]
     cc: String,
     /// Write each connection's qlog (JSON-SEQ) into this directory.
@@ -76,7 +76,7 @@ struct ClientArgs {
     /// Throughput from client to server.
     #[arg(long)]
     upload: bool,
-    /// Congestion controller: cubic, newreno or prague.
+    /// Congestion controller: cubic, newreno, prague or bbr.
     #[arg(long, default_value = "cubic")]
     cc: String,
     /// Seconds to wait for the handshake.
@@ -99,8 +99,9 @@ pub fn runtime() -> Result<tokio::runtime::Runtime> {
 }
 
 pub fn parse_cc(name: &str) -> Result<CcAlgorithm> {
-    serde_json::from_value(json!(name))
-        .with_context(|| format!("unknown congestion controller {name:?} (cubic, newreno, prague)"))
+    serde_json::from_value(json!(name)).with_context(|| {
+        format!("unknown congestion controller {name:?} (cubic, newreno, prague, bbr)")
+    })
 }
 
 /// Sends `conn`'s qlog to `dir/<name>.sqlog`.

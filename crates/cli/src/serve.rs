@@ -29,7 +29,7 @@ pub struct ServeArgs {
     /// Directory whose files are served; nothing outside it is.
     #[arg(long, default_value = ".")]
     root: PathBuf,
-    /// Congestion controller: cubic, newreno or prague.
+    /// Congestion controller: cubic, newreno, prague or bbr.
     #[arg(long, default_value = "cubic")]
     cc: String,
 }

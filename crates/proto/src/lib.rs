@@ -20,7 +20,7 @@
 //! - recovery: [`ack_tracker`] (what we received, when to ACK, ECN counts),
 //!   [`sent_packets`], [`loss`] (RACK, tail-loss probes, persistent
 //!   congestion), [`rtt`];
-//! - congestion: [`congestion`] (NewReno, CUBIC, Prague), [`pacing`],
+//! - congestion: [`congestion`] (NewReno, CUBIC, Prague, BBR), [`pacing`],
 //!   [`ecn_validation`];
 //! - [`streams`]: multiplexing, flow control, priorities;
 //! - [`connection`], [`endpoint`], [`config`], [`stats`], [`error`];

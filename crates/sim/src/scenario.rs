@@ -219,7 +219,7 @@ pub struct FlowSpec {
     /// Probe interval (ping); period between messages (brisk messages).
     #[serde(default, with = "opt_duration")]
     pub interval: Option<Duration>,
-    /// Congestion controller (brisk): "prague" (default), "cubic", "newreno".
+    /// Congestion controller (brisk): "prague" (default), "cubic", "newreno", "bbr".
     #[serde(default)]
     pub cc: Option<CcAlgorithm>,
     /// The workload (brisk): "bulk" (default), "messages", "video", "feed".
