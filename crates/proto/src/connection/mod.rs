@@ -33,7 +33,7 @@ use crate::pacing::Pacer;
 use crate::packet::{ConnectionId, LongType, SUPPORTED_VERSIONS};
 use crate::qlog::QlogSink;
 use crate::rtt::RttEstimator;
-use crate::sent_packets::SentPackets;
+use crate::sent_packets::{SentPacket, SentPackets};
 use crate::stats::{ConnectionStats, DropStats};
 use crate::streams::{
     PeerLimits, Priority, ReadResult, Side, StreamError, StreamEvent, StreamId, Streams,
@@ -163,6 +163,9 @@ pub struct Connection {
     keys: Option<(PacketKey, PacketKey)>,
     /// Where 1-RTT packets are decrypted, reused from packet to packet.
     rx_scratch: Vec<u8>,
+    /// Packets an ACK frame just acknowledged, kept between ACKs so taking
+    /// them out of the sent record allocates nothing.
+    acked_scratch: Vec<(u64, SentPacket)>,
     peer_params: Option<TransportParams>,
     remote_static: Option<[u8; KEY_LEN]>,
     /// Server: the client proved it receives at its address.
@@ -316,6 +319,7 @@ impl Connection {
             },
             keys: None,
             rx_scratch: Vec::new(),
+            acked_scratch: Vec::new(),
             peer_params: None,
             remote_static: None,
             validated: side == Side::Client,

@@ -10,7 +10,7 @@ use crate::handshake::HandshakePayload;
 use crate::loss::{LossDetection, LostBatch};
 use crate::packet::{HeaderView, LOCAL_CID_LEN, LongType, decode_packet_number};
 use crate::qlog::{self, LossTrigger, PacketEvent, PacketHeader, PacketType, QlogEvent, RawInfo};
-use crate::sent_packets::SentFrame;
+use crate::sent_packets::{SentFrame, SentPacket};
 use crate::streams::{Side, StreamError, StreamId};
 use brisk_time::Instant;
 use brisk_wire::Ecn;
@@ -431,15 +431,24 @@ impl Connection {
             );
             return;
         }
-        let mut newly = Vec::new();
+        let mut newly = std::mem::take(&mut self.acked_scratch);
+        newly.clear();
         for r in &ack.ranges {
-            newly.extend(self.sent.remove_range(r.clone()));
+            self.sent.remove_range_into(r.clone(), &mut newly);
             self.loss.check_spurious(r.clone());
         }
         self.loss.on_ack(largest, !newly.is_empty());
-        if newly.is_empty() {
-            return;
+        if !newly.is_empty() {
+            self.on_newly_acked(now, &ack, &newly);
         }
+        newly.clear();
+        self.acked_scratch = newly;
+    }
+
+    /// The part of [`Connection::handle_ack`] for an ACK that acknowledged
+    /// `newly` (ascending packet numbers) for the first time.
+    fn on_newly_acked(&mut self, now: Instant, ack: &AckFrame, newly: &[(u64, SentPacket)]) {
+        let largest = ack.largest();
         let eliciting = newly.iter().any(|(_, p)| p.ack_eliciting);
         let mut largest_sent_at = Instant::ZERO;
         let mut app_limited = false;
@@ -464,7 +473,7 @@ impl Connection {
         let mut acked_bytes = 0;
         let mut acked_packets = 0;
         let mut newly_ecn = EcnCounts::default();
-        for (_, p) in &newly {
+        for (_, p) in newly {
             if p.ack_eliciting {
                 acked_bytes += p.size_bytes;
                 acked_packets += 1;

@@ -1,19 +1,13 @@
 //! Reassembly of one stream's bytes from out-of-order, overlapping and
 //! duplicated pieces.
 //!
-//! The bytes live in one contiguous buffer that starts at the read offset;
-//! a [`RangeSet`] says which of them have arrived. The caller bounds every
+//! The bytes live in one [`ByteQueue`] that starts at the read offset; a
+//! [`RangeSet`] says which of them have arrived. The caller bounds every
 //! piece by the advertised flow-control limit, so the buffer never spans more
 //! than the receive window, whatever the peer sends.
 
-use std::collections::VecDeque;
-
+use super::byte_queue::ByteQueue;
 use super::range_set::RangeSet;
-
-/// Buffer capacity an emptied assembler keeps, so a stream that is read as
-/// fast as it arrives does not free and re-grow (and page-fault) its buffer
-/// on every read, while one burst cannot pin a whole window for good.
-const RETAINED_BYTES: usize = 1 << 20;
 
 #[derive(Debug, Default)]
 pub(crate) struct Assembler {
@@ -21,7 +15,7 @@ pub(crate) struct Assembler {
     read_offset: u64,
     /// Bytes from `read_offset` up to the highest offset received, with
     /// holes zero-filled until their data arrives.
-    buf: VecDeque<u8>,
+    buf: ByteQueue,
     /// Offsets at or above `read_offset` that have arrived.
     received: RangeSet,
 }
@@ -48,20 +42,13 @@ impl Assembler {
         let Some(data) = data.get(skip..) else { return };
         if rel == self.buf.len() {
             // In order: append, without zero-filling first.
-            self.buf.extend(data);
+            self.buf.extend_from_slice(data);
             self.received.insert(start..end);
             return;
         }
-        let need = rel + data.len();
-        if self.buf.len() < need {
-            self.buf.resize(need, 0);
-        }
-        let (front, back) = self.buf.as_mut_slices();
-        let front_len = front.len();
-        let in_front = front_len.saturating_sub(rel).min(data.len());
-        front[rel.min(front_len)..][..in_front].copy_from_slice(&data[..in_front]);
-        let back_at = rel.saturating_sub(front_len);
-        back[back_at..back_at + data.len() - in_front].copy_from_slice(&data[in_front..]);
+        let need = rel.saturating_add(data.len());
+        self.buf.resize_zeroed(need);
+        self.buf.write_at(rel, data);
         self.received.insert(start..end);
     }
 
@@ -76,10 +63,7 @@ impl Assembler {
     /// Copies contiguous bytes into `out`; returns how many.
     pub fn read(&mut self, out: &mut [u8]) -> usize {
         let n = usize::try_from(self.readable_len()).map_or(out.len(), |r| r.min(out.len()));
-        let (front, back) = self.buf.as_slices();
-        let from_front = n.min(front.len());
-        out[..from_front].copy_from_slice(&front[..from_front]);
-        out[from_front..n].copy_from_slice(&back[..n - from_front]);
+        self.buf.copy_to_slice(0, &mut out[..n]);
         self.consume(n as u64);
         n
     }
@@ -94,17 +78,15 @@ impl Assembler {
     fn consume(&mut self, n: u64) {
         let new_offset = self.read_offset + n;
         self.received.remove(self.read_offset..new_offset);
-        self.buf.drain(..n as usize);
+        // Chunks the reader is done with are freed as it goes, so a burst
+        // does not pin its memory.
+        self.buf.drain_front(n as usize);
         self.read_offset = new_offset;
-        if self.buf.is_empty() && self.buf.capacity() > RETAINED_BYTES {
-            // A burst grew the buffer far past what a steady flow needs.
-            self.buf = VecDeque::new();
-        }
     }
 
     /// Frees everything held (after a reset).
     pub fn clear(&mut self) {
-        self.buf = VecDeque::new();
+        self.buf = ByteQueue::new();
         self.received = RangeSet::new();
     }
 

@@ -22,11 +22,13 @@
 //!   make us buffer at most the receive window it was given.
 //!
 //! Modules: [`id`] stream ids, [`error`] errors and RFC 9000 codes,
-//! [`range_set`] interval sets, [`assembler`] reassembly, [`flow_control`]
+//! [`range_set`] interval sets, [`byte_queue`] chunked byte storage,
+//! [`assembler`] reassembly, [`flow_control`]
 //! credit, [`send`] and [`recv`] the two halves of a stream, [`scheduler`]
 //! the send order.
 
 mod assembler;
+mod byte_queue;
 mod error;
 mod flow_control;
 mod id;
@@ -547,9 +549,11 @@ impl Streams {
         max_len: usize,
         conn_blocked: &mut bool,
     ) -> Option<ChunkInfo> {
+        let (lowat, limit) = (self.config.low_water_mark, self.config.send_buffer_limit);
         for _ in 0..self.scheduler.queue_len(level, q) {
-            let id = self.scheduler.pop(level, q)?;
+            let id = self.scheduler.front(level, q)?;
             let Some(s) = self.streams.get_mut(&id).and_then(|s| s.send.as_mut()) else {
+                self.scheduler.pop(level, q);
                 continue;
             };
             let credit = self.conn_send.available();
@@ -557,13 +561,18 @@ impl Streams {
                 Queue::Retransmit => (s.take_retransmit(max_len), s.has_retransmit()),
                 Queue::Fresh => (s.take_fresh(max_len, credit), s.has_fresh()),
             };
+            // A stream that still has work goes to the back of its queue
+            // (its level is its priority: set_priority keeps them equal).
             if more {
-                self.scheduler.push(id, s.priority(), q);
+                self.scheduler.rotate(level, q);
+            } else {
+                self.scheduler.pop(level, q);
             }
             let Some(chunk) = chunk else {
                 *conn_blocked |= q == Queue::Fresh && more && credit == 0;
                 continue;
             };
+            let writable = s.take_writable_edge(lowat, limit);
             let len = chunk.len;
             match q {
                 Queue::Retransmit => self.stats.bytes_retransmitted += len,
@@ -572,7 +581,9 @@ impl Streams {
                     self.stats.bytes_sent += len;
                 }
             }
-            self.update_writable(id);
+            if writable {
+                self.writable.insert(id);
+            }
             return Some(chunk);
         }
         None
@@ -583,12 +594,16 @@ impl Streams {
             return;
         };
         let out = s.on_acked(offset, len, fin);
+        let (lowat, limit) = (self.config.low_water_mark, self.config.send_buffer_limit);
+        if s.take_writable_edge(lowat, limit) {
+            self.writable.insert(id);
+        }
         self.stats.bytes_acked += out.newly_acked;
         if out.finished {
             self.events.push_back(StreamEvent::Finished(id));
+            // Only this transition can complete the sending half here.
+            self.collect(id);
         }
-        self.update_writable(id);
-        self.collect(id);
     }
 
     /// Queues the chunk's bytes again, unless the stream was reset or they

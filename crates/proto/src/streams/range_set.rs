@@ -55,6 +55,28 @@ impl RangeSet {
         if range.start >= range.end {
             return 0;
         }
+        // The common cases, data arriving and acknowledged in order: the
+        // range starts at or inside the highest range (which has nothing
+        // above it to merge with), or above everything.
+        match self.map.last_entry() {
+            None => {
+                self.map.insert(range.start, range.end);
+                return range.end - range.start;
+            }
+            Some(mut last) if range.start >= *last.key() => {
+                let end = *last.get();
+                if range.start > end {
+                    self.map.insert(range.start, range.end);
+                    return range.end - range.start;
+                }
+                if range.end <= end {
+                    return 0;
+                }
+                *last.get_mut() = range.end;
+                return range.end - end;
+            }
+            Some(_) => {}
+        }
         let (mut start, mut end) = (range.start, range.end);
         let mut already = 0;
         let overlap = |s: u64, e: u64| e.min(range.end).saturating_sub(s.max(range.start));
@@ -80,6 +102,21 @@ impl RangeSet {
         let (start, end) = (range.start, range.end);
         if start >= end {
             return 0;
+        }
+        // The common case, a reader or the acknowledgements consuming the
+        // front: `range` ends within the lowest range.
+        if let Some((&s, &e)) = self.map.first_key_value()
+            && start <= s
+            && end <= e
+        {
+            if end <= s {
+                return 0;
+            }
+            self.map.pop_first();
+            if end < e {
+                self.map.insert(end, e);
+            }
+            return end - s;
         }
         let mut removed = 0;
         if let Some((&s, &e)) = self.map.range(..start).next_back()
@@ -151,6 +188,23 @@ mod tests {
         assert_eq!(s.remove(200..300), 0);
         assert_eq!(s.remove(0..1000), 75);
         assert!(s.is_empty());
+    }
+
+    #[test]
+    fn in_order_appends_and_front_removals() {
+        let mut s = RangeSet::new();
+        assert_eq!(s.insert(0..10), 10);
+        assert_eq!(s.insert(10..20), 10, "extends the highest range");
+        assert_eq!(s.insert(15..25), 5, "overlaps the top of the highest");
+        assert_eq!(s.insert(30..40), 10, "a new range above");
+        assert_eq!(s.insert(32..35), 0, "inside the highest");
+        assert_eq!(ranges(&s), vec![0..25, 30..40]);
+        assert_eq!(s.remove(0..5), 5, "the front of the lowest");
+        assert_eq!(s.remove(0..5), 0, "already gone");
+        assert_eq!(s.remove(5..25), 20, "the whole lowest");
+        assert_eq!(ranges(&s), vec![30..40]);
+        assert_eq!(s.remove(20..35), 5);
+        assert_eq!(ranges(&s), vec![35..40]);
     }
 
     #[test]

@@ -116,6 +116,27 @@ impl Scheduler {
         Some(id)
     }
 
+    /// The stream at the front of `level`'s queue `q`, left in place.
+    pub fn front(&self, level: u8, q: Queue) -> Option<StreamId> {
+        let l = self.levels.get(&level)?;
+        match q {
+            Queue::Retransmit => l.retransmit.front().copied(),
+            Queue::Fresh => l.fresh.front().copied(),
+        }
+    }
+
+    /// Moves the stream at the front of `level`'s queue `q` to its back:
+    /// the same as [`Scheduler::pop`] then [`Scheduler::push`] at an
+    /// unchanged priority, without giving up and re-creating the level and
+    /// membership entries for a stream that stays queued.
+    pub fn rotate(&mut self, level: u8, q: Queue) {
+        if let Some(queue) = self.levels.get_mut(&level).map(|l| l.queue(q))
+            && let Some(id) = queue.pop_front()
+        {
+            queue.push_back(id);
+        }
+    }
+
     pub fn queue_len(&self, level: u8, q: Queue) -> usize {
         self.levels.get(&level).map_or(0, |l| match q {
             Queue::Retransmit => l.retransmit.len(),
@@ -211,6 +232,28 @@ mod tests {
             s.push(id, p, Queue::Fresh);
         }
         assert_eq!(order, vec![0, 4, 8, 0, 4, 8]);
+    }
+
+    #[test]
+    fn rotate_matches_pop_then_push() {
+        let p = Priority::default();
+        let (mut a, mut b) = (Scheduler::new(), Scheduler::new());
+        for id in [0, 4, 8] {
+            a.push(StreamId(id), p, Queue::Fresh);
+            b.push(StreamId(id), p, Queue::Fresh);
+        }
+        for _ in 0..4 {
+            let id = a.front(3, Queue::Fresh).unwrap();
+            a.rotate(3, Queue::Fresh);
+            assert_eq!(b.pop(3, Queue::Fresh), Some(id));
+            b.push(id, p, Queue::Fresh);
+        }
+        for _ in 0..3 {
+            assert_eq!(a.pop(3, Queue::Fresh), b.pop(3, Queue::Fresh));
+        }
+        assert_eq!((a.front(3, Queue::Fresh), a.next_level(None)), (None, None));
+        a.rotate(3, Queue::Fresh);
+        assert_eq!(a.queue_len(3, Queue::Fresh), 0);
     }
 
     #[test]

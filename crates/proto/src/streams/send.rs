@@ -11,9 +11,8 @@
 //! byte written; lost ranges are re-sent from that buffer. A reset drops the
 //! buffer at once, which is what makes cancellation immediate.
 
-use std::collections::VecDeque;
-
 use super::MAX_OFFSET;
+use super::byte_queue::ByteQueue;
 use super::error::StreamError;
 use super::id::StreamId;
 use super::range_set::RangeSet;
@@ -70,7 +69,7 @@ pub(crate) struct SendStream {
     state: SendState,
     priority: Priority,
     /// Bytes `[acked_offset, write_offset)`.
-    buf: VecDeque<u8>,
+    buf: ByteQueue,
     /// Everything below was acknowledged and dropped.
     acked_offset: u64,
     /// End of the data the application wrote.
@@ -102,7 +101,7 @@ impl SendStream {
             id,
             state: SendState::Ready,
             priority,
-            buf: VecDeque::new(),
+            buf: ByteQueue::new(),
             acked_offset: 0,
             write_offset: 0,
             sent_offset: 0,
@@ -190,7 +189,7 @@ impl SendStream {
         self.writable_armed = true;
         let room = self.write_room(buffer_limit);
         let n = usize::try_from(room).map_or(data.len(), |r| r.min(data.len()));
-        self.buf.extend(&data[..n]);
+        self.buf.extend_from_slice(&data[..n]);
         self.write_offset += n as u64;
         Ok(n)
     }
@@ -226,7 +225,7 @@ impl SendStream {
             return None;
         }
         self.state = SendState::ResetSent;
-        self.buf = VecDeque::new();
+        self.buf = ByteQueue::new();
         self.acked = RangeSet::new();
         self.lost = RangeSet::new();
         self.fin_lost = false;
@@ -277,15 +276,7 @@ impl SendStream {
         let (Ok(start), Ok(len)) = (usize::try_from(start), usize::try_from(len)) else {
             return false;
         };
-        if start.saturating_add(len) > self.buf.len() {
-            return false;
-        }
-        let (front, back) = self.buf.as_slices();
-        let from_front = front.len().saturating_sub(start).min(len);
-        out.extend_from_slice(&front[start.min(front.len())..][..from_front]);
-        let back_start = start.saturating_sub(front.len());
-        out.extend_from_slice(&back[back_start..back_start + len - from_front]);
-        true
+        self.buf.copy_to_vec(start, len, out)
     }
 
     #[cfg(test)]
@@ -383,13 +374,21 @@ impl SendStream {
         let start = offset.max(self.acked_offset);
         let end = offset.saturating_add(len).min(self.sent_offset);
         let mut newly_acked = 0;
-        if start < end {
+        if start == self.acked_offset && start < end && self.acked.is_empty() {
+            // In order, nothing acknowledged above: the front just moves.
+            newly_acked = end - start;
+            if !self.lost.is_empty() {
+                self.lost.remove(start..end);
+            }
+            self.buf.drain_front(newly_acked as usize);
+            self.acked_offset = end;
+        } else if start < end {
             newly_acked = self.acked.insert(start..end);
             self.lost.remove(start..end);
         }
         if let Some(r) = self.acked.first().filter(|r| r.start == self.acked_offset) {
             self.acked.remove(r.clone());
-            self.buf.drain(..(r.end - r.start) as usize);
+            self.buf.drain_front((r.end - r.start) as usize);
             self.acked_offset = r.end;
         }
         if fin && self.fin_sent {
@@ -401,7 +400,7 @@ impl SendStream {
             && self.acked_offset == self.write_offset;
         if finished {
             self.state = SendState::DataRecvd;
-            self.buf = VecDeque::new();
+            self.buf = ByteQueue::new();
         }
         AckOutcome {
             newly_acked,
