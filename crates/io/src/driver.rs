@@ -23,6 +23,11 @@ use tokio::io::unix::AsyncFd;
 const MAX_TURNS: usize = 64;
 /// Receive batches per turn.
 const RECV_BATCHES_PER_TURN: usize = 1;
+/// Times woken readers may run first before the task pulls regardless: a
+/// response that arrives in two pieces wakes its reader twice, and its
+/// ACK should still leave with the reader's answer; a bound, so a busy
+/// receiver still sends its ACKs.
+const MAX_DEFERRALS_PER_PULL: u8 = 2;
 /// Datagrams pulled from the core per turn, at most.
 const MAX_QUEUED_DATAGRAMS: usize = 256;
 
@@ -32,9 +37,8 @@ pub(crate) struct Driver {
     timer: AsyncFd<TimerFd>,
     /// The deadline the timer is armed at (monotonic ns), 0 if disarmed.
     armed_ns: u64,
-    /// Woken readers were let run once since the last pull (at most one
-    /// deferral per pull, so a busy receiver still sends its ACKs).
-    deferred: bool,
+    /// Times woken readers were let run first since the last pull.
+    deferrals: u8,
     /// The yield in progress while readers run first.
     yielding: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
 }
@@ -46,7 +50,7 @@ impl Driver {
             socket,
             timer: TimerFd::registered()?,
             armed_ns: 0,
-            deferred: false,
+            deferrals: 0,
             yielding: None,
         })
     }
@@ -160,11 +164,11 @@ impl Driver {
             // A reader just woken will likely answer at once: let it run
             // first, so its data leaves with the ACK the core would send
             // now, in one datagram and one send call.
-            if std::mem::take(&mut st.readers_woken) && !self.deferred {
-                self.deferred = true;
+            if std::mem::take(&mut st.readers_woken) && self.deferrals < MAX_DEFERRALS_PER_PULL {
+                self.deferrals += 1;
                 return Ok(Outcome::Defer);
             }
-            self.deferred = false;
+            self.deferrals = 0;
             progress |= self.pull(&mut st);
             // Sending can raise events too (a stream whose data left).
             st.dispatch_events();

@@ -1,6 +1,18 @@
 //! The UDP socket: setup (dual stack, ECN reporting, GRO, DF), batched
 //! receive, and a send queue that packs runs of equal datagrams into GSO
 //! trains and falls back to single datagrams when the kernel refuses them.
+//!
+//! Readiness costs system calls and wake-ups, so the socket asks epoll for
+//! as little as it needs:
+//! - it is registered for reading only. Registered for writing too, every
+//!   datagram the peer consumes frees send-buffer room and wakes this
+//!   thread for nothing (on loopback that is one extra wake-up and
+//!   `epoll_wait` per datagram sent); a second descriptor for the same
+//!   socket (`dup`) is registered for writing only once a send found the
+//!   buffer full, and kept from then on;
+//! - a receive batch that came back short drained the socket, so read
+//!   readiness is cleared at once instead of by one more `recvmmsg` that
+//!   returns `EAGAIN` (tokio keeps a readiness edge that arrived meanwhile).
 
 use crate::config::SocketConfig;
 use crate::sys::{self, Batch, OutMsg, RecvMeta};
@@ -12,6 +24,7 @@ use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 use std::task::{Context, Poll};
 use tokio::io::Interest;
+use tokio::io::unix::AsyncFd;
 
 /// The largest GSO train: 64 KiB minus IP and UDP headers.
 const MAX_GSO_BYTES: usize = 65_000;
@@ -28,6 +41,9 @@ pub struct SocketStats {
     pub datagrams_received: u64,
     pub datagrams_sent: u64,
     pub recv_calls: u64,
+    /// Receive calls that found the socket empty (`EAGAIN`): a short
+    /// batch clears read readiness without one.
+    pub recv_would_block: u64,
     pub send_calls: u64,
     /// Receive buffers that held more than one datagram (GRO).
     pub gro_trains: u64,
@@ -71,7 +87,11 @@ struct TxMsg {
 }
 
 pub struct Socket {
-    io: tokio::net::UdpSocket,
+    /// The socket, registered for read readiness only.
+    io: AsyncFd<std::net::UdpSocket>,
+    /// A duplicate registered for write readiness, made the first time the
+    /// send buffer was full.
+    writer: Option<AsyncFd<std::net::UdpSocket>>,
     v6: bool,
     local: SocketAddr,
     gso: bool,
@@ -130,7 +150,7 @@ impl Socket {
             .local_addr()?
             .as_socket()
             .ok_or_else(|| io::Error::other("socket has no IP address"))?;
-        let io = tokio::net::UdpSocket::from_std(raw.into())?;
+        let io = sys::register_udp(raw.into(), Interest::READABLE)?;
         let buf_len = if gro {
             GRO_BUFFER_BYTES
         } else {
@@ -138,6 +158,7 @@ impl Socket {
         };
         Ok(Socket {
             io,
+            writer: None,
             v6,
             local,
             gso,
@@ -174,25 +195,31 @@ impl Socket {
         mut deliver: impl FnMut(SocketAddr, Ecn, &[u8]),
     ) -> Poll<io::Result<usize>> {
         loop {
-            match self.io.poll_recv_ready(cx) {
-                Poll::Ready(Ok(())) => {}
+            let mut guard = match self.io.poll_read_ready(cx) {
+                Poll::Ready(Ok(guard)) => guard,
                 Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
                 Poll::Pending => return Poll::Pending,
-            }
+            };
             let fd = self.io.as_raw_fd();
-            let (bufs, metas, batch) = (
+            let wanted = self.recv_bufs.len().min(sys::BATCH);
+            let got = match sys::recv(
+                fd,
                 &mut self.recv_bufs,
                 &mut self.recv_metas,
                 &mut self.recv_batch,
-            );
-            let got = match self
-                .io
-                .try_io(Interest::READABLE, || sys::recv(fd, bufs, metas, batch))
-            {
+            ) {
                 Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.stats.recv_would_block += 1;
+                    guard.clear_ready();
+                    continue;
+                }
                 Err(e) => return Poll::Ready(Err(e)),
             };
+            if got < wanted {
+                // The kernel ran out of datagrams before the batch was full.
+                guard.clear_ready();
+            }
             self.stats.recv_calls += 1;
             let mut datagrams = 0;
             for (buf, meta) in self.recv_bufs.iter().zip(&self.recv_metas).take(got) {
@@ -276,11 +303,15 @@ impl Socket {
         mut on_refused: impl FnMut(SocketAddr, &io::Error),
     ) -> Poll<io::Result<()>> {
         while !self.tx.is_empty() {
-            match self.io.poll_send_ready(cx) {
-                Poll::Ready(Ok(())) => {}
-                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-                Poll::Pending => return Poll::Pending,
-            }
+            // Until the buffer was once full, sends go without asking.
+            let guard = match &self.writer {
+                None => None,
+                Some(writer) => match writer.poll_write_ready(cx) {
+                    Poll::Ready(Ok(guard)) => Some(guard),
+                    Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                    Poll::Pending => return Poll::Pending,
+                },
+            };
             let fd = self.io.as_raw_fd();
             let msgs: Vec<OutMsg<'_>> = self
                 .tx
@@ -293,12 +324,18 @@ impl Socket {
                     data: &m.data,
                 })
                 .collect();
-            let (v6, batch) = (self.v6, &mut self.send_batch);
-            let result = self
-                .io
-                .try_io(Interest::WRITABLE, || sys::send(fd, v6, &msgs, batch));
+            let result = sys::send(fd, self.v6, &msgs, &mut self.send_batch);
             drop(msgs);
             self.stats.send_calls += 1;
+            if matches!(&result, Err(e) if e.kind() == io::ErrorKind::WouldBlock) {
+                if let Some(mut guard) = guard {
+                    guard.clear_ready();
+                } else {
+                    let dup = self.io.get_ref().try_clone()?;
+                    self.writer = Some(sys::register_udp(dup, Interest::WRITABLE)?);
+                }
+                continue;
+            }
             match result {
                 Ok(n) => {
                     for m in self.tx.drain(..n) {
@@ -312,7 +349,6 @@ impl Socket {
                         }
                     }
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                 Err(e) => self.refuse_first(e, &mut on_refused),
             }
         }

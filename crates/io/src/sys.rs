@@ -7,7 +7,9 @@
 //!   message at a time where the kernel lacks `sendmmsg`.
 //! - [`recv`]: `recvmmsg(2)` reading the `IP_TOS` / `IPV6_TCLASS` byte and
 //!   the `UDP_GRO` segment size from each message's control data.
-//! - socket options by number ([`set_int_option`], [`get_int_option`]).
+//! - socket options by number ([`set_int_option`], [`get_int_option`]);
+//!   [`register_udp`], a socket handed to tokio's reactor for one
+//!   direction of readiness.
 //! - [`TimerFd`]: a `timerfd` on `CLOCK_MONOTONIC` armed at absolute
 //!   nanoseconds, so the driver sleeps with microsecond precision (tokio's
 //!   own timer rounds up to whole milliseconds, which would starve a pacer
@@ -628,6 +630,18 @@ impl TimerFd {
         };
         fd.map_err(io::Error::from)
     }
+}
+
+/// Registers a UDP socket with tokio's reactor for `interest` only (the
+/// socket module registers a `dup` of it for the other direction).
+pub fn register_udp(
+    socket: std::net::UdpSocket,
+    interest: tokio::io::Interest,
+) -> io::Result<tokio::io::unix::AsyncFd<std::net::UdpSocket>> {
+    // SAFETY: the UdpSocket owns its descriptor, which stays open and
+    // unchanged until the AsyncFd (its only owner) drops it.
+    let fd = unsafe { tokio::io::unix::AsyncFd::register_with_interest(socket, interest) };
+    fd.map_err(io::Error::from)
 }
 
 impl AsRawFd for TimerFd {

@@ -270,6 +270,84 @@ async fn sequential_requests_rarely_rearm_the_timer_v6() {
     sequential_requests_rarely_rearm_the_timer(true).await;
 }
 
+/// Sequential requests, each ended with `finish`, from a client whose loop
+/// is a `block_on` future, against a server on a thread of its own (the
+/// netbench layout): the client's ACK of each answer leaves with its next
+/// request, and no receive call comes back empty.
+fn acks_ride_with_the_next_request(v6: bool) {
+    const REQUESTS: u64 = 200;
+    let runtime = || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    };
+    let (ticket_tx, ticket_rx) = std::sync::mpsc::channel();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server_thread = std::thread::spawn(move || {
+        runtime().block_on(async move {
+            let server = server(v6);
+            ticket_tx
+                .send((server.local_addr(), server.public_key().unwrap()))
+                .unwrap();
+            spawn_source_server(server.clone());
+            let _ = stop_rx.await;
+        })
+    });
+    let (addr, key) = ticket_rx.recv().unwrap();
+    let (sent, empty_receives) = runtime().block_on(async move {
+        let client = client(v6);
+        let conn = client.connect(addr, key).await.unwrap();
+        let request = |n: u64| {
+            let conn = conn.clone();
+            async move {
+                let mut s = conn.open_stream().await.unwrap();
+                s.write_all(&n.to_be_bytes()).await.unwrap();
+                s.finish().unwrap();
+                let mut got = Vec::new();
+                s.read_to_end(&mut got).await.unwrap();
+                assert_eq!(got.len() as u64, n);
+            }
+        };
+        // Past slow start and the ECN test period.
+        for _ in 0..20 {
+            request(4096).await;
+        }
+        let before = client.stats().socket;
+        for _ in 0..REQUESTS {
+            request(4096).await;
+        }
+        let after = client.stats().socket;
+        (
+            after.datagrams_sent - before.datagrams_sent,
+            after.recv_would_block - before.recv_would_block,
+        )
+    });
+    let _ = stop_tx.send(());
+    server_thread.join().unwrap();
+    // One datagram per request (two when each ACK left alone); a few
+    // timer-driven ACKs may leave on their own.
+    assert!(
+        sent <= REQUESTS + REQUESTS / 10,
+        "{sent} datagrams for {REQUESTS} requests"
+    );
+    // One per wake-up when readiness was cleared by an empty receive.
+    assert!(
+        empty_receives <= REQUESTS / 10,
+        "{empty_receives} empty receives for {REQUESTS} requests"
+    );
+}
+
+#[test]
+fn acks_ride_with_the_next_request_v4() {
+    acks_ride_with_the_next_request(false);
+}
+
+#[test]
+fn acks_ride_with_the_next_request_v6() {
+    acks_ride_with_the_next_request(true);
+}
+
 /// Binds a server on `addr`, retrying while the old socket is released.
 async fn rebind(addr: SocketAddr) -> Endpoint {
     for _ in 0..100 {
