@@ -14,6 +14,13 @@
 //! A sample is the data delivered between that packet's send and its ACK,
 //! divided by the longer of the send and the ACK interval, so neither a
 //! burst of sends nor a compressed burst of ACKs inflates the rate.
+//!
+//! App-limited samples: the connection flags the packet that left when the
+//! application had nothing more to send. The draft marks every packet sent
+//! during such a bubble; seen from the ACKs, the estimator marks samples as
+//! app-limited from the ACK of a flagged packet until what was then in
+//! flight has been delivered, so the samples of a quiet period do not pass
+//! for the path's capacity.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -74,6 +81,8 @@ pub struct DeliveryRate {
     delivered_at: Option<Instant>,
     first_sent_at: Option<Instant>,
     snapshots: VecDeque<Snapshot>,
+    /// Samples are app-limited until `delivered_bytes` passes this.
+    app_limited_until: u64,
 }
 
 impl DeliveryRate {
@@ -111,6 +120,9 @@ impl DeliveryRate {
     pub fn on_ack(&mut self, ack: &AckSample) -> Option<RateSample> {
         self.delivered_bytes = self.delivered_bytes.saturating_add(ack.acked_bytes);
         self.delivered_at = Some(ack.now);
+        if ack.app_limited {
+            self.app_limited_until = self.delivered_bytes.saturating_add(ack.bytes_in_flight);
+        }
         let sent_at = ack.largest_acked_sent_at;
         while self.snapshots.front().is_some_and(|s| s.sent_at < sent_at) {
             self.snapshots.pop_front();
@@ -127,7 +139,7 @@ impl DeliveryRate {
             delivered_bytes: self.delivered_bytes - snap.delivered_bytes,
             interval,
             prior_delivered_bytes: snap.delivered_bytes,
-            app_limited: ack.app_limited,
+            app_limited: ack.app_limited || self.delivered_bytes < self.app_limited_until,
         })
     }
 
@@ -210,6 +222,33 @@ mod tests {
         assert_eq!(d.on_ack(&ack(ms(120), ms(0), MDS, 0)), None);
         assert_eq!(d.delivered_bytes(), 2 * MDS);
         assert_eq!(d.prior_delivered(ms(0)), None);
+    }
+
+    /// After the ACK of a packet flagged app-limited, the samples of what
+    /// was then in flight are app-limited too; later ones are not.
+    #[test]
+    fn an_app_limited_ack_marks_the_flight_behind_it() {
+        let mut d = DeliveryRate::default();
+        for i in 0..20u64 {
+            d.on_sent(ms(i * 10), MDS, MDS * (i + 1));
+        }
+        let acked = |d: &mut DeliveryRate, i: u64, app_limited: bool| {
+            let a = ack(ms(i * 10 + 100), ms(i * 10), MDS, 0);
+            d.on_ack(&AckSample {
+                app_limited,
+                bytes_in_flight: (19 - i) * MDS,
+                ..a
+            })
+            .unwrap()
+            .app_limited
+        };
+        assert!(!acked(&mut d, 0, false));
+        assert!(acked(&mut d, 1, true));
+        // 18 packets were in flight: delivered must pass 2 + 18 packets.
+        for i in 2..19 {
+            assert!(acked(&mut d, i, false), "packet {i}");
+        }
+        assert!(!acked(&mut d, 19, false));
     }
 
     #[test]
