@@ -259,15 +259,35 @@ fn two_bbr_flows_share_roughly_fairly() {
     }
 }
 
-/// BBR beside CUBIC through FIFOs of 30, 100 and 400 packets (1.8, 6 and
-/// 24 BDPs at 10 Mbit/s, 20 ms). BBRv1 keeps two BDPs of its own estimate
-/// in flight whatever the queue, while CUBIC grows into the buffer: in the
-/// shallow FIFO BBR takes the larger part (measured 66%), in deeper ones
-/// CUBIC does (BBR 13% at 100 packets, 3% at 400, where CUBIC's standing
-/// queue sets the RTT and BBR's conservation answers its overflows). The
-/// bound that matters for deploying BBR: CUBIC is never starved.
+/// BBR beside CUBIC through FIFOs of 10, 30, 100 and 400 packets (0.6,
+/// 1.8, 6 and 24 BDPs at 10 Mbit/s, 20 ms). BBRv1 keeps two BDPs of its
+/// own estimate in flight whatever the queue and whatever CUBIC's losses,
+/// while CUBIC grows into the buffer. Measured (IPv4), CUBIC's share: 6%
+/// at 10 packets (BBR's probes keep overflowing a buffer smaller than the
+/// BDP and CUBIC halves each time: the known BBRv1 weakness BBRv2's loss
+/// bound on in-flight data addresses), 34% at 30, 87% at 100 and 97% at
+/// 400 (CUBIC's standing queue sets the RTT, BBR's window is two BDPs of
+/// the empty path until its minimum RTT expires, and its conservation
+/// answers CUBIC's overflows). Bounds: CUBIC is never starved outright,
+/// and from 1.8 BDPs of buffer up it keeps a quarter.
 #[test]
 fn beside_cubic_in_a_fifo_does_not_starve_it() {
+    let s = network(
+        "20s",
+        "\"10Mbit\"",
+        20,
+        "0%",
+        10,
+        &two("bbr", "cubic", "0s"),
+    );
+    for ip in FAMILIES {
+        let r = run_on(&s, ip);
+        let cubic = share(&r, "b");
+        assert!(
+            (0.03..0.25).contains(&cubic),
+            "{ip:?} FIFO 10: CUBIC share {cubic}"
+        );
+    }
     for fifo in [30, 100, 400] {
         let s = network(
             "20s",
