@@ -1,8 +1,8 @@
 //! BBR, a model-based controller (BBRv1 after
-//! draft-cardwell-iccrg-bbr-congestion-control-00, with Linux's loss
-//! recovery): it paces at its estimate of the bottleneck bandwidth and keeps
-//! about two bandwidth-delay products in flight, instead of reading every
-//! loss as congestion.
+//! draft-cardwell-iccrg-bbr-congestion-control-00, with Linux's packet
+//! conservation on loss): it paces at its estimate of the bottleneck
+//! bandwidth and keeps about two bandwidth-delay products in flight,
+//! instead of reading every loss as congestion.
 //!
 //! The model: `btl_bw`, the largest delivery rate ([`DeliveryRate`]) seen
 //! over the last 10 round trips, and `min_rtt`, the smallest RTT of the last
@@ -17,12 +17,21 @@
 //! queue empties and a fresh minimum can be seen.
 //!
 //! Loss: random loss changes neither the bandwidth nor the RTT estimate, so
-//! the rate stays where the model says. What Brisk keeps of loss-based
-//! control: a loss starts a recovery episode in which, for one round trip,
-//! the window is held to packet conservation (send one for each delivered,
-//! do not replace what was lost), then the window before the episode comes
-//! back; persistent congestion (RFC 9002 §7.6) collapses the window to four
+//! the rate stays where the model says; the window only loses the lost
+//! bytes, regained with the next ACKs. A loss while the RTT shows a queue
+//! (over 1.5 times `min_rtt`, more than ProbeBw's own probe builds) is
+//! taken for overflow: it starts a recovery episode in which, for one round
+//! trip, the window is held to packet conservation (send one for each
+//! delivered, do not replace what was lost), then the window before the
+//! episode comes back. Linux conserves on every loss episode; gating on
+//! the queue keeps a path with random loss and no queue out of it.
+//! Persistent congestion (RFC 9002 §7.6) collapses the window to four
 //! packets, from which it regrows by what each ACK delivers.
+//!
+//! Known limit (BBRv1's): through a FIFO smaller than the BDP, BBR's probes
+//! keep overflowing it and a CUBIC flow beside it keeps only a few percent
+//! of the link; BBRv2's loss-bounded in-flight cap is the answer, at the
+//! price of tolerating less random loss.
 //!
 //! ECN: BBRv1 has no answer to CE marks, so BBR sends Not-ECT and an
 //! ECN-marking queue drops its packets instead, which BBR sees as loss. A
