@@ -27,7 +27,9 @@
 //!   `brisk live` run; [`results`]: its JSON.
 //! - [`recipes`]: before/after proofs of `brisk-tcp`'s recipes (low-water
 //!   mark, write sizing, Fast Open, Happy Eyeballs, NAT64 synthesis) with
-//!   the library's client and server on threads inside a running lab.
+//!   the library's client and server on threads inside a running lab; and
+//!   Brisk on real sockets (`brisk-io`) beside kernel TCP: Prague through
+//!   DualPI2, goodput under random loss.
 
 pub mod bulk;
 pub mod capture;

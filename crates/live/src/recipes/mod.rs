@@ -14,12 +14,22 @@
 //! - [`nat64`]: an IPv4 literal on the IPv6-only network, with and without
 //!   local synthesis (RFC 7050 discovery, RFC 6052 embedding).
 //!
+//! And Brisk itself on real UDP sockets (`brisk-io`) beside kernel TCP:
+//! - [`brisk_bulk`]: a Brisk bulk download with any of its controllers;
+//! - [`l4s`]: Prague and kernel CUBIC sharing a DualPI2 (or FIFO)
+//!   bottleneck at once (WWDC 2023);
+//! - [`loss`]: goodput under random loss, kernel TCP and Brisk one at a
+//!   time (OK.ru's "TCP is dead" table).
+//!
 //! Everything measured is wall-clock time on the real network stack, so
 //! the numbers vary a little from run to run; callers compare them with
 //! margins, never for equality.
 
+pub mod brisk_bulk;
 pub mod fastopen;
 pub mod happy_eyeballs;
+pub mod l4s;
+pub mod loss;
 pub mod lowat;
 pub mod nat64;
 pub mod write_sizing;
@@ -242,6 +252,15 @@ pub fn median(samples: &[f64]) -> f64 {
     Summary::of(samples).p50_ms
 }
 
+/// The constant rate of the scenario's down link (where downloads
+/// queue), if it has one.
+pub fn down_rate_bps(scenario: &brisk_sim::scenario::Scenario) -> Option<u64> {
+    match scenario.link.down.rate {
+        brisk_netmodel::RateModel::Constant { bps } => Some(bps),
+        _ => None,
+    }
+}
+
 /// Milliseconds in a duration.
 pub fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
@@ -263,5 +282,16 @@ mod tests {
         assert_eq!(quantile(&hundred, 0.5), 50.0);
         assert!(Summary::of(&[]).p50_ms.is_nan());
         assert_eq!(median(&[7.0, 1.0]), 1.0);
+    }
+
+    #[test]
+    fn the_down_rate_is_read_from_the_scenario() {
+        let parse = |toml: &str| brisk_sim::scenario::Scenario::parse(toml, "t.toml").unwrap();
+        let s = parse("duration = \"1s\"\n[link.down]\nrate = \"1Mbit\"\n");
+        assert_eq!(down_rate_bps(&s), Some(1_000_000));
+        let s = parse(
+            "duration = \"1s\"\n[link.down]\nrate = { schedule = [[\"0s\", \"1Mbit\"], [\"1s\", \"2Mbit\"]] }\n",
+        );
+        assert_eq!(down_rate_bps(&s), None);
     }
 }
