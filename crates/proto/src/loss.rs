@@ -336,7 +336,7 @@ mod tests {
             ecn: Ecn::NotEct,
             app_limited: false,
             largest_acked: None,
-            frames: Vec::new(),
+            frames: crate::sent_packets::SentFrames::new(),
             requeued: false,
         }
     }

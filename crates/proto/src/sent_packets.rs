@@ -23,6 +23,52 @@ pub enum SentFrame {
     HandshakeDone,
 }
 
+/// The retransmittable frames of one packet. Nearly every packet carries
+/// one (a STREAM frame of bulk data, or one control frame), which is kept
+/// inline, so recording a packet allocates nothing; more spill to a `Vec`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SentFrames {
+    first: Option<SentFrame>,
+    more: Vec<SentFrame>,
+}
+
+impl SentFrames {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn push(&mut self, f: SentFrame) {
+        if self.first.is_none() {
+            self.first = Some(f);
+        } else {
+            self.more.push(f);
+        }
+    }
+
+    /// The frames in the order they were pushed.
+    pub fn iter(&self) -> impl Iterator<Item = &SentFrame> + '_ {
+        self.first.iter().chain(&self.more)
+    }
+
+    pub fn len(&self) -> usize {
+        usize::from(self.first.is_some()) + self.more.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.first.is_none()
+    }
+}
+
+impl<'a> IntoIterator for &'a SentFrames {
+    type Item = &'a SentFrame;
+    type IntoIter =
+        std::iter::Chain<std::option::Iter<'a, SentFrame>, std::slice::Iter<'a, SentFrame>>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.first.iter().chain(&self.more)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SentPacket {
     pub time_sent: Instant,
@@ -35,7 +81,7 @@ pub struct SentPacket {
     pub app_limited: bool,
     /// The largest packet number of the ACK frame this packet carried.
     pub largest_acked: Option<u64>,
-    pub frames: Vec<SentFrame>,
+    pub frames: SentFrames,
     /// A probe already handed the frames back for retransmission.
     pub requeued: bool,
 }
@@ -182,9 +228,31 @@ mod tests {
             ecn: Ecn::NotEct,
             app_limited: false,
             largest_acked: None,
-            frames: Vec::new(),
+            frames: SentFrames::new(),
             requeued: false,
         }
+    }
+
+    #[test]
+    fn sent_frames_keep_their_order() {
+        let mut f = SentFrames::new();
+        assert!(f.is_empty() && f.iter().next().is_none());
+        let frames = [
+            SentFrame::HandshakeDone,
+            SentFrame::Stream {
+                id: StreamId(4),
+                offset: 10,
+                len: 5,
+                fin: true,
+            },
+            SentFrame::Control(ControlFrame::MaxData(7)),
+        ];
+        for x in frames {
+            f.push(x);
+        }
+        assert_eq!(f.len(), 3);
+        assert!(f.iter().copied().eq(frames));
+        assert!((&f).into_iter().copied().eq(frames));
     }
 
     #[test]

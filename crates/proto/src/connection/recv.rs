@@ -16,6 +16,9 @@ use brisk_time::Instant;
 use brisk_wire::Ecn;
 use std::net::SocketAddr;
 
+/// Frames of a packet kept from the validating parse to act on.
+const KEPT_FRAMES: usize = 2;
+
 impl Connection {
     /// A UDP payload from `remote` arrived with `ecn` in its IP header.
     /// Anything that does not parse, authenticate or fit the state is
@@ -275,15 +278,25 @@ impl Connection {
         plain: &[u8],
         packet_len: usize,
     ) {
-        // A first pass validates every frame before any takes effect; the
-        // frames are parsed again to act on them rather than collected.
+        // A first pass validates every frame before any takes effect. The
+        // first few frames (all of a typical packet's) are kept from it;
+        // any after them are parsed again to act on them, not collected.
         let mut ack_eliciting = false;
         let mut any = false;
-        for f in FrameIter::new(plain) {
+        let mut kept: [Option<Frame<'_>>; KEPT_FRAMES] = [None, None];
+        let mut after_kept: &[u8] = &[];
+        let mut frames = FrameIter::new(plain);
+        let mut count = 0;
+        while let Some(f) = frames.next() {
             match f {
                 Ok(f) => {
                     any = true;
                     ack_eliciting |= f.is_ack_eliciting();
+                    if let Some(slot) = kept.get_mut(count) {
+                        *slot = Some(f);
+                        after_kept = frames.rest();
+                    }
+                    count += 1;
                 }
                 Err(_) => {
                     any = false;
@@ -336,7 +349,8 @@ impl Connection {
             ConnState::Draining | ConnState::Drained => return,
             _ => {}
         }
-        for f in FrameIter::new(plain).flatten() {
+        let rest = FrameIter::new(after_kept).flatten();
+        for f in kept.into_iter().flatten().chain(rest) {
             self.handle_frame(now, f);
             if !matches!(self.state, ConnState::Established) {
                 return;

@@ -10,7 +10,7 @@ use crate::frame::{CloseFrame, Frame, StreamFrame};
 use crate::handshake::HandshakePayload;
 use crate::packet::{Header, LongType, TruncatedPn};
 use crate::qlog::{self, PacketEvent, PacketHeader, PacketType, QlogEvent, QlogFrame, RawInfo};
-use crate::sent_packets::{SentFrame, SentPacket};
+use crate::sent_packets::{SentFrame, SentFrames, SentPacket};
 use crate::streams::Side;
 use brisk_time::Instant;
 use brisk_wire::Ecn;
@@ -284,7 +284,7 @@ impl Connection {
         let limit = payload_start + space;
         let tracing = self.qlog.is_some();
         let mut qframes: Vec<QlogFrame> = Vec::new();
-        let mut frames: Vec<SentFrame> = Vec::new();
+        let mut frames = SentFrames::new();
         let mut largest_acked = None;
         let with_ack = ack_due || (may_elicit && self.acks.has_pending());
         if with_ack && let Some(ack) = self.acks.build(now) {
@@ -422,7 +422,7 @@ impl Connection {
         &mut self,
         out: &mut Vec<u8>,
         limit: usize,
-        frames: &mut Vec<SentFrame>,
+        frames: &mut SentFrames,
         qframes: &mut Vec<QlogFrame>,
         tracing: bool,
         eliciting: &mut bool,
@@ -483,7 +483,7 @@ impl Connection {
         };
         p.requeued = true;
         let frames = p.frames.clone();
-        for f in frames {
+        for &f in &frames {
             match f {
                 SentFrame::Stream {
                     id,

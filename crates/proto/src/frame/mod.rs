@@ -313,6 +313,13 @@ impl<'a> FrameIter<'a> {
     }
 }
 
+impl<'a> FrameIter<'a> {
+    /// The bytes not parsed yet.
+    pub fn rest(&self) -> &'a [u8] {
+        self.r.rest()
+    }
+}
+
 impl<'a> Iterator for FrameIter<'a> {
     type Item = Result<Frame<'a>, FrameError>;
     fn next(&mut self) -> Option<Self::Item> {
