@@ -12,7 +12,7 @@ mod common;
 use brisk_live::recipes::loss::{self, LossExperiment, LossOutcome, Transport};
 use std::time::Duration;
 
-const SECS: u64 = 12;
+const SECS: u64 = 15;
 
 fn measure(rtt_ms: u64, loss_pct: u64, transports: Vec<Transport>) -> LossOutcome {
     let one_way = rtt_ms / 2;
@@ -38,7 +38,7 @@ fn measure(rtt_ms: u64, loss_pct: u64, transports: Vec<Transport>) -> LossOutcom
              (goodput {:.3} Mbit/s, retransmitted or lost {}, srtt {:.0} ms)",
             r.transport.to_string(),
             r.utilization * 100.0,
-            r.steady_goodput_mbps,
+            r.goodput_mbps,
             r.retransmitted_or_lost,
             r.srtt_ms
         );

@@ -5,11 +5,14 @@
 //! 220 ms; a controller that does not read random loss as congestion
 //! (BBR-style) keeps most of the link.
 //!
-//! Utilization is the receiving application's goodput over the second
-//! half of the transfer (after start-up) divided by the link's rate, the
-//! same yardstick for both transports (headers included in neither: kernel
-//! TCP carries at most 1448 payload bytes per 1500-byte packet, Brisk
-//! about 1400 per 1480).
+//! Utilization is the receiving application's goodput from its first byte
+//! to the end of the transfer divided by the link's rate, the same
+//! yardstick for both transports (headers included in neither: kernel TCP
+//! carries at most 1448 payload bytes per 1500-byte packet, Brisk about
+//! 1400 per 1480). Start-up counts against it; a shorter window (the
+//! second half alone) would not be steadier: with a 600 ms FIFO in front,
+//! a loss repaired across the window's edge releases up to a queue's worth
+//! of data into it, which reads as more than the link's rate.
 
 use super::RecipeError;
 use super::brisk_bulk::{self, BriskBulkConfig};
@@ -111,7 +114,7 @@ pub struct LossRun {
     pub transport: Transport,
     pub goodput_mbps: f64,
     pub steady_goodput_mbps: f64,
-    /// Steady goodput over the link rate.
+    /// Goodput (first byte to end) over the link rate.
     pub utilization: f64,
     /// Retransmitted segments (TCP) or packets declared lost (Brisk).
     pub retransmitted_or_lost: u64,
@@ -175,7 +178,7 @@ pub fn run(
                     transport: transport.clone(),
                     goodput_mbps: r.goodput_mbps,
                     steady_goodput_mbps: r.steady_goodput_mbps,
-                    utilization: r.steady_goodput_mbps * 1e6 / rate,
+                    utilization: r.goodput_mbps * 1e6 / rate,
                     retransmitted_or_lost: u64::from(r.sender.retransmitted_segments),
                     srtt_ms: r.sender.rtt_ms,
                 }
@@ -186,7 +189,7 @@ pub fn run(
                     transport: transport.clone(),
                     goodput_mbps: r.goodput_mbps,
                     steady_goodput_mbps: r.steady_goodput_mbps,
-                    utilization: r.steady_goodput_mbps * 1e6 / rate,
+                    utilization: r.goodput_mbps * 1e6 / rate,
                     retransmitted_or_lost: r.sender.packets_lost,
                     srtt_ms: r.sender.smoothed_rtt_ms,
                 }
