@@ -7,7 +7,8 @@ use brisk_wire::{Ecn, FlowKey, WireError, ip};
 /// A real IPv4 or IPv6 datagram in flight.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Packet {
-    /// The whole datagram, IP header first.
+    /// The whole datagram, IP header first. Rewrite its ECN field with
+    /// [`Packet::set_ecn`], which keeps the copy the packet reads it from.
     pub data: Vec<u8>,
     /// Unique within a run; assigned by whoever created the packet.
     pub id: u64,
@@ -16,6 +17,10 @@ pub struct Packet {
     /// When it entered the current queue; set by the queue.
     pub enqueued_at: Instant,
     flow: FlowKey,
+    /// The header's ECN codepoint, kept beside it: a packet that waited in
+    /// a deep queue has a cold header, and reading it there was the
+    /// costliest load of a saturated run.
+    ecn: Ecn,
 }
 
 impl Packet {
@@ -31,6 +36,7 @@ impl Packet {
             sent_at,
             enqueued_at: sent_at,
             flow: s.flow,
+            ecn: s.ecn,
         })
     }
 
@@ -50,17 +56,15 @@ impl Packet {
 
     /// The ECN codepoint as it is now in the header.
     pub fn ecn(&self) -> Ecn {
-        if self.data[0] >> 4 == 4 {
-            Ecn::from_bits(self.data[1])
-        } else {
-            Ecn::from_bits(self.data[1] >> 4)
-        }
+        self.ecn
     }
 
     /// Rewrites the ECN codepoint in the real header (checksum kept valid).
     pub fn set_ecn(&mut self, ecn: Ecn) {
         // The header was validated in `new`, so this cannot fail.
-        let _ = ip::set_ecn(&mut self.data, ecn);
+        if ip::set_ecn(&mut self.data, ecn).is_ok() {
+            self.ecn = ecn;
+        }
     }
 
     /// Marks CE if the packet is ECN-capable; returns whether it was.
@@ -95,6 +99,7 @@ pub(crate) mod tests {
         assert_eq!(p.len(), 100);
         assert!(p.try_mark_ce());
         assert_eq!(ip::ecn(&p.data).unwrap(), Ecn::Ce);
+        assert_eq!(p.ecn(), Ecn::Ce);
         let mut n = udp(2, 0, 100, Ecn::NotEct);
         assert!(!n.try_mark_ce());
         assert_eq!(n.ecn(), Ecn::NotEct);
