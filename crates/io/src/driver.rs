@@ -39,6 +39,9 @@ pub(crate) struct Driver {
     armed_ns: u64,
     /// Times woken readers were let run first since the last pull.
     deferrals: u8,
+    /// Where the core writes each datagram before the socket queues it
+    /// (one buffer for all, instead of an allocation per datagram).
+    scratch: Vec<u8>,
     /// The yield in progress while readers run first.
     yielding: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
 }
@@ -51,6 +54,7 @@ impl Driver {
             timer: TimerFd::registered()?,
             armed_ns: 0,
             deferrals: 0,
+            scratch: Vec::new(),
             yielding: None,
         })
     }
@@ -88,10 +92,10 @@ impl Driver {
         if self.socket.queued_datagrams() == 0 {
             let now = st.now();
             while self.socket.queued_datagrams() < MAX_QUEUED_DATAGRAMS {
-                let Some(t) = st.ep.poll_transmit(now) else {
+                let Some(t) = st.ep.poll_transmit_into(now, &mut self.scratch) else {
                     break;
                 };
-                self.socket.queue(t.destination, t.ecn, t.contents);
+                self.socket.queue(t.destination, t.ecn, &self.scratch);
                 pulled = true;
             }
         }

@@ -28,7 +28,7 @@ use tokio::io::unix::AsyncFd;
 
 /// The largest GSO train: 64 KiB minus IP and UDP headers.
 const MAX_GSO_BYTES: usize = 65_000;
-/// Train buffers kept for reuse, at most (one batch's worth).
+/// Send buffers kept for reuse, at most (one batch's worth).
 const MAX_SPARE_BUFFERS: usize = sys::BATCH;
 /// Receive buffer size with GRO (a coalesced train) and without.
 const GRO_BUFFER_BYTES: usize = 65_536;
@@ -101,8 +101,8 @@ pub struct Socket {
     recv_metas: Vec<RecvMeta>,
     tx: VecDeque<TxMsg>,
     tx_datagrams: usize,
-    /// Train buffers back from the kernel, reused so a train is built
-    /// without reallocating as it grows.
+    /// Send buffers back from the kernel, reused so a datagram is queued
+    /// without an allocation and a train without reallocating as it grows.
     spare: Vec<Vec<u8>>,
     pub stats: SocketStats,
 }
@@ -256,7 +256,7 @@ impl Socket {
     /// Queues one datagram, appending it to the last GSO train when it
     /// fits (same destination and codepoint, not longer than the train's
     /// segments).
-    pub fn queue(&mut self, destination: SocketAddr, ecn: Ecn, contents: Vec<u8>) {
+    pub fn queue(&mut self, destination: SocketAddr, ecn: Ecn, contents: &[u8]) {
         self.tx_datagrams += 1;
         if self.gso
             && let Some(last) = self.tx.back_mut()
@@ -267,22 +267,18 @@ impl Socket {
             && last.segments < sys::MAX_GSO_SEGMENTS
             && last.data.len() + contents.len() <= MAX_GSO_BYTES
         {
-            last.data.extend_from_slice(&contents);
+            last.data.extend_from_slice(contents);
             last.segments += 1;
             last.closed = contents.len() < last.segment_bytes;
             return;
         }
-        let data = if self.gso {
-            let mut buf = self
-                .spare
-                .pop()
-                .unwrap_or_else(|| Vec::with_capacity(MAX_GSO_BYTES));
-            buf.clear();
-            buf.extend_from_slice(&contents);
-            buf
-        } else {
-            contents
+        let mut data = match self.spare.pop() {
+            Some(buf) => buf,
+            None if self.gso => Vec::with_capacity(MAX_GSO_BYTES),
+            None => Vec::with_capacity(contents.len()),
         };
+        data.clear();
+        data.extend_from_slice(contents);
         self.tx.push_back(TxMsg {
             destination,
             ecn,
@@ -344,7 +340,7 @@ impl Socket {
                         if m.segments > 1 {
                             self.stats.gso_trains += 1;
                         }
-                        if self.gso && self.spare.len() < MAX_SPARE_BUFFERS {
+                        if self.spare.len() < MAX_SPARE_BUFFERS {
                             self.spare.push(m.data);
                         }
                     }
@@ -366,16 +362,11 @@ impl Socket {
         if first.segments > 1 && gso_error {
             self.gso = false;
             self.stats.gso = false;
-            let parts: Vec<Vec<u8>> = first
-                .data
-                .chunks(first.segment_bytes)
-                .map(<[u8]>::to_vec)
-                .collect();
             // The split datagrams go first, in their original order; later
             // trains meet the same fate when their turn comes.
             let rest = std::mem::take(&mut self.tx);
             self.tx_datagrams -= first.segments;
-            for p in parts {
+            for p in first.data.chunks(first.segment_bytes) {
                 self.queue(first.destination, first.ecn, p);
             }
             self.tx.extend(rest);
