@@ -10,10 +10,16 @@
 //! section's doc says what they are and why.
 //!
 //! Sections, one file each: [`notsent_lowat`], [`write_sizing`],
-//! [`fast_open`], [`happy_eyeballs`], [`nat64_literal`].
+//! [`fast_open`], [`happy_eyeballs`], [`nat64_literal`]; and two with
+//! Brisk itself on real sockets beside kernel TCP, whose files are the
+//! networks to run (not off and on): [`l4s_dualpi2`] (Prague beside CUBIC
+//! through DualPI2, then a FIFO) and [`loss_goodput`] (goodput under
+//! random loss, one sender at a time, three networks).
 
 mod fast_open;
 mod happy_eyeballs;
+mod l4s_dualpi2;
+mod loss_goodput;
 mod nat64_literal;
 mod notsent_lowat;
 mod write_sizing;
@@ -33,6 +39,8 @@ pub fn all() -> &'static [&'static dyn crate::section::Section] {
         &fast_open::FastOpen,
         &happy_eyeballs::HappyEyeballs,
         &nat64_literal::Nat64Literal,
+        &l4s_dualpi2::L4sDualpi2,
+        &loss_goodput::LossGoodput,
     ]
 }
 
@@ -138,15 +146,16 @@ mod tests {
         assert_eq!(ids, live);
         for s in &suite.sections {
             assert!(s.section.live().is_some(), "{}", s.section.id());
-            assert_eq!(s.scenarios.len(), 2, "{}: off, then on", s.section.id());
+            assert!(s.scenarios.len() >= 2, "{}", s.section.id());
         }
         // Live sections never leak into the simulator's suite.
         let default = Suite::embedded(crate::suite::DEFAULT_SUITE).unwrap();
         assert!(default.sections.iter().all(|s| s.section.live().is_none()));
     }
 
-    /// The section's verdict for these measured numbers (before, after).
-    fn verdict(id: &str, before: &[(&str, f64)], after: &[(&str, f64)]) -> Verdict {
+    /// The section's verdict for these measured numbers, one set per
+    /// scenario in the section's order.
+    fn verdict(id: &str, numbers: &[&[(&str, f64)]]) -> Verdict {
         let suite = Suite::embedded("live").unwrap();
         let sec = suite
             .sections
@@ -156,7 +165,7 @@ mod tests {
         let runs: Vec<ScenarioRun> = sec
             .scenarios
             .iter()
-            .zip([before, after])
+            .zip(numbers)
             .map(|(s, numbers)| {
                 let done = brisk_sim::run(
                     &s.scenario,
@@ -278,13 +287,69 @@ mod tests {
             ),
         ];
         for (id, before, after) in cases {
-            assert_eq!(verdict(id, before, after), Verdict::Pass, "{id}");
+            assert_eq!(verdict(id, &[before, after]), Verdict::Pass, "{id}");
             assert_ne!(
-                verdict(id, before, before),
+                verdict(id, &[before, before]),
                 Verdict::Pass,
                 "{id}: no effect"
             );
         }
+    }
+
+    /// The pair's numbers: Prague's and CUBIC's queue delay p50/p99, RTT
+    /// p99, and the link's busy fraction.
+    fn pair(prague: [f64; 3], cubic: [f64; 3], link: f64) -> Vec<(&'static str, f64)> {
+        vec![
+            ("prague_goodput_mbps", 4.9),
+            ("prague_queue_p50_ms", prague[0]),
+            ("prague_queue_p99_ms", prague[1]),
+            ("prague_rtt_p50_ms", 22.0),
+            ("prague_rtt_p99_ms", prague[2]),
+            ("prague_ce_fraction", 0.15),
+            ("cubic_goodput_mbps", 4.7),
+            ("cubic_queue_p50_ms", cubic[0]),
+            ("cubic_queue_p99_ms", cubic[1]),
+            ("cubic_rtt_p50_ms", 38.0),
+            ("cubic_rtt_p99_ms", cubic[2]),
+            ("cubic_ce_fraction", 0.01),
+            ("link_utilization", link),
+        ]
+    }
+
+    /// Measured in the live lab (docs/LIVE.md); then Prague as badly off
+    /// through DualPI2 as through the FIFO, and a build without BBR.
+    #[test]
+    fn brisk_sections_follow_the_measured_numbers() {
+        let dualpi2 = pair([0.79, 2.22, 25.4], [15.6, 54.1, 77.2], 0.978);
+        let fifo = pair([717.0, 1112.0, 1163.0], [679.0, 960.0, 977.0], 0.997);
+        assert_eq!(verdict("l4s-dualpi2", &[&dualpi2, &fifo]), Verdict::Pass);
+        assert_ne!(verdict("l4s-dualpi2", &[&fifo, &fifo]), Verdict::Pass);
+        let loss = |u: [f64; 4]| {
+            vec![
+                ("tcp_cubic_utilization", u[0]),
+                ("tcp_bbr_utilization", u[1]),
+                ("brisk_cubic_utilization", u[2]),
+                ("brisk_bbr_utilization", u[3]),
+            ]
+        };
+        let clean = loss([0.96, 0.96, 0.93, 0.93]);
+        let short = loss([0.90, 0.94, 0.60, 0.90]);
+        let long = loss([0.25, 0.90, 0.15, 0.85]);
+        assert_eq!(
+            verdict("loss-goodput", &[&clean, &short, &long]),
+            Verdict::Pass
+        );
+        let no_bbr = loss([0.25, 0.90, 0.15, f64::NAN]);
+        assert_eq!(
+            verdict("loss-goodput", &[&clean, &short, &no_bbr]),
+            Verdict::Partial
+        );
+        // TCP that does not collapse leaves nothing to show.
+        let strong = loss([0.95, 0.90, 0.90, 0.85]);
+        assert_eq!(
+            verdict("loss-goodput", &[&clean, &short, &strong]),
+            Verdict::Partial
+        );
     }
 
     #[test]
