@@ -294,14 +294,14 @@ impl LossDetection {
 
     /// The probe timeout before backoff.
     pub fn pto_base(rtt: &RttEstimator, max_ack_delay: Duration) -> Duration {
-        (rtt.smoothed() * 2).max(rtt.pto_base()) + max_ack_delay
+        Duration::from_nanos(pto_base_nanos(rtt, max_ack_delay))
     }
 
     /// The probe timeout with the backoff of consecutive timeouts.
     pub fn pto(&self, rtt: &RttEstimator, max_ack_delay: Duration) -> Duration {
-        let base = Self::pto_base(rtt, max_ack_delay);
-        let backed_off = base * (1u32 << self.pto_count.min(MAX_PTO_EXPONENT));
-        backed_off.min(base.max(self.config.max_probe_timeout))
+        let base = pto_base_nanos(rtt, max_ack_delay);
+        let backed_off = base.saturating_mul(1 << self.pto_count.min(MAX_PTO_EXPONENT));
+        Duration::from_nanos(backed_off.min(base.max(nanos(self.config.max_probe_timeout))))
     }
 
     /// When to probe if nothing is acknowledged, given that ack-eliciting
@@ -315,6 +315,27 @@ impl LossDetection {
         self.pto_count += 1;
         if self.pto_count == 1 { 1 } else { 2 }
     }
+}
+
+/// `d` in nanoseconds, saturating (at 584 years).
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// [`LossDetection::pto_base`] in integer nanoseconds: the timers are
+/// re-armed after every datagram in or out, and `Duration`'s checked
+/// arithmetic renormalises seconds and nanoseconds at each step.
+fn pto_base_nanos(rtt: &RttEstimator, max_ack_delay: Duration) -> u64 {
+    let smoothed = nanos(rtt.smoothed());
+    let variation = nanos(rtt.rttvar())
+        .saturating_mul(4)
+        .max(nanos(TIMER_GRANULARITY));
+    // RttEstimator::pto_base, never below twice the smoothed RTT.
+    let rtt_base = smoothed.saturating_add(variation);
+    smoothed
+        .saturating_mul(2)
+        .max(rtt_base)
+        .saturating_add(nanos(max_ack_delay))
 }
 
 #[cfg(test)]
@@ -356,6 +377,27 @@ mod tests {
         s
     }
 
+    #[test]
+    fn integer_pto_matches_the_duration_formula() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+        for _ in 0..500 {
+            let mut rtt = RttEstimator::default();
+            for k in 0..rng.random_range(1..4u64) {
+                let latest = Duration::from_nanos(rng.random_range(1..5_000_000_000));
+                let delay = Duration::from_nanos(rng.random_range(0..30_000_000));
+                rtt.update(latest, delay, t(k));
+            }
+            let mad = Duration::from_nanos(rng.random_range(0..100_000_000));
+            let base = (rtt.smoothed() * 2).max(rtt.pto_base()) + mad;
+            assert_eq!(LossDetection::pto_base(&rtt, mad), base);
+            let mut l = LossDetection::new(LossConfig::default());
+            l.pto_count = rng.random_range(0..20);
+            let backed_off = base * (1u32 << l.pto_count.min(MAX_PTO_EXPONENT));
+            let want = backed_off.min(base.max(l.config.max_probe_timeout));
+            assert_eq!(l.pto(&rtt, mad), want);
+        }
+    }
     #[test]
     fn packet_threshold_declares_third_older_packet_lost() {
         let rtt = rtt100();
