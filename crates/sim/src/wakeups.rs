@@ -1,13 +1,17 @@
 //! The engine's agenda: when each component (a flow's application, its two
 //! access links, the two bottleneck directions) next wants to run.
 //!
-//! Each component's wake-up sits in a flat array, in blocks of 16 that keep
-//! their minimum: the next wake-up is the least block minimum, a change
-//! rescans at most its own block, and a round finds its due components by
-//! scanning in number order. Nothing asks a component for its wake-up
+//! Each component's wake-up sits in a flat array of nanoseconds, in blocks
+//! of 64. Each block keeps a lower bound of its wake-ups and a 64-bit mask
+//! of the components whose wake-up equals that bound. A change updates the
+//! two in a few instructions; a block whose mask runs empty (its earliest
+//! component ran or moved later) is rescanned once, when the next round's
+//! time is asked for. A round reads its due components off the masks in
+//! number order, so the common step (one component due, run, rescheduled)
+//! costs one scan of one block. Nothing asks a component for its wake-up
 //! unless the engine just touched it. (Arrays beat a binary heap here: the
-//! engine has a handful of components per flow, and a scan of a few cache
-//! lines costs less than a heap's sifting.)
+//! engine has a handful of components per flow, and a scan of a cache line
+//! or two costs less than a heap's sifting.)
 //!
 //! Components are numbered in the order a round visits them, so ties are
 //! deterministic. Time advances in rounds: a round at `t` visits, in number
@@ -17,8 +21,8 @@
 
 use brisk_time::Instant;
 
-/// Components per block.
-const BLOCK: usize = 16;
+/// Components per block: one bit each in a `u64` mask.
+const BLOCK: usize = 64;
 /// The wake-up of a component that has none (or waits in `next_round`).
 const NEVER: u64 = u64::MAX;
 
@@ -26,13 +30,19 @@ const NEVER: u64 = u64::MAX;
 pub(crate) struct Wakeups {
     /// Each component's wake-up in nanoseconds, [`NEVER`] if none.
     times: Vec<u64>,
-    /// The least of `times` in each block of [`BLOCK`].
-    block_min: Vec<u64>,
+    /// Per block of [`BLOCK`]: a lower bound of its `times`, exact unless
+    /// its `at_bound` mask is empty.
+    bound: Vec<u64>,
+    /// Per block: the components whose wake-up equals the block's bound.
+    at_bound: Vec<u64>,
     /// Each component's wake-up as last scheduled, including those waiting
-    /// in `next_round`.
-    due: Vec<Option<Instant>>,
-    /// The round in progress: its time and the last component it visited.
-    round: Option<(Instant, Option<usize>)>,
+    /// in `next_round`; [`NEVER`] if none.
+    due: Vec<u64>,
+    /// Whether a round is open, its time, and the first component it has
+    /// not passed yet (one past the last it visited).
+    in_round: bool,
+    now: u64,
+    cursor: usize,
     /// Components that became due in the current round behind its cursor.
     next_round: Vec<usize>,
 }
@@ -40,13 +50,20 @@ pub(crate) struct Wakeups {
 impl Wakeups {
     pub(crate) fn new(components: usize) -> Wakeups {
         let blocks = components.div_ceil(BLOCK);
-        Wakeups {
+        let mut w = Wakeups {
             times: vec![NEVER; components],
-            block_min: vec![NEVER; blocks],
-            due: vec![None; components],
-            round: None,
+            bound: vec![NEVER; blocks],
+            at_bound: vec![0; blocks],
+            due: vec![NEVER; components],
+            in_round: false,
+            now: 0,
+            cursor: 0,
             next_round: Vec::new(),
+        };
+        for b in 0..blocks {
+            w.rescan(b);
         }
+        w
     }
 
     /// Sets when `component` next wants to run (`None`: never), replacing
@@ -54,86 +71,120 @@ impl Wakeups {
     /// is the round's own time; it is visited in this round if the round
     /// has not reached `component` yet, else in the next one.
     pub(crate) fn schedule(&mut self, component: usize, at: Option<Instant>) {
-        let at = match (at, self.round) {
-            (Some(t), Some((now, _))) => Some(t.max(now)),
-            (t, _) => t,
+        let mut t = at.map_or(NEVER, Instant::as_nanos);
+        if self.in_round && t < self.now {
+            t = self.now;
+        }
+        let Some(due) = self.due.get_mut(component) else {
+            return;
         };
-        if self.due[component] == at {
+        if *due == t {
             return;
         }
-        self.due[component] = at;
-        match (at, self.round) {
-            (Some(t), Some((now, Some(done)))) if t == now && component <= done => {
-                self.set(component, NEVER);
-                self.next_round.push(component);
-            }
-            (at, _) => self.set(component, at.map_or(NEVER, Instant::as_nanos)),
+        *due = t;
+        if self.in_round && t == self.now && component < self.cursor {
+            self.set(component, NEVER);
+            self.next_round.push(component);
+        } else {
+            self.set(component, t);
         }
     }
 
     /// The time of the next round, if anything is scheduled.
-    pub(crate) fn next_time(&self) -> Option<Instant> {
-        let t = self.block_min.iter().copied().min().unwrap_or(NEVER);
-        (t != NEVER).then(|| Instant::from_nanos(t))
+    pub(crate) fn next_time(&mut self) -> Option<Instant> {
+        let mut least = NEVER;
+        for b in 0..self.bound.len() {
+            if self.at_bound[b] == 0 {
+                self.rescan(b);
+            }
+            least = least.min(self.bound[b]);
+        }
+        (least != NEVER).then(|| Instant::from_nanos(least))
     }
 
     /// Opens a round at `now` (a time [`Wakeups::next_time`] returned).
     pub(crate) fn start_round(&mut self, now: Instant) {
-        self.round = Some((now, None));
+        self.in_round = true;
+        self.now = now.as_nanos();
+        self.cursor = 0;
     }
 
     /// The next component due in the current round, in number order; it
     /// counts as run (unscheduled) from here on.
     pub(crate) fn pop_due(&mut self) -> Option<usize> {
-        let (now, cursor) = self.round?;
-        let t = now.as_nanos();
-        // Components due now behind the cursor wait outside `times`, so
-        // every one due now is ahead of it.
-        let from = cursor.map_or(0, |c| c + 1);
-        let mut block = from / BLOCK;
-        let mut start = from;
-        while block < self.block_min.len() {
-            if self.block_min[block] == t {
-                let end = ((block + 1) * BLOCK).min(self.times.len());
-                if let Some(i) = self.times[start..end].iter().position(|x| *x == t) {
-                    let c = start + i;
-                    self.due[c] = None;
+        if !self.in_round || self.now == NEVER {
+            return None;
+        }
+        // Every bound is exact when a round opens and no lower than its
+        // time after, so a block with a component due now has it in its
+        // mask. Components due now behind the cursor wait outside `times`.
+        let mut from = self.cursor % BLOCK;
+        for b in self.cursor / BLOCK..self.bound.len() {
+            if self.bound[b] == self.now {
+                let ahead = self.at_bound[b] & (u64::MAX << from);
+                if ahead != 0 {
+                    let c = b * BLOCK + ahead.trailing_zeros() as usize;
+                    self.due[c] = NEVER;
                     self.set(c, NEVER);
-                    self.round = Some((now, Some(c)));
+                    self.cursor = c + 1;
                     return Some(c);
                 }
             }
-            block += 1;
-            start = block * BLOCK;
+            from = 0;
         }
         None
     }
 
     /// Closes the round; what became due behind its cursor is due at once.
     pub(crate) fn end_round(&mut self) {
-        let Some((now, _)) = self.round.take() else {
+        if !std::mem::replace(&mut self.in_round, false) {
             return;
-        };
+        }
+        let now = self.now;
         let waiting = std::mem::take(&mut self.next_round);
         for &c in &waiting {
-            if self.due[c] == Some(now) {
-                self.set(c, now.as_nanos());
+            if self.due[c] == now {
+                self.set(c, now);
             }
         }
         self.next_round = waiting;
         self.next_round.clear();
     }
 
-    /// Writes a component's wake-up and keeps its block's minimum.
+    /// Writes a component's wake-up and keeps its block's bound and mask.
     fn set(&mut self, c: usize, t: u64) {
         let old = std::mem::replace(&mut self.times[c], t);
-        let b = c / BLOCK;
-        if t < self.block_min[b] {
-            self.block_min[b] = t;
-        } else if old == self.block_min[b] && t != old {
-            let block = &self.times[b * BLOCK..((b + 1) * BLOCK).min(self.times.len())];
-            self.block_min[b] = block.iter().copied().min().unwrap_or(NEVER);
+        let (b, bit) = (c / BLOCK, 1u64 << (c % BLOCK));
+        let bound = self.bound[b];
+        if old == bound {
+            self.at_bound[b] &= !bit;
         }
+        if t < bound {
+            self.bound[b] = t;
+            self.at_bound[b] = bit;
+        } else if t == bound {
+            self.at_bound[b] |= bit;
+        }
+    }
+
+    /// Makes block `b`'s bound its least wake-up again, with its mask.
+    fn rescan(&mut self, b: usize) {
+        let start = b * BLOCK;
+        let block = self
+            .times
+            .get(start..(start + BLOCK).min(self.times.len()))
+            .unwrap_or_default();
+        let (mut least, mut mask) = (NEVER, 0u64);
+        for (i, &t) in block.iter().enumerate() {
+            if t < least {
+                (least, mask) = (t, 0);
+            }
+            if t == least {
+                mask |= 1 << i;
+            }
+        }
+        self.bound[b] = least;
+        self.at_bound[b] = mask;
     }
 }
 
