@@ -13,6 +13,7 @@
 
 mod common;
 
+use brisk_live::recipes::brisk_bulk::{self, BriskBulkConfig};
 use brisk_live::recipes::l4s::{self, PairExperiment, PairReport};
 use brisk_live::{Lab, LabConfig};
 use std::time::Duration;
@@ -126,4 +127,41 @@ fn prague_keeps_its_queue_short_through_dualpi2_beside_kernel_cubic() {
         fifo.tcp.queue_delay_p50_ms
     );
     assert!(fifo.brisk.ce_fraction == 0.0);
+}
+
+#[test]
+fn prague_is_ect1_and_marked_over_ipv6_too() {
+    let Some(_g) = common::lab_guard("prague_is_ect1_and_marked_over_ipv6_too") else {
+        return;
+    };
+    let mut config = LabConfig::new(common::scenario(&format!("{LINKS}{DUALPI2}")));
+    config.ip = brisk_live::IpMode::V6;
+    let lab = Lab::up(config).expect("lab comes up");
+    let report = brisk_bulk::run(
+        &lab,
+        &BriskBulkConfig::new("prague", Duration::from_secs(4)),
+    )
+    .expect("the download runs");
+    let results = lab.finish(None, None).expect("lab finishes");
+    let flow = l4s::flow_from_port(&results.flows, "udp", brisk_bulk::BRISK_PORT)
+        .expect("the flow crossed the router");
+    eprintln!(
+        "ipv6 prague alone: {:.2} Mbit/s, queue delay p50 {:.2} p99 {:.2} ms, CE {:.1}%; \
+         receiver saw ect0 {} ect1 {} ce {}; sender ecn {}",
+        report.goodput_mbps,
+        flow.queue_delay_ms.p50,
+        flow.queue_delay_ms.p99,
+        flow.ce_fraction * 100.0,
+        report.received_ect0,
+        report.received_ect1,
+        report.received_ce,
+        report.sender.ecn_state,
+    );
+    assert!(flow.src.starts_with('['), "{}", flow.src);
+    // ECT(1) in the IPv6 traffic class, CE written into it by DualPI2,
+    // and the sender keeps ECN after validating the echoes.
+    assert!(report.received_ect1 > 100 && report.received_ect0 == 0);
+    assert!(report.received_ce > 0 && flow.ce_packets > 0);
+    assert_eq!(report.sender.ecn_state, "Capable");
+    assert!(report.goodput_mbps > 5.0, "{}", report.goodput_mbps);
 }
