@@ -213,3 +213,35 @@ impl Workload for Bulk {
         report.integrity.corrupt_bytes = self.corrupt;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checking_against_kept_pieces_counts_what_the_pattern_counts() {
+        let key = 0x5eed;
+        // Three pieces of 100 bytes from offset 1000, the first one gone.
+        let mut pieces = VecDeque::new();
+        for start in [1100u64, 1200, 1300] {
+            let mut piece = vec![0; 100];
+            fill_pattern(key, start, &mut piece);
+            pieces.push_back((start, piece));
+        }
+        // Reads straddling a forgotten piece, piece edges, and the end of
+        // what was kept, with some bytes flipped.
+        for (offset, len) in [(1050u64, 100usize), (1195, 10), (1100, 300), (1350, 120)] {
+            let mut data = vec![0; len];
+            fill_pattern(key, offset, &mut data);
+            for i in (0..len).step_by(37) {
+                data[i] ^= 0x80;
+            }
+            let want = count_corrupt(key, offset, &data);
+            assert!(want > 0);
+            assert_eq!(count_corrupt_against(key, &pieces, offset, &data), want);
+            let mut clean = vec![0; len];
+            fill_pattern(key, offset, &mut clean);
+            assert_eq!(count_corrupt_against(key, &pieces, offset, &clean), 0);
+        }
+    }
+}
