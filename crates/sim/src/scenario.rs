@@ -742,8 +742,8 @@ rtt = "40ms"
         assert!(e.contains("`fps`"), "{e}");
         let e = brisk("rate = \"1Mbit\"\n");
         assert!(e.contains("`rate` does not apply"), "{e}");
-        let e = brisk("cc = \"bbr\"\n");
-        assert!(e.contains("line 5") && e.contains("bbr"), "{e}");
+        let e = brisk("cc = \"vegas\"\n");
+        assert!(e.contains("line 5") && e.contains("vegas"), "{e}");
         let e = brisk("app = \"feed\"\nobjects = [\"4KB\", \"lots\"]\n");
         assert!(e.contains("line 6") && e.contains("lots"), "{e}");
         let e = brisk("ecn = true\n");
