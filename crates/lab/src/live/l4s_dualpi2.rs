@@ -8,9 +8,11 @@
 //! Checks:
 //! - DualPI2: Prague's queue delay p99 **≤ 3 ms** (the simulator: 1.91 ms;
 //!   the live path adds the hosts' bursts, docs/LIVE.md);
-//! - DualPI2: Prague's RTT p99 (its own samples) **≤ 27 ms**: the seed's
-//!   25 ms headline, plus what Brisk's samples carry on a real path (the
-//!   receiver's ACK delay, two host stacks);
+//! - DualPI2: Prague's path RTT p99 **≤ 25 ms**, the seed's headline: the
+//!   router's one-way delay per packet plus the return link's base delay.
+//!   Brisk's own samples are in the table; they add the hosts' time and
+//!   the receiver's ACK delay (up to 25 ms), so their tail depends on how
+//!   busy the machine is (25 to 47 ms at p99 in two runs);
 //! - DualPI2: the link busy **≥ 93%** of the transfer;
 //! - Prague's queue delay p99 through DualPI2 over through the FIFO
 //!   **≤ 0.05** (the FIFO holds CUBIC's standing queue).
@@ -55,9 +57,9 @@ impl Section for L4sDualpi2 {
             scope: "Brisk (brisk-io, Prague, ECT(1)) and Linux TCP (CUBIC, tcp_ecn = 1) in \
                     network namespaces, downloading at the same time for 10 s through the \
                     live lab's router: 10 Mbit/s, 20 ms base RTT, DualPI2 with a 3-packet \
-                    step and no classic protection, then a 1000-packet FIFO. Queue delay \
-                    and CE per flow are the router's; Prague's RTT is Brisk's own samples, \
-                    CUBIC's the router's. Wall-clock numbers on a shared machine.",
+                    step and no classic protection, then a 1000-packet FIFO. Queue delay, \
+                    CE and path RTT per flow are the router's; the table adds Prague's own \
+                    RTT samples. Wall-clock numbers on a shared machine.",
         }
     }
 
@@ -83,11 +85,11 @@ impl Section for L4sDualpi2 {
             )
             .decimals(2),
             Check::new(
-                "DualPI2: Prague RTT, 99th percentile",
-                "under 25 ms at 20 ms base RTT; live adds ACK and host delays",
-                n(dual, "prague_rtt_p99_ms")?,
+                "DualPI2: Prague path RTT, 99th percentile",
+                "under 25 ms at 20 ms base RTT",
+                n(dual, "prague_path_rtt_p99_ms")?,
                 "ms",
-                Bound::AtMost(27.0),
+                Bound::AtMost(25.0),
             )
             .decimals(1),
             Check::new(
@@ -117,6 +119,7 @@ impl Section for L4sDualpi2 {
                 Cell::num(k("queue_p99_ms")?, "ms", 2),
                 Cell::num(k("rtt_p50_ms")?, "ms", 1),
                 Cell::num(k("rtt_p99_ms")?, "ms", 1),
+                Cell::num(k("path_rtt_p99_ms")?, "ms", 1),
                 Cell::num(k("ce_fraction")? * 100.0, "%", 1),
                 Cell::num(n(r, "link_utilization")? * 100.0, "%", 1),
             ])
@@ -124,7 +127,8 @@ impl Section for L4sDualpi2 {
         let table = Table {
             caption: "Per flow, both downloads at once: goodput at the receiving application, \
                       queue delay and CE fraction at the router, RTT (Prague: Brisk's own \
-                      samples; CUBIC: the router's), and the link's busy time over the transfer"
+                      samples, ACK delay included; CUBIC: the router's), the path's RTT at \
+                      the router, and the link's busy time over the transfer"
                 .into(),
             columns: [
                 "queue",
@@ -134,6 +138,7 @@ impl Section for L4sDualpi2 {
                 "queue delay p99",
                 "RTT p50",
                 "RTT p99",
+                "path RTT p99",
                 "CE",
                 "link busy",
             ]
@@ -202,6 +207,8 @@ impl LiveExperiment for L4sDualpi2 {
                 ("queue_p99_ms", f.queue_delay_p99_ms),
                 ("rtt_p50_ms", f.rtt_p50_ms),
                 ("rtt_p99_ms", f.rtt_p99_ms),
+                ("path_rtt_p50_ms", f.path_rtt_p50_ms),
+                ("path_rtt_p99_ms", f.path_rtt_p99_ms),
                 ("ce_fraction", f.ce_fraction),
                 ("loss_rate", f.loss_rate),
             ];

@@ -296,21 +296,25 @@ mod tests {
         }
     }
 
-    /// The pair's numbers: Prague's and CUBIC's queue delay p50/p99, RTT
-    /// p99, and the link's busy fraction.
+    /// The pair's numbers: Prague's and CUBIC's queue delay p50/p99, path
+    /// RTT p99, and the link's busy fraction.
     fn pair(prague: [f64; 3], cubic: [f64; 3], link: f64) -> Vec<(&'static str, f64)> {
         vec![
             ("prague_goodput_mbps", 4.9),
             ("prague_queue_p50_ms", prague[0]),
             ("prague_queue_p99_ms", prague[1]),
             ("prague_rtt_p50_ms", 22.0),
-            ("prague_rtt_p99_ms", prague[2]),
+            ("prague_rtt_p99_ms", prague[2] + 20.0),
+            ("prague_path_rtt_p50_ms", 21.0),
+            ("prague_path_rtt_p99_ms", prague[2]),
             ("prague_ce_fraction", 0.15),
             ("cubic_goodput_mbps", 4.7),
             ("cubic_queue_p50_ms", cubic[0]),
             ("cubic_queue_p99_ms", cubic[1]),
             ("cubic_rtt_p50_ms", 38.0),
             ("cubic_rtt_p99_ms", cubic[2]),
+            ("cubic_path_rtt_p50_ms", 38.0),
+            ("cubic_path_rtt_p99_ms", cubic[2]),
             ("cubic_ce_fraction", 0.01),
             ("link_utilization", link),
         ]
@@ -320,7 +324,7 @@ mod tests {
     /// through DualPI2 as through the FIFO, and a build without BBR.
     #[test]
     fn brisk_sections_follow_the_measured_numbers() {
-        let dualpi2 = pair([0.79, 2.22, 25.4], [15.6, 54.1, 77.2], 0.978);
+        let dualpi2 = pair([0.83, 2.28, 22.6], [15.6, 54.1, 77.2], 0.975);
         let fifo = pair([717.0, 1112.0, 1163.0], [679.0, 960.0, 977.0], 0.997);
         assert_eq!(verdict("l4s-dualpi2", &[&dualpi2, &fifo]), Verdict::Pass);
         assert_ne!(verdict("l4s-dualpi2", &[&fifo, &fifo]), Verdict::Pass);

@@ -94,10 +94,16 @@ pub struct FlowFigures {
     /// Time in the bottleneck's queue, per packet (the router's).
     pub queue_delay_p50_ms: f64,
     pub queue_delay_p99_ms: f64,
-    /// Brisk: the sender's own RTT samples; TCP: the router's, from a
-    /// segment leaving its sender to the first ACK covering it.
+    /// Brisk: the sender's own RTT samples (host delays and the
+    /// receiver's ACK delay included); TCP: the router's, from a segment
+    /// leaving its sender to the first ACK covering it.
     pub rtt_p50_ms: f64,
     pub rtt_p99_ms: f64,
+    /// The path's round trip as the router saw it: TCP, as `rtt_*`; other
+    /// flows, each packet's one-way delay plus the return link's base
+    /// delay (no host time).
+    pub path_rtt_p50_ms: f64,
+    pub path_rtt_p99_ms: f64,
     /// Data packets delivered with CE over data packets delivered.
     pub ce_fraction: f64,
     /// Dropped by the queue or lost by the link, over sent.
@@ -160,6 +166,8 @@ fn router_figures(f: &FlowResults) -> FlowFigures {
         queue_delay_p99_ms: f.queue_delay_ms.p99,
         rtt_p50_ms: f.rtt_ms.p50,
         rtt_p99_ms: f.rtt_ms.p99,
+        path_rtt_p50_ms: f.rtt_ms.p50,
+        path_rtt_p99_ms: f.rtt_ms.p99,
         ce_fraction: f.ce_fraction,
         loss_rate: f.loss_rate,
     }
