@@ -179,3 +179,39 @@ fn writable_bytes_follow_the_congestion_window() {
         assert_eq!(c.writable_bytes(id), (cwnd - in_flight) + 2 * 1200 - unsent);
     }
 }
+
+#[test]
+fn a_response_leaves_as_equal_full_packets_and_a_shorter_last() {
+    for family in FAMILIES {
+        let mut p = Pair::new(PairConfig::new(family, 31));
+        assert!(p.connect());
+        // Settle the handshake's ACKs first.
+        p.run_until(ms(200), |_| false);
+        let sizes = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        let seen = sizes.clone();
+        p.tap = Some(Box::new(move |dir, d| {
+            // Stream packets only, not the client's bare ACKs.
+            if dir == Dir::ToServer && d.len() > 100 {
+                seen.borrow_mut().push(d.len());
+            }
+            true
+        }));
+        let id = p
+            .client_conn()
+            .open_stream(true, Priority::default())
+            .unwrap();
+        p.client_conn().write(id, &payload(4096, 3)).unwrap();
+        p.client_conn().finish(id).unwrap();
+        let mut got = Vec::new();
+        assert!(p.run_until(ms(2_000), |p| read_all(p, id, &mut got)));
+        assert_eq!(got, payload(4096, 3));
+        // Equal sizes (the datagram budget) up to the last, so the I/O
+        // layer can send them as one GSO train; the first packet's STREAM
+        // header has no offset and must not leave it shorter.
+        let sizes = sizes.borrow();
+        let (last, full) = sizes.split_last().expect("the stream's packets");
+        assert!(full.len() >= 2, "{family:?}: {sizes:?}");
+        assert!(full.iter().all(|&s| s == full[0]), "{family:?}: {sizes:?}");
+        assert!(*last < full[0], "{family:?}: {sizes:?}");
+    }
+}

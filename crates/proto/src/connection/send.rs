@@ -15,8 +15,9 @@ use crate::streams::Side;
 use brisk_time::Instant;
 use brisk_wire::Ecn;
 
-/// Worst-case STREAM frame header for chunks under 16 KiB: type, 8-byte id,
-/// 8-byte offset, 2-byte length.
+/// Room below which no further STREAM frame is started: the worst-case
+/// header for chunks under 16 KiB (type, 8-byte id, 8-byte offset, 2-byte
+/// length). A frame started gets its exact header size.
 const STREAM_HEADER_MAX: usize = 19;
 /// Room a control frame may need at most.
 const CONTROL_FRAME_MAX: usize = 40;
@@ -432,7 +433,7 @@ impl Connection {
             if room <= STREAM_HEADER_MAX {
                 return false;
             }
-            let Some(chunk) = self.streams.poll_chunk(room - STREAM_HEADER_MAX) else {
+            let Some(chunk) = self.streams.poll_frame_chunk(room) else {
                 return true;
             };
             // Header, then the bytes straight from the send buffer.

@@ -47,6 +47,7 @@ pub use recv::{ReadResult, RecvState};
 pub use scheduler::Priority;
 pub use send::{ChunkInfo, SendState, StreamChunk};
 
+use crate::frame::StreamFrame;
 use flow_control::{RecvWindow, SendCredit};
 use recv::RecvStream;
 use scheduler::{Queue, Scheduler};
@@ -523,11 +524,23 @@ impl Streams {
     /// buffer, so the caller can copy them straight into a packet with
     /// [`Streams::copy_chunk`].
     pub fn poll_chunk(&mut self, max_len: usize) -> Option<ChunkInfo> {
+        self.poll_chunk_within(Budget::Data(max_len))
+    }
+
+    /// Like [`Streams::poll_chunk`], for a STREAM frame of at most
+    /// `frame_len` bytes, header included: the header is sized for the
+    /// stream and offset chosen, so a full packet ends exactly at its
+    /// budget (equal-sized packets can leave as one GSO train).
+    pub fn poll_frame_chunk(&mut self, frame_len: usize) -> Option<ChunkInfo> {
+        self.poll_chunk_within(Budget::Frame(frame_len))
+    }
+
+    fn poll_chunk_within(&mut self, budget: Budget) -> Option<ChunkInfo> {
         let mut conn_blocked = false;
         let mut level = self.scheduler.next_level(None);
         while let Some(l) = level {
             for q in [Queue::Retransmit, Queue::Fresh] {
-                if let Some(chunk) = self.transmit_from(l, q, max_len, &mut conn_blocked) {
+                if let Some(chunk) = self.transmit_from(l, q, budget, &mut conn_blocked) {
                     return Some(chunk);
                 }
             }
@@ -546,7 +559,7 @@ impl Streams {
         &mut self,
         level: u8,
         q: Queue,
-        max_len: usize,
+        budget: Budget,
         conn_blocked: &mut bool,
     ) -> Option<ChunkInfo> {
         let (lowat, limit) = (self.config.low_water_mark, self.config.send_buffer_limit);
@@ -557,6 +570,13 @@ impl Streams {
                 continue;
             };
             let credit = self.conn_send.available();
+            let max_len = match budget {
+                Budget::Data(len) => len,
+                Budget::Frame(len) => {
+                    let offset = s.next_offset(q == Queue::Retransmit);
+                    len.saturating_sub(StreamFrame::header_len(id.0, offset, len))
+                }
+            };
             let (chunk, more) = match q {
                 Queue::Retransmit => (s.take_retransmit(max_len), s.has_retransmit()),
                 Queue::Fresh => (s.take_fresh(max_len, credit), s.has_fresh()),
@@ -986,4 +1006,11 @@ impl Streams {
             }
         }
     }
+}
+
+/// What a chunk must fit in: its data alone, or a whole STREAM frame.
+#[derive(Debug, Clone, Copy)]
+enum Budget {
+    Data(usize),
+    Frame(usize),
 }

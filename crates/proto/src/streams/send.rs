@@ -255,6 +255,17 @@ impl SendStream {
         )
     }
 
+    /// The offset of the next chunk of this kind: exact for fresh bytes,
+    /// an upper bound for retransmissions. The STREAM frame header's size
+    /// depends on it.
+    pub fn next_offset(&self, retransmit: bool) -> u64 {
+        if retransmit {
+            self.write_offset
+        } else {
+            self.sent_offset
+        }
+    }
+
     /// Bytes (or a FIN) never sent that the stream window lets us send.
     pub fn has_fresh(&self) -> bool {
         matches!(self.state, SendState::Ready | SendState::Send)
