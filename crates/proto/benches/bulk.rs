@@ -52,9 +52,19 @@ const SEND_BUFFER_BYTES: u64 = 4 << 20;
 /// One implementation's client and server in one thread.
 trait BulkPeer {
     fn name(&self) -> &'static str;
-    /// Connects, moves `bytes` from client to server, and returns how many
-    /// arrived.
-    fn transfer(&mut self, bytes: usize) -> usize;
+    /// Connects and moves `bytes` from client to server.
+    fn transfer(&mut self, bytes: usize) -> Moved;
+}
+
+/// What one transfer did.
+#[derive(Clone, Copy, Debug, Default)]
+struct Moved {
+    /// Stream bytes the server read.
+    received: usize,
+    /// Datagrams client to server (data).
+    forward: u64,
+    /// Datagrams server to client (acknowledgements, window updates).
+    back: u64,
 }
 
 fn client_addr() -> SocketAddr {
@@ -84,7 +94,7 @@ impl BulkPeer for Brisk {
         "brisk"
     }
 
-    fn transfer(&mut self, bytes: usize) -> usize {
+    fn transfer(&mut self, bytes: usize) -> Moved {
         let mut server_cfg = ServerConfig::new(self.keys.clone());
         server_cfg.transport.max_datagram_size = u64::from(DATAGRAM_BYTES);
         server_cfg.transport.streams.stream_receive_window = u64::from(STREAM_WINDOW_BYTES);
@@ -101,9 +111,11 @@ impl BulkPeer for Brisk {
         let mut now = Instant::ZERO;
         let mut stream = None;
         let mut server_conn = None;
-        let (mut written, mut received) = (0usize, 0usize);
+        let mut written = 0usize;
+        let mut moved_total = Moved::default();
         let mut buf = vec![0u8; 1 << 16];
         let mut tx_buf = Vec::with_capacity(usize::from(DATAGRAM_BYTES));
+        let mut ack_buf = Vec::with_capacity(usize::from(DATAGRAM_BYTES));
         let mut finished = false;
         while !finished {
             if let Some(c) = client.connection_mut(ch) {
@@ -123,7 +135,13 @@ impl BulkPeer for Brisk {
             let mut moved = false;
             while let Some(t) = client.poll_transmit_into(now, &mut tx_buf) {
                 server.handle_datagram(now, caddr, t.ecn, &tx_buf);
+                moved_total.forward += 1;
                 moved = true;
+                // The server answers before the next datagram arrives, as
+                // on a wire, so its ACKs follow its own policy instead of
+                // one per burst.
+                moved_total.back +=
+                    brisk_deliver(now, &mut server, saddr, &mut client, &mut ack_buf);
             }
             while let Some(h) = server.accept() {
                 server_conn = Some(h);
@@ -132,21 +150,20 @@ impl BulkPeer for Brisk {
                 && let Some(s) = server.connection_mut(h)
             {
                 while let Ok(r) = s.read(id, &mut buf) {
-                    received += r.bytes;
+                    moved_total.received += r.bytes;
                     finished |= r.fin;
                     if r.bytes == 0 || r.fin {
                         break;
                     }
                 }
             }
-            while let Some(t) = server.poll_transmit_into(now, &mut tx_buf) {
-                client.handle_datagram(now, saddr, t.ecn, &tx_buf);
-                moved = true;
-            }
+            let back = brisk_deliver(now, &mut server, saddr, &mut client, &mut tx_buf);
+            moved_total.back += back;
+            moved |= back > 0;
             while client.poll_event().is_some() {}
             while let Some((_, e)) = server.poll_event() {
                 if matches!(e, Event::ConnectionLost(_)) {
-                    return received;
+                    return moved_total;
                 }
             }
             if moved {
@@ -157,7 +174,7 @@ impl BulkPeer for Brisk {
                 .flatten()
                 .min()
             else {
-                return received;
+                return moved_total;
             };
             now = now.max(next);
             for ep in [&mut client, &mut server] {
@@ -166,8 +183,24 @@ impl BulkPeer for Brisk {
                 }
             }
         }
-        received
+        moved_total
     }
+}
+
+/// Hands every datagram `from` has ready to `to`; returns how many.
+fn brisk_deliver(
+    now: Instant,
+    from: &mut Endpoint,
+    from_addr: SocketAddr,
+    to: &mut Endpoint,
+    buf: &mut Vec<u8>,
+) -> u64 {
+    let mut n = 0;
+    while let Some(t) = from.poll_transmit_into(now, buf) {
+        to.handle_datagram(now, from_addr, t.ecn, buf);
+        n += 1;
+    }
+    n
 }
 
 /// quinn-proto 0.11 with rustls and ring, driven like [`Brisk`].
@@ -213,7 +246,7 @@ impl BulkPeer for Quinn {
         "quinn-proto"
     }
 
-    fn transfer(&mut self, bytes: usize) -> usize {
+    fn transfer(&mut self, bytes: usize) -> Moved {
         use quinn_proto::{DatagramEvent, Dir, EndpointConfig};
         let (caddr, saddr) = (client_addr(), server_addr());
         let endpoint_config = Arc::new(EndpointConfig::default());
@@ -232,9 +265,11 @@ impl BulkPeer for Quinn {
         let mut sc: Option<(quinn_proto::ConnectionHandle, quinn_proto::Connection)> = None;
         let mut stream = None;
         let mut server_stream = None;
-        let (mut written, mut received) = (0usize, 0usize);
+        let mut written = 0usize;
+        let mut moved_total = Moved::default();
         let mut finished = false;
         let mut tx_buf = Vec::with_capacity(usize::from(DATAGRAM_BYTES));
+        let mut ack_buf = Vec::with_capacity(usize::from(DATAGRAM_BYTES));
         let mut resp_buf = Vec::new();
         let mut connected = false;
         while !finished {
@@ -260,6 +295,7 @@ impl BulkPeer for Quinn {
             while let Some(t) = cc.poll_transmit(now, 1, &mut tx_buf) {
                 let data = bytes::BytesMut::from(&tx_buf[..t.size]);
                 tx_buf.clear();
+                moved_total.forward += 1;
                 moved = true;
                 match server.handle(now, caddr, None, t.ecn, data, &mut resp_buf) {
                     Some(DatagramEvent::NewConnection(incoming)) => {
@@ -274,6 +310,18 @@ impl BulkPeer for Quinn {
                         }
                     }
                     Some(DatagramEvent::Response(_)) | None => {}
+                }
+                // As for Brisk: the server answers before the next datagram.
+                if let Some((_, s)) = sc.as_mut() {
+                    moved_total.back += quinn_deliver(
+                        now,
+                        s,
+                        saddr,
+                        &mut client,
+                        &mut cc,
+                        &mut ack_buf,
+                        &mut resp_buf,
+                    );
                 }
             }
             while let Some(ev) = cc.poll_endpoint_events() {
@@ -296,7 +344,7 @@ impl BulkPeer for Quinn {
                     if let Ok(mut chunks) = rs.read(true) {
                         loop {
                             match chunks.next(usize::MAX) {
-                                Ok(Some(c)) => received += c.bytes.len(),
+                                Ok(Some(c)) => moved_total.received += c.bytes.len(),
                                 Ok(None) => {
                                     finished = true;
                                     break;
@@ -307,17 +355,17 @@ impl BulkPeer for Quinn {
                         let _ = chunks.finalize();
                     }
                 }
-                tx_buf.clear();
-                while let Some(t) = s.poll_transmit(now, 1, &mut tx_buf) {
-                    let data = bytes::BytesMut::from(&tx_buf[..t.size]);
-                    tx_buf.clear();
-                    moved = true;
-                    if let Some(DatagramEvent::ConnectionEvent(_, ev)) =
-                        client.handle(now, saddr, None, t.ecn, data, &mut resp_buf)
-                    {
-                        cc.handle_event(ev);
-                    }
-                }
+                let back = quinn_deliver(
+                    now,
+                    s,
+                    saddr,
+                    &mut client,
+                    &mut cc,
+                    &mut tx_buf,
+                    &mut resp_buf,
+                );
+                moved_total.back += back;
+                moved |= back > 0;
             }
             if moved {
                 continue;
@@ -330,7 +378,7 @@ impl BulkPeer for Quinn {
             .flatten()
             .min();
             let Some(next) = next else {
-                return received;
+                return moved_total;
             };
             now = now.max(next);
             if cc.poll_timeout().is_some_and(|t| t <= now) {
@@ -342,8 +390,34 @@ impl BulkPeer for Quinn {
                 s.handle_timeout(now);
             }
         }
-        received
+        moved_total
     }
+}
+
+/// Hands every datagram the server connection `s` has ready to the client;
+/// returns how many.
+fn quinn_deliver(
+    now: std::time::Instant,
+    s: &mut quinn_proto::Connection,
+    from_addr: SocketAddr,
+    client: &mut quinn_proto::Endpoint,
+    cc: &mut quinn_proto::Connection,
+    buf: &mut Vec<u8>,
+    resp_buf: &mut Vec<u8>,
+) -> u64 {
+    let mut n = 0;
+    buf.clear();
+    while let Some(t) = s.poll_transmit(now, 1, buf) {
+        let data = bytes::BytesMut::from(&buf[..t.size]);
+        buf.clear();
+        n += 1;
+        if let Some(quinn_proto::DatagramEvent::ConnectionEvent(_, ev)) =
+            client.handle(now, from_addr, None, t.ecn, data, resp_buf)
+        {
+            cc.handle_event(ev);
+        }
+    }
+    n
 }
 
 /// CPU time this thread has run (`CLOCK_THREAD_CPUTIME_ID`, exact to the
@@ -365,22 +439,30 @@ fn thread_cpu_time() -> Option<Duration> {
     None
 }
 
-/// Gbit/s of one transfer of `bytes`, per second of this thread's CPU.
-fn measure(peer: &mut dyn BulkPeer, bytes: usize) -> f64 {
+/// Gbit/s of one transfer of `bytes`, per second of this thread's CPU,
+/// and what the transfer moved.
+fn measure(peer: &mut dyn BulkPeer, bytes: usize) -> (f64, Moved) {
     let wall = std::time::Instant::now();
     let cpu = thread_cpu_time();
-    let got = peer.transfer(bytes);
+    let moved = peer.transfer(bytes);
     let spent = match (cpu, thread_cpu_time()) {
         (Some(a), Some(b)) => b.saturating_sub(a),
         _ => wall.elapsed(),
     };
     assert_eq!(
-        got,
+        moved.received,
         bytes,
-        "{} delivered {got} of {bytes} bytes",
-        peer.name()
+        "{} delivered {} of {bytes} bytes",
+        peer.name(),
+        moved.received
     );
-    bytes as f64 * 8.0 / spent.as_secs_f64().max(1e-9) / 1e9
+    let gbps = bytes as f64 * 8.0 / spent.as_secs_f64().max(1e-9) / 1e9;
+    (gbps, moved)
+}
+
+/// Datagrams back to the sender per 100 data datagrams: the ACK rate.
+fn acks_per_100(m: &Moved) -> f64 {
+    100.0 * m.back as f64 / m.forward.max(1) as f64
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -395,10 +477,20 @@ fn main() {
     }
     if !std::env::args().any(|a| a == "--bench") {
         for p in &mut peers {
-            let gbps = measure(p.as_mut(), 1 << 20);
+            let (gbps, moved) = measure(p.as_mut(), 1 << 20);
             println!(
-                "bulk smoke test: {} moved 1 MiB ({gbps:.2} Gbit/s)",
-                p.name()
+                "bulk smoke test: {} moved 1 MiB ({gbps:.2} Gbit/s, {:.0} datagrams back per 100 sent)",
+                p.name(),
+                acks_per_100(&moved)
+            );
+            // The receiver must acknowledge as on a network (about every
+            // second packet), not once per burst.
+            assert!(
+                acks_per_100(&moved) > 20.0,
+                "{}: only {} datagrams back for {} sent",
+                p.name(),
+                moved.back,
+                moved.forward
             );
         }
         return;
@@ -413,15 +505,17 @@ fn main() {
         measure(p.as_mut(), TRANSFER_BYTES);
     }
     let mut results: Vec<Vec<f64>> = vec![Vec::new(); peers.len()];
+    let mut last_moved = vec![Moved::default(); peers.len()];
     println!(
         "bulk transfer: {} MiB per transfer, {DATAGRAM_BYTES}-byte datagrams, Gbit/s per CPU-second",
         TRANSFER_BYTES >> 20
     );
     for round in 0..rounds {
         let mut line = format!("round {round}:");
-        for (p, r) in peers.iter_mut().zip(&mut results) {
-            let gbps = measure(p.as_mut(), TRANSFER_BYTES);
+        for ((p, r), m) in peers.iter_mut().zip(&mut results).zip(&mut last_moved) {
+            let (gbps, moved) = measure(p.as_mut(), TRANSFER_BYTES);
             r.push(gbps);
+            *m = moved;
             line.push_str(&format!("  {} {gbps:.2}", p.name()));
         }
         if let [brisk, quinn] = &results[..] {
@@ -429,12 +523,14 @@ fn main() {
         }
         println!("{line}");
     }
-    for (p, r) in peers.iter().zip(&results) {
+    for ((p, r), m) in peers.iter().zip(&results).zip(&last_moved) {
         let best = r.iter().copied().fold(0.0, f64::max);
         println!(
-            "{:<12} median {:.2} Gbit/s, best {best:.2} Gbit/s",
+            "{:<12} median {:.2} Gbit/s, best {best:.2} Gbit/s ({} datagrams sent, {:.0} back per 100)",
             p.name(),
-            median(r.clone())
+            median(r.clone()),
+            m.forward,
+            acks_per_100(m)
         );
     }
     // The two run within milliseconds of each other in a round, so the
