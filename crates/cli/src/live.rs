@@ -1,13 +1,13 @@
 //! `brisk live SCENARIO.toml --server 'CMD' --client 'CMD' [--json] [--out DIR]`:
 //! real programs in network namespaces joined by the real-time router.
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use brisk_live::bulk::BulkConfig;
 use brisk_live::router::LoopConfig;
 use brisk_live::{IpMode, LabConfig, LiveResults, LiveRun, Workload};
 use brisk_sim::scenario::Scenario;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 #[derive(clap::Args)]
@@ -107,7 +107,7 @@ pub fn run(args: LiveArgs) -> Result<()> {
         max_time,
     })?;
     if let Some(dir) = &args.out {
-        write_results(dir, &outcome.results)?;
+        crate::sim::write_results(dir, &outcome.results)?;
     }
     if args.json {
         let mut out = std::io::stdout().lock();
@@ -124,12 +124,6 @@ pub fn run(args: LiveArgs) -> Result<()> {
         std::process::exit(outcome.exit_code);
     }
     Ok(())
-}
-
-fn write_results(dir: &Path, results: &LiveResults) -> Result<()> {
-    let path = dir.join("results.json");
-    let json = serde_json::to_string_pretty(results)?;
-    std::fs::write(&path, json + "\n").with_context(|| format!("cannot write {}", path.display()))
 }
 
 fn print_summary(r: &LiveResults) {

@@ -91,7 +91,9 @@ pub fn run(args: SimArgs) -> Result<()> {
     Ok(())
 }
 
-fn write_results(dir: &Path, results: &Results) -> Result<()> {
+/// Writes `results` as `DIR/results.json` (pretty, newline-terminated): the
+/// file `brisk sim` and `brisk live` both leave in their `--out` folder.
+pub(crate) fn write_results(dir: &Path, results: &impl serde::Serialize) -> Result<()> {
     let path = dir.join("results.json");
     let json = serde_json::to_string_pretty(results)?;
     std::fs::write(&path, json + "\n").with_context(|| format!("cannot write {}", path.display()))
