@@ -203,6 +203,9 @@ pub struct BriskFlow {
     receiver_final: Option<ConnectionStats>,
     /// Datagrams that were not IP/UDP.
     malformed: u64,
+    /// Scratch for the UDP payload an endpoint emits, reused for every
+    /// datagram: only the IP datagram built around it is handed on.
+    payload: Vec<u8>,
 }
 
 impl std::fmt::Debug for BriskFlow {
@@ -256,6 +259,7 @@ impl BriskFlow {
             sender_final: None,
             receiver_final: None,
             malformed: 0,
+            payload: Vec::new(),
         }
     }
 
@@ -396,10 +400,10 @@ impl FlowApp for BriskFlow {
                 (End::Sender, &mut self.client, self.addrs.sender),
                 (End::Receiver, &mut self.server, self.addrs.receiver),
             ] {
-                while let Some(t) = ep.poll_transmit(now) {
+                while let Some(t) = ep.poll_transmit_into(now, &mut self.payload) {
                     // An address the wire format cannot carry is dropped,
                     // as a host's stack would refuse to send it.
-                    if let Ok(d) = ip::udp_datagram(src, t.destination, t.ecn, &t.contents) {
+                    if let Ok(d) = ip::udp_datagram(src, t.destination, t.ecn, &self.payload) {
                         return Some((end, d));
                     }
                 }
