@@ -281,11 +281,7 @@ impl Endpoint {
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
         let mut contents = Vec::new();
         let meta = self.poll_transmit_into(now, &mut contents)?;
-        Some(Transmit {
-            destination: meta.destination,
-            ecn: meta.ecn,
-            contents,
-        })
+        Some(meta.with_contents(contents))
     }
 
     /// Like [`Endpoint::poll_transmit`], but writes the datagram into `buf`

@@ -67,6 +67,17 @@ pub struct TransmitMeta {
     pub ecn: Ecn,
 }
 
+impl TransmitMeta {
+    /// The datagram these settings describe, carrying `contents`.
+    pub fn with_contents(self, contents: Vec<u8>) -> Transmit {
+        Transmit {
+            destination: self.destination,
+            ecn: self.ecn,
+            contents,
+        }
+    }
+}
+
 /// Something the application should hear about.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
