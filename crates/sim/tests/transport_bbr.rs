@@ -5,11 +5,11 @@
 //! Each case runs over IPv4 and IPv6; ratios are against CUBIC measured in
 //! the same test on the same network.
 
-use brisk_sim::results::{FlowResults, Results};
+mod common;
+
 use brisk_sim::scenario::{IpFamily, Scenario};
 use brisk_sim::{Run, RunOptions, run};
-
-const FAMILIES: [IpFamily; 2] = [IpFamily::V4, IpFamily::V6];
+use common::{FAMILIES, flow, run_on, share};
 
 /// A network of `rate` each way, `rtt_ms` base RTT, `loss` on the data
 /// direction, a FIFO of `fifo_packets`; `flows` are `[[flows]]` tables.
@@ -45,33 +45,12 @@ fn bulk(cc: &str) -> String {
     format!("[[flows]]\nname = \"bulk\"\nkind = \"brisk\"\ncc = \"{cc}\"\n")
 }
 
-fn run_on(s: &Scenario, ip: IpFamily) -> Results {
-    run(
-        s,
-        RunOptions {
-            ip: Some(ip),
-            ..Default::default()
-        },
-    )
-    .results
-}
-
-fn flow<'r>(r: &'r Results, name: &str) -> &'r FlowResults {
-    r.flows.iter().find(|f| f.name == name).unwrap()
-}
-
 /// `a` and `b` as two bulk flows, `b` starting at `start_b`.
 fn two(a: &str, b: &str, start_b: &str) -> String {
     format!(
         "[[flows]]\nname = \"a\"\nkind = \"brisk\"\ncc = \"{a}\"\n\
          [[flows]]\nname = \"b\"\nkind = \"brisk\"\ncc = \"{b}\"\nstart = \"{start_b}\"\n"
     )
-}
-
-/// `name`'s part of the flows' total goodput.
-fn share(r: &Results, name: &str) -> f64 {
-    let total: f64 = r.flows.iter().map(|f| f.goodput_mbps).sum();
-    flow(r, name).goodput_mbps / total
 }
 
 fn run_series(s: &Scenario, ip: IpFamily) -> Run {

@@ -5,14 +5,13 @@
 //! 45 ms without L4S, under 25 ms with it) and from what an L4S queue
 //! promises (a queue of about one packet time).
 
+mod common;
+
 use brisk_proto::congestion::CcAlgorithm;
-use brisk_sim::results::{FlowResults, Results};
-use brisk_sim::scenario::{IpFamily, Scenario};
-use brisk_sim::{RunOptions, run};
+use brisk_sim::scenario::Scenario;
+use common::{FAMILIES, flow, run_on, share};
 use std::path::Path;
 use std::time::Duration;
-
-const FAMILIES: [IpFamily; 2] = [IpFamily::V4, IpFamily::V6];
 
 /// A scenario file of the repository, run for `secs` instead of its own
 /// duration.
@@ -23,27 +22,6 @@ fn scenario(file: &str, secs: u64) -> Scenario {
     let mut s = Scenario::load(&path).unwrap();
     s.duration = Duration::from_secs(secs);
     s
-}
-
-fn run_on(s: &Scenario, ip: IpFamily) -> Results {
-    run(
-        s,
-        RunOptions {
-            ip: Some(ip),
-            ..Default::default()
-        },
-    )
-    .results
-}
-
-fn flow<'r>(r: &'r Results, name: &str) -> &'r FlowResults {
-    r.flows.iter().find(|f| f.name == name).unwrap()
-}
-
-/// `name`'s part of the flows' total goodput.
-fn share(r: &Results, name: &str) -> f64 {
-    let total: f64 = r.flows.iter().map(|f| f.goodput_mbps).sum();
-    flow(r, name).goodput_mbps / total
 }
 
 #[test]

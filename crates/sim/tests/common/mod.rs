@@ -1,0 +1,32 @@
+//! Helpers the transport test files share: run a scenario on one IP
+//! family, find a flow, and a flow's share of the goodput.
+
+use brisk_sim::results::{FlowResults, Results};
+use brisk_sim::scenario::{IpFamily, Scenario};
+use brisk_sim::{RunOptions, run};
+
+/// Both IP families: every transport case runs on each.
+pub const FAMILIES: [IpFamily; 2] = [IpFamily::V4, IpFamily::V6];
+
+/// The results of `s` over `ip`.
+pub fn run_on(s: &Scenario, ip: IpFamily) -> Results {
+    run(
+        s,
+        RunOptions {
+            ip: Some(ip),
+            ..Default::default()
+        },
+    )
+    .results
+}
+
+/// The flow named `name` (panics if the scenario has none: a test bug).
+pub fn flow<'r>(r: &'r Results, name: &str) -> &'r FlowResults {
+    r.flows.iter().find(|f| f.name == name).unwrap()
+}
+
+/// `name`'s part of the flows' total goodput.
+pub fn share(r: &Results, name: &str) -> f64 {
+    let total: f64 = r.flows.iter().map(|f| f.goodput_mbps).sum();
+    flow(r, name).goodput_mbps / total
+}
