@@ -49,7 +49,10 @@ fn udp_crosses_the_nat64_with_the_configured_delay() {
         report.received, report.sent
     );
     assert_eq!(report.received, report.sent);
-    assert!((20.0..20.8).contains(&p50), "p50 {p50}");
+    // The router and both hosts are ordinary threads: on a busy 2-core
+    // machine scheduling adds up to about a millisecond to the median
+    // (20.8 ms seen under CI load). A missing or doubled delay still fails.
+    assert!((20.0..21.5).contains(&p50), "p50 {p50}");
     // The flow is seen as the client sees it: IPv6 on both ends.
     let udp = results
         .flows
