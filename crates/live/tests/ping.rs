@@ -54,10 +54,12 @@ fn ping_through(mode: IpMode) {
         "faster than the model: {p50} < {expected_ms}"
     );
     // The median is the router plus two host stacks and two application
-    // wake-ups; the tail also holds whatever else the machine was doing,
-    // which the router's own error below excludes.
-    assert!(p50 - expected_ms < 0.5, "p50 {p50} vs model {expected_ms}");
-    assert!(p90 - expected_ms < 1.0, "p90 {p90} vs model {expected_ms}");
+    // wake-ups (0.4-0.65 ms over the model on an idle 2-core VM, whose
+    // cores wake slowly); the tail also holds whatever else the machine
+    // was doing. The router's own error, checked tightly below, excludes
+    // both.
+    assert!(p50 - expected_ms < 1.0, "p50 {p50} vs model {expected_ms}");
+    assert!(p90 - expected_ms < 2.0, "p90 {p90} vs model {expected_ms}");
     assert!(
         f.down.delay_error_ms.p50 < 0.2 && f.up.delay_error_ms.p50 < 0.2,
         "{f:?}"
