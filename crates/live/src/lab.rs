@@ -9,7 +9,7 @@
 //! then removes the run's registry entry. A SIGKILL skips all of that, so
 //! the next start cleans up after it ([`crate::registry`]).
 
-use crate::capture::Captures;
+use crate::capture::{BottleneckCapture, BottleneckPcap, Captures};
 use crate::clock::Clock;
 use crate::error::LiveError;
 use crate::names::RunNames;
@@ -45,6 +45,10 @@ pub struct LabConfig {
     pub ip: IpMode,
     /// Write pcaps and the per-packet log here.
     pub out: Option<PathBuf>,
+    /// Keep the bottleneck's packets in memory as one pcap of at most this
+    /// many bytes ([`BottleneckCapture`]), returned by
+    /// [`Lab::finish_with_pcap`].
+    pub bottleneck_capture_bytes: Option<usize>,
     pub router: LoopConfig,
     /// Where runs register (see [`registry`]).
     pub registry_dir: PathBuf,
@@ -61,6 +65,7 @@ impl LabConfig {
             },
             scenario,
             out: None,
+            bottleneck_capture_bytes: None,
             router: LoopConfig::default(),
             registry_dir: PathBuf::from(registry::RUN_DIR),
         }
@@ -145,6 +150,13 @@ impl Lab {
         let clock = Clock::start();
         let mut core =
             RouterCore::new(&config.scenario, config.seed, addressing, gateway, resolver);
+        if let Some(limit) = config.bottleneck_capture_bytes {
+            core.capture_bottleneck(BottleneckCapture::new(
+                config.scenario.capture.snaplen,
+                clock.unix_offset_nanos(),
+                limit,
+            )?);
+        }
         let capture = match &config.out {
             Some(dir) => {
                 core.record_packets();
@@ -317,13 +329,24 @@ impl Lab {
 
     /// Stops the router, builds the results, and tears the lab down.
     pub fn finish(
-        mut self,
+        self,
         client_exit_code: Option<i32>,
         bulk: Option<crate::bulk::BulkReport>,
     ) -> Result<LiveResults, LiveError> {
+        self.finish_with_pcap(client_exit_code, bulk)
+            .map(|(results, _)| results)
+    }
+
+    /// [`Lab::finish`], also returning the bottleneck capture when
+    /// [`LabConfig::bottleneck_capture_bytes`] asked for one.
+    pub fn finish_with_pcap(
+        mut self,
+        client_exit_code: Option<i32>,
+        bulk: Option<crate::bulk::BulkReport>,
+    ) -> Result<(LiveResults, Option<BottleneckPcap>), LiveError> {
         let tun_drops = self.tun_drops();
         let duration = self.clock.now().since_epoch();
-        let outcome = match self.stop_router() {
+        let mut outcome = match self.stop_router() {
             Some(Ok(o)) => o,
             Some(Err(_)) => return Err(LiveError::Router("the router thread panicked".into())),
             None => return Err(LiveError::Router("the router was already stopped".into())),
@@ -340,8 +363,12 @@ impl Lab {
             ip: self.addressing.mode.name(),
         };
         let results = results::build(&self.scenario, self.seed, &outcome, facts);
+        let pcap = match outcome.core.take_bottleneck_capture() {
+            Some(c) => Some(c.finish()?),
+            None => None,
+        };
         self.teardown()?;
-        Ok(results)
+        Ok((results, pcap))
     }
 
     /// Deletes both namespaces now, reporting the first failure.

@@ -21,6 +21,7 @@ use super::fidelity::DirectionFidelity;
 use super::flows::{FlowTable, dir_index};
 use super::nat64::Gateway;
 use super::resolver::Resolver;
+use crate::capture::BottleneckCapture;
 use crate::topology::Addressing;
 use brisk_netmodel::queue::DropReason;
 use brisk_netmodel::{Link, LinkEvent, Packet};
@@ -128,6 +129,8 @@ pub struct RouterCore {
     records: Option<VecDeque<PacketRecord>>,
     /// Records left out because the log was not drained in time.
     records_dropped: u64,
+    /// Every packet leaving either link, when asked for.
+    bottleneck: Option<BottleneckCapture>,
 }
 
 impl RouterCore {
@@ -162,7 +165,19 @@ impl RouterCore {
             losses: [0; 2],
             records: None,
             records_dropped: 0,
+            bottleneck: None,
         }
+    }
+
+    /// Keep every packet as it leaves either link (see
+    /// [`BottleneckCapture`]), taken back with
+    /// [`RouterCore::take_bottleneck_capture`].
+    pub fn capture_bottleneck(&mut self, capture: BottleneckCapture) {
+        self.bottleneck = Some(capture);
+    }
+
+    pub fn take_bottleneck_capture(&mut self) -> Option<BottleneckCapture> {
+        self.bottleneck.take()
     }
 
     /// Keep a record of every queue delay, drop, loss and mark, drained
@@ -359,6 +374,9 @@ impl RouterCore {
         }
         let mut answers = Vec::new();
         while let Some((due, packet)) = self.link_mut(dir).poll_delivery() {
+            if let Some(c) = &mut self.bottleneck {
+                c.packet(due, &packet.data);
+            }
             let to = Side::receiving(dir);
             if to == Side::Client {
                 self.transmits.push_back(Transmit {
@@ -465,4 +483,75 @@ impl RouterCore {
 fn flow_of(id: u64) -> Option<usize> {
     let f = id >> FLOW_SHIFT;
     (f != NO_FLOW).then_some(f as usize)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capture::BOTTLENECK_CAPTURE_LIMIT_BYTES;
+    use crate::topology::IpMode;
+    use brisk_nat64::Nat64Prefix;
+    use brisk_wire::Ecn;
+    use brisk_wire::ip::udp_datagram;
+    use std::net::{IpAddr, SocketAddr};
+
+    fn core(mode: IpMode, queue: &str) -> RouterCore {
+        let text = format!(
+            "duration = \"1s\"\n[link.down]\nrate = \"10Mbit\"\ndelay = \"5ms\"\n\
+             [link.up]\nrate = \"10Mbit\"\ndelay = \"5ms\"\n{queue}"
+        );
+        let scenario = Scenario::parse(&text, "t.toml").unwrap();
+        let resolver = Resolver::new(Nat64Prefix::WELL_KNOWN, Vec::new(), Vec::new()).unwrap();
+        RouterCore::new(&scenario, 1, Addressing::new(mode), None, resolver)
+    }
+
+    /// Runs the core's timers to the end, writing every transmit at once.
+    fn run_out(core: &mut RouterCore) -> usize {
+        let mut written = 0;
+        while let Some(t) = core.poll_timeout() {
+            core.handle_timeout(t);
+            while let Some(tx) = core.poll_transmit() {
+                core.on_written(t, &tx);
+                written += 1;
+            }
+        }
+        written
+    }
+
+    /// Both directions land in the capture at the model's delivery time,
+    /// CE marks included and drops left out, over IPv4 and IPv6.
+    #[test]
+    fn the_bottleneck_capture_holds_what_both_links_delivered() {
+        use crate::topology::{CLIENT_V4, CLIENT_V6, SERVER_V4, SERVER_V6};
+        for (mode, client, server) in [
+            (IpMode::V4, IpAddr::V4(CLIENT_V4), IpAddr::V4(SERVER_V4)),
+            (IpMode::V6, IpAddr::V6(CLIENT_V6), IpAddr::V6(SERVER_V6)),
+        ] {
+            // A 5-packet FIFO: of 10 back-to-back packets, the rest drop.
+            let mut core = core(mode, "[queue.fifo]\nlimit_packets = 5\n");
+            core.capture_bottleneck(
+                BottleneckCapture::new(128, 0, BOTTLENECK_CAPTURE_LIMIT_BYTES).unwrap(),
+            );
+            let (c, s) = (SocketAddr::new(client, 4000), SocketAddr::new(server, 5000));
+            let payload = [7u8; 1000];
+            for _ in 0..10 {
+                let d = udp_datagram(s, c, Ecn::Ect0, &payload).unwrap();
+                core.handle_datagram(Instant::ZERO, Side::Server, d);
+            }
+            let d = udp_datagram(c, s, Ecn::NotEct, &payload[..100]).unwrap();
+            core.handle_datagram(Instant::ZERO, Side::Client, d);
+            let written = run_out(&mut core);
+            let pcap = core.take_bottleneck_capture().unwrap().finish().unwrap();
+            let dropped = core.link(Direction::Down).queue().stats().drops();
+            assert!(dropped > 0, "{mode:?}: the FIFO dropped nothing");
+            assert_eq!(pcap.packets, written as u64, "{mode:?}");
+            assert_eq!(pcap.packets, 11 - dropped, "{mode:?}");
+            assert_eq!(pcap.skipped_packets, 0);
+            // The first record: 5 ms of propagation after the up link's
+            // 100-byte datagram or the down link's first packet.
+            let first_ns = u32::from_le_bytes(pcap.bytes[28..32].try_into().unwrap());
+            assert!(first_ns >= 5_000_000, "{mode:?}: {first_ns}");
+            assert!(core.take_bottleneck_capture().is_none());
+        }
+    }
 }
