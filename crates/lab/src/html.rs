@@ -5,6 +5,7 @@
 //! printed with fixed decimals so the page is byte-identical for the same
 //! report.
 
+use crate::output::SCENARIO_FILE;
 use crate::report::{Report, ScenarioReport, SectionReport};
 use crate::section::{Cell, Table};
 use crate::verdict::Verdict;
@@ -360,7 +361,7 @@ fn scenarios(h: &mut String, list: &[ScenarioReport]) {
         let dir = escape(&sc.output_dir);
         let _ = write!(
             h,
-            "<tr><td><strong>{}</strong><br><a href=\"{dir}/scenario.toml\"><code>{}</code></a>",
+            "<tr><td><strong>{}</strong><br><a href=\"{dir}/{SCENARIO_FILE}\"><code>{}</code></a>",
             escape(&sc.stem),
             escape(&sc.file)
         );
@@ -371,11 +372,18 @@ fn scenarios(h: &mut String, list: &[ScenarioReport]) {
         for a in &varying {
             let _ = write!(h, "<td>{}</td>", lines_html(&a.lines[i]));
         }
+        // The run's own files, the scenario's copy (linked above) aside.
+        let links: Vec<String> = sc
+            .files
+            .iter()
+            .filter(|f| **f != SCENARIO_FILE)
+            .map(|f| format!("<a href=\"{dir}/{0}\">{0}</a>", escape(f)))
+            .collect();
         let _ = writeln!(
             h,
-            "<td><code>{}</code><div class=\"note\"><a href=\"{dir}/results.json\">results.json</a> \
-             · <a href=\"{dir}/bottleneck.pcap\">bottleneck.pcap</a></div></td></tr>",
-            command_html(&sc.command)
+            "<td><code>{}</code><div class=\"note\">{}</div></td></tr>",
+            command_html(&sc.command),
+            links.join(" · ")
         );
     }
     h.push_str("</tbody>\n</table></div>\n");

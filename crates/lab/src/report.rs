@@ -8,8 +8,9 @@
 
 use crate::claim::Seed;
 use crate::describe::{Described, describe};
+use crate::output::run_files;
 use crate::runner::{RunConfig, SectionRuns};
-use crate::section::{Plot, Runs, SectionError, Table};
+use crate::section::{Measured, Plot, Runs, SectionError, Table};
 use crate::suite::Suite;
 use crate::verdict::{Check, Verdict, verdict_line};
 use brisk_sim::results::Results;
@@ -87,6 +88,11 @@ pub struct ScenarioReport {
     pub description: String,
     pub described: Described,
     pub results: Results,
+    /// A live run's numbers, by name (absent for the simulator's runs).
+    #[serde(skip_serializing_if = "Measured::is_empty")]
+    pub measured: Measured,
+    /// The files in `output_dir`, by name.
+    pub files: Vec<&'static str>,
 }
 
 /// The output directory of one scenario's files.
@@ -150,6 +156,8 @@ pub fn build(
                 description: f.run.scenario.description.clone(),
                 described: describe(&f.run.scenario),
                 results: f.run.results.clone(),
+                measured: f.run.measured.clone(),
+                files: run_files(f),
             })
             .collect();
         sections.push(SectionReport {

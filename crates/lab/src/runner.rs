@@ -9,7 +9,7 @@
 //! wall-clock time on real sockets, and a busy pool would only add noise
 //! to what they measure.
 
-use crate::section::{LiveExperiment, Measured, ScenarioRun};
+use crate::section::{LiveExperiment, LiveRecord, Measured, ScenarioRun};
 use crate::suite::{Suite, SuiteScenario};
 use brisk_sim::capture::PcapSink;
 use brisk_sim::engine::CaptureSink;
@@ -29,7 +29,8 @@ pub struct RunConfig {
     pub jobs: usize,
     /// Address family of every scenario; `None` keeps each file's.
     pub ip: Option<IpFamily>,
-    /// Keep a pcap of each scenario's bottleneck.
+    /// Keep a pcap of each scenario's bottleneck (a live run's: its first
+    /// `brisk_live::capture::BOTTLENECK_CAPTURE_LIMIT_BYTES`).
     pub capture: bool,
 }
 
@@ -53,6 +54,9 @@ pub struct Finished {
     pub pcap: Option<Vec<u8>>,
     /// The file as written, stored beside the results.
     pub text: String,
+    /// A live run's record, kept in its results.json (`None` for the
+    /// simulator's runs).
+    pub live: Option<LiveRecord>,
 }
 
 /// The runs of one section, in the section's order.
@@ -136,14 +140,20 @@ fn run_one(s: &SuiteScenario, suite: &Suite, config: &RunConfig) -> Result<Finis
         },
         pcap,
         text: s.text.clone(),
+        live: None,
     })
 }
 
 /// Runs one scenario of a live section: the file gives the network, the
-/// experiment the programs. `--quick`, `--ip` and the seed do not apply.
-fn run_live_one(s: &SuiteScenario, experiment: &dyn LiveExperiment) -> Result<Finished, RunError> {
+/// experiment the programs. `--quick`, `--ip` and the seed do not apply;
+/// `capture` does.
+fn run_live_one(
+    s: &SuiteScenario,
+    experiment: &dyn LiveExperiment,
+    capture: bool,
+) -> Result<Finished, RunError> {
     let live = experiment
-        .run_live(&s.stem, &s.scenario)
+        .run_live(&s.stem, &s.scenario, capture)
         .map_err(|message| RunError::Live {
             path: s.path.clone(),
             message,
@@ -158,8 +168,9 @@ fn run_live_one(s: &SuiteScenario, experiment: &dyn LiveExperiment) -> Result<Fi
             reports: Vec::new(),
             measured: live.measured,
         },
-        pcap: None,
+        pcap: live.pcap,
         text: s.text.clone(),
+        live: Some(live.record),
     })
 }
 
@@ -222,7 +233,7 @@ pub fn run_suite(
                     message: "not run: an earlier live experiment failed".into(),
                 })
             } else {
-                run_live_one(s, experiment)
+                run_live_one(s, experiment, config.capture)
             };
             live_failed |= result.is_err();
             finish(i, result);

@@ -48,8 +48,9 @@ pub trait Section: Sync {
 /// Runs take wall-clock seconds, need root, and vary a little from run to
 /// run; the runner runs them one at a time.
 pub trait LiveExperiment: Sync {
-    /// Runs scenario `stem` (as the suite's file describes its network).
-    fn run_live(&self, stem: &str, scenario: &Scenario) -> Result<LiveRun, String>;
+    /// Runs scenario `stem` (as the suite's file describes its network),
+    /// keeping a pcap of the bottleneck if `capture` is set.
+    fn run_live(&self, stem: &str, scenario: &Scenario, capture: bool) -> Result<LiveRun, String>;
 }
 
 /// What one live run returns.
@@ -59,6 +60,34 @@ pub struct LiveRun {
     pub results: Results,
     /// The experiment's numbers, by name (units in the names).
     pub measured: Measured,
+    /// What else the run's results.json keeps.
+    pub record: LiveRecord,
+    /// The bottleneck's packets, a pcap file's bytes, when captured.
+    pub pcap: Option<Vec<u8>>,
+}
+
+/// What a live run's results.json holds beside the router's results and
+/// the measured numbers: what the simulator's shape has no room for.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct LiveRecord {
+    /// How closely the router kept to the models (`brisk live`'s
+    /// `fidelity`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fidelity: Option<brisk_live::results::FidelityResults>,
+    /// The recipe's own report, as the recipe returned it.
+    pub recipe: serde_json::Value,
+    /// How much of the run the bottleneck capture holds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capture: Option<CaptureSummary>,
+}
+
+/// A live run's bottleneck capture, in numbers: it keeps the first
+/// `limit_bytes` of the run and counts what did not fit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct CaptureSummary {
+    pub packets: u64,
+    pub skipped_packets: u64,
+    pub limit_bytes: usize,
 }
 
 /// Named numbers a live experiment measured.

@@ -13,7 +13,7 @@
 //! - the saving **≥ 0.7 RTT** (the seed: one round trip);
 //! - the server acknowledged the SYN's data on every repeat connection.
 
-use super::{base_rtt_ms, before_after, flag, in_lab, live_run, unknown_stem};
+use super::{base_rtt_ms, before_after, flag, in_lab, unknown_stem, with_numbers};
 use crate::claim::{Claim, Seed};
 use crate::section::{
     Cell, Findings, LiveExperiment, LiveRun, Runs, ScenarioRun, Section, SectionError, Table,
@@ -154,17 +154,19 @@ impl Section for FastOpen {
 }
 
 impl LiveExperiment for FastOpen {
-    fn run_live(&self, stem: &str, scenario: &Scenario) -> Result<LiveRun, String> {
+    fn run_live(&self, stem: &str, scenario: &Scenario, capture: bool) -> Result<LiveRun, String> {
         let on = match stem {
             BEFORE => false,
             AFTER => true,
             other => return Err(unknown_stem(ID, other)),
         };
         let exp = TfoExperiment::new(on);
-        let (results, o) = in_lab(scenario, IpMode::V4, |lab| fastopen::run(lab, &exp))?;
+        let (run, o) = in_lab(scenario, IpMode::V4, capture, |lab| {
+            fastopen::run(lab, &exp)
+        })?;
         let repeat_syn_bytes = o.connections.last().map_or(0, |c| c.syn_bytes);
-        Ok(live_run(
-            results,
+        Ok(with_numbers(
+            run,
             &[
                 ("first_ms", o.first_ms),
                 ("repeat_ms", o.repeat_ms),

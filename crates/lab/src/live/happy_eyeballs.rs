@@ -13,7 +13,7 @@
 //!   delay);
 //! - racing: connected within **attempt delay + 1.5 RTT** and over IPv4.
 
-use super::{base_rtt_ms, before_after, flag, in_lab, live_run, unknown_stem};
+use super::{base_rtt_ms, before_after, flag, in_lab, unknown_stem, with_numbers};
 use crate::claim::{Claim, Seed};
 use crate::section::{
     Cell, Findings, LiveExperiment, LiveRun, Runs, ScenarioRun, Section, SectionError, Table,
@@ -155,7 +155,7 @@ impl Section for HappyEyeballs {
 }
 
 impl LiveExperiment for HappyEyeballs {
-    fn run_live(&self, stem: &str, scenario: &Scenario) -> Result<LiveRun, String> {
+    fn run_live(&self, stem: &str, scenario: &Scenario, capture: bool) -> Result<LiveRun, String> {
         let strategy = match stem {
             BEFORE => Strategy::Sequential {
                 per_address_timeout: SEQUENTIAL_TIMEOUT,
@@ -165,7 +165,7 @@ impl LiveExperiment for HappyEyeballs {
             },
             other => return Err(unknown_stem(ID, other)),
         };
-        let (results, o) = in_lab(scenario, IpMode::V4, |lab| {
+        let (run, o) = in_lab(scenario, IpMode::V4, capture, |lab| {
             happy_eyeballs::run(lab, strategy)
         })?;
         let ipv4_started = o
@@ -173,8 +173,8 @@ impl LiveExperiment for HappyEyeballs {
             .iter()
             .find(|a| a.addr.is_ipv4())
             .map_or(f64::NAN, |a| a.started_ms);
-        Ok(live_run(
-            results,
+        Ok(with_numbers(
+            run,
             &[
                 ("connect_ms", o.connect_ms),
                 ("control_v6_ms", o.control_v6_ms),

@@ -17,7 +17,7 @@
 //! - Prague's queue delay p99 through DualPI2 over through the FIFO
 //!   **≤ 0.05** (the FIFO holds CUBIC's standing queue).
 
-use super::{before_after, in_lab, live_run, unknown_stem};
+use super::{before_after, in_lab, unknown_stem, with_numbers};
 use crate::claim::{Claim, Seed};
 use crate::section::{
     Cell, Findings, LiveExperiment, LiveRun, Runs, ScenarioRun, Section, SectionError, Table,
@@ -177,24 +177,24 @@ impl Section for L4sDualpi2 {
 }
 
 impl LiveExperiment for L4sDualpi2 {
-    fn run_live(&self, stem: &str, scenario: &Scenario) -> Result<LiveRun, String> {
+    fn run_live(&self, stem: &str, scenario: &Scenario, capture: bool) -> Result<LiveRun, String> {
         if stem != DUALPI2 && stem != FIFO {
             return Err(unknown_stem(ID, stem));
         }
         let rate_bps = down_rate_bps(scenario)
             .ok_or_else(|| format!("{ID}: the down link needs a constant rate"))?;
         let exp = PairExperiment::l4s(Duration::from_secs(SECS));
-        let (results, outcome) = in_lab(scenario, IpMode::V4, |lab| l4s::run(lab, &exp))?;
+        let (run, outcome) = in_lab(scenario, IpMode::V4, capture, |lab| l4s::run(lab, &exp))?;
         let report = PairReport::new(
             &outcome,
-            &results.flows,
-            &results.link,
-            results.duration_s,
+            &run.results.flows,
+            &run.results.link,
+            run.results.duration_s,
             rate_bps as f64,
         )
         .map_err(|e: RecipeError| e.to_string())?;
-        let mut run = live_run(
-            results,
+        let mut run = with_numbers(
+            run,
             &[
                 ("link_utilization", report.link_utilization),
                 ("goodput_share_of_link", report.goodput_share_of_link),
@@ -232,6 +232,7 @@ mod tests {
             .run_live(
                 "other",
                 &Scenario::parse("duration = \"1s\"\n", "t.toml").unwrap(),
+                false,
             )
             .unwrap_err();
         assert!(e.contains("\"other\""), "{e}");

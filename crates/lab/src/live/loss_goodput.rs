@@ -177,16 +177,16 @@ impl Section for LossGoodput {
 }
 
 impl LiveExperiment for LossGoodput {
-    fn run_live(&self, stem: &str, scenario: &Scenario) -> Result<LiveRun, String> {
+    fn run_live(&self, stem: &str, scenario: &Scenario, capture: bool) -> Result<LiveRun, String> {
         if ![CLEAN, SHORT, LONG].contains(&stem) {
             return Err(unknown_stem(ID, stem));
         }
         let rate_bps = down_rate_bps(scenario)
             .ok_or_else(|| format!("{ID}: the down link needs a constant rate"))?;
         let exp = LossExperiment::okru(Duration::from_secs(SECS));
-        let (results, outcome) =
-            in_lab(scenario, IpMode::V4, |lab| loss::run(lab, &exp, rate_bps))?;
-        let mut run = super::live_run(results, &[]);
+        let (mut run, outcome) = in_lab(scenario, IpMode::V4, capture, |lab| {
+            loss::run(lab, &exp, rate_bps)
+        })?;
         for (t, (_, name)) in exp.transports.iter().zip(SENDERS) {
             // A sender that could not run has no utilization: NaN, which
             // no bound accepts.
@@ -212,6 +212,7 @@ mod tests {
             .run_live(
                 "x",
                 &Scenario::parse("duration = \"1s\"\n", "t.toml").unwrap(),
+                false,
             )
             .unwrap_err();
         assert!(e.contains("\"x\""), "{e}");

@@ -24,12 +24,14 @@ mod nat64_literal;
 mod notsent_lowat;
 mod write_sizing;
 
-use crate::section::{LiveRun, Measured, Plot, SectionError, plot};
+use crate::section::{CaptureSummary, LiveRecord, LiveRun, Measured, Plot, SectionError, plot};
+use brisk_live::capture::BOTTLENECK_CAPTURE_LIMIT_BYTES;
 use brisk_live::recipes::RecipeError;
 use brisk_live::{IpMode, Lab, LabConfig, LiveResults};
 use brisk_sim::results::{EngineResults, Results};
 use brisk_sim::scenario::Scenario;
 use brisk_trace::plot::{Axis, BarChart, BarSeries, Frame, bar_chart};
+use serde::Serialize;
 
 /// Every live section, in report order.
 pub fn all() -> &'static [&'static dyn crate::section::Section] {
@@ -45,19 +47,39 @@ pub fn all() -> &'static [&'static dyn crate::section::Section] {
 }
 
 /// Brings up a lab on `scenario`'s network with the client and server in
-/// `mode`, runs `f` in it, and tears it down; returns the router's results
-/// and what `f` measured.
-fn in_lab<T>(
+/// `mode`, runs `f` in it, and tears it down; returns the run (the
+/// router's results, the recipe's report as JSON, the bottleneck capture
+/// if `capture` is set; no numbers yet) and what `f` measured.
+fn in_lab<T: Serialize>(
     scenario: &Scenario,
     mode: IpMode,
+    capture: bool,
     f: impl FnOnce(&Lab) -> Result<T, RecipeError>,
-) -> Result<(Results, T), String> {
+) -> Result<(LiveRun, T), String> {
     let mut config = LabConfig::new(scenario.clone());
     config.ip = mode;
+    config.bottleneck_capture_bytes = capture.then_some(BOTTLENECK_CAPTURE_LIMIT_BYTES);
     let lab = Lab::up(config).map_err(|e| e.to_string())?;
     let out = f(&lab).map_err(|e| e.to_string())?;
-    let results = lab.finish(None, None).map_err(|e| e.to_string())?;
-    Ok((sim_shape(results), out))
+    let (results, pcap) = lab
+        .finish_with_pcap(None, None)
+        .map_err(|e| e.to_string())?;
+    let recipe = serde_json::to_value(&out).map_err(|e| format!("the recipe's report: {e}"))?;
+    let run = LiveRun {
+        record: LiveRecord {
+            fidelity: Some(results.fidelity.clone()),
+            recipe,
+            capture: pcap.as_ref().map(|p| CaptureSummary {
+                packets: p.packets,
+                skipped_packets: p.skipped_packets,
+                limit_bytes: p.limit_bytes,
+            }),
+        },
+        pcap: pcap.map(|p| p.bytes),
+        results: sim_shape(results),
+        measured: Measured::new(),
+    };
+    Ok((run, out))
 }
 
 /// The router's results in the simulator's shape (the live ones are the
@@ -81,15 +103,11 @@ fn sim_shape(r: LiveResults) -> Results {
     }
 }
 
-/// A live run from results and named numbers.
-fn live_run(results: Results, numbers: &[(&str, f64)]) -> LiveRun {
-    LiveRun {
-        results,
-        measured: numbers
-            .iter()
-            .map(|(k, v)| (k.to_string(), *v))
-            .collect::<Measured>(),
-    }
+/// `run` with these named numbers added.
+fn with_numbers(mut run: LiveRun, numbers: &[(&str, f64)]) -> LiveRun {
+    run.measured
+        .extend(numbers.iter().map(|(k, v)| (k.to_string(), *v)));
+    run
 }
 
 /// The scenario's base round trip: both links' propagation delays.
@@ -182,7 +200,7 @@ mod tests {
                     scenario: s.scenario.clone(),
                     series: Vec::new(),
                     reports: Vec::new(),
-                    measured: live_run(done.results.clone(), numbers).measured,
+                    measured: numbers.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
                     results: done.results,
                 }
             })

@@ -12,7 +12,7 @@
 //! - with synthesis the first byte arrives within **3.5 RTT** (a DNS
 //!   round trip for discovery, the handshake, the request).
 
-use super::{base_rtt_ms, before_after, flag, in_lab, live_run, unknown_stem};
+use super::{base_rtt_ms, before_after, flag, in_lab, unknown_stem, with_numbers};
 use crate::claim::{Claim, Seed};
 use crate::section::{
     Cell, Findings, LiveExperiment, LiveRun, Runs, ScenarioRun, Section, SectionError, Table,
@@ -129,15 +129,17 @@ impl Section for Nat64Literal {
 }
 
 impl LiveExperiment for Nat64Literal {
-    fn run_live(&self, stem: &str, scenario: &Scenario) -> Result<LiveRun, String> {
+    fn run_live(&self, stem: &str, scenario: &Scenario, capture: bool) -> Result<LiveRun, String> {
         let synthesis = match stem {
             BEFORE => false,
             AFTER => true,
             other => return Err(unknown_stem(ID, other)),
         };
-        let (results, o) = in_lab(scenario, IpMode::V6Only, |lab| nat64::run(lab, synthesis))?;
-        Ok(live_run(
-            results,
+        let (run, o) = in_lab(scenario, IpMode::V6Only, capture, |lab| {
+            nat64::run(lab, synthesis)
+        })?;
+        Ok(with_numbers(
+            run,
             &[
                 ("connected", flag(o.connected)),
                 ("dialed_synthesized", flag(o.dialed_synthesized)),

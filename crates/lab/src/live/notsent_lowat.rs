@@ -14,7 +14,7 @@
 //!   segments in flight drain in about 0.4 s at 50 KB/s);
 //! - the mark's median over the default's **≤ 0.25**.
 
-use super::{before_after, in_lab, live_run, unknown_stem};
+use super::{before_after, in_lab, unknown_stem, with_numbers};
 use crate::claim::{Claim, Seed};
 use crate::section::{
     Cell, Findings, LiveExperiment, LiveRun, Runs, ScenarioRun, Section, SectionError, Table,
@@ -146,17 +146,17 @@ impl Section for NotsentLowat {
 }
 
 impl LiveExperiment for NotsentLowat {
-    fn run_live(&self, stem: &str, scenario: &Scenario) -> Result<LiveRun, String> {
+    fn run_live(&self, stem: &str, scenario: &Scenario, capture: bool) -> Result<LiveRun, String> {
         let mark = match stem {
             BEFORE => None,
             AFTER => Some(MARK_BYTES),
             other => return Err(unknown_stem(ID, other)),
         };
         let exp = LowatExperiment::seed(mark);
-        let (results, o) = in_lab(scenario, IpMode::V4, |lab| lowat::run(lab, &exp))?;
+        let (run, o) = in_lab(scenario, IpMode::V4, capture, |lab| lowat::run(lab, &exp))?;
         let goodput_kbps = o.bulk_bytes as f64 * 8.0 / o.duration_ms;
-        Ok(live_run(
-            results,
+        Ok(with_numbers(
+            run,
             &[
                 ("latency_p50_ms", o.latency.p50_ms),
                 ("latency_p99_ms", o.latency.p99_ms),

@@ -15,7 +15,7 @@
 //!   request and response cannot take less than one);
 //! - the saving **≥ 0.6 RTT** (the seed: about one).
 
-use super::{base_rtt_ms, before_after, in_lab, live_run, unknown_stem};
+use super::{base_rtt_ms, before_after, in_lab, unknown_stem, with_numbers};
 use crate::claim::{Claim, Seed};
 use crate::section::{
     Cell, Findings, LiveExperiment, LiveRun, Runs, ScenarioRun, Section, SectionError, Table,
@@ -148,14 +148,16 @@ impl Section for WriteSizing {
 }
 
 impl LiveExperiment for WriteSizing {
-    fn run_live(&self, stem: &str, scenario: &Scenario) -> Result<LiveRun, String> {
+    fn run_live(&self, stem: &str, scenario: &Scenario, capture: bool) -> Result<LiveRun, String> {
         let sizing = match stem {
             BEFORE => false,
             AFTER => true,
             other => return Err(unknown_stem(ID, other)),
         };
         let exp = SizingExperiment::seed(sizing);
-        let (results, o) = in_lab(scenario, IpMode::V4, |lab| write_sizing::run(lab, &exp))?;
+        let (run, o) = in_lab(scenario, IpMode::V4, capture, |lab| {
+            write_sizing::run(lab, &exp)
+        })?;
         let mut numbers = vec![
             ("small_complete_ms".to_string(), o.small_complete_ms),
             ("waited_behind_bytes".to_string(), o.waited_behind_bytes),
@@ -166,6 +168,6 @@ impl LiveExperiment for WriteSizing {
             numbers.push((format!("small_run_{i}_ms"), *v));
         }
         let pairs: Vec<(&str, f64)> = numbers.iter().map(|(k, v)| (k.as_str(), *v)).collect();
-        Ok(live_run(results, &pairs))
+        Ok(with_numbers(run, &pairs))
     }
 }
