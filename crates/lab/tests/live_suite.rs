@@ -1,0 +1,133 @@
+//! The live suite's output from real runs (root only; skipped without it
+//! unless `CI=true`): one live section through `brisk lab`, written out,
+//! must leave in each run's directory the numbers its checks read and a
+//! bottleneck capture that tshark opens, and the report must link only
+//! files that exist.
+
+use brisk_lab::runner::RunConfig;
+use brisk_lab::suite::Suite;
+use std::path::Path;
+use std::process::Command;
+
+/// Whether this machine can run live labs; says so when it cannot.
+fn can_run_live(test: &str) -> bool {
+    if brisk_live::sys::has_net_admin() {
+        return true;
+    }
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("{test}: the live tests need root (CAP_NET_ADMIN) in CI");
+    }
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stderr(),
+        "{test}: SKIPPED: needs root (CAP_NET_ADMIN) for namespaces and TUN devices"
+    );
+    false
+}
+
+/// Records in a pcap file, walking its record headers.
+fn pcap_records(file: &[u8]) -> u64 {
+    let mut at = 24;
+    let mut n = 0;
+    while at + 16 <= file.len() {
+        let incl = u32::from_le_bytes(file[at + 8..at + 12].try_into().unwrap()) as usize;
+        at += 16 + incl;
+        n += 1;
+    }
+    assert_eq!(at, file.len(), "the last record ends the file");
+    n
+}
+
+/// tshark's frame count for `path`, or `None` when tshark is not installed;
+/// fails on any complaint.
+fn tshark_frames(path: &Path) -> Option<u64> {
+    let out = Command::new("tshark")
+        .arg("-r")
+        .arg(path)
+        .args(["-T", "fields", "-e", "frame.number"])
+        .output()
+        .ok()?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "tshark -r {}: {stderr}",
+        path.display()
+    );
+    let complaints: Vec<&str> = stderr
+        .lines()
+        .filter(|l| !l.contains("Running as user \"root\""))
+        .collect();
+    assert!(
+        complaints.is_empty(),
+        "tshark -r {}: {stderr}",
+        path.display()
+    );
+    Some(String::from_utf8_lossy(&out.stdout).lines().count() as u64)
+}
+
+#[test]
+fn a_live_section_leaves_its_numbers_and_a_capture_tshark_reads() {
+    let test = "a_live_section_leaves_its_numbers_and_a_capture_tshark_reads";
+    if !can_run_live(test) {
+        return;
+    }
+    let mut suite = Suite::embedded("live").unwrap();
+    suite.sections.retain(|s| s.section.id() == "fast-open");
+    let lab = brisk_lab::run(&suite, &RunConfig::default(), &|_| {}).expect("the section runs");
+    let dir = std::env::temp_dir().join(format!("brisk-lab-live-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    lab.write_to(&dir).unwrap();
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    for link in html
+        .split("href=\"")
+        .skip(1)
+        .filter_map(|r| r.split('"').next())
+    {
+        if !link.starts_with('#') {
+            assert!(
+                dir.join(link).is_file(),
+                "report.html links {link}, not written"
+            );
+        }
+    }
+    let section = &lab.report.sections[0];
+    assert_eq!(section.scenarios.len(), 2);
+    for sc in &section.scenarios {
+        let run_dir = dir.join(&sc.output_dir);
+        assert_eq!(
+            sc.files,
+            ["scenario.toml", "results.json", "bottleneck.pcap"],
+            "{}",
+            sc.stem
+        );
+        assert!(html.contains(&format!("href=\"{}/bottleneck.pcap\"", sc.output_dir)));
+        let text = std::fs::read_to_string(run_dir.join("results.json")).unwrap();
+        let results: serde_json::Value = serde_json::from_str(&text).unwrap();
+        // Every number the section's checks read, as measured.
+        assert!(sc.measured.contains_key("repeat_ms"), "{:?}", sc.measured);
+        for (k, v) in &sc.measured {
+            assert_eq!(
+                results["measured"][k].as_f64(),
+                Some(*v),
+                "{}: {k}",
+                sc.stem
+            );
+        }
+        assert!(results["recipe"]["connections"].is_array(), "{text}");
+        assert!(
+            results["fidelity"]["timer_fires"].as_u64() > Some(0),
+            "{text}"
+        );
+        // Four connections of a 1 KB fetch each, both directions.
+        let packets = results["capture"]["packets"].as_u64().unwrap();
+        assert!(packets >= 4 * 6, "{}: {packets} packets", sc.stem);
+        assert_eq!(results["capture"]["skipped_packets"], 0);
+        let pcap_path = run_dir.join("bottleneck.pcap");
+        let pcap = std::fs::read(&pcap_path).unwrap();
+        assert_eq!(pcap_records(&pcap), packets);
+        if let Some(frames) = tshark_frames(&pcap_path) {
+            assert_eq!(frames, packets, "{}", sc.stem);
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
