@@ -23,7 +23,7 @@ use std::path::Path;
 
 /// How much of a run [`BottleneckCapture`] keeps by default: 32 MiB, about
 /// 230,000 packets at the default 128-byte snaplen (10 s of a saturated
-/// 10 Mbit/s link with its ACKs is about 125,000).
+/// 10 Mbit/s link, data and ACKs, is about 14,000).
 pub const BOTTLENECK_CAPTURE_LIMIT_BYTES: usize = 32 << 20;
 
 /// The bottleneck's packets in one in-memory pcap, both directions, as the
