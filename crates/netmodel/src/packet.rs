@@ -1,8 +1,10 @@
 //! The unit that flows through queues and links: a real IP datagram plus the
-//! bookkeeping a model needs (an id for tracing, timestamps for delay).
+//! bookkeeping a model needs (an id for tracing, timestamps for delay); and
+//! [`HeaderMemo`], which spares a source that sends one header over and
+//! over reading it again for every packet.
 
 use brisk_time::Instant;
-use brisk_wire::{Ecn, FlowKey, WireError, ip};
+use brisk_wire::{Ecn, FlowKey, IpSummary, WireError, ip};
 
 /// A real IPv4 or IPv6 datagram in flight.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,6 +30,28 @@ impl Packet {
     /// an error, so every model downstream may rely on a valid header.
     pub fn new(id: u64, sent_at: Instant, data: Vec<u8>) -> Result<Packet, WireError> {
         let s = ip::summarize(&data)?;
+        let mut data = data;
+        data.truncate(s.total_len);
+        Ok(Packet {
+            data,
+            id,
+            sent_at,
+            enqueued_at: sent_at,
+            flow: s.flow,
+            ecn: s.ecn,
+        })
+    }
+
+    /// [`Packet::new`] with the header read through `memo`: a datagram whose
+    /// header and length equal the last one `memo` saw is not parsed again.
+    /// Same result as [`Packet::new`], errors included.
+    pub fn new_with_memo(
+        id: u64,
+        sent_at: Instant,
+        data: Vec<u8>,
+        memo: &mut HeaderMemo,
+    ) -> Result<Packet, WireError> {
+        let s = memo.summarize(&data)?;
         let mut data = data;
         data.truncate(s.total_len);
         Ok(Packet {
@@ -79,6 +103,66 @@ impl Packet {
     }
 }
 
+/// The longest header prefix a [`HeaderMemo`] keeps: IPv6 with a few
+/// extension headers, or IPv4 with options, plus the ports.
+const MEMO_PREFIX_MAX: usize = 64;
+
+/// The last datagram header one source's packets were read with. A
+/// simulated source sends the same addresses, ports and length packet after
+/// packet; reading that header once per packet was a tenth of a saturated
+/// run's work. [`ip::summarize`] reads nothing past the transport ports but
+/// the datagram's length, so equal bytes up to the ports and an equal length
+/// give an equal summary, and an equal error-free outcome.
+#[derive(Debug, Clone)]
+pub struct HeaderMemo {
+    /// The datagram's bytes up to and including its ports.
+    prefix: [u8; MEMO_PREFIX_MAX],
+    prefix_len: usize,
+    data_len: usize,
+    /// `None` until a datagram with ports in the first
+    /// [`MEMO_PREFIX_MAX`] bytes was read.
+    summary: Option<IpSummary>,
+}
+
+impl Default for HeaderMemo {
+    fn default() -> Self {
+        HeaderMemo {
+            prefix: [0; MEMO_PREFIX_MAX],
+            prefix_len: 0,
+            data_len: 0,
+            summary: None,
+        }
+    }
+}
+
+impl HeaderMemo {
+    /// [`ip::summarize`], answered from memory when `bytes` repeats the
+    /// remembered header and length.
+    pub fn summarize(&mut self, bytes: &[u8]) -> Result<IpSummary, WireError> {
+        if let Some(s) = self.summary
+            && bytes.len() == self.data_len
+            && bytes.get(..self.prefix_len) == self.prefix.get(..self.prefix_len)
+        {
+            return Ok(s);
+        }
+        let s = ip::summarize(bytes)?;
+        // Only a datagram whose ports were read: for any other the summary
+        // may rest on bytes the prefix would not cover.
+        let ports_end = s.transport_offset + 4;
+        let has_ports = matches!(s.flow.protocol, 6 | 17) && ports_end <= s.total_len;
+        match bytes.get(..ports_end) {
+            Some(prefix) if has_ports && ports_end <= MEMO_PREFIX_MAX => {
+                self.prefix[..ports_end].copy_from_slice(prefix);
+                self.prefix_len = ports_end;
+                self.data_len = bytes.len();
+                self.summary = Some(s);
+            }
+            _ => self.summary = None,
+        }
+        Ok(s)
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -109,5 +193,56 @@ pub(crate) mod tests {
     fn malformed_bytes_are_refused() {
         assert!(Packet::new(1, Instant::ZERO, vec![0x45, 0, 0]).is_err());
         assert!(Packet::new(1, Instant::ZERO, Vec::new()).is_err());
+    }
+
+    #[test]
+    fn memo_answers_as_summarize_does_on_repeated_and_mangled_headers() {
+        use rand::Rng as _;
+        let mut rng = crate::rng(7, 0);
+        let pairs = [
+            ("10.1.0.1:40000", "10.2.0.1:42000"),
+            ("[2001:db8:1::1]:40000", "[2001:db8:2::1]:42000"),
+        ];
+        let mut seeds = Vec::new();
+        for (src, dst) in pairs {
+            let (src, dst): (SocketAddr, SocketAddr) = (src.parse().unwrap(), dst.parse().unwrap());
+            for len in [16, 100, 1472] {
+                seeds.push(ip::udp_datagram(src, dst, Ecn::Ect1, &vec![7u8; len]).unwrap());
+            }
+            // The same as TCP (protocol 6), and as a protocol without ports.
+            let mut tcp = seeds[seeds.len() - 1].clone();
+            let proto = if src.is_ipv4() { 9 } else { 6 };
+            tcp[proto] = 6;
+            seeds.push(tcp.clone());
+            tcp[proto] = 1;
+            seeds.push(tcp);
+        }
+        let mut memo = HeaderMemo::default();
+        let (mut hits, mut errors) = (0, 0);
+        for _ in 0..20_000 {
+            let mut d = seeds[rng.random_range(0..seeds.len())].clone();
+            // Mostly the same header again; sometimes one byte of the
+            // headers changed (ECN, length, fragment, next header, ports)
+            // or the datagram cut or lengthened.
+            match rng.random_range(0..10) {
+                0..=5 => {}
+                6 | 7 => {
+                    let at = rng.random_range(0..d.len().min(48));
+                    d[at] = rng.random();
+                }
+                8 => d.truncate(rng.random_range(0..d.len())),
+                _ => d.push(rng.random()),
+            }
+            let before = memo.summary.is_some() && memo.data_len == d.len();
+            let got = memo.summarize(&d);
+            assert_eq!(got, ip::summarize(&d), "{d:02x?}");
+            hits += usize::from(before && got.is_ok());
+            errors += usize::from(got.is_err());
+        }
+        assert!(hits > 1_000 && errors > 500, "hits {hits}, errors {errors}");
+        let data = seeds[0].clone();
+        let a = Packet::new(3, Instant::from_millis(1), data.clone()).unwrap();
+        let b = Packet::new_with_memo(3, Instant::from_millis(1), data, &mut memo).unwrap();
+        assert_eq!(a, b);
     }
 }

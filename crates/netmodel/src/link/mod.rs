@@ -136,6 +136,11 @@ pub struct Link {
     delivered: VecDeque<(Instant, Packet)>,
     events: VecDeque<LinkEvent>,
     stats: LinkStats,
+    /// [`Link::poll_timeout`]'s answer, worked out once at the end of each
+    /// call that changed the link (only [`Link::advance`] changes what it
+    /// depends on, and it ends by setting it): the engine asks after every
+    /// visit, and a call with nothing due can return at once.
+    next_due: Option<Instant>,
 }
 
 impl Link {
@@ -150,7 +155,7 @@ impl Link {
         } else {
             (outages, OutageSchedule::default())
         };
-        Link {
+        let mut link = Link {
             tx: Transmitter::new(&config.rate, freeze),
             drop_outages,
             loss: config.loss.map(LossState::new),
@@ -166,7 +171,11 @@ impl Link {
             delivered: VecDeque::new(),
             events: VecDeque::new(),
             stats: LinkStats::default(),
-        }
+            next_due: None,
+        };
+        // A queue handed in may hold packets already.
+        link.next_due = link.due_times().0;
+        link
     }
 
     pub fn config(&self) -> &LinkConfig {
@@ -183,7 +192,7 @@ impl Link {
 
     /// A packet arrives at the link's input at `now`.
     pub fn handle_packet(&mut self, now: Instant, packet: Packet) {
-        self.advance(now);
+        self.advance_if_due(now);
         if self.tx.is_idle() && self.queue.is_empty() {
             self.tx.wake(now);
         }
@@ -194,17 +203,18 @@ impl Link {
 
     /// Advances internal state to `now`.
     pub fn handle_timeout(&mut self, now: Instant) {
-        self.advance(now);
+        self.advance_if_due(now);
     }
 
     /// The next time the link has something to do, if any.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let tx = self.tx.due(self.queue.as_ref());
-        let rx = self.in_flight.first_arrival();
-        match (tx, rx) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        self.next_due
+    }
+
+    /// Whether [`Link::poll_delivery`] or [`Link::poll_event`] has
+    /// something to give.
+    pub fn has_output(&self) -> bool {
+        !(self.delivered.is_empty() && self.events.is_empty())
     }
 
     /// The next packet that reached the far end, with its arrival time.
@@ -216,16 +226,38 @@ impl Link {
         self.events.pop_front()
     }
 
+    /// The overall wake-up ([`Link::poll_timeout`]) and the times the
+    /// transmitter and the first arrival are due.
+    fn due_times(&self) -> (Option<Instant>, Option<Instant>, Option<Instant>) {
+        let tx = self.tx.due(self.queue.as_ref());
+        let rx = self.in_flight.first_arrival();
+        let first = match (tx, rx) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        (first, tx, rx)
+    }
+
+    /// [`Link::advance`], skipped when nothing is due by `now`.
+    fn advance_if_due(&mut self, now: Instant) {
+        if self.next_due.is_some_and(|t| t <= now) {
+            self.advance(now);
+        }
+    }
+
     fn advance(&mut self, now: Instant) {
         loop {
-            let rx = self.in_flight.first_arrival().filter(|t| *t <= now);
-            let tx = self.tx.due(self.queue.as_ref()).filter(|t| *t <= now);
+            let (first, tx, rx) = self.due_times();
+            let (tx, rx) = (tx.filter(|t| *t <= now), rx.filter(|t| *t <= now));
             match (tx, rx) {
                 // Arrivals first on ties: they were scheduled earlier.
                 (Some(t), Some(r)) if t < r => self.transmit(t),
                 (_, Some(_)) => self.arrive(),
                 (Some(t), None) => self.transmit(t),
-                (None, None) => break,
+                (None, None) => {
+                    self.next_due = first;
+                    break;
+                }
             }
         }
     }
@@ -463,5 +495,70 @@ mod tests {
         assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
         let s = l.stats();
         assert_eq!(s.transmitted_packets, s.lost_packets + s.delivered_packets);
+    }
+
+    #[test]
+    fn remembered_wake_up_is_always_the_one_worked_out_afresh() {
+        // Every impairment that moves a wake-up: jitter and reordering
+        // (the ordered map), loss, duplication, freezing outages.
+        use rand::Rng as _;
+        let config = LinkConfig {
+            rate: RateModel::Constant { bps: 8_000_000 },
+            delay: Duration::from_millis(3),
+            jitter: Some(Jitter::Uniform(Duration::from_millis(2))),
+            reorder_on_jitter: true,
+            loss: Some(LossModel::Random { probability: 0.1 }),
+            reorder: Some(Reorder {
+                probability: 0.2,
+                depth: ReorderDepth::Packets(3),
+            }),
+            duplicate: 0.1,
+            outage_every: Some(PeriodicOutage {
+                period: Duration::from_millis(50),
+                duration: Duration::from_millis(7),
+                first: Duration::from_millis(20),
+            }),
+            ..LinkConfig::default()
+        };
+        let fifo = || {
+            Box::new(Fifo::new(FifoConfig {
+                limit_packets: Some(8),
+                limit_bytes: None,
+            }))
+        };
+        let mut l = Link::new(config, fifo(), crate::rng(3, 0));
+        let mut rng = crate::rng(4, 0);
+        let mut now = Instant::ZERO;
+        let (mut delivered, mut woken) = (0, 0);
+        for i in 0..3_000 {
+            now += Duration::from_micros(rng.random_range(0..1_500));
+            if rng.random_bool(0.5) {
+                l.handle_packet(now, udp(i, 0, 1000, Ecn::NotEct));
+            } else if let Some(t) = l.poll_timeout().filter(|t| *t <= now) {
+                l.handle_timeout(t);
+                woken += 1;
+            } else {
+                l.handle_timeout(now);
+            }
+            assert_eq!(l.poll_timeout(), l.due_times().0, "after step {i}");
+            let had_output = l.has_output();
+            let mut output = false;
+            while l.poll_event().is_some() {
+                output = true;
+            }
+            while l.poll_delivery().is_some() {
+                (output, delivered) = (true, delivered + 1);
+            }
+            assert_eq!(had_output, output);
+            assert!(!l.has_output());
+        }
+        assert!(delivered > 500 && woken > 500, "{delivered} {woken}");
+        let s = l.stats();
+        assert!(s.reordered_packets > 0 && s.duplicated_packets > 0 && s.lost_packets > 0);
+        // A queue that already holds a packet makes a new link due at once.
+        let mut q = fifo();
+        q.enqueue(Instant::ZERO, udp(1, 0, 1000, Ecn::NotEct));
+        let l = Link::new(LinkConfig::default(), q, crate::rng(3, 0));
+        assert_eq!(l.poll_timeout(), Some(Instant::ZERO));
     }
 }

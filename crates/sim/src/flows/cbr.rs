@@ -4,8 +4,9 @@
 
 use super::template::StampedDatagram;
 use super::{AppReport, End, FlowAddrs, FlowApp, stamp};
+use brisk_netmodel::packet::HeaderMemo;
 use brisk_time::Instant;
-use brisk_wire::{Ecn, ip, udp};
+use brisk_wire::{Ecn, udp};
 use std::time::Duration;
 
 /// Buffers a source keeps for reuse: enough to cover the packets in
@@ -28,6 +29,8 @@ pub struct ConstantRate {
     report: AppReport,
     /// Buffers of datagrams the network is done with, to send in again.
     spare: Vec<Vec<u8>>,
+    /// The receiver's last header read: every datagram repeats it.
+    received: HeaderMemo,
 }
 
 impl ConstantRate {
@@ -55,6 +58,7 @@ impl ConstantRate {
             seq: 0,
             report: AppReport::default(),
             spare: Vec::new(),
+            received: HeaderMemo::default(),
         }
     }
 
@@ -76,7 +80,7 @@ impl ConstantRate {
 impl FlowApp for ConstantRate {
     fn handle_datagram(&mut self, _now: Instant, end: End, datagram: &[u8]) {
         if end == End::Receiver
-            && let Some(len) = udp_payload_len(datagram)
+            && let Some(len) = udp_payload_len(&mut self.received, datagram)
         {
             self.report.delivered_bytes += len as u64;
         }
@@ -123,8 +127,8 @@ impl FlowApp for ConstantRate {
 /// corrupts bytes (a hop that rewrites ECN keeps the checksums valid), and
 /// reading a payload that went cold in a deep queue took a fifth of the
 /// time of a saturated run.
-fn udp_payload_len(datagram: &[u8]) -> Option<usize> {
-    let s = ip::summarize(datagram).ok()?;
+fn udp_payload_len(memo: &mut HeaderMemo, datagram: &[u8]) -> Option<usize> {
+    let s = memo.summarize(datagram).ok()?;
     if s.flow.protocol != udp::PROTOCOL {
         return None;
     }
@@ -135,6 +139,7 @@ fn udp_payload_len(datagram: &[u8]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use brisk_wire::ip;
 
     fn addrs() -> FlowAddrs {
         FlowAddrs {
