@@ -114,6 +114,23 @@ fn reordering_by_30_packets() {
 }
 
 #[test]
+fn chunked_reads_deliver_exactly_under_loss_reordering_and_duplication() {
+    for family in FAMILIES {
+        // Data kept as slices of its datagrams and data copied around holes
+        // both reach a reader that takes odd-sized chunks.
+        let cfg = path(family, 17).link(|l| {
+            l.loss = 0.03;
+            l.duplicate = 0.02;
+            l.reorder_every = Some(25);
+            l.reorder_delay = Duration::from_millis(5);
+        });
+        let (p, _) = bulk_transfer_read_by(cfg, MB, deadline(60), Some(1000));
+        let c = p.client.connection(p.client_conn).unwrap().stats();
+        assert!(c.packets_lost > 0, "{family:?}: the path lost nothing");
+    }
+}
+
+#[test]
 fn duplication_is_filtered() {
     for family in FAMILIES {
         let cfg = path(family, 16).link(|l| l.duplicate = 0.1);

@@ -36,12 +36,13 @@ use crate::rtt::RttEstimator;
 use crate::sent_packets::{SentPacket, SentPackets};
 use crate::stats::{ConnectionStats, DropStats};
 use crate::streams::{
-    PeerLimits, Priority, ReadResult, Side, StreamError, StreamEvent, StreamId, Streams,
+    PeerLimits, Priority, ReadChunk, ReadResult, Side, StreamError, StreamEvent, StreamId, Streams,
 };
 use crate::transport_params::TransportParams;
 use crate::varint;
 use brisk_time::Instant;
 use brisk_wire::Ecn;
+use bytes::BytesMut;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use std::collections::VecDeque;
@@ -172,8 +173,12 @@ pub struct Connection {
     hs: HandshakeProgress,
     /// (send, receive) 1-RTT keys.
     keys: Option<(PacketKey, PacketKey)>,
-    /// Where 1-RTT packets are decrypted, reused from packet to packet.
-    rx_scratch: Vec<u8>,
+    /// Buffers 1-RTT packets are decrypted into, oldest first. A packet
+    /// whose STREAM data the streams keep as slices (see `streams::Piece`)
+    /// pins its buffer until the reader drops them; the oldest buffer is
+    /// reused once it is free, so a reader that keeps up costs no
+    /// allocation per packet.
+    rx_bufs: VecDeque<BytesMut>,
     /// Packets an ACK frame just acknowledged, kept between ACKs so taking
     /// them out of the sent record allocates nothing.
     acked_scratch: Vec<(u64, SentPacket)>,
@@ -329,7 +334,7 @@ impl Connection {
                 cipher: None,
             },
             keys: None,
-            rx_scratch: Vec::new(),
+            rx_bufs: VecDeque::new(),
             acked_scratch: Vec::new(),
             peer_params: None,
             remote_static: None,
@@ -667,6 +672,13 @@ impl Connection {
 
     pub fn read(&mut self, id: StreamId, buf: &mut [u8]) -> Result<ReadResult, StreamError> {
         self.streams.read(id, buf)
+    }
+
+    /// Like [`Connection::read`], but hands over up to `max_len` bytes as a
+    /// reference-counted [`bytes::Bytes`] instead of copying them: bulk data
+    /// comes back as slices of the datagrams it arrived in.
+    pub fn read_chunk(&mut self, id: StreamId, max_len: usize) -> Result<ReadChunk, StreamError> {
+        self.streams.read_chunk(id, max_len)
     }
 
     pub fn set_priority(&mut self, id: StreamId, priority: Priority) -> Result<(), StreamError> {

@@ -11,13 +11,18 @@ use crate::loss::{LossDetection, LostBatch};
 use crate::packet::{HeaderView, LOCAL_CID_LEN, LongType, decode_packet_number};
 use crate::qlog::{self, LossTrigger, PacketEvent, PacketHeader, PacketType, QlogEvent, RawInfo};
 use crate::sent_packets::{SentFrame, SentPacket};
-use crate::streams::{Side, StreamError, StreamId};
+use crate::streams::{Piece, Side, StreamError, StreamId};
 use brisk_time::Instant;
 use brisk_wire::Ecn;
+use bytes::{Bytes, BytesMut};
 use std::net::SocketAddr;
 
 /// Frames of a packet kept from the validating parse to act on.
 const KEPT_FRAMES: usize = 2;
+
+/// Decryption buffers a connection may keep for reuse however small its
+/// receive window.
+const RX_BUFS_MIN: usize = 64;
 
 impl Connection {
     /// A UDP payload from `remote` arrived with `ecn` in its IP header.
@@ -227,31 +232,56 @@ impl Connection {
             self.stats.dropped.unexpected += 1;
             return;
         }
-        // Decrypt into the connection's scratch buffer: no allocation per
-        // packet once it has grown to the largest datagram.
-        let mut plain = std::mem::take(&mut self.rx_scratch);
-        let Some((_, rx)) = self.keys.as_ref() else {
+        if self.keys.is_none() {
             self.stats.dropped.undecryptable += 1;
             return;
-        };
+        }
         let pn = decode_packet_number(self.acks.largest(), view.packet_number());
         let header_len = view.header_len();
-        plain.clear();
-        plain.extend_from_slice(&packet[header_len..]);
-        match rx.open_in_place(pn, &packet[..header_len], &mut plain) {
-            Ok(n) => plain.truncate(n),
+        let sealed = &packet[header_len..];
+        let mut buf = self.take_rx_buf(sealed.len());
+        buf.extend_from_slice(sealed);
+        let Some((_, rx)) = self.keys.as_ref() else {
+            return;
+        };
+        match rx.open_in_place(pn, &packet[..header_len], &mut buf) {
+            Ok(n) => buf.truncate(n),
             Err(_) => {
                 self.stats.dropped.unauthenticated += 1;
-                self.rx_scratch = plain;
+                self.rx_bufs.push_back(buf);
                 return;
             }
         }
         if self.acks.is_duplicate(pn) {
             self.stats.dropped.duplicate += 1;
         } else {
-            self.handle_payload(now, remote, ecn, pn, &plain, packet.len());
+            let plain = buf.split().freeze();
+            self.handle_payload(now, remote, ecn, pn, &plain, Some(&plain), packet.len());
         }
-        self.rx_scratch = plain;
+        self.rx_bufs.push_back(buf);
+    }
+
+    /// An empty buffer for decrypting `len` bytes: the oldest one if no
+    /// slice of it is left, else a new one. The connection keeps at most a
+    /// receive window of datagrams' buffers (at least [`RX_BUFS_MIN`]);
+    /// past that the oldest is let go, to be freed with its last slice.
+    fn take_rx_buf(&mut self, len: usize) -> BytesMut {
+        let mds = self.mds();
+        let need = len.max(mds);
+        if let Some(front) = self.rx_bufs.front_mut() {
+            front.clear();
+            if front.try_reclaim(need)
+                && let Some(buf) = self.rx_bufs.pop_front()
+            {
+                return buf;
+            }
+        }
+        let window = self.config.streams.connection_receive_window / mds.max(1) as u64;
+        let max = usize::try_from(window).map_or(usize::MAX, |w| w.max(RX_BUFS_MIN));
+        if self.rx_bufs.len() >= max {
+            self.rx_bufs.pop_front();
+        }
+        BytesMut::with_capacity(need)
     }
 
     /// Feeds `payload` to the frame handlers as the content of an
@@ -268,7 +298,9 @@ impl Connection {
         self.update_timers(now);
     }
 
-    /// The frames of an authenticated, non-duplicate 1-RTT packet.
+    /// The frames of an authenticated, non-duplicate 1-RTT packet;
+    /// `datagram` is `plain` as a buffer the streams may keep slices of.
+    #[allow(clippy::too_many_arguments)]
     fn handle_payload(
         &mut self,
         now: Instant,
@@ -276,6 +308,7 @@ impl Connection {
         ecn: Ecn,
         pn: u64,
         plain: &[u8],
+        datagram: Option<&Bytes>,
         packet_len: usize,
     ) {
         // A first pass validates every frame before any takes effect. The
@@ -351,14 +384,14 @@ impl Connection {
         }
         let rest = FrameIter::new(after_kept).flatten();
         for f in kept.into_iter().flatten().chain(rest) {
-            self.handle_frame(now, f);
+            self.handle_frame(now, f, datagram);
             if !matches!(self.state, ConnState::Established) {
                 return;
             }
         }
     }
 
-    fn handle_frame(&mut self, now: Instant, f: Frame<'_>) {
+    fn handle_frame(&mut self, now: Instant, f: Frame<'_>, datagram: Option<&Bytes>) {
         let result = match f {
             Frame::Padding(_)
             | Frame::Ping
@@ -369,8 +402,12 @@ impl Connection {
                 Ok(())
             }
             Frame::Stream(s) => {
+                let piece = Piece {
+                    data: s.data,
+                    datagram,
+                };
                 self.streams
-                    .handle_stream_frame(StreamId(s.id), s.offset, s.data, s.fin)
+                    .handle_stream_piece(StreamId(s.id), s.offset, piece, s.fin)
             }
             Frame::ResetStream {
                 id,

@@ -41,9 +41,10 @@ mod tests;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
+pub(crate) use assembler::Piece;
 pub use error::StreamError;
 pub use id::{Side, StreamId};
-pub use recv::{ReadResult, RecvState};
+pub use recv::{ReadChunk, ReadResult, RecvState};
 pub use scheduler::Priority;
 pub use send::{ChunkInfo, SendState, StreamChunk};
 
@@ -438,7 +439,26 @@ impl Streams {
         let r = self.app_recv(id)?;
         let result = r.read(buf);
         let bytes = result.map_or(0, |res| res.bytes);
-        let (credit_due, readable) = (r.update_due(), r.take_readable_edge());
+        let due = (r.update_due(), r.take_readable_edge());
+        self.after_read(id, bytes, due);
+        result
+    }
+
+    /// Like [`Self::read`], handing over up to `max_len` bytes as one
+    /// [`bytes::Bytes`]: without a copy when they filled most of the
+    /// datagram they came in (the bulk case), else copied once.
+    pub fn read_chunk(&mut self, id: StreamId, max_len: usize) -> Result<ReadChunk, StreamError> {
+        let r = self.app_recv(id)?;
+        let result = r.read_chunk(max_len);
+        let bytes = result.as_ref().map_or(0, |c| c.data.len());
+        let due = (r.update_due(), r.take_readable_edge());
+        self.after_read(id, bytes, due);
+        result
+    }
+
+    /// Book-keeping after the application read `bytes` of `id`, which
+    /// left it owing credit and readable as `(credit_due, readable)` say.
+    fn after_read(&mut self, id: StreamId, bytes: usize, (credit_due, readable): (bool, bool)) {
         if credit_due {
             self.max_stream_data_due.insert(id);
         }
@@ -448,7 +468,6 @@ impl Streams {
         self.stats.bytes_read += bytes as u64;
         self.release_conn_credit(bytes as u64);
         self.collect(id);
-        result
     }
 
     pub fn set_priority(&mut self, id: StreamId, priority: Priority) -> Result<(), StreamError> {
@@ -645,6 +664,19 @@ impl Streams {
         data: &[u8],
         fin: bool,
     ) -> Result<(), StreamError> {
+        self.handle_stream_piece(id, offset, Piece::borrowed(data), fin)
+    }
+
+    /// [`Self::handle_stream_frame`] for bytes that may be kept as a slice
+    /// of the datagram they arrived in.
+    pub(crate) fn handle_stream_piece(
+        &mut self,
+        id: StreamId,
+        offset: u64,
+        piece: Piece<'_>,
+        fin: bool,
+    ) -> Result<(), StreamError> {
+        let data = piece.data;
         if !self.peer_frame_stream(id, Half::Recv)? {
             return Ok(());
         }
@@ -657,7 +689,7 @@ impl Streams {
         }
         self.conn_recv.record(more);
         self.stats.bytes_received += more;
-        let discarded = r.apply_data(offset, data, fin);
+        let discarded = r.apply_data(offset, piece, fin);
         if r.take_readable_edge() {
             self.readable.insert(id);
         }

@@ -12,10 +12,11 @@
 //! is exceeded is a final-size error.
 
 use super::MAX_OFFSET;
-use super::assembler::Assembler;
+use super::assembler::{Assembler, Piece};
 use super::error::StreamError;
 use super::flow_control::RecvWindow;
 use super::id::StreamId;
+use bytes::Bytes;
 
 /// Receiving-side states of RFC 9000 §3.2.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,6 +40,17 @@ pub enum RecvState {
 pub struct ReadResult {
     /// Bytes copied into the caller's buffer.
     pub bytes: usize,
+    /// The stream ended with these bytes; nothing more will come.
+    pub fin: bool,
+}
+
+/// Outcome of a read that hands over the bytes instead of copying them.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ReadChunk {
+    /// The next contiguous bytes: a slice of the datagram they arrived in
+    /// when they filled most of it, else a copy. Empty, without `fin`, when
+    /// nothing is readable yet.
+    pub data: Bytes,
     /// The stream ended with these bytes; nothing more will come.
     pub fin: bool,
 }
@@ -111,8 +123,8 @@ impl RecvStream {
 
     /// Applies a frame that passed [`Self::check_data`]. Returns the bytes
     /// dropped at once because the stream was stopped.
-    pub fn apply_data(&mut self, offset: u64, data: &[u8], fin: bool) -> u64 {
-        let end = offset + data.len() as u64;
+    pub fn apply_data(&mut self, offset: u64, piece: Piece<'_>, fin: bool) -> u64 {
+        let end = offset + piece.data.len() as u64;
         self.window
             .record(end.saturating_sub(self.window.received()));
         if fin && self.final_size.is_none() {
@@ -122,7 +134,7 @@ impl RecvStream {
         if !matches!(self.state, RecvState::Recv | RecvState::SizeKnown) {
             return 0;
         }
-        self.assembler.insert(offset, data);
+        self.assembler.insert(offset, piece);
         let discarded = if self.stopped { self.discard() } else { 0 };
         if self.state == RecvState::SizeKnown
             && self.final_size == Some(self.assembler.read_offset() + self.assembler.readable_len())
@@ -177,6 +189,23 @@ impl RecvStream {
     }
 
     pub fn read(&mut self, out: &mut [u8]) -> Result<ReadResult, StreamError> {
+        self.readable()?;
+        let bytes = self.assembler.read(out);
+        let fin = self.consumed(bytes);
+        Ok(ReadResult { bytes, fin })
+    }
+
+    /// Like [`Self::read`], handing over up to `max_len` bytes without
+    /// copying them where they were kept as a slice.
+    pub fn read_chunk(&mut self, max_len: usize) -> Result<ReadChunk, StreamError> {
+        self.readable()?;
+        let data = self.assembler.read_chunk(max_len);
+        let fin = self.consumed(data.len());
+        Ok(ReadChunk { data, fin })
+    }
+
+    /// Whether the application may read; reports a reset once.
+    fn readable(&mut self) -> Result<(), StreamError> {
         let id = self.id;
         self.readable_armed = true;
         match self.state {
@@ -189,16 +218,18 @@ impl RecvStream {
             }
             RecvState::ResetRead | RecvState::DataRead => Err(StreamError::Closed { id }),
             _ if self.stopped => Err(StreamError::Closed { id }),
-            _ => {
-                let bytes = self.assembler.read(out);
-                self.window.consume(bytes as u64);
-                let fin = self.final_size == Some(self.assembler.read_offset());
-                if fin {
-                    self.state = RecvState::DataRead;
-                }
-                Ok(ReadResult { bytes, fin })
-            }
+            _ => Ok(()),
         }
+    }
+
+    /// The application took `bytes`; returns whether that was the end.
+    fn consumed(&mut self, bytes: usize) -> bool {
+        self.window.consume(bytes as u64);
+        let fin = self.final_size == Some(self.assembler.read_offset());
+        if fin {
+            self.state = RecvState::DataRead;
+        }
+        fin
     }
 
     /// The application heard of the reset through an event.
@@ -296,7 +327,7 @@ mod tests {
         fin: bool,
     ) -> Result<u64, StreamError> {
         let more = r.check_data(offset, data.len() as u64, fin)?;
-        r.apply_data(offset, data, fin);
+        r.apply_data(offset, Piece::borrowed(data), fin);
         Ok(more)
     }
 
@@ -433,7 +464,7 @@ mod tests {
             r.check_data(90, 20, false),
             Err(StreamError::FlowControl { id: ID })
         );
-        assert_eq!(r.apply_data(40, &[0; 20], true), 20);
+        assert_eq!(r.apply_data(40, Piece::borrowed(&[0; 20]), true), 20);
         assert_eq!(r.state(), RecvState::DataRead);
         assert_eq!(r.stop(), StopOutcome::default());
         assert_eq!(r.read(&mut [0; 4]), Err(StreamError::Closed { id: ID }));

@@ -490,6 +490,8 @@ pub struct Bulk {
     pub stream: Option<StreamId>,
     pub received: Vec<u8>,
     pub fin: bool,
+    /// Read with `read_chunk(.., max)` instead of copying reads.
+    pub chunk_max: Option<usize>,
 }
 
 impl Bulk {
@@ -500,6 +502,7 @@ impl Bulk {
             stream: None,
             received: Vec::new(),
             fin: false,
+            chunk_max: None,
         }
     }
 
@@ -527,7 +530,16 @@ impl Bulk {
             while let Some(id) = s.accept_stream() {
                 assert_eq!(Some(id), self.stream, "one stream expected");
             }
-            if let Some(id) = self.stream {
+            if let (Some(id), Some(max)) = (self.stream, self.chunk_max) {
+                while let Ok(c) = s.read_chunk(id, max) {
+                    assert!(c.data.len() <= max);
+                    self.received.extend_from_slice(&c.data);
+                    self.fin |= c.fin;
+                    if c.data.is_empty() {
+                        break;
+                    }
+                }
+            } else if let Some(id) = self.stream {
                 while let Ok(r) = s.read(id, &mut buf) {
                     self.received.extend_from_slice(&buf[..r.bytes]);
                     if r.fin {
@@ -546,9 +558,21 @@ impl Bulk {
 /// Connects, moves `len` bytes client -> server and checks them byte for
 /// byte; returns the pair and the completion time.
 pub fn bulk_transfer(cfg: PairConfig, len: usize, deadline: Instant) -> (Pair, Instant) {
+    bulk_transfer_read_by(cfg, len, deadline, None)
+}
+
+/// [`bulk_transfer`] with the server reading by `read_chunk(.., max)` when
+/// `chunk_max` is given.
+pub fn bulk_transfer_read_by(
+    cfg: PairConfig,
+    len: usize,
+    deadline: Instant,
+    chunk_max: Option<usize>,
+) -> (Pair, Instant) {
     let seed = cfg.seed;
     let mut p = Pair::new(cfg);
     let mut bulk = Bulk::new(payload(len, seed));
+    bulk.chunk_max = chunk_max;
     let done = p.run_until(deadline, |p| bulk.pump(p));
     assert!(
         done,
