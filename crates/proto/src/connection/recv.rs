@@ -294,7 +294,17 @@ impl Connection {
         }
         let pn = self.acks.largest().map_or(0, |l| l + 1);
         let remote = self.remote;
-        self.handle_payload(now, remote, Ecn::NotEct, pn, payload, payload.len());
+        // As a datagram the streams may keep slices of, like a real one.
+        let datagram = Bytes::copy_from_slice(payload);
+        self.handle_payload(
+            now,
+            remote,
+            Ecn::NotEct,
+            pn,
+            &datagram,
+            Some(&datagram),
+            datagram.len(),
+        );
         self.update_timers(now);
     }
 
