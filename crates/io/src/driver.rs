@@ -8,15 +8,20 @@
 //! flush the queue, then arm the timer at the core's next deadline. The
 //! timer is a `timerfd` with microsecond precision, so pacing at the core's
 //! 250 µs bursts is honoured.
+//!
+//! Before sleeping, the task may busy-poll its socket for a bounded time
+//! when a reply is imminent ([`crate::busy_poll`]).
 
+use crate::busy_poll;
 use crate::socket::Socket;
 use crate::state::{Shared, State};
-use crate::sys::TimerFd;
+use crate::sys::{self, TimerFd};
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 use tokio::io::unix::AsyncFd;
 
 /// Turns before the task yields to others even when there is more work.
@@ -24,9 +29,11 @@ const MAX_TURNS: usize = 64;
 /// Receive batches per turn.
 const RECV_BATCHES_PER_TURN: usize = 1;
 /// Times woken readers may run first before the task pulls regardless: a
-/// response that arrives in two pieces wakes its reader twice, and its
-/// ACK should still leave with the reader's answer; a bound, so a busy
-/// receiver still sends its ACKs.
+/// response that arrives in two pieces wakes its reader twice, and a
+/// reader woken through another task (a server's accept loop that spawns
+/// a task per stream) runs only after one more yield; its ACK should still
+/// leave with the reader's answer. A bound, so a busy receiver still
+/// sends its ACKs.
 const MAX_DEFERRALS_PER_PULL: u8 = 2;
 /// Datagrams pulled from the core per turn, at most.
 const MAX_QUEUED_DATAGRAMS: usize = 256;
@@ -44,10 +51,17 @@ pub(crate) struct Driver {
     scratch: Vec<u8>,
     /// The yield in progress while readers run first.
     yielding: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
+    /// The busy-poll limit (zero: never spin).
+    busy_poll: Duration,
+    /// `datagrams_sent` when a busy poll last found nothing: no new spin
+    /// until something more was sent.
+    spun_out_at: Option<u64>,
+    /// Pauses busy polling after spins the scheduler interrupted.
+    backoff: busy_poll::Backoff,
 }
 
 impl Driver {
-    pub fn new(shared: Arc<Shared>, socket: Socket) -> io::Result<Driver> {
+    pub fn new(shared: Arc<Shared>, socket: Socket, busy_poll: Duration) -> io::Result<Driver> {
         Ok(Driver {
             shared,
             socket,
@@ -56,6 +70,9 @@ impl Driver {
             deferrals: 0,
             scratch: Vec::new(),
             yielding: None,
+            busy_poll,
+            spun_out_at: None,
+            backoff: busy_poll::Backoff::default(),
         })
     }
 
@@ -167,9 +184,16 @@ impl Driver {
             st.dispatch_events();
             // A reader just woken will likely answer at once: let it run
             // first, so its data leaves with the ACK the core would send
-            // now, in one datagram and one send call.
-            if std::mem::take(&mut st.readers_woken) && self.deferrals < MAX_DEFERRALS_PER_PULL {
+            // now, in one datagram and one send call. Back from that yield
+            // with no word from any application handle, the reader has not
+            // run yet (the task that spawns it ran first): wait once more,
+            // or a control frame the core holds (MAX_STREAMS every 50
+            // streams) would leave alone, ahead of the answer.
+            let woken = std::mem::take(&mut st.readers_woken);
+            let unanswered = self.deferrals > 0 && !st.app_woke_driver;
+            if (woken || unanswered) && self.deferrals < MAX_DEFERRALS_PER_PULL {
                 self.deferrals += 1;
+                st.app_woke_driver = false;
                 return Ok(Outcome::Defer);
             }
             self.deferrals = 0;
@@ -207,6 +231,87 @@ impl Driver {
         } else {
             Outcome::Idle
         })
+    }
+
+    /// With nothing to do, polls the socket without sleeping while the
+    /// busy-poll policy expects a reply soon; true if a datagram arrived
+    /// (already handed to the core) or an application handle asked for
+    /// work meanwhile, so another turn is due.
+    fn busy_poll(&mut self, cx: &mut Context<'_>, shared: &Shared) -> bool {
+        if self.busy_poll.is_zero() || !self.backoff.allows(sys::monotonic_ns()) {
+            return false;
+        }
+        let sent = self.socket.stats.datagrams_sent;
+        let budget = {
+            let st = shared.lock();
+            let now = st.now();
+            let until_timer = st
+                .ep
+                .poll_timeout()
+                .map(|t| t.saturating_duration_since(now));
+            busy_poll::spin_budget(
+                self.busy_poll,
+                busy_poll::awaiting(st.conn_views()),
+                until_timer,
+                self.spun_out_at == Some(sent),
+            )
+        };
+        let Some(budget) = budget else {
+            return false;
+        };
+        let switches_before = sys::involuntary_switches();
+        let start_ns = sys::monotonic_ns();
+        let end_ns = start_ns.saturating_add(u64::try_from(budget.as_nanos()).unwrap_or(u64::MAX));
+        let hit = loop {
+            {
+                let mut st = shared.lock();
+                if st.stopped.is_some() {
+                    break true;
+                }
+                if st.driver_waker.is_none() {
+                    // An application handle woke us (another thread): serve
+                    // it, and be wakeable again afterwards.
+                    st.driver_waker = Some(cx.waker().clone());
+                    break true;
+                }
+                let now = st.now();
+                let ep = &mut st.ep;
+                match self
+                    .socket
+                    .try_recv(|from, ecn, data| ep.handle_datagram(now, from, ecn, data))
+                {
+                    Ok(0) => {}
+                    Ok(_) => break true,
+                    Err(e) => {
+                        if is_transient(&e) {
+                            for (addr, error) in self.socket.take_errors() {
+                                st.fail_unreachable(addr, &error.to_string());
+                            }
+                        }
+                        break true;
+                    }
+                }
+            }
+            if sys::monotonic_ns() >= end_ns {
+                break false;
+            }
+            std::hint::spin_loop();
+        };
+        let end_ns = sys::monotonic_ns();
+        let preempted = sys::involuntary_switches() != switches_before;
+        self.backoff.on_spin(end_ns, preempted, hit);
+        let stats = &mut self.socket.stats;
+        stats.busy_polls += 1;
+        stats.busy_poll_ns += end_ns.saturating_sub(start_ns);
+        stats.busy_poll_preempted += u64::from(preempted);
+        if hit {
+            stats.busy_poll_hits += 1;
+            self.spun_out_at = None;
+        } else {
+            self.spun_out_at = Some(sent);
+        }
+        shared.lock().socket_stats = self.socket.stats;
+        hit
     }
 }
 
@@ -259,7 +364,12 @@ impl Future for Driver {
         for _ in 0..MAX_TURNS {
             let reason = match this.turn(cx, &shared) {
                 Ok(Outcome::Progress) => continue,
-                Ok(Outcome::Idle) => return Poll::Pending,
+                Ok(Outcome::Idle) => {
+                    if this.busy_poll(cx, &shared) {
+                        continue;
+                    }
+                    return Poll::Pending;
+                }
                 Ok(Outcome::Defer) => {
                     // tokio's yield runs this task again only after every
                     // task ready now, including a `block_on` future (a

@@ -81,7 +81,7 @@ impl Endpoint {
         let seed = u64::from_le_bytes(keys::random_bytes::<8>()?);
         let state = State::new(ProtoEndpoint::new(seed, server), socket.local_addr());
         let shared = Shared::new(state);
-        let driver = Driver::new(shared.clone(), socket)?;
+        let driver = Driver::new(shared.clone(), socket, config.busy_poll)?;
         runtime.spawn(driver);
         Ok(Endpoint {
             shared,

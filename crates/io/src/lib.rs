@@ -12,10 +12,12 @@
 //! - [`connection`]: [`Connection`] (streams, `writable`, `stats`, `close`);
 //! - [`stream`]: [`Stream`], a tokio `AsyncRead` + `AsyncWrite`;
 //! - [`config`], [`error`], [`keys`] (key files);
+//! - [`busy_poll`]: when the task spins on its socket instead of sleeping;
 //! - internals: `state` (what the task and the handles share), `driver`
 //!   (the endpoint task), [`socket`] (batching, GSO/GRO, ECN control
 //!   messages) and `sys`, the one file with `unsafe` system calls.
 
+pub mod busy_poll;
 pub mod config;
 pub mod connection;
 mod driver;

@@ -62,6 +62,14 @@ pub struct SocketStats {
     /// `timerfd_settime` calls by the endpoint task (its timer is re-armed
     /// only when the core's deadline comes sooner).
     pub timer_arms: u64,
+    /// Busy polls begun (the task spun on the socket instead of sleeping),
+    /// those that received something before their budget ran out, and the
+    /// time spent spinning in all of them; those during which the thread
+    /// was switched out involuntarily (each pauses busy polling).
+    pub busy_polls: u64,
+    pub busy_poll_hits: u64,
+    pub busy_poll_ns: u64,
+    pub busy_poll_preempted: u64,
 }
 
 /// Index of a codepoint in [`SocketStats::ecn_received`].
@@ -192,7 +200,7 @@ impl Socket {
     pub fn poll_recv(
         &mut self,
         cx: &mut Context<'_>,
-        mut deliver: impl FnMut(SocketAddr, Ecn, &[u8]),
+        deliver: impl FnMut(SocketAddr, Ecn, &[u8]),
     ) -> Poll<io::Result<usize>> {
         loop {
             let mut guard = match self.io.poll_read_ready(cx) {
@@ -220,31 +228,58 @@ impl Socket {
                 // The kernel ran out of datagrams before the batch was full.
                 guard.clear_ready();
             }
-            self.stats.recv_calls += 1;
-            let mut datagrams = 0;
-            for (buf, meta) in self.recv_bufs.iter().zip(&self.recv_metas).take(got) {
-                let Some(data) = buf.get(..meta.len_bytes) else {
-                    self.stats.recv_dropped += 1;
-                    continue;
-                };
-                if data.is_empty() {
-                    self.stats.recv_dropped += 1;
-                    continue;
-                }
-                let ecn = Ecn::from_bits(meta.ecn_bits);
-                let stride = meta.stride_bytes.max(1);
-                if data.len() > stride {
-                    self.stats.gro_trains += 1;
-                }
-                for segment in data.chunks(stride) {
-                    self.stats.ecn_received[ecn_index(ecn)] += 1;
-                    deliver(meta.source, ecn, segment);
-                    datagrams += 1;
-                }
-            }
-            self.stats.datagrams_received += datagrams as u64;
-            return Poll::Ready(Ok(datagrams));
+            return Poll::Ready(Ok(self.deliver_batch(got, deliver)));
         }
+    }
+
+    /// Receives one batch without asking the reactor whether the socket is
+    /// readable (busy polling: the reactor has not looked yet); 0 if the
+    /// socket was empty.
+    pub fn try_recv(&mut self, deliver: impl FnMut(SocketAddr, Ecn, &[u8])) -> io::Result<usize> {
+        let fd = self.io.as_raw_fd();
+        match sys::recv(
+            fd,
+            &mut self.recv_bufs,
+            &mut self.recv_metas,
+            &mut self.recv_batch,
+        ) {
+            Ok(got) => Ok(self.deliver_batch(got, deliver)),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(0),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Hands the `got` received buffers to `deliver`, GRO trains split
+    /// into their datagrams; returns the datagrams delivered.
+    fn deliver_batch(
+        &mut self,
+        got: usize,
+        mut deliver: impl FnMut(SocketAddr, Ecn, &[u8]),
+    ) -> usize {
+        self.stats.recv_calls += 1;
+        let mut datagrams = 0;
+        for (buf, meta) in self.recv_bufs.iter().zip(&self.recv_metas).take(got) {
+            let Some(data) = buf.get(..meta.len_bytes) else {
+                self.stats.recv_dropped += 1;
+                continue;
+            };
+            if data.is_empty() {
+                self.stats.recv_dropped += 1;
+                continue;
+            }
+            let ecn = Ecn::from_bits(meta.ecn_bits);
+            let stride = meta.stride_bytes.max(1);
+            if data.len() > stride {
+                self.stats.gro_trains += 1;
+            }
+            for segment in data.chunks(stride) {
+                self.stats.ecn_received[ecn_index(ecn)] += 1;
+                deliver(meta.source, ecn, segment);
+                datagrams += 1;
+            }
+        }
+        self.stats.datagrams_received += datagrams as u64;
+        datagrams
     }
 
     /// ICMP errors the kernel queued (after a receive reported one): the

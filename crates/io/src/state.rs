@@ -2,6 +2,7 @@
 //! one mutex: the sans-IO endpoint, the clock, and the wakers of every
 //! task waiting on a connection or stream.
 
+use crate::busy_poll::ConnView;
 use crate::error::ConnectionError;
 use crate::socket::SocketStats;
 use crate::sys;
@@ -98,6 +99,9 @@ pub(crate) struct State {
     /// A reader or acceptor was woken since the driver last looked: its
     /// answer may go out with the ACK the core would send now.
     pub readers_woken: bool,
+    /// An application handle asked the task for work (a write, a read, a
+    /// close) since the task last let woken readers run first.
+    pub app_woke_driver: bool,
     pub socket_stats: SocketStats,
     pub local_addr: SocketAddr,
 }
@@ -129,6 +133,7 @@ impl State {
             stopped: None,
             idle_wakers: Vec::new(),
             readers_woken: false,
+            app_woke_driver: false,
             socket_stats: SocketStats::default(),
             local_addr,
         }
@@ -147,6 +152,7 @@ impl State {
     /// Tells the endpoint task there is work (a write, a close, a read
     /// that frees flow-control credit).
     pub fn wake_driver(&mut self) {
+        self.app_woke_driver = true;
         if let Some(w) = self.driver_waker.take() {
             w.wake();
         }
@@ -229,6 +235,22 @@ impl State {
                 }
             });
         }
+    }
+
+    /// Each connection as the busy-poll policy sees it.
+    pub fn conn_views(&self) -> impl Iterator<Item = ConnView> + '_ {
+        self.conns.iter().filter_map(|(h, io)| {
+            let c = self.ep.connection(*h)?;
+            let streams = c.streams();
+            Some(ConnView {
+                bytes_in_flight: c.stats().bytes_in_flight,
+                reader_waiting: !io.readers.is_empty() || io.accept_waker.is_some(),
+                writer_busy: !io.low_water.is_empty()
+                    || io.writers.keys().any(|id| streams.unsent_bytes(*id) > 0),
+                smoothed_rtt: c.rtt().smoothed(),
+                min_rtt: c.rtt().min(),
+            })
+        })
     }
 
     /// Connections in handshake to `addr` fail: the kernel will not send

@@ -536,6 +536,21 @@ pub fn recv_errors(fd: RawFd) -> Vec<(SocketAddr, io::Error)> {
     found
 }
 
+/// Times the calling thread was switched out involuntarily (preempted by
+/// the scheduler), from `getrusage(RUSAGE_THREAD)`; 0 if it fails.
+pub fn involuntary_switches() -> u64 {
+    // SAFETY: `rusage` is plain data; all-zero is a valid value.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `usage` lives on this frame; RUSAGE_THREAD only reads the
+    // calling thread's counters.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) };
+    if rc == 0 {
+        u64::try_from(usage.ru_nivcsw).unwrap_or(0)
+    } else {
+        0
+    }
+}
+
 /// Nanoseconds on `CLOCK_MONOTONIC`, the clock [`TimerFd`] runs on.
 pub fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec {

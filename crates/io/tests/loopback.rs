@@ -273,8 +273,16 @@ async fn sequential_requests_rarely_rearm_the_timer_v6() {
 /// Sequential requests, each ended with `finish`, from a client whose loop
 /// is a `block_on` future, against a server on a thread of its own (the
 /// netbench layout): the client's ACK of each answer leaves with its next
-/// request, and no receive call comes back empty.
-fn acks_ride_with_the_next_request(v6: bool) {
+/// request, and no receive call comes back empty. With `busy_poll`, both
+/// ends spin while they await an answer; the datagrams stay the same.
+fn acks_ride_with_the_next_request(v6: bool, busy_poll: Option<Duration>) {
+    let config = move || {
+        let mut c = brisk_io::EndpointConfig::default();
+        if let Some(limit) = busy_poll {
+            c.busy_poll = limit;
+        }
+        c
+    };
     const REQUESTS: u64 = 200;
     let runtime = || {
         tokio::runtime::Builder::new_current_thread()
@@ -286,7 +294,7 @@ fn acks_ride_with_the_next_request(v6: bool) {
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let server_thread = std::thread::spawn(move || {
         runtime().block_on(async move {
-            let server = server(v6);
+            let server = server_on(loopback(v6), 1, config());
             ticket_tx
                 .send((server.local_addr(), server.public_key().unwrap()))
                 .unwrap();
@@ -295,8 +303,8 @@ fn acks_ride_with_the_next_request(v6: bool) {
         })
     });
     let (addr, key) = ticket_rx.recv().unwrap();
-    let (sent, empty_receives) = runtime().block_on(async move {
-        let client = client(v6);
+    let (sent, empty_receives, socket) = runtime().block_on(async move {
+        let client = Endpoint::client_with(loopback(v6), config()).unwrap();
         let conn = client.connect(addr, key).await.unwrap();
         let request = |n: u64| {
             let conn = conn.clone();
@@ -321,6 +329,7 @@ fn acks_ride_with_the_next_request(v6: bool) {
         (
             after.datagrams_sent - before.datagrams_sent,
             after.recv_would_block - before.recv_would_block,
+            after,
         )
     });
     let _ = stop_tx.send(());
@@ -331,21 +340,43 @@ fn acks_ride_with_the_next_request(v6: bool) {
         sent <= REQUESTS + REQUESTS / 10,
         "{sent} datagrams for {REQUESTS} requests"
     );
-    // One per wake-up when readiness was cleared by an empty receive.
+    let Some(limit) = busy_poll else {
+        // One per wake-up when readiness was cleared by an empty receive.
+        assert!(
+            empty_receives <= REQUESTS / 10,
+            "{empty_receives} empty receives for {REQUESTS} requests"
+        );
+        assert_eq!(socket.busy_polls, 0, "busy polling is off by default");
+        return;
+    };
+    // The client spun while its requests were out, each spin within the
+    // limit (a millisecond of slack for the clock reads around it).
+    assert!(socket.busy_polls > 0, "{socket:?}");
+    assert!(socket.busy_poll_hits <= socket.busy_polls);
     assert!(
-        empty_receives <= REQUESTS / 10,
-        "{empty_receives} empty receives for {REQUESTS} requests"
+        socket.busy_poll_ns <= socket.busy_polls * (limit.as_nanos() as u64 + 1_000_000),
+        "{socket:?}"
     );
 }
 
 #[test]
 fn acks_ride_with_the_next_request_v4() {
-    acks_ride_with_the_next_request(false);
+    acks_ride_with_the_next_request(false, None);
 }
 
 #[test]
 fn acks_ride_with_the_next_request_v6() {
-    acks_ride_with_the_next_request(true);
+    acks_ride_with_the_next_request(true, None);
+}
+
+#[test]
+fn busy_polling_keeps_one_datagram_per_request_v4() {
+    acks_ride_with_the_next_request(false, Some(Duration::from_millis(2)));
+}
+
+#[test]
+fn busy_polling_keeps_one_datagram_per_request_v6() {
+    acks_ride_with_the_next_request(true, Some(Duration::from_millis(2)));
 }
 
 /// Binds a server on `addr`, retrying while the old socket is released.

@@ -26,22 +26,39 @@ pub fn server_on(addr: SocketAddr, n: u8, config: EndpointConfig) -> Endpoint {
     Endpoint::server(c).unwrap()
 }
 
+/// Environment variable: a busy-poll limit in microseconds for every
+/// endpoint the helpers make, to run the whole suite with it on.
+pub const BUSY_POLL_ENV: &str = "BRISK_IO_TEST_BUSY_POLL_US";
+
+/// The default configuration, with the busy-poll limit of
+/// [`BUSY_POLL_ENV`] if it is set.
+pub fn config() -> EndpointConfig {
+    let mut c = EndpointConfig::default();
+    if let Some(us) = std::env::var(BUSY_POLL_ENV)
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        c.busy_poll = Duration::from_micros(us);
+    }
+    c
+}
+
 pub fn server(v6: bool) -> Endpoint {
-    server_on(loopback(v6), 1, EndpointConfig::default())
+    server_on(loopback(v6), 1, config())
 }
 
 /// Short timeouts so failure tests finish quickly.
 pub fn quick_config() -> EndpointConfig {
     let mut c = EndpointConfig {
         handshake_timeout: Duration::from_millis(1500),
-        ..EndpointConfig::default()
+        ..config()
     };
     c.transport.max_idle_timeout = Duration::from_secs(2);
     c
 }
 
 pub fn client(v6: bool) -> Endpoint {
-    Endpoint::client(loopback(v6)).unwrap()
+    Endpoint::client_with(loopback(v6), config()).unwrap()
 }
 
 /// A deterministic byte pattern of `len` bytes.
