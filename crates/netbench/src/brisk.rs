@@ -5,26 +5,79 @@
 //! on, UDP GSO/GRO where the kernel has them, 1452-byte datagrams over IPv4
 //! and 1432 over IPv6. The server has a fresh static key; the client pins
 //! it (Noise IK).
+//!
+//! [`Brisk::with_busy_poll`] overrides one setting, brisk-io's busy-poll
+//! limit, to compare it on and off in one run (`--only brisk,brisk-bp`).
 
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
-use brisk_io::{Connection, ConnectionError, Endpoint, KEY_LEN, ServerConfig, Stream, keys};
+use brisk_io::{
+    Connection, ConnectionError, Endpoint, EndpointConfig, KEY_LEN, ServerConfig, Stream, keys,
+};
 
 use crate::{BenchError, Contender, Test};
+
+/// Environment variable: when set, each Brisk endpoint prints its socket
+/// counters (sends, receives, busy polls) to stderr as it ends.
+pub const STATS_ENV: &str = "NETBENCH_BRISK_STATS";
+
+/// Prints `endpoint`'s socket counters if [`STATS_ENV`] is set.
+fn report_stats(side: &str, endpoint: &Endpoint) {
+    if std::env::var_os(STATS_ENV).is_some() {
+        eprintln!("brisk {side}: {:?}", endpoint.stats().socket);
+    }
+}
 
 /// How long `close` waits for the close to reach the server.
 const CLOSE_WAIT: Duration = Duration::from_secs(1);
 
-/// Brisk with default settings.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct Brisk;
+/// Brisk with default settings, or with one busy-poll limit set.
+#[derive(Debug, Clone, Copy)]
+pub struct Brisk {
+    name: &'static str,
+    busy_poll: Option<Duration>,
+}
+
+impl Default for Brisk {
+    fn default() -> Self {
+        Brisk {
+            name: "brisk",
+            busy_poll: None,
+        }
+    }
+}
+
+impl Brisk {
+    /// Brisk named `name` whose endpoints (both ends) busy-poll for at
+    /// most `limit` (zero: never).
+    pub fn with_busy_poll(name: &'static str, limit: Duration) -> Self {
+        Brisk {
+            name,
+            busy_poll: Some(limit),
+        }
+    }
+
+    fn endpoint_config(&self) -> EndpointConfig {
+        let mut config = EndpointConfig::default();
+        if let Some(limit) = self.busy_poll {
+            config.busy_poll = limit;
+        }
+        config
+    }
+}
 
 /// The server endpoint and the connection it is serving.
 #[derive(Debug)]
 pub struct BriskServer {
     endpoint: Endpoint,
     connection: Option<Connection>,
+}
+
+impl Drop for BriskServer {
+    fn drop(&mut self) {
+        report_stats("server", &self.endpoint);
+    }
 }
 
 /// The client endpoint and its connection.
@@ -58,7 +111,7 @@ impl Contender for Brisk {
     type Stream = Stream;
 
     fn name(&self) -> &'static str {
-        "brisk"
+        self.name
     }
 
     fn stream_per_request(&self) -> bool {
@@ -72,8 +125,10 @@ impl Contender for Brisk {
     ) -> Result<(BriskServer, BriskTicket), BenchError> {
         let (_, keypair) = keys::generate().map_err(BenchError::transport("brisk: server key"))?;
         let server_key = keypair.public();
-        let endpoint = Endpoint::server(ServerConfig::new(SocketAddr::new(ip, 0), keypair))
-            .map_err(BenchError::io("brisk: server endpoint"))?;
+        let mut config = ServerConfig::new(SocketAddr::new(ip, 0), keypair);
+        config.endpoint = self.endpoint_config();
+        let endpoint =
+            Endpoint::server(config).map_err(BenchError::io("brisk: server endpoint"))?;
         let ticket = BriskTicket {
             addr: endpoint.local_addr(),
             server_key,
@@ -104,8 +159,9 @@ impl Contender for Brisk {
     }
 
     async fn connect(&self, ticket: BriskTicket, _test: Test) -> Result<BriskClient, BenchError> {
-        let endpoint = Endpoint::client(SocketAddr::new(ticket.addr.ip(), 0))
-            .map_err(BenchError::io("brisk: client endpoint"))?;
+        let endpoint =
+            Endpoint::client_with(SocketAddr::new(ticket.addr.ip(), 0), self.endpoint_config())
+                .map_err(BenchError::io("brisk: client endpoint"))?;
         let connection = endpoint
             .connect(ticket.addr, ticket.server_key)
             .await
@@ -131,6 +187,7 @@ impl Contender for Brisk {
     }
 
     async fn close(&self, client: BriskClient) {
+        report_stats("client", &client.endpoint);
         client.connection.close(0, b"done");
         // Best effort: the result is already measured.
         let _ = tokio::time::timeout(CLOSE_WAIT, client.endpoint.wait_idle()).await;

@@ -51,6 +51,15 @@ struct Args {
     /// Also write the JSON report to this file (the table still prints).
     #[arg(long)]
     json_out: Option<PathBuf>,
+    /// Busy-poll limit of the `brisk` contender in microseconds (0: off);
+    /// default: brisk-io's default.
+    #[arg(long)]
+    brisk_busy_poll_us: Option<u64>,
+    /// Busy-poll limit of the `brisk-bp` contender in microseconds, which
+    /// is otherwise Brisk at its defaults: `--only brisk,brisk-bp`
+    /// compares the setting against the default in one run.
+    #[arg(long, default_value_t = 50)]
+    bp_us: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -58,6 +67,9 @@ enum Which {
     Tcp,
     Quinn,
     Brisk,
+    /// Brisk with the busy-poll limit of `--bp-us`.
+    #[value(name = "brisk-bp")]
+    BriskBp,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -109,6 +121,11 @@ fn main() -> ExitCode {
     };
     let ip_version = if args.v6 { 6 } else { 4 };
     let settings = Settings::new(ip_version, args.rounds, plan.bulk_bytes, plan.rpc);
+    let brisk = match args.brisk_busy_poll_us {
+        Some(us) => Brisk::with_busy_poll("brisk", Duration::from_micros(us)),
+        None => Brisk::default(),
+    };
+    let brisk_bp = Brisk::with_busy_poll("brisk-bp", Duration::from_micros(args.bp_us));
     let mut order: Vec<&str> = Vec::new();
     let (mut bulk, mut rpc, mut failures) = (Vec::new(), Vec::new(), Vec::new());
     for round in 1..=args.rounds {
@@ -116,7 +133,8 @@ fn main() -> ExitCode {
             let (name, outcome): (&str, Outcome) = match which {
                 Which::Tcp => ("tcp", run_contender(KernelTcp, &plan)),
                 Which::Quinn => ("quinn", run_contender(Quinn, &plan)),
-                Which::Brisk => ("brisk", run_contender(Brisk, &plan)),
+                Which::Brisk => ("brisk", run_contender(brisk, &plan)),
+                Which::BriskBp => ("brisk-bp", run_contender(brisk_bp, &plan)),
             };
             if !args.json {
                 eprintln!("brisk-netbench: round {round}/{}: {name} done", args.rounds);

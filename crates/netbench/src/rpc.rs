@@ -17,6 +17,12 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::{BenchError, Contender, cpu};
 
+/// Environment variable naming a file to which every measured request is
+/// appended as `contender,index,start_us,latency_us` (start from the
+/// measurement's start): to see whether slow requests are periodic or
+/// line up with transport events.
+pub const TRACE_ENV: &str = "NETBENCH_RPC_TRACE";
+
 /// Request size on the wire (application bytes).
 pub const REQUEST_BYTES: usize = 512;
 /// Response size on the wire (application bytes).
@@ -170,13 +176,23 @@ pub async fn run_client<C: Contender>(
         exchange.run(contender, client).await?;
     }
     let mut latencies = Latencies::new();
+    let trace_path = std::env::var_os(TRACE_ENV);
+    let mut trace: Vec<(Duration, Duration)> = Vec::new();
     let cpu_start = cpu::process_cpu().map_err(BenchError::io("getrusage"))?;
     let start = Instant::now();
     while start.elapsed() < plan.measure {
-        latencies.record(exchange.run(contender, client).await?);
+        let began = start.elapsed();
+        let latency = exchange.run(contender, client).await?;
+        latencies.record(latency);
+        if trace_path.is_some() {
+            trace.push((began, latency));
+        }
     }
     let wall = start.elapsed();
     let cpu = cpu::process_cpu().map_err(BenchError::io("getrusage"))? - cpu_start;
+    if let Some(path) = trace_path {
+        append_trace(&path, contender.name(), &trace).map_err(BenchError::io("rpc: trace"))?;
+    }
     if latencies.is_empty() {
         return Err(BenchError::NoSamples);
     }
@@ -187,6 +203,28 @@ pub async fn run_client<C: Contender>(
         wall_secs: wall.as_secs_f64(),
         cpu_secs: cpu.as_secs_f64(),
     })
+}
+
+/// Appends one line per request to the trace file (see [`TRACE_ENV`]).
+fn append_trace(
+    path: &std::ffi::OsStr,
+    name: &str,
+    trace: &[(Duration, Duration)],
+) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut text = String::with_capacity(trace.len() * 32);
+    for (index, (began, latency)) in trace.iter().enumerate() {
+        text.push_str(&format!(
+            "{name},{index},{:.1},{:.1}\n",
+            began.as_secs_f64() * 1e6,
+            latency.as_secs_f64() * 1e6
+        ));
+    }
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?
+        .write_all(text.as_bytes())
 }
 
 /// The client's buffers and, for TCP, its one stream.

@@ -74,13 +74,13 @@ fn quinn_v6() {
 
 #[test]
 fn brisk_v4() {
-    check(Brisk, IpAddr::V4(Ipv4Addr::LOCALHOST));
+    check(Brisk::default(), IpAddr::V4(Ipv4Addr::LOCALHOST));
 }
 
 #[test]
 fn brisk_v6() {
     if let Some(ip) = v6_loopback() {
-        check(Brisk, ip);
+        check(Brisk::default(), ip);
     }
 }
 
@@ -96,4 +96,13 @@ fn nothing_listens_on_a_non_loopback_failure_is_reported() {
         "{:?}",
         outcome.failures
     );
+}
+
+#[test]
+fn brisk_busy_polling_v4_and_v6() {
+    let busy = Brisk::with_busy_poll("brisk-bp", std::time::Duration::from_micros(50));
+    check(busy, IpAddr::V4(Ipv4Addr::LOCALHOST));
+    if let Some(ip) = v6_loopback() {
+        check(busy, ip);
+    }
 }
