@@ -137,7 +137,7 @@ impl AckTracker {
         self.ranges.insert(start, end);
         while self.ranges.len() > MAX_TRACKED_RANGES {
             if let Some((_, e)) = self.ranges.pop_first() {
-                self.floor = e + 1;
+                self.floor = self.floor.max(e + 1);
             }
         }
     }
@@ -168,7 +168,7 @@ impl AckTracker {
             .iter()
             .rev()
             .take(MAX_REPORTED_RANGES)
-            .map(|(&s, &e)| s..=e)
+            .map(|(&s, &e)| s.max(self.floor)..=e)
             .collect();
         Some(AckFrame {
             ranges,
@@ -188,17 +188,19 @@ impl AckTracker {
     /// The peer acknowledged a packet of ours carrying an ACK whose largest
     /// was `largest`: it knows about everything up to there, so older ranges
     /// need not be reported again.
+    ///
+    /// Ranges wholly below the new floor are dropped; one that straddles it
+    /// is kept whole and clipped when reported, which spares the map a
+    /// removal and an insertion on every ACK of an ACK.
     pub fn on_ack_of_ack(&mut self, largest: u64) {
         if largest <= self.floor {
             return;
         }
         self.floor = largest;
-        let keep = self.ranges.split_off(&largest);
-        let below = std::mem::replace(&mut self.ranges, keep);
-        if let Some((&s, &e)) = below.iter().next_back()
-            && e >= largest
+        while let Some(first) = self.ranges.first_entry()
+            && *first.get() < largest
         {
-            self.ranges.insert(s.max(largest), e);
+            first.remove();
         }
     }
 }
@@ -277,6 +279,13 @@ mod tests {
         assert!(a.is_duplicate(4), "below the floor");
         assert!(!a.is_duplicate(7));
         assert_eq!(a.build(t(0)).unwrap().ranges, vec![9..=9, 5..=6]);
+        // The clipped range still grows and merges.
+        a.on_packet(t(0), 7, Ecn::NotEct, true);
+        a.on_packet(t(0), 8, Ecn::NotEct, true);
+        assert_eq!(a.build(t(0)).unwrap().ranges, vec![5..=9]);
+        a.on_ack_of_ack(10);
+        assert!(a.is_duplicate(9) && !a.is_duplicate(10));
+        assert_eq!(a.ranges.len(), 0, "ranges below the floor are dropped");
     }
 
     #[test]

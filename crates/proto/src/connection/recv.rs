@@ -534,15 +534,14 @@ impl Connection {
         let mut acked_bytes = 0;
         let mut acked_packets = 0;
         let mut newly_ecn = EcnCounts::default();
+        let mut acked_ack = None;
         for (_, p) in newly {
             if p.ack_eliciting {
                 acked_bytes += p.size_bytes;
                 acked_packets += 1;
             }
             newly_ecn.add(p.ecn, 1);
-            if let Some(l) = p.largest_acked {
-                self.acks.on_ack_of_ack(l);
-            }
+            acked_ack = acked_ack.max(p.largest_acked);
             for f in &p.frames {
                 match *f {
                     SentFrame::Stream {
@@ -555,6 +554,11 @@ impl Connection {
                     SentFrame::HandshakeDone => {}
                 }
             }
+        }
+        // Only the newest acknowledged ACK matters: the peer knows all it
+        // reported.
+        if let Some(l) = acked_ack {
+            self.acks.on_ack_of_ack(l);
         }
         let totals = ack.ecn.unwrap_or_default();
         self.stats.ecn_echoed = EcnCounts {
