@@ -20,6 +20,9 @@
 //!   16 KiB mark it is about 0.35 s).
 //! - Flow control per stream and per connection (RFC 9000 §4); a peer can
 //!   make us buffer at most the receive window it was given.
+//! - Bulk data is not copied on the way in: in-order bytes stay in the
+//!   datagram they were decrypted into, as [`bytes::Bytes`] slices that
+//!   [`Streams::read_chunk`] hands over ([`Streams::read`] copies once).
 //!
 //! Modules: [`id`] stream ids, [`error`] errors and RFC 9000 codes,
 //! [`range_set`] interval sets, [`byte_queue`] chunked byte storage,
