@@ -16,11 +16,19 @@
 //!   exchange), never while an application writer has unsent data or
 //!   waits for window (the bulk path: it has work, and wakes up for ACKs
 //!   that arrive in trains anyway);
-//! - only if the path has shown it can answer within the budget (its
-//!   minimum RTT is at most the setting), and for at most
+//! - only on a short path: its minimum RTT at most [`MIN_RTT_FACTOR`]
+//!   times the setting (RTT samples include the peer's wake-up, which is
+//!   what spinning on both ends removes, so a fast path may not yet show
+//!   an RTT within the setting itself); for at most
 //!   min(setting, 2 × smoothed RTT), cut short by the core's next timer;
 //! - once per burst sent: a spin that found nothing is not repeated until
 //!   the task has sent something again;
+//! - only while the machine has a core to spare: the runnable threads
+//!   (the fourth field of /proc/loadavg, this one included) must not
+//!   outnumber the CPUs; read at most every [`LOAD_CHECK_INTERVAL`]. On a
+//!   busy machine a spinning thread takes the core its peer (or anyone
+//!   else) is queued for, and waking up is cheap there anyway, since no
+//!   vCPU is idle;
 //! - not where it does not pay: a spin during which the scheduler took the
 //!   core away (an involuntary context switch of the thread) shows that
 //!   another thread wanted it, and a spinning thread then delays the very
@@ -33,6 +41,49 @@ use std::time::Duration;
 
 /// The spin limit a default [`crate::EndpointConfig`] uses.
 pub const DEFAULT_BUSY_POLL: Duration = Duration::ZERO;
+
+/// How often the machine's runnable count is read again.
+pub const LOAD_CHECK_INTERVAL: Duration = Duration::from_millis(10);
+
+/// Whether the machine has a core to spare, from /proc/loadavg, checked at
+/// most every [`LOAD_CHECK_INTERVAL`]; spare if it cannot be read.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct LoadCheck {
+    next_ns: u64,
+    spare: bool,
+}
+
+impl LoadCheck {
+    pub fn spare(&mut self, now_ns: u64) -> bool {
+        if now_ns >= self.next_ns {
+            let interval_ns = u64::try_from(LOAD_CHECK_INTERVAL.as_nanos()).unwrap_or(u64::MAX);
+            self.next_ns = now_ns.saturating_add(interval_ns);
+            let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+            self.spare = std::fs::read_to_string("/proc/loadavg")
+                .ok()
+                .and_then(|text| runnable(&text))
+                .is_none_or(|running| core_to_spare(running, cpus));
+        }
+        self.spare
+    }
+}
+
+/// The runnable scheduling entities in /proc/loadavg's text (the `R` of
+/// its fourth field, `R/T`).
+pub(crate) fn runnable(loadavg: &str) -> Option<usize> {
+    let field = loadavg.split_whitespace().nth(3)?;
+    field.split('/').next()?.parse().ok()
+}
+
+/// Whether `runnable` threads (the caller among them) leave a core free
+/// for a spinning one: no more of them than `cpus`.
+pub(crate) fn core_to_spare(runnable: usize, cpus: usize) -> bool {
+    runnable <= cpus
+}
+
+/// A path whose minimum RTT exceeds this many times the setting is never
+/// waited for: its answers cannot come within a spin.
+pub const MIN_RTT_FACTOR: u32 = 4;
 
 /// Shortest and longest pause after spins that did not pay.
 const MIN_BACKOFF: Duration = Duration::from_millis(1);
@@ -141,8 +192,8 @@ pub(crate) fn spin_budget(
         return None;
     }
     let a = awaiting?;
-    // A path that never answered within the limit will not now.
-    if a.min_rtt > limit {
+    // A long path will not answer within a spin.
+    if a.min_rtt > limit.saturating_mul(MIN_RTT_FACTOR) {
         return None;
     }
     let mut budget = limit.min(a.smoothed_rtt.saturating_mul(2));
@@ -265,6 +316,22 @@ mod tests {
     }
 
     #[test]
+    fn load_is_read_from_proc_loadavg() {
+        assert_eq!(runnable("0.52 0.58 0.59 2/467 12345\n"), Some(2));
+        assert_eq!(runnable("7.90 8.08 9.02 11/603 99"), Some(11));
+        assert_eq!(runnable("garbage"), None);
+        assert_eq!(runnable("1 2 3 x/5 6"), None);
+        // Two threads, spinning or answering, on two CPUs: room; a third
+        // runnable one (a build) would wait behind a spinner.
+        assert!(core_to_spare(1, 2) && core_to_spare(2, 2));
+        assert!(!core_to_spare(3, 2) && !core_to_spare(9, 2));
+        // The real file parses wherever it exists.
+        if let Ok(text) = std::fs::read_to_string("/proc/loadavg") {
+            assert!(runnable(&text).is_some_and(|n| n >= 1), "{text}");
+        }
+    }
+
+    #[test]
     fn spins_that_keep_missing_pause() {
         let mut b = Backoff::default();
         for i in 0..MISSES_BEFORE_PAUSE - 1 {
@@ -283,6 +350,17 @@ mod tests {
 
     #[test]
     fn a_slow_path_is_not_waited_for() {
+        // A path that answered in 150 us (a sleeping peer had to wake up)
+        // is still spun for: spinning may remove that wake-up.
+        let sleepy = ConnView {
+            smoothed_rtt: 180 * US,
+            min_rtt: 150 * US,
+            ..rpc_client()
+        };
+        assert_eq!(
+            spin_budget(50 * US, awaiting([sleepy]), None, false),
+            Some(50 * US)
+        );
         // min RTT 2 ms: the answer cannot come within a 50 us spin.
         let far = ConnView {
             smoothed_rtt: 3 * Duration::from_millis(1),

@@ -58,6 +58,8 @@ pub(crate) struct Driver {
     spun_out_at: Option<u64>,
     /// Pauses busy polling after spins the scheduler interrupted.
     backoff: busy_poll::Backoff,
+    /// Whether the machine has a core to spare for spinning.
+    load: busy_poll::LoadCheck,
 }
 
 impl Driver {
@@ -73,6 +75,7 @@ impl Driver {
             busy_poll,
             spun_out_at: None,
             backoff: busy_poll::Backoff::default(),
+            load: busy_poll::LoadCheck::default(),
         })
     }
 
@@ -238,7 +241,15 @@ impl Driver {
     /// (already handed to the core) or an application handle asked for
     /// work meanwhile, so another turn is due.
     fn busy_poll(&mut self, cx: &mut Context<'_>, shared: &Shared) -> bool {
-        if self.busy_poll.is_zero() || !self.backoff.allows(sys::monotonic_ns()) {
+        if self.busy_poll.is_zero() {
+            return false;
+        }
+        let now_ns = sys::monotonic_ns();
+        if !self.backoff.allows(now_ns) {
+            return false;
+        }
+        if !self.load.spare(now_ns) {
+            self.socket.stats.busy_poll_no_core += 1;
             return false;
         }
         let sent = self.socket.stats.datagrams_sent;

@@ -70,6 +70,9 @@ pub struct SocketStats {
     pub busy_poll_hits: u64,
     pub busy_poll_ns: u64,
     pub busy_poll_preempted: u64,
+    /// Idle moments at which the machine had no core to spare, so the
+    /// policy was not even asked.
+    pub busy_poll_no_core: u64,
 }
 
 /// Index of a codepoint in [`SocketStats::ecn_received`].

@@ -242,11 +242,19 @@ impl State {
         self.conns.iter().filter_map(|(h, io)| {
             let c = self.ep.connection(*h)?;
             let streams = c.streams();
+            let reader_waiting = !io.readers.is_empty() || io.accept_waker.is_some();
+            let writer_busy = !io.low_water.is_empty()
+                || io.writers.keys().any(|id| streams.unsent_bytes(*id) > 0);
+            // The full statistics only when the answer can matter.
+            let bytes_in_flight = if reader_waiting && !writer_busy {
+                c.stats().bytes_in_flight
+            } else {
+                0
+            };
             Some(ConnView {
-                bytes_in_flight: c.stats().bytes_in_flight,
-                reader_waiting: !io.readers.is_empty() || io.accept_waker.is_some(),
-                writer_busy: !io.low_water.is_empty()
-                    || io.writers.keys().any(|id| streams.unsent_bytes(*id) > 0),
+                bytes_in_flight,
+                reader_waiting,
+                writer_busy,
                 smoothed_rtt: c.rtt().smoothed(),
                 min_rtt: c.rtt().min(),
             })

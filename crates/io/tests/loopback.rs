@@ -346,12 +346,20 @@ fn acks_ride_with_the_next_request(v6: bool, busy_poll: Option<Duration>) {
             empty_receives <= REQUESTS / 10,
             "{empty_receives} empty receives for {REQUESTS} requests"
         );
-        assert_eq!(socket.busy_polls, 0, "busy polling is off by default");
+        assert_eq!(
+            (socket.busy_polls, socket.busy_poll_no_core),
+            (0, 0),
+            "busy polling is off by default"
+        );
         return;
     };
-    // The client spun while its requests were out, each spin within the
-    // limit (a millisecond of slack for the clock reads around it).
-    assert!(socket.busy_polls > 0, "{socket:?}");
+    // The client spun while its requests were out, unless the machine had
+    // no core to spare (a loaded test machine), each spin within the limit
+    // (a millisecond of slack for the clock reads around it).
+    assert!(
+        socket.busy_polls > 0 || socket.busy_poll_no_core > 0,
+        "{socket:?}"
+    );
     assert!(socket.busy_poll_hits <= socket.busy_polls);
     assert!(
         socket.busy_poll_ns <= socket.busy_polls * (limit.as_nanos() as u64 + 1_000_000),
