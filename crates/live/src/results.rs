@@ -165,6 +165,7 @@ fn flow_results(id: usize, f: &FlowEntry, link_delay: [Duration; 2]) -> FlowResu
         let back_ms = back.as_secs_f64() * 1000.0;
         let add = |v: f64| if owd.count == 0 { 0.0 } else { v + back_ms };
         let rtt = Percentiles {
+            min: add(owd.min),
             p50: add(owd.p50),
             p90: add(owd.p90),
             p99: add(owd.p99),

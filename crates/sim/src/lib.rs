@@ -284,6 +284,7 @@ fn summarize(s: &Scenario, seed: u64, o: &Outcome) -> Results {
                 let owd = m.one_way_delay.percentiles();
                 let add = |v: f64| if owd.count == 0 { 0.0 } else { v + back };
                 let rtt = Percentiles {
+                    min: add(owd.min),
                     p50: add(owd.p50),
                     p90: add(owd.p90),
                     p99: add(owd.p99),

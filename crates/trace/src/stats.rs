@@ -22,6 +22,10 @@ const MAX_SIZE_BYTES: u64 = 1 << 40;
 /// summary gives all zeros with `count == 0`.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct Percentiles {
+    /// The smallest sample (absent from files written before it was
+    /// added: read as zero).
+    #[serde(default)]
+    pub min: f64,
     pub p50: f64,
     pub p90: f64,
     pub p99: f64,
@@ -66,6 +70,7 @@ impl Hist {
             return Percentiles::default();
         }
         Percentiles {
+            min: self.0.min() as f64 * scale,
             p50: self.quantile(0.50) as f64 * scale,
             p90: self.quantile(0.90) as f64 * scale,
             p99: self.quantile(0.99) as f64 * scale,
@@ -116,7 +121,7 @@ impl LatencySummary {
         self.0.0.is_empty()
     }
 
-    /// p50, p90, p99, max and mean in milliseconds.
+    /// min, p50, p90, p99, max and mean in milliseconds.
     pub fn percentiles(&self) -> Percentiles {
         self.0.percentiles(1e-3)
     }
@@ -250,6 +255,7 @@ mod tests {
         let p = s.percentiles();
         assert_eq!(p.count, 1000);
         for (got, want) in [
+            (p.min, 1.0),
             (p.p50, 500.0),
             (p.p90, 900.0),
             (p.p99, 990.0),
@@ -266,11 +272,14 @@ mod tests {
         s.record(Duration::from_micros(1_234));
         assert_eq!(s.quantile(1.0), Duration::from_micros(1_234));
         assert_eq!(s.percentiles().max, 1.234);
+        s.record(Duration::from_micros(1_999));
+        assert_eq!(s.percentiles().min, 1.234);
 
         let mut zero = LatencySummary::new();
         zero.record(Duration::ZERO);
         zero.record(Duration::from_nanos(999));
         assert_eq!((zero.len(), zero.percentiles().max), (2, 0.0));
+        assert_eq!(zero.percentiles().min, 0.0);
 
         let mut long = LatencySummary::new();
         long.record(Duration::from_secs(150));
@@ -291,8 +300,14 @@ mod tests {
         let json = serde_json::to_string(&s.percentiles()).unwrap();
         assert_eq!(
             json,
-            r#"{"p50":0.0,"p90":0.0,"p99":0.0,"max":0.0,"mean":0.0,"count":0}"#
+            r#"{"min":0.0,"p50":0.0,"p90":0.0,"p99":0.0,"max":0.0,"mean":0.0,"count":0}"#
         );
+        // Files written before `min` existed still read.
+        let old: Percentiles = serde_json::from_str(
+            r#"{"p50":1.0,"p90":2.0,"p99":3.0,"max":4.0,"mean":1.5,"count":2}"#,
+        )
+        .unwrap();
+        assert_eq!((old.min, old.p50, old.count), (0.0, 1.0, 2));
     }
 
     #[test]
@@ -312,7 +327,7 @@ mod tests {
             s.record(len);
         }
         let p = s.percentiles();
-        assert_eq!((p.p50, p.max, p.count), (1200.0, 1500.0, 4));
+        assert_eq!((p.min, p.p50, p.max, p.count), (40.0, 1200.0, 1500.0, 4));
         assert!((p.mean - 985.0).abs() < 1.0);
         let mut t = SizeSummary::new();
         t.merge(&s);

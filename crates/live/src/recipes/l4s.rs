@@ -200,6 +200,7 @@ mod tests {
 
     fn flow(kind: &'static str, src: &str, delivered_bytes: u64, q99: f64) -> FlowResults {
         let p = |v: f64| Percentiles {
+            min: v / 4.0,
             p50: v / 2.0,
             p90: v,
             p99: v,
