@@ -273,7 +273,8 @@ impl Driver {
         let switches_before = sys::involuntary_switches();
         let start_ns = sys::monotonic_ns();
         let end_ns = start_ns.saturating_add(u64::try_from(budget.as_nanos()).unwrap_or(u64::MAX));
-        let hit = loop {
+        let mut received = false;
+        let ended_early = loop {
             {
                 let mut st = shared.lock();
                 if st.stopped.is_some() {
@@ -292,8 +293,12 @@ impl Driver {
                     .try_recv(|from, ecn, data| ep.handle_datagram(now, from, ecn, data))
                 {
                     Ok(0) => {}
-                    Ok(_) => break true,
+                    Ok(_) => {
+                        received = true;
+                        break true;
+                    }
                     Err(e) => {
+                        received = true;
                         if is_transient(&e) {
                             for (addr, error) in self.socket.take_errors() {
                                 st.fail_unreachable(addr, &error.to_string());
@@ -310,19 +315,15 @@ impl Driver {
         };
         let end_ns = sys::monotonic_ns();
         let preempted = sys::involuntary_switches() != switches_before;
-        self.backoff.on_spin(end_ns, preempted, hit);
+        self.backoff.on_spin(end_ns, preempted, ended_early);
         let stats = &mut self.socket.stats;
         stats.busy_polls += 1;
         stats.busy_poll_ns += end_ns.saturating_sub(start_ns);
         stats.busy_poll_preempted += u64::from(preempted);
-        if hit {
-            stats.busy_poll_hits += 1;
-            self.spun_out_at = None;
-        } else {
-            self.spun_out_at = Some(sent);
-        }
+        stats.busy_poll_hits += u64::from(received);
+        self.spun_out_at = (!ended_early).then_some(sent);
         shared.lock().socket_stats = self.socket.stats;
-        hit
+        ended_early
     }
 }
 
