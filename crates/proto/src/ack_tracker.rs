@@ -17,7 +17,7 @@
 //! recorded, or below the forgetting floor, is a replay.
 
 use crate::congestion::EcnCounts;
-use crate::frame::AckFrame;
+use crate::frame::{AckFrame, emit_ack};
 use brisk_time::Instant;
 use brisk_wire::Ecn;
 use std::collections::BTreeMap;
@@ -177,6 +177,23 @@ impl AckTracker {
         })
     }
 
+    /// Writes the frame [`build`](Self::build) would return, byte for byte,
+    /// without collecting its ranges; returns its largest acknowledged
+    /// number (0 without ranges, as [`AckFrame::largest`]), or `None` when
+    /// nothing arrived yet.
+    pub fn emit(&self, now: Instant, out: &mut Vec<u8>) -> Option<u64> {
+        let (_, received_at) = self.largest?;
+        let ranges = self
+            .ranges
+            .iter()
+            .rev()
+            .take(MAX_REPORTED_RANGES)
+            .map(|(&s, &e)| s.max(self.floor)..=e);
+        let count = self.ranges.len().min(MAX_REPORTED_RANGES);
+        let largest = emit_ack(out, ranges, count, now - received_at, Some(self.ecn));
+        Some(largest.unwrap_or(0))
+    }
+
     /// An ACK frame went out.
     pub fn on_ack_sent(&mut self) {
         self.pending = false;
@@ -297,5 +314,42 @@ mod tests {
         assert!(a.ranges.len() <= MAX_TRACKED_RANGES);
         assert_eq!(a.build(t(0)).unwrap().ranges.len(), MAX_REPORTED_RANGES);
         assert!(a.is_duplicate(0), "forgotten packets count as duplicates");
+    }
+
+    /// `emit` writes exactly the bytes of `build`'s frame and reports the
+    /// same largest number.
+    fn assert_emit_matches_build(a: &AckTracker, now: Instant) {
+        let mut direct = Vec::new();
+        let largest = a.emit(now, &mut direct);
+        let built = a.build(now);
+        let mut via_frame = Vec::new();
+        if let Some(f) = &built {
+            crate::frame::Frame::Ack(f.clone()).emit(&mut via_frame);
+        }
+        assert_eq!(direct, via_frame);
+        assert_eq!(largest, built.map(|f| f.largest()));
+    }
+
+    #[test]
+    fn emitting_in_place_matches_the_built_frame() {
+        let mut a = AckTracker::new(25 * MS);
+        assert_emit_matches_build(&a, t(0));
+        for (i, pn) in [0u64, 1, 2, 5, 6, 9, 4, 3, 300, 70_000]
+            .into_iter()
+            .enumerate()
+        {
+            let ecn = [Ecn::Ect1, Ecn::Ce, Ecn::Ect0, Ecn::NotEct][i % 4];
+            a.on_packet(t(i as u64), pn, ecn, true);
+            assert_emit_matches_build(&a, t(40));
+        }
+        a.on_ack_of_ack(5);
+        assert_emit_matches_build(&a, t(41));
+        a.on_ack_of_ack(80_000);
+        assert_emit_matches_build(&a, t(42));
+        let mut many = AckTracker::new(25 * MS);
+        for i in 0..100u64 {
+            many.on_packet(t(0), i * 3, Ecn::Ect1, true);
+        }
+        assert_emit_matches_build(&many, t(3_000));
     }
 }

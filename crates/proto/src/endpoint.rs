@@ -298,20 +298,14 @@ impl Endpoint {
         // Round robin from the connection after the last one that sent:
         // first the handles from there up, then the ones below.
         let start = self.cursor.map_or(0, |h| h.0.saturating_add(1));
+        // One tree walk per half, not one lookup per connection tried.
         for (from, below) in [(start, u64::MAX), (0, start)] {
-            let mut next = from;
-            while let Some((&h, c)) = self.connections.range_mut(ConnectionHandle(next)..).next() {
-                if h.0 >= below {
-                    break;
-                }
+            let half = ConnectionHandle(from)..ConnectionHandle(below);
+            for (&h, c) in self.connections.range_mut(half) {
                 if let Some(t) = c.poll_transmit_into(now, buf) {
                     self.cursor = Some(h);
                     return Some(t);
                 }
-                next = match h.0.checked_add(1) {
-                    Some(n) => n,
-                    None => break,
-                };
             }
         }
         None

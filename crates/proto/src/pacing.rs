@@ -40,6 +40,10 @@ pub struct Pacer {
     rate_bytes_per_sec: f64,
     /// When `tokens` was last brought up to date.
     last_refill: Option<Instant>,
+    /// The `(cwnd, srtt, slow_start)` the rate and capacity were computed
+    /// from: they change per ACK, the pacer is asked per packet, so the
+    /// float divisions are skipped while the inputs stay the same.
+    rate_inputs: Option<(u64, Duration, bool)>,
 }
 
 impl Pacer {
@@ -53,6 +57,7 @@ impl Pacer {
             capacity,
             rate_bytes_per_sec: 0.0,
             last_refill: None,
+            rate_inputs: None,
         }
     }
 
@@ -108,6 +113,13 @@ impl Pacer {
     }
 
     fn set_rate(&mut self, cwnd: u64, srtt: Duration, slow_start: bool) {
+        let inputs = Some((cwnd, srtt, slow_start));
+        if self.rate_inputs == inputs {
+            // Same rate and capacity; `refill` and `on_sent` keep the
+            // tokens within the capacity.
+            return;
+        }
+        self.rate_inputs = inputs;
         let srtt_secs = srtt.as_secs_f64();
         if srtt_secs <= 0.0 {
             self.rate_bytes_per_sec = 0.0;

@@ -18,6 +18,7 @@ pub enum DecodeError {
 }
 
 /// How many bytes `value` takes on the wire, or `None` above [`MAX`].
+#[inline]
 pub const fn size(value: u64) -> Option<usize> {
     if value < 1 << 6 {
         Some(1)
@@ -34,6 +35,7 @@ pub const fn size(value: u64) -> Option<usize> {
 
 /// Appends `value` in the shortest encoding. Values above [`MAX`] are a
 /// programming error on the sending side and saturate to [`MAX`].
+#[inline]
 pub fn write(out: &mut Vec<u8>, value: u64) {
     let v = value.min(MAX);
     match size(v) {
@@ -57,23 +59,28 @@ impl<'a> Reader<'a> {
     }
 
     /// Bytes consumed so far.
+    #[inline]
     pub fn position(&self) -> usize {
         self.pos
     }
 
+    #[inline]
     pub fn remaining(&self) -> usize {
         self.buf.len() - self.pos
     }
 
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.remaining() == 0
     }
 
     /// The unread bytes, without consuming them.
+    #[inline]
     pub fn rest(&self) -> &'a [u8] {
         &self.buf[self.pos..]
     }
 
+    #[inline]
     pub fn bytes(&mut self, len: usize) -> Result<&'a [u8], DecodeError> {
         if self.remaining() < len {
             return Err(DecodeError::Truncated {
@@ -106,17 +113,29 @@ impl<'a> Reader<'a> {
             .fold(0u64, |acc, &b| (acc << 8) | u64::from(b)))
     }
 
+    #[inline]
     pub fn varint(&mut self) -> Result<u64, DecodeError> {
-        let first = *self
-            .rest()
+        let rest = self.rest();
+        let first = *rest
             .first()
             .ok_or(DecodeError::Truncated { need: 1, have: 0 })?;
         let len = 1usize << (first >> 6);
-        let b = self.bytes(len)?;
-        let mut v = u64::from(first & 0x3f);
-        for &x in &b[1..] {
-            v = (v << 8) | u64::from(x);
-        }
+        let b = rest.get(..len).ok_or(DecodeError::Truncated {
+            need: len,
+            have: rest.len(),
+        })?;
+        // Fixed-width loads instead of a byte loop; the mask drops the two
+        // length bits.
+        let v = if let Ok(a) = <[u8; 8]>::try_from(b) {
+            u64::from_be_bytes(a) & MAX
+        } else if let Ok(a) = <[u8; 4]>::try_from(b) {
+            u64::from(u32::from_be_bytes(a) & 0x3fff_ffff)
+        } else if let Ok(a) = <[u8; 2]>::try_from(b) {
+            u64::from(u16::from_be_bytes(a) & 0x3fff)
+        } else {
+            u64::from(first & 0x3f)
+        };
+        self.pos += len;
         Ok(v)
     }
 

@@ -284,12 +284,10 @@ impl Connection {
         let mut frames = SentFrames::new();
         let mut largest_acked = None;
         let with_ack = ack_due || (may_elicit && self.acks.has_pending());
-        if with_ack && let Some(ack) = self.acks.build(now) {
-            largest_acked = Some(ack.largest());
-            let f = Frame::Ack(ack);
-            f.emit(out);
-            if tracing {
-                qframes.push(qlog::frame(&f));
+        if with_ack && let Some(largest) = self.acks.emit(now, out) {
+            largest_acked = Some(largest);
+            if tracing && let Some(ack) = self.acks.build(now) {
+                qframes.push(qlog::frame(&Frame::Ack(ack)));
             }
         }
         let mut eliciting = false;

@@ -85,31 +85,48 @@ impl AckFrame {
     }
 
     pub(super) fn emit(&self, out: &mut Vec<u8>) {
-        let Some(first) = self.ranges.first() else {
-            return;
-        };
-        out.push(if self.ecn.is_some() {
-            super::ty::ACK_ECN
-        } else {
-            super::ty::ACK
-        });
-        varint::write(out, *first.end());
-        varint::write(
+        emit_ack(
             out,
-            (self.ack_delay.as_micros() >> ACK_DELAY_EXPONENT) as u64,
+            self.ranges.iter().cloned(),
+            self.ranges.len(),
+            self.ack_delay,
+            self.ecn,
         );
-        varint::write(out, (self.ranges.len() - 1) as u64);
-        varint::write(out, first.end().saturating_sub(*first.start()));
-        let mut prev_low = *first.start();
-        for r in &self.ranges[1..] {
-            varint::write(out, prev_low.saturating_sub(r.end() + 2));
-            varint::write(out, r.end().saturating_sub(*r.start()));
-            prev_low = *r.start();
-        }
-        if let Some(e) = self.ecn {
-            varint::write(out, e.ect0);
-            varint::write(out, e.ect1);
-            varint::write(out, e.ce);
-        }
     }
+}
+
+/// Writes an ACK frame from its parts, byte for byte what
+/// [`AckFrame::emit`] writes for the same fields, so a sender can report
+/// ranges straight from its records without collecting them first.
+/// `ranges` must yield exactly `count` descending, disjoint ranges; nothing
+/// is written when it is empty. Returns the largest acknowledged number.
+pub fn emit_ack(
+    out: &mut Vec<u8>,
+    mut ranges: impl Iterator<Item = RangeInclusive<u64>>,
+    count: usize,
+    ack_delay: Duration,
+    ecn: Option<EcnCounts>,
+) -> Option<u64> {
+    let first = ranges.next()?;
+    out.push(if ecn.is_some() {
+        super::ty::ACK_ECN
+    } else {
+        super::ty::ACK
+    });
+    varint::write(out, *first.end());
+    varint::write(out, (ack_delay.as_micros() >> ACK_DELAY_EXPONENT) as u64);
+    varint::write(out, count.saturating_sub(1) as u64);
+    varint::write(out, first.end().saturating_sub(*first.start()));
+    let mut prev_low = *first.start();
+    for r in ranges {
+        varint::write(out, prev_low.saturating_sub(r.end() + 2));
+        varint::write(out, r.end().saturating_sub(*r.start()));
+        prev_low = *r.start();
+    }
+    if let Some(e) = ecn {
+        varint::write(out, e.ect0);
+        varint::write(out, e.ect1);
+        varint::write(out, e.ce);
+    }
+    Some(*first.end())
 }

@@ -9,7 +9,7 @@
 
 mod ack;
 
-pub use ack::{ACK_DELAY_EXPONENT, AckFrame, MAX_ACK_RANGES};
+pub use ack::{ACK_DELAY_EXPONENT, AckFrame, MAX_ACK_RANGES, emit_ack};
 
 use crate::varint::{self, DecodeError, Reader};
 
