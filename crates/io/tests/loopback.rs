@@ -273,15 +273,13 @@ async fn sequential_requests_rarely_rearm_the_timer_v6() {
 /// Sequential requests, each ended with `finish`, from a client whose loop
 /// is a `block_on` future, against a server on a thread of its own (the
 /// netbench layout): the client's ACK of each answer leaves with its next
-/// request, and no receive call comes back empty. With `busy_poll`, both
-/// ends spin while they await an answer; the datagrams stay the same.
-fn acks_ride_with_the_next_request(v6: bool, busy_poll: Option<Duration>) {
-    let config = move || {
-        let mut c = brisk_io::EndpointConfig::default();
-        if let Some(limit) = busy_poll {
-            c.busy_poll = limit;
-        }
-        c
+/// request, and no receive call comes back empty. With a non-zero
+/// `busy_poll`, both ends spin while they await an answer; the datagrams
+/// stay the same.
+fn acks_ride_with_the_next_request(v6: bool, busy_poll: Duration) {
+    let config = move || brisk_io::EndpointConfig {
+        busy_poll,
+        ..Default::default()
     };
     const REQUESTS: u64 = 200;
     let runtime = || {
@@ -340,7 +338,7 @@ fn acks_ride_with_the_next_request(v6: bool, busy_poll: Option<Duration>) {
         sent <= REQUESTS + REQUESTS / 10,
         "{sent} datagrams for {REQUESTS} requests"
     );
-    let Some(limit) = busy_poll else {
+    if busy_poll.is_zero() {
         // One per wake-up when readiness was cleared by an empty receive.
         assert!(
             empty_receives <= REQUESTS / 10,
@@ -349,10 +347,11 @@ fn acks_ride_with_the_next_request(v6: bool, busy_poll: Option<Duration>) {
         assert_eq!(
             (socket.busy_polls, socket.busy_poll_no_core),
             (0, 0),
-            "busy polling is off by default"
+            "busy polling is off"
         );
         return;
-    };
+    }
+    let limit = busy_poll;
     // The client spun while its requests were out, unless the machine had
     // no core to spare (a loaded test machine), each spin within the limit
     // (a millisecond of slack for the clock reads around it).
@@ -369,22 +368,22 @@ fn acks_ride_with_the_next_request(v6: bool, busy_poll: Option<Duration>) {
 
 #[test]
 fn acks_ride_with_the_next_request_v4() {
-    acks_ride_with_the_next_request(false, None);
+    acks_ride_with_the_next_request(false, Duration::ZERO);
 }
 
 #[test]
 fn acks_ride_with_the_next_request_v6() {
-    acks_ride_with_the_next_request(true, None);
+    acks_ride_with_the_next_request(true, Duration::ZERO);
 }
 
 #[test]
 fn busy_polling_keeps_one_datagram_per_request_v4() {
-    acks_ride_with_the_next_request(false, Some(Duration::from_millis(2)));
+    acks_ride_with_the_next_request(false, Duration::from_millis(2));
 }
 
 #[test]
 fn busy_polling_keeps_one_datagram_per_request_v6() {
-    acks_ride_with_the_next_request(true, Some(Duration::from_millis(2)));
+    acks_ride_with_the_next_request(true, Duration::from_millis(2));
 }
 
 /// Binds a server on `addr`, retrying while the old socket is released.
