@@ -30,16 +30,7 @@ impl Packet {
     /// an error, so every model downstream may rely on a valid header.
     pub fn new(id: u64, sent_at: Instant, data: Vec<u8>) -> Result<Packet, WireError> {
         let s = ip::summarize(&data)?;
-        let mut data = data;
-        data.truncate(s.total_len);
-        Ok(Packet {
-            data,
-            id,
-            sent_at,
-            enqueued_at: sent_at,
-            flow: s.flow,
-            ecn: s.ecn,
-        })
+        Ok(Packet::from_summary(id, sent_at, data, s))
     }
 
     /// [`Packet::new`] with the header read through `memo`: a datagram whose
@@ -52,16 +43,21 @@ impl Packet {
         memo: &mut HeaderMemo,
     ) -> Result<Packet, WireError> {
         let s = memo.summarize(&data)?;
-        let mut data = data;
+        Ok(Packet::from_summary(id, sent_at, data, s))
+    }
+
+    /// The packet of `data` whose header `s` describes; bytes past the IP
+    /// length (link padding) are cut.
+    fn from_summary(id: u64, sent_at: Instant, mut data: Vec<u8>, s: IpSummary) -> Packet {
         data.truncate(s.total_len);
-        Ok(Packet {
+        Packet {
             data,
             id,
             sent_at,
             enqueued_at: sent_at,
             flow: s.flow,
             ecn: s.ecn,
-        })
+        }
     }
 
     /// Bytes on the wire (the IP datagram; link-layer framing is not counted).

@@ -163,18 +163,22 @@ impl AckTracker {
     /// The ACK frame describing what arrived, newest ranges first.
     pub fn build(&self, now: Instant) -> Option<AckFrame> {
         let (_, received_at) = self.largest?;
-        let ranges = self
-            .ranges
-            .iter()
-            .rev()
-            .take(MAX_REPORTED_RANGES)
-            .map(|(&s, &e)| s.max(self.floor)..=e)
-            .collect();
+        let ranges = self.reported_ranges().collect();
         Some(AckFrame {
             ranges,
             ack_delay: now - received_at,
             ecn: Some(self.ecn),
         })
+    }
+
+    /// The ranges an ACK reports: newest first, at most
+    /// `MAX_REPORTED_RANGES`, none below the floor.
+    fn reported_ranges(&self) -> impl Iterator<Item = std::ops::RangeInclusive<u64>> + '_ {
+        self.ranges
+            .iter()
+            .rev()
+            .take(MAX_REPORTED_RANGES)
+            .map(|(&s, &e)| s.max(self.floor)..=e)
     }
 
     /// Writes the frame [`build`](Self::build) would return, byte for byte,
@@ -183,12 +187,7 @@ impl AckTracker {
     /// nothing arrived yet.
     pub fn emit(&self, now: Instant, out: &mut Vec<u8>) -> Option<u64> {
         let (_, received_at) = self.largest?;
-        let ranges = self
-            .ranges
-            .iter()
-            .rev()
-            .take(MAX_REPORTED_RANGES)
-            .map(|(&s, &e)| s.max(self.floor)..=e);
+        let ranges = self.reported_ranges();
         let count = self.ranges.len().min(MAX_REPORTED_RANGES);
         let largest = emit_ack(out, ranges, count, now - received_at, Some(self.ecn));
         Some(largest.unwrap_or(0))
