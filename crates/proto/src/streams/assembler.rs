@@ -368,6 +368,16 @@ mod tests {
         assert_eq!((a.readable_len(), a.buffered_span()), (0, 0));
     }
 
+    /// `0..len` cut at `cuts` into consecutive, non-empty `(start, end)` pieces.
+    fn pieces_of(len: usize, cuts: &[prop::sample::Index]) -> Vec<(usize, usize)> {
+        let mut bounds: Vec<usize> = cuts.iter().map(|i| i.index(len)).collect();
+        bounds.push(0);
+        bounds.push(len);
+        bounds.sort_unstable();
+        bounds.dedup();
+        bounds.windows(2).map(|w| (w[0], w[1])).collect()
+    }
+
     proptest! {
         /// Pieces kept as slices or copied, read by copy or as chunks,
         /// reassemble the original.
@@ -379,12 +389,7 @@ mod tests {
             seed in any::<u64>(),
             read_len in 1usize..700,
         ) {
-            let mut bounds: Vec<usize> = cuts.iter().map(|i| i.index(data.len())).collect();
-            bounds.push(0);
-            bounds.push(data.len());
-            bounds.sort_unstable();
-            bounds.dedup();
-            let mut pieces: Vec<(usize, usize)> = bounds.windows(2).map(|w| (w[0], w[1])).collect();
+            let mut pieces = pieces_of(data.len(), &cuts);
             let mut x = seed | 1;
             let mut next = || { x ^= x << 13; x ^= x >> 7; x ^= x << 17; x };
             // Mostly in order, with some neighbours swapped.
@@ -426,12 +431,7 @@ mod tests {
             seed in any::<u64>(),
             read_len in 1usize..700,
         ) {
-            let mut bounds: Vec<usize> = cuts.iter().map(|i| i.index(data.len())).collect();
-            bounds.push(0);
-            bounds.push(data.len());
-            bounds.sort_unstable();
-            bounds.dedup();
-            let mut pieces: Vec<(usize, usize)> = bounds.windows(2).map(|w| (w[0], w[1])).collect();
+            let mut pieces = pieces_of(data.len(), &cuts);
             // Overlapping duplicates: a piece widened into its neighbours.
             for d in &dups {
                 let (s, e) = pieces[d.index(pieces.len())];
