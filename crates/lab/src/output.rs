@@ -170,20 +170,7 @@ mod tests {
         use crate::section::{CaptureSummary, ScenarioRun};
         let mut suite = crate::Suite::embedded("live").unwrap();
         suite.sections.retain(|s| s.section.id() == "fast-open");
-        let numbers: [&[(&str, f64)]; 2] = [
-            &[
-                ("first_ms", 207.0),
-                ("repeat_ms", 205.0),
-                ("repeat_syn_bytes", 0.0),
-                ("repeat_syn_data_acked", 0.0),
-            ],
-            &[
-                ("first_ms", 207.0),
-                ("repeat_ms", 101.0),
-                ("repeat_syn_bytes", 30.0),
-                ("repeat_syn_data_acked", 1.0),
-            ],
-        ];
+        let numbers = crate::live::tests::FAST_OPEN_MEASURED;
         let sec = &suite.sections[0];
         let runs = sec
             .scenarios
