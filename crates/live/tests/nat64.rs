@@ -21,6 +21,11 @@ fn udp_crosses_the_nat64_with_the_configured_delay() {
     let Some(_g) = common::lab_guard("udp_crosses_the_nat64_with_the_configured_delay") else {
         return;
     };
+    common::within_attempts("udp across the NAT64", udp_across_nat64_once);
+}
+
+/// One NAT64 ping run: structural facts are asserted, timing bounds returned.
+fn udp_across_nat64_once() -> Result<(), String> {
     let lab = v6only_lab("[link.down]\ndelay = \"15ms\"\n[link.up]\ndelay = \"5ms\"\n");
     let target = lab.server_addr();
     assert_eq!(target, "64:ff9b::a01:1".parse::<IpAddr>().unwrap());
@@ -44,15 +49,14 @@ fn udp_crosses_the_nat64_with_the_configured_delay() {
     .expect("ping runs");
     let results = lab.finish(None, None).expect("lab finishes");
     let p50 = report.quantile(0.5).as_secs_f64() * 1000.0;
+    let f = &results.fidelity;
     eprintln!(
-        "NAT64 ping: {} of {}, p50 {p50:.3} ms (model 20 ms + serialization)",
-        report.received, report.sent
+        "NAT64 ping: {} of {}, p50 {p50:.3} ms (model 20 ms + serialization); \
+         router delay error p50 down {:.3} ms up {:.3} ms",
+        report.received, report.sent, f.down.delay_error_ms.p50, f.up.delay_error_ms.p50
     );
     assert_eq!(report.received, report.sent);
-    // The router and both hosts are ordinary threads: on a busy 2-core
-    // machine scheduling adds up to about a millisecond to the median
-    // (20.8 ms seen under CI load). A missing or doubled delay still fails.
-    assert!((20.0..21.5).contains(&p50), "p50 {p50}");
+    assert!(p50 >= 20.0, "faster than the model: p50 {p50}");
     // The flow is seen as the client sees it: IPv6 on both ends.
     let udp = results
         .flows
@@ -64,6 +68,14 @@ fn udp_crosses_the_nat64_with_the_configured_delay() {
         "{udp:?}"
     );
     assert_eq!(results.ip, "v6only");
+    // The router and both hosts are ordinary threads: on a busy 2-core
+    // machine scheduling adds up to about a millisecond to the median
+    // (20.8 ms seen under CI load). A missing or doubled delay still fails.
+    common::bound(p50 < 21.5, || format!("p50 {p50}"))?;
+    common::bound(
+        f.down.delay_error_ms.p50 < 0.2 && f.up.delay_error_ms.p50 < 0.2,
+        || format!("router delay error {f:?}"),
+    )
 }
 
 #[test]
@@ -136,21 +148,25 @@ fn kernel_tcp_through_the_nat64_gets_the_rate() {
     let Some(_g) = common::lab_guard("kernel_tcp_through_the_nat64_gets_the_rate") else {
         return;
     };
-    let lab = v6only_lab(
-        "[link.down]\nrate = \"10Mbit\"\ndelay = \"10ms\"\n[link.up]\nrate = \"10Mbit\"\ndelay = \"10ms\"\n\
-         [queue.fifo]\nlimit_packets = 100\n",
-    );
-    let report = common::bulk(&lab, "cubic", false, Duration::from_secs(4));
-    let results = lab
-        .finish(None, Some(report.clone()))
-        .expect("lab finishes");
-    // Full-size IPv6 segments on the bottleneck: 1428 payload bytes of 1500.
-    let share = report.steady_goodput_mbps / (10.0 * 1428.0 / 1500.0);
-    eprintln!(
-        "NAT64 TCP: steady goodput {:.3} Mbit/s = {:.2}% of the IPv6 payload rate",
-        report.steady_goodput_mbps,
-        share * 100.0
-    );
-    assert!((0.97..=1.005).contains(&share), "{share}");
-    assert_eq!(results.fidelity.refused_foreign, 0);
+    common::within_attempts("kernel TCP across the NAT64", || {
+        let lab = v6only_lab(
+            "[link.down]\nrate = \"10Mbit\"\ndelay = \"10ms\"\n[link.up]\nrate = \"10Mbit\"\ndelay = \"10ms\"\n\
+             [queue.fifo]\nlimit_packets = 100\n",
+        );
+        let report = common::bulk(&lab, "cubic", false, Duration::from_secs(4));
+        let results = lab
+            .finish(None, Some(report.clone()))
+            .expect("lab finishes");
+        assert_eq!(results.fidelity.refused_foreign, 0);
+        // Full-size IPv6 segments on the bottleneck: 1428 payload bytes of 1500.
+        let share = report.steady_goodput_mbps / (10.0 * 1428.0 / 1500.0);
+        eprintln!(
+            "NAT64 TCP: steady goodput {:.3} Mbit/s = {:.2}% of the IPv6 payload rate",
+            report.steady_goodput_mbps,
+            share * 100.0
+        );
+        common::bound((0.97..=1.005).contains(&share), || {
+            format!("goodput share {share}")
+        })
+    });
 }

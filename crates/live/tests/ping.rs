@@ -18,7 +18,12 @@ fn ping_through(mode: IpMode) {
         "[link.down]\nrate = \"10Mbit\"\ndelay = \"20ms\"\n[link.up]\nrate = \"10Mbit\"\ndelay = \"10ms\"\n",
     ));
     config.ip = mode;
-    let lab = Lab::up(config).expect("lab comes up");
+    common::within_attempts(&format!("ping {mode:?}"), || ping_once(&config, mode));
+}
+
+/// One ping run: structural facts are asserted, timing bounds returned.
+fn ping_once(config: &LabConfig, mode: IpMode) -> Result<(), String> {
+    let lab = Lab::up(config.clone()).expect("lab comes up");
     let server = SocketAddr::new(lab.server_bind_addr(), echo::ECHO_PORT);
     let _echo = EchoServer::start(lab.server_ns(), server).expect("echo server");
     let report = echo::ping(
@@ -49,30 +54,32 @@ fn ping_through(mode: IpMode) {
         f.timer_lateness_ms.p99,
     );
     assert_eq!(report.received, report.sent, "no probe may be lost");
+    // No host delay can make a probe faster than the model.
     assert!(
         p50 >= expected_ms,
         "faster than the model: {p50} < {expected_ms}"
     );
-    // The median is the router plus two host stacks and two application
-    // wake-ups (0.4-0.65 ms over the model on an idle 2-core VM, whose
-    // cores wake slowly); the tail also holds whatever else the machine
-    // was doing. The router's own error, checked tightly below, excludes
-    // both.
-    assert!(p50 - expected_ms < 1.0, "p50 {p50} vs model {expected_ms}");
-    assert!(p90 - expected_ms < 2.0, "p90 {p90} vs model {expected_ms}");
-    assert!(
-        f.down.delay_error_ms.p50 < 0.2 && f.up.delay_error_ms.p50 < 0.2,
-        "{f:?}"
-    );
-    // The router saw one UDP flow and measured its one-way delays.
+    // The router saw one UDP flow of every probe.
     let udp: Vec<_> = results.flows.iter().filter(|f| f.kind == "udp").collect();
     assert_eq!(udp.len(), 1, "{:?}", results.flows);
     assert_eq!(udp[0].delivered_packets, 100);
-    assert!(
-        (udp[0].one_way_delay_ms.p50 - 10.0).abs() < 0.5,
-        "{:?}",
-        udp[0]
-    );
+    // The median is the router plus two host stacks and two application
+    // wake-ups (0.4-0.65 ms over the model on an idle 2-core VM, whose
+    // cores wake slowly); the tail also holds whatever else the machine
+    // was doing. The router's own error excludes both.
+    common::bound(p50 - expected_ms < 1.0, || {
+        format!("p50 {p50} vs model {expected_ms}")
+    })?;
+    common::bound(p90 - expected_ms < 2.0, || {
+        format!("p90 {p90} vs model {expected_ms}")
+    })?;
+    common::bound(
+        f.down.delay_error_ms.p50 < 0.2 && f.up.delay_error_ms.p50 < 0.2,
+        || format!("router delay error {f:?}"),
+    )?;
+    common::bound((udp[0].one_way_delay_ms.p50 - 10.0).abs() < 0.5, || {
+        format!("one-way delay {:?}", udp[0])
+    })
 }
 
 #[test]

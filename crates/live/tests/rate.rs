@@ -51,10 +51,14 @@ fn kernel_tcp_gets_10_mbit() {
     let Some(_g) = common::lab_guard("kernel_tcp_gets_10_mbit") else {
         return;
     };
-    let (share, results) = rate_run(10, 100, 6);
-    assert!((0.98..=1.005).contains(&share), "goodput share {share}");
-    let e = results.fidelity.down.rate_error.expect("rate measured");
-    assert!(e.abs() < 0.01, "router rate error {e}");
+    common::within_attempts("kernel TCP at 10 Mbit/s", || {
+        let (share, results) = rate_run(10, 100, 6);
+        let e = results.fidelity.down.rate_error.expect("rate measured");
+        common::bound((0.98..=1.005).contains(&share), || {
+            format!("goodput share {share}")
+        })?;
+        common::bound(e.abs() < 0.01, || format!("router rate error {e}"))
+    });
 }
 
 #[test]
@@ -62,15 +66,19 @@ fn kernel_tcp_gets_100_mbit() {
     let Some(_g) = common::lab_guard("kernel_tcp_gets_100_mbit") else {
         return;
     };
-    let (share, results) = rate_run(100, 400, 6);
-    // The goal is 1%; a loaded 2-core machine may not keep up at this rate,
-    // which the fidelity report says. The bound here is what it must
-    // reach even then.
-    if !results.fidelity.kept_up {
-        eprintln!(
-            "100 Mbit/s: the router did not keep up: {:?}",
-            results.fidelity.warnings
-        );
-    }
-    assert!(share > 0.9 && share <= 1.005, "goodput share {share}");
+    common::within_attempts("kernel TCP at 100 Mbit/s", || {
+        let (share, results) = rate_run(100, 400, 6);
+        // The goal is 1%; a loaded 2-core machine may not keep up at this
+        // rate, which the fidelity report says. The bound here is what it
+        // must reach even then.
+        if !results.fidelity.kept_up {
+            eprintln!(
+                "100 Mbit/s: the router did not keep up: {:?}",
+                results.fidelity.warnings
+            );
+        }
+        common::bound(share > 0.9 && share <= 1.005, || {
+            format!("goodput share {share}")
+        })
+    });
 }
