@@ -83,41 +83,44 @@ fn prague_keeps_its_queue_short_through_dualpi2_beside_kernel_cubic() {
     else {
         return;
     };
-    let dualpi2 = pair(DUALPI2, "dualpi2");
+    let dualpi2 = common::within_attempts("prague through dualpi2", || {
+        let r = pair(DUALPI2, "dualpi2");
+        let p = r.brisk;
+        // Prague is marked (that is how its queue stays short), and is not
+        // starved by the classic flow.
+        assert!(p.ce_fraction > 0.01, "prague CE {}", p.ce_fraction);
+        assert!(p.goodput_mbps > 2.0, "prague {} Mbit/s", p.goodput_mbps);
+        assert!(
+            p.rtt_p50_ms > 19.0,
+            "prague rtt p50 {} ms below the base",
+            p.rtt_p50_ms
+        );
+        // The simulator's 1.91 ms, plus what the live path adds (module doc).
+        common::bound(p.queue_delay_p99_ms < 3.0, || {
+            format!("prague p99 {} ms", p.queue_delay_p99_ms)
+        })?;
+        // The seed's headline: RTT under 25 ms at a 20 ms base, on the
+        // path. Brisk's own samples add the hosts' time and the receiver's
+        // ACK delay (up to 25 ms), more on a busy machine.
+        common::bound(p.path_rtt_p99_ms < 25.0, || {
+            format!("prague path rtt p99 {} ms", p.path_rtt_p99_ms)
+        })?;
+        common::bound(p.rtt_p99_ms < 60.0, || {
+            format!("prague rtt p99 {} ms", p.rtt_p99_ms)
+        })?;
+        // The classic queue is steered to DualPI2's 15 ms target, well
+        // above Prague's.
+        common::bound(
+            r.tcp.queue_delay_p50_ms > 3.0 * p.queue_delay_p99_ms,
+            || format!("cubic p50 {} ms", r.tcp.queue_delay_p50_ms),
+        )?;
+        common::bound(r.link_utilization > 0.93, || {
+            format!("link busy {}", r.link_utilization)
+        })?;
+        Ok(r)
+    });
+    let p = dualpi2.brisk;
     let fifo = pair(FIFO, "fifo 1000");
-    let (p, c) = (dualpi2.brisk, dualpi2.tcp);
-    // The simulator's 1.91 ms, plus what the live path adds (module doc).
-    assert!(
-        p.queue_delay_p99_ms < 3.0,
-        "prague p99 {} ms",
-        p.queue_delay_p99_ms
-    );
-    // The seed's headline: RTT under 25 ms at a 20 ms base, on the path.
-    // Brisk's own samples add the hosts' time and the receiver's ACK
-    // delay (up to 25 ms), more on a busy machine.
-    assert!(
-        p.path_rtt_p99_ms < 25.0,
-        "prague path rtt p99 {} ms",
-        p.path_rtt_p99_ms
-    );
-    assert!(p.rtt_p99_ms < 60.0, "prague rtt p99 {} ms", p.rtt_p99_ms);
-    assert!(
-        p.rtt_p50_ms > 19.0,
-        "prague rtt p50 {} ms below the base",
-        p.rtt_p50_ms
-    );
-    // Prague is marked (that is how its queue stays short), and is not
-    // starved by the classic flow.
-    assert!(p.ce_fraction > 0.01, "prague CE {}", p.ce_fraction);
-    assert!(p.goodput_mbps > 2.0, "prague {} Mbit/s", p.goodput_mbps);
-    // The classic queue is steered to DualPI2's 15 ms target, well above
-    // Prague's.
-    assert!(c.queue_delay_p50_ms > 3.0 * p.queue_delay_p99_ms);
-    assert!(
-        dualpi2.link_utilization > 0.93,
-        "{}",
-        dualpi2.link_utilization
-    );
     // The FIFO: both wait behind CUBIC's standing queue.
     assert!(fifo.link_utilization > 0.93, "{}", fifo.link_utilization);
     assert!(

@@ -70,13 +70,14 @@ pub fn bulk(
 /// thread for milliseconds, and one such pause moves a tail percentile or a
 /// short goodput window. A broken model (a missing, doubled or wrong delay or
 /// rate) fails every attempt; a host hiccup does not repeat three times.
-/// Structural checks belong outside `check`, as plain asserts.
-pub fn within_attempts(test: &str, mut check: impl FnMut() -> Result<(), String>) {
+/// Structural checks belong outside `check`, as plain asserts. Returns
+/// what the passing attempt measured.
+pub fn within_attempts<T>(test: &str, mut check: impl FnMut() -> Result<T, String>) -> T {
     const ATTEMPTS: usize = 3;
     let mut failures = Vec::new();
     for attempt in 1..=ATTEMPTS {
         match check() {
-            Ok(()) => return,
+            Ok(kept) => return kept,
             Err(e) => {
                 eprintln!("{test}: attempt {attempt} of {ATTEMPTS} out of bounds: {e}");
                 failures.push(e);
