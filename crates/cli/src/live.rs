@@ -49,7 +49,8 @@ pub struct LiveArgs {
     /// stdout then goes to stderr).
     #[arg(long)]
     json: bool,
-    /// Write results.json, client.pcap, server.pcap and events.csv here.
+    /// Write results.json, client.pcap, server.pcap, bottleneck.pcap and
+    /// events.csv here.
     #[arg(long)]
     out: Option<PathBuf>,
     /// End the run after this many seconds even if the client still runs.

@@ -3,12 +3,14 @@
 //! run to its end, server stopped, results built, lab torn down.
 
 use crate::bulk::{self, BulkConfig, BulkReport};
+use crate::capture::{BOTTLENECK_CAPTURE_LIMIT_BYTES, BottleneckPcap};
 use crate::error::LiveError;
 use crate::lab::{Lab, LabConfig};
 use crate::process::{self, Program, Streams};
 use crate::results::LiveResults;
 use crate::signal;
 use std::net::SocketAddr;
+use std::path::Path;
 use std::time::Duration;
 
 /// Grace a server gets between SIGTERM and SIGKILL at the end of a run.
@@ -61,7 +63,12 @@ pub fn run(run: LiveRun) -> Result<LiveOutcome, LiveError> {
     } else {
         Streams::Inherit
     };
-    let lab = Lab::up(run.lab)?;
+    let mut config = run.lab;
+    let out_dir = config.out.clone();
+    if out_dir.is_some() && config.bottleneck_capture_bytes.is_none() {
+        config.bottleneck_capture_bytes = Some(BOTTLENECK_CAPTURE_LIMIT_BYTES);
+    }
+    let lab = Lab::up(config)?;
     if let Workload::Bulk(b) = &run.workload {
         lab.set_tcp_ecn(b.ecn)?;
     }
@@ -95,8 +102,28 @@ pub fn run(run: LiveRun) -> Result<LiveOutcome, LiveError> {
     if let Some(s) = server {
         s.stop(SERVER_GRACE);
     }
-    let results = lab.finish(Some(exit_code), bulk)?;
+    let (results, pcap) = lab.finish_with_pcap(Some(exit_code), bulk)?;
+    if let (Some(dir), Some(pcap)) = (out_dir, pcap) {
+        write_bottleneck_pcap(&dir, &pcap)?;
+    }
     Ok(LiveOutcome { results, exit_code })
+}
+
+/// Writes `bottleneck.pcap` beside the run's other files, and says on
+/// stderr when the capture's memory limit cut it short.
+fn write_bottleneck_pcap(dir: &Path, pcap: &BottleneckPcap) -> Result<(), LiveError> {
+    let path = dir.join("bottleneck.pcap");
+    std::fs::write(&path, &pcap.bytes)
+        .map_err(LiveError::io(format!("write {}", path.display())))?;
+    if pcap.skipped_packets > 0 {
+        eprintln!(
+            "brisk live: bottleneck.pcap holds {} packets; {} more were left out (past its {} MiB limit, or not raw IP)",
+            pcap.packets,
+            pcap.skipped_packets,
+            pcap.limit_bytes >> 20
+        );
+    }
+    Ok(())
 }
 
 fn run_bulk(lab: &Lab, b: &BulkConfig) -> Result<BulkReport, LiveError> {
