@@ -1,5 +1,5 @@
 //! `brisk lab [--suite NAME|DIR] [--out DIR] [--seed N] [--quick] [--jobs N]
-//! [--ip v4|v6] [--force]`: runs a lab suite and writes its report.
+//! [--ip v4|v6] [--force] [--no-capture]`: runs a lab suite and writes its report.
 
 use anyhow::{Context, Result};
 use brisk_lab::output::check_dir;
@@ -35,6 +35,10 @@ pub struct LabArgs {
     /// Write into a non-empty --out, replacing files of the same names.
     #[arg(long)]
     force: bool,
+    /// Keep no bottleneck pcap per run: less memory and disk for long
+    /// suites; the report then links no captures.
+    #[arg(long)]
+    no_capture: bool,
 }
 
 pub fn run(args: LabArgs) -> Result<()> {
@@ -56,7 +60,7 @@ pub fn run(args: LabArgs) -> Result<()> {
                 IpFamily::V4
             }
         }),
-        capture: true,
+        capture: !args.no_capture,
     };
     let total = suite.scenario_count();
     eprintln!(

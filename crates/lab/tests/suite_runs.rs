@@ -148,3 +148,27 @@ fn the_quick_suite_writes_its_output_directory() {
     assert!(brisk_lab::output::check_dir(&dir, false).is_err());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn without_capture_no_pcap_is_written_or_linked() {
+    let config = RunConfig {
+        quick: true,
+        jobs: 2,
+        capture: false,
+        ..RunConfig::default()
+    };
+    let s = suite(Duration::from_secs(4));
+    let lab = brisk_lab::run(&s, &config, &|_| {}).unwrap();
+    let dir = std::env::temp_dir().join(format!("brisk-lab-nocap-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let files = lab.write_to(&dir).unwrap();
+    assert_eq!(files, 2 + 2 * s.scenario_count());
+    assert!(!lab.html.contains("bottleneck.pcap"));
+    for sec in &lab.report.sections {
+        for sc in &sec.scenarios {
+            assert!(!dir.join(&sc.output_dir).join("bottleneck.pcap").exists());
+            assert!(dir.join(&sc.output_dir).join("results.json").exists());
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
