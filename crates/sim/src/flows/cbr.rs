@@ -86,6 +86,11 @@ impl FlowApp for ConstantRate {
         }
     }
 
+    /// What it sends and when depend on the clock alone.
+    fn answers_datagrams(&self, _end: End) -> bool {
+        false
+    }
+
     fn poll_transmit(&mut self, now: Instant) -> Option<(End, Vec<u8>)> {
         if now < self.next_send || self.next_send >= self.stop {
             return None;

@@ -39,15 +39,26 @@ pub struct FlowAddrs {
 /// IP datagrams (header included), as a host's network stack would see them.
 ///
 /// The engine drains `poll_transmit` at time zero and after every
-/// `handle_datagram` and `handle_timeout`, and wakes the flow only at
-/// `poll_timeout`: anything a flow will send later without new input (a
-/// paced packet, the next CBR datagram) must show in `poll_timeout`.
+/// `handle_datagram` (unless [`FlowApp::answers_datagrams`] says no) and
+/// `handle_timeout`, and wakes the flow only at `poll_timeout`: anything a
+/// flow will send later without new input (a paced packet, the next CBR
+/// datagram) must show in `poll_timeout`.
 pub trait FlowApp {
     /// A datagram arrived at `end` at `now`.
     fn handle_datagram(&mut self, now: Instant, end: End, datagram: &[u8]);
 
     /// The next datagram either end wants to send at `now`.
     fn poll_transmit(&mut self, now: Instant) -> Option<(End, Vec<u8>)>;
+
+    /// Whether a datagram arriving at `end` can make the flow send at once
+    /// or move its `poll_timeout` (a reply, an acknowledgement). `false`
+    /// lets the engine skip draining the flow after each such datagram: a
+    /// one-way source's receiver never answers, and asking it after every
+    /// packet was a few percent of a saturated run. By default it can.
+    fn answers_datagrams(&self, end: End) -> bool {
+        let _ = end;
+        true
+    }
 
     /// When the flow next wants `handle_timeout`, if ever.
     fn poll_timeout(&self) -> Option<Instant>;

@@ -10,8 +10,7 @@
 use super::report::TransportReport;
 use super::seq::Tracer;
 use super::workload::{
-    READ_CHUNK, ReadEnd, StreamHash, Workload, count_corrupt, drain_stream_into, fill_pattern,
-    write_some,
+    ReadEnd, StreamHash, Workload, count_corrupt, drain_stream, fill_pattern, write_some,
 };
 use crate::flows::AppReport;
 use brisk_proto::Connection;
@@ -43,8 +42,6 @@ pub(crate) struct Bulk {
     received_hash: StreamHash,
     corrupt: u64,
     completed_at: Option<Instant>,
-    /// Where the receiver reads the stream into, kept between reads.
-    read_buf: Vec<u8>,
 }
 
 impl Bulk {
@@ -64,7 +61,6 @@ impl Bulk {
             received_hash: StreamHash::default(),
             corrupt: 0,
             completed_at: None,
-            read_buf: vec![0; READ_CHUNK],
         }
     }
 
@@ -138,7 +134,7 @@ impl Workload for Bulk {
         let mut corrupt = 0;
         let hash = &mut self.received_hash;
         let pieces = &self.generated;
-        let end = drain_stream_into(conn, id, &mut self.read_buf, |data| {
+        let end = drain_stream(conn, id, |data| {
             hash.update(data);
             corrupt += count_corrupt_against(key, pieces, offset, data);
             offset += data.len() as u64;
