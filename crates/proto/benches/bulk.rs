@@ -14,9 +14,16 @@
 //! itself. Both move [`TRANSFER_BYTES`] on one unidirectional stream with
 //! the same windows (8 MiB per stream and 16 MiB per connection on the
 //! receiver, 4 MiB of send buffer) in datagrams of [`DATAGRAM_BYTES`]
-//! (quinn-proto's path MTU discovery is off so it cannot grow them). Both
-//! servers read without copying: quinn-proto through `read(..).next()`,
-//! Brisk through `read_chunk`, each handing over slices of the decrypted
+//! (quinn-proto's path MTU discovery is off so it cannot grow them). Each
+//! side takes datagrams as its API does: quinn-proto's `Endpoint::handle`
+//! wants an owned `BytesMut`, so its side copies each datagram into a fresh
+//! one (as quinn's own socket driver does), which it decrypts in place;
+//! Brisk's `handle_datagram` borrows the sender's buffer and copies it once
+//! into a reused buffer to decrypt. `BULK_BRISK_RX=owned` makes Brisk's side
+//! do what quinn-proto's does instead (a fresh `BytesMut` per datagram,
+//! `handle_datagram_owned`, decrypted in place). Both servers
+//! read without copying: quinn-proto through `read(..).next()`, Brisk
+//! through `read_chunk`, each handing over slices of the decrypted
 //! datagrams.
 //!
 //! Run: `cargo bench -p brisk-proto --bench bulk` (add
@@ -81,6 +88,8 @@ fn server_addr() -> SocketAddr {
 struct Brisk {
     keys: Keypair,
     chunk: Vec<u8>,
+    /// Hand datagrams over as owned buffers (`BULK_BRISK_RX=owned`).
+    owned: bool,
 }
 
 impl Brisk {
@@ -88,6 +97,7 @@ impl Brisk {
         Brisk {
             keys: Keypair::generate(&mut ChaCha8Rng::seed_from_u64(1)),
             chunk: vec![0x5a; 1 << 20],
+            owned: std::env::var("BULK_BRISK_RX").is_ok_and(|v| v == "owned"),
         }
     }
 }
@@ -136,14 +146,20 @@ impl BulkPeer for Brisk {
             }
             let mut moved = false;
             while let Some(t) = client.poll_transmit_into(now, &mut tx_buf) {
-                server.handle_datagram(now, caddr, t.ecn, &tx_buf);
+                brisk_handle(&mut server, now, caddr, t.ecn, &tx_buf, self.owned);
                 moved_total.forward += 1;
                 moved = true;
                 // The server answers before the next datagram arrives, as
                 // on a wire, so its ACKs follow its own policy instead of
                 // one per burst.
-                moved_total.back +=
-                    brisk_deliver(now, &mut server, saddr, &mut client, &mut ack_buf);
+                moved_total.back += brisk_deliver(
+                    now,
+                    &mut server,
+                    saddr,
+                    &mut client,
+                    &mut ack_buf,
+                    self.owned,
+                );
             }
             while let Some(h) = server.accept() {
                 server_conn = Some(h);
@@ -160,7 +176,14 @@ impl BulkPeer for Brisk {
                     }
                 }
             }
-            let back = brisk_deliver(now, &mut server, saddr, &mut client, &mut tx_buf);
+            let back = brisk_deliver(
+                now,
+                &mut server,
+                saddr,
+                &mut client,
+                &mut tx_buf,
+                self.owned,
+            );
             moved_total.back += back;
             moved |= back > 0;
             while client.poll_event().is_some() {}
@@ -190,6 +213,25 @@ impl BulkPeer for Brisk {
     }
 }
 
+/// Hands one datagram to `to`: borrowed (the connection copies it into a
+/// reused buffer to decrypt), or, with `owned`, copied into a fresh
+/// `BytesMut` and handed over as quinn-proto's side does.
+fn brisk_handle(
+    to: &mut Endpoint,
+    now: Instant,
+    from_addr: SocketAddr,
+    ecn: brisk_wire::Ecn,
+    datagram: &[u8],
+    owned: bool,
+) {
+    if owned {
+        let data = bytes::BytesMut::from(datagram);
+        to.handle_datagram_owned(now, from_addr, ecn, data);
+    } else {
+        to.handle_datagram(now, from_addr, ecn, datagram);
+    }
+}
+
 /// Hands every datagram `from` has ready to `to`; returns how many.
 fn brisk_deliver(
     now: Instant,
@@ -197,10 +239,11 @@ fn brisk_deliver(
     from_addr: SocketAddr,
     to: &mut Endpoint,
     buf: &mut Vec<u8>,
+    owned: bool,
 ) -> u64 {
     let mut n = 0;
     while let Some(t) = from.poll_transmit_into(now, buf) {
-        to.handle_datagram(now, from_addr, t.ecn, buf);
+        brisk_handle(to, now, from_addr, t.ecn, buf, owned);
         n += 1;
     }
     n

@@ -16,6 +16,7 @@ use crate::packet::{
 };
 use brisk_time::Instant;
 use brisk_wire::Ecn;
+use bytes::BytesMut;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use std::collections::{BTreeMap, VecDeque};
@@ -55,6 +56,9 @@ pub struct Endpoint {
     server: Option<ServerConfig>,
     connections: BTreeMap<ConnectionHandle, Connection>,
     by_cid: BTreeMap<ConnectionId, ConnectionHandle>,
+    /// The last destination ID found in `by_cid`, and its connection: a
+    /// receiver sees the same one datagram after datagram.
+    last_route: Option<(ConnectionId, ConnectionHandle)>,
     /// Server: the client-chosen destination ID of first Initials, so a
     /// retransmitted Initial reaches the connection it created.
     by_initial: BTreeMap<ConnectionId, ConnectionHandle>,
@@ -75,6 +79,7 @@ impl Endpoint {
             server,
             connections: BTreeMap::new(),
             by_cid: BTreeMap::new(),
+            last_route: None,
             by_initial: BTreeMap::new(),
             next_handle: 0,
             accept_queue: VecDeque::new(),
@@ -149,47 +154,72 @@ impl Endpoint {
         self.accept_queue.pop_front()
     }
 
+    /// A UDP payload from `remote` arrived with `ecn` in its IP header.
+    /// The connection copies it once, to decrypt; a caller that owns the
+    /// buffer spares that copy with [`Endpoint::handle_datagram_owned`].
     pub fn handle_datagram(&mut self, now: Instant, remote: SocketAddr, ecn: Ecn, data: &[u8]) {
+        if let Some(c) = self.route(now, remote, data) {
+            c.handle_datagram(now, remote, ecn, data);
+        }
+    }
+
+    /// Like [`Endpoint::handle_datagram`], for a datagram the caller hands
+    /// over: it is decrypted where it lies, and the stream data in it is
+    /// handed to the reader as slices of it, without a copy.
+    pub fn handle_datagram_owned(
+        &mut self,
+        now: Instant,
+        remote: SocketAddr,
+        ecn: Ecn,
+        data: BytesMut,
+    ) {
+        if let Some(c) = self.route(now, remote, &data) {
+            c.handle_datagram_owned(now, remote, ecn, data);
+        }
+    }
+
+    /// The connection `data` is for, if any; deals with everything else
+    /// (counting malformed and unknown datagrams, answering unknown
+    /// versions, accepting new connections) itself.
+    fn route(&mut self, now: Instant, remote: SocketAddr, data: &[u8]) -> Option<&mut Connection> {
         self.stats.datagrams_received += 1;
         let Ok(view) = HeaderView::new_checked(data, LOCAL_CID_LEN) else {
             self.stats.malformed += 1;
-            return;
+            return None;
         };
         let Some(dcid) = ConnectionId::new(view.dcid()) else {
             self.stats.malformed += 1;
-            return;
+            return None;
         };
         let initial = view.long_type() == Some(LongType::Initial);
-        let routed = self
-            .by_cid
-            .get(&dcid)
-            .or_else(|| {
-                if initial {
-                    self.by_initial.get(&dcid)
-                } else {
-                    None
+        let routed = match self.last_route {
+            Some((cid, h)) if cid == dcid => Some(h),
+            _ => match self.by_cid.get(&dcid) {
+                Some(&h) => {
+                    self.last_route = Some((dcid, h));
+                    Some(h)
                 }
-            })
-            .copied();
+                None if initial => self.by_initial.get(&dcid).copied(),
+                None => None,
+            },
+        };
         if let Some(h) = routed {
-            if let Some(c) = self.connections.get_mut(&h) {
-                c.handle_datagram(now, remote, ecn, data);
-            }
-            return;
+            return self.connections.get_mut(&h);
         }
         if self.server.is_none() {
             self.stats.unknown_connection += 1;
-            return;
+            return None;
         }
         if view.is_foreign_version() {
             self.send_version_negotiation(&view, remote, data.len());
-            return;
+            return None;
         }
         if !initial {
             self.stats.unknown_connection += 1;
-            return;
+            return None;
         }
         self.accept_initial(now, remote, &view, data.len());
+        None
     }
 
     fn send_version_negotiation(
@@ -295,6 +325,15 @@ impl Endpoint {
                 ecn: t.ecn,
             });
         }
+        // One connection (a client's usual case) has no turn to take: skip
+        // the two range walks of the round robin.
+        if self.connections.len() == 1 {
+            let mut only = self.connections.first_entry()?;
+            let h = *only.key();
+            let t = only.get_mut().poll_transmit_into(now, buf)?;
+            self.cursor = Some(h);
+            return Some(t);
+        }
         // Round robin from the connection after the last one that sent:
         // first the handles from there up, then the ones below.
         let start = self.cursor.map_or(0, |h| h.0.saturating_add(1));
@@ -341,6 +380,7 @@ impl Endpoint {
             && let Some(c) = self.connections.remove(&h)
         {
             self.by_cid.remove(&c.local_cid());
+            self.last_route = None;
             self.by_initial.remove(&c.initial_dcid());
         }
         Some((h, e))

@@ -200,6 +200,11 @@ impl LossDetection {
                 self.loss_time = Some(self.loss_time.map_or(at, |t| t.min(at)));
             }
         }
+        if lost.is_empty() {
+            // The common ACK: nothing lost, no run to measure.
+            self.forget_old_losses(now, rtt);
+            return LostBatch::default();
+        }
         let packets: Vec<(u64, SentPacket)> = lost
             .into_iter()
             .filter_map(|pn| sent.remove(pn).map(|p| (pn, p)))
@@ -257,6 +262,9 @@ impl LossDetection {
     }
 
     fn forget_old_losses(&mut self, now: Instant, rtt: &RttEstimator) {
+        if self.recently_lost.is_empty() {
+            return;
+        }
         let horizon = (rtt.smoothed() * 4).max(Duration::from_secs(1));
         self.recently_lost
             .retain(|_, r| r.declared_at + horizon > now);

@@ -239,3 +239,21 @@ fn server_refuses_connections_beyond_its_limit() {
         assert_eq!(p.server.handles().count(), 1);
     }
 }
+
+#[test]
+fn datagrams_for_a_forgotten_connection_are_unknown() {
+    for family in FAMILIES {
+        let (mut p, short) = connected_with_traffic(family, 28);
+        // Routed while the connection lives (and remembered as the last
+        // route): a replay is the connection's duplicate.
+        p.inject(Dir::ToServer, Ecn::NotEct, &short[0]);
+        assert_eq!(p.server.stats().unknown_connection, 0);
+        let now = p.now;
+        p.client_conn().close(now, 0, b"bye");
+        p.run_until(ms(60_000), |p| p.server_events.contains(&Event::Closed));
+        assert!(p.server_events.contains(&Event::Closed), "{family:?}");
+        assert_eq!(p.server.handles().count(), 0);
+        p.inject(Dir::ToServer, Ecn::NotEct, &short[1]);
+        assert_eq!(p.server.stats().unknown_connection, 1, "{family:?}");
+    }
+}

@@ -34,6 +34,10 @@ pub struct Cubic {
     minimum_window: u64,
     /// Bytes, fractional so per-ACK increments below one byte add up.
     cwnd: f64,
+    /// `cwnd` in whole bytes, at least the minimum: what `window()` says,
+    /// converted once per ACK or loss instead of on every question (the
+    /// sender asks several times per packet).
+    window_bytes: u64,
     /// `u64::MAX` until the first congestion event.
     ssthresh: u64,
     /// Window just before the last reduction, after fast convergence; zero
@@ -57,6 +61,7 @@ impl Cubic {
             mds: config.mds(),
             minimum_window: config.minimum_window(),
             cwnd: config.initial_window() as f64,
+            window_bytes: config.initial_window().max(config.minimum_window()),
             ssthresh: u64::MAX,
             w_max: 0.0,
             cwnd_prior: 0.0,
@@ -137,27 +142,10 @@ impl Cubic {
             w_cubic(t + rtt, self.k_secs, self.w_max, mds).clamp(self.cwnd, 1.5 * self.cwnd);
         self.cwnd += (target - self.cwnd) * acked / self.cwnd;
     }
-}
 
-impl Controller for Cubic {
-    fn name(&self) -> &'static str {
-        "cubic"
-    }
-
-    /// RFC 9438 §5.8: time spent idle must not count towards the cubic
-    /// curve, or the first ACKs after a pause would jump the window. When a
-    /// packet leaves with nothing else in flight, the epoch start moves
-    /// forward by the gap since the previous send.
-    fn on_sent(&mut self, now: Instant, bytes: u64, bytes_in_flight: u64) {
-        if bytes_in_flight <= bytes
-            && let (Some(start), Some(last)) = (self.epoch_start, self.last_sent_at)
-        {
-            self.epoch_start = Some(start + (now - last));
-        }
-        self.last_sent_at = Some(now);
-    }
-
-    fn on_ack(&mut self, ack: &AckSample) {
+    /// RFC 9438 on one ACK: a CE mark is a congestion event; outside
+    /// recovery the window grows by slow start, then along the curve.
+    fn grow_or_cut_on_ack(&mut self, ack: &AckSample) {
         if ack.ecn_delta.ce > 0 {
             self.on_congestion_event(ack.now, ack.largest_acked_sent_at);
         }
@@ -181,6 +169,34 @@ impl Controller for Cubic {
         });
     }
 
+    fn whole_window(&self) -> u64 {
+        (self.cwnd as u64).max(self.minimum_window)
+    }
+}
+
+impl Controller for Cubic {
+    fn name(&self) -> &'static str {
+        "cubic"
+    }
+
+    /// RFC 9438 §5.8: time spent idle must not count towards the cubic
+    /// curve, or the first ACKs after a pause would jump the window. When a
+    /// packet leaves with nothing else in flight, the epoch start moves
+    /// forward by the gap since the previous send.
+    fn on_sent(&mut self, now: Instant, bytes: u64, bytes_in_flight: u64) {
+        if bytes_in_flight <= bytes
+            && let (Some(start), Some(last)) = (self.epoch_start, self.last_sent_at)
+        {
+            self.epoch_start = Some(start + (now - last));
+        }
+        self.last_sent_at = Some(now);
+    }
+
+    fn on_ack(&mut self, ack: &AckSample) {
+        self.grow_or_cut_on_ack(ack);
+        self.window_bytes = self.whole_window();
+    }
+
     fn on_loss(&mut self, loss: &LossSample) {
         self.on_congestion_event(loss.now, loss.largest_lost_sent_at);
         // §4.8: after a timeout-like collapse, restart from the minimum
@@ -191,10 +207,11 @@ impl Controller for Cubic {
             self.epoch_start = None;
             self.recovery.reset();
         }
+        self.window_bytes = self.whole_window();
     }
 
     fn window(&self) -> u64 {
-        (self.cwnd as u64).max(self.minimum_window)
+        self.window_bytes
     }
 
     fn ecn(&self) -> Ecn {
@@ -423,5 +440,35 @@ mod tests {
         assert!((45.0..=56.0).contains(&hi), "peak {hi}");
         assert!((30.0..=40.0).contains(&lo), "trough {lo}");
         assert!(sim.utilization(Duration::from_secs(10)) > 0.95);
+    }
+
+    /// The window kept in whole bytes always equals the fractional window
+    /// converted, through slow start, CE marks, losses, persistent
+    /// congestion, app-limited ACKs and the curve.
+    #[test]
+    fn kept_window_equals_the_converted_fractional_window() {
+        let mut cc = cubic();
+        let converted = |cc: &Cubic| (cc.cwnd as u64).max(cc.minimum_window);
+        assert_eq!(cc.window(), converted(&cc));
+        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+        let mut now = Instant::from_millis(100);
+        for i in 0..5_000u64 {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            now += Duration::from_micros(300 + rng % 5_000);
+            let sent_at = now - RTT;
+            match rng % 100 {
+                0..=1 => cc.on_loss(&loss(now, sent_at, i % 7 == 0)),
+                2..=4 => cc.on_ack(&ack(now, sent_at, MDS, 1)),
+                5..=9 => cc.on_ack(&AckSample {
+                    app_limited: true,
+                    ..ack(now, sent_at, MDS, 0)
+                }),
+                _ => cc.on_ack(&ack(now, sent_at, MDS * (1 + rng % 3), 0)),
+            }
+            assert_eq!(cc.window(), converted(&cc), "step {i}");
+        }
+        assert!(cc.w_max > 0.0 && cc.ssthresh < u64::MAX);
     }
 }

@@ -210,6 +210,11 @@ pub struct Connection {
     /// §10.1: only the first such packet restarts the idle timer).
     eliciting_sent_since_rx: bool,
     timers: TimerTable,
+    /// When `update_timers` last ran. Its inputs change only on input
+    /// (datagrams, timeouts) and when a packet leaves, each of which ends
+    /// by running it again, so a `poll_transmit` that sends nothing at that
+    /// same instant may skip it.
+    timers_updated_at: Option<Instant>,
     events: VecDeque<Event>,
     stats: ConnectionStats,
     qlog: Option<Box<dyn QlogSink>>,
@@ -360,6 +365,7 @@ impl Connection {
             peer_max_ack_delay: config.max_ack_delay,
             eliciting_sent_since_rx: false,
             timers: TimerTable::default(),
+            timers_updated_at: None,
             events: VecDeque::new(),
             stats,
             qlog: None,
@@ -912,6 +918,7 @@ impl Connection {
 
     /// Re-arms every timer from the current state.
     fn update_timers(&mut self, now: Instant) {
+        self.timers_updated_at = Some(now);
         if matches!(
             self.state,
             ConnState::Closing | ConnState::Draining | ConnState::Drained

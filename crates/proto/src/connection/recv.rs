@@ -14,7 +14,7 @@ use crate::sent_packets::{SentFrame, SentPacket};
 use crate::streams::{Piece, Side, StreamError, StreamId};
 use brisk_time::Instant;
 use brisk_wire::Ecn;
-use bytes::{Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use std::net::SocketAddr;
 
 /// Frames of a packet kept from the validating parse to act on.
@@ -24,22 +24,79 @@ const KEPT_FRAMES: usize = 2;
 /// receive window.
 const RX_BUFS_MIN: usize = 64;
 
+/// A received datagram: borrowed from the caller, or handed over.
+enum Datagram<'a> {
+    Borrowed(&'a [u8]),
+    Owned(BytesMut),
+}
+
+impl Datagram<'_> {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Datagram::Borrowed(b) => b,
+            Datagram::Owned(b) => b,
+        }
+    }
+}
+
+/// A short-header packet: where it lies, and whether it must be copied to
+/// be decrypted.
+enum ShortPacket<'a> {
+    Borrowed(&'a [u8]),
+    Owned(BytesMut),
+}
+
+/// What a short header says, read before the packet is taken apart.
+struct ShortHeader {
+    dcid_ok: bool,
+    pn: crate::packet::TruncatedPn,
+    header_len: usize,
+}
+
 impl Connection {
     /// A UDP payload from `remote` arrived with `ecn` in its IP header.
     /// Anything that does not parse, authenticate or fit the state is
     /// dropped and counted in [`crate::ConnectionStats::dropped`].
+    ///
+    /// The packet is copied once, to be decrypted; a caller that owns the
+    /// buffer spares the copy with [`Connection::handle_datagram_owned`].
     pub fn handle_datagram(&mut self, now: Instant, remote: SocketAddr, ecn: Ecn, data: &[u8]) {
+        self.handle_datagram_from(now, remote, ecn, Datagram::Borrowed(data));
+    }
+
+    /// Like [`Connection::handle_datagram`], for a datagram the caller hands
+    /// over: it is decrypted where it lies, and stream data in it reaches
+    /// [`Connection::read_chunk`] as slices of it, never copied.
+    pub fn handle_datagram_owned(
+        &mut self,
+        now: Instant,
+        remote: SocketAddr,
+        ecn: Ecn,
+        data: BytesMut,
+    ) {
+        self.handle_datagram_from(now, remote, ecn, Datagram::Owned(data));
+    }
+
+    fn handle_datagram_from(
+        &mut self,
+        now: Instant,
+        remote: SocketAddr,
+        ecn: Ecn,
+        mut data: Datagram<'_>,
+    ) {
+        let total = data.bytes().len();
         self.stats.datagrams_received += 1;
-        self.stats.bytes_received += data.len() as u64;
+        self.stats.bytes_received += total as u64;
         if self.state == ConnState::Drained {
             self.stats.dropped.unexpected += 1;
             return;
         }
         if !self.validated {
-            self.unvalidated_rx_bytes += data.len() as u64;
+            self.unvalidated_rx_bytes += total as u64;
         }
-        let mut rest = data;
-        while !rest.is_empty() {
+        let mut at = 0;
+        while at < total {
+            let rest = data.bytes().get(at..).unwrap_or_default();
             let view = match HeaderView::new_checked(rest, LOCAL_CID_LEN) {
                 Ok(v) => v,
                 Err(_) => {
@@ -52,11 +109,33 @@ impl Connection {
                 self.handle_version_negotiation(&view);
                 break;
             }
-            match view.long_type() {
-                Some(ty) => self.handle_long(now, ty, &view),
-                None => self.handle_short(now, remote, ecn, &view, &rest[..len]),
+            if let Some(ty) = view.long_type() {
+                self.handle_long(now, ty, &view);
+                at += len;
+                continue;
             }
-            rest = &rest[len..];
+            let header = ShortHeader {
+                dcid_ok: view.dcid() == self.local_cid.as_bytes(),
+                pn: view.packet_number(),
+                header_len: view.header_len(),
+            };
+            let end = at + len;
+            let packet = match &mut data {
+                Datagram::Borrowed(d) => ShortPacket::Borrowed(d.get(at..end).unwrap_or_default()),
+                Datagram::Owned(d) => {
+                    // The packet, without copying: a short header runs to
+                    // the end of the datagram, so nothing follows it.
+                    let mut p = if at == 0 {
+                        std::mem::take(d)
+                    } else {
+                        d.split_off(at)
+                    };
+                    p.truncate(len);
+                    ShortPacket::Owned(p)
+                }
+            };
+            self.handle_short(now, remote, ecn, header, packet);
+            at = end;
         }
         self.update_timers(now);
     }
@@ -225,40 +304,55 @@ impl Connection {
         now: Instant,
         remote: SocketAddr,
         ecn: Ecn,
-        view: &HeaderView<&[u8]>,
-        packet: &[u8],
+        header: ShortHeader,
+        packet: ShortPacket<'_>,
     ) {
-        if view.dcid() != self.local_cid.as_bytes() {
+        if !header.dcid_ok {
             self.stats.dropped.unexpected += 1;
             return;
         }
-        if self.keys.is_none() {
+        let Some((_, rx)) = self.keys.as_ref() else {
             self.stats.dropped.undecryptable += 1;
             return;
-        }
-        let pn = decode_packet_number(self.acks.largest(), view.packet_number());
-        let header_len = view.header_len();
-        let sealed = &packet[header_len..];
-        let mut buf = self.take_rx_buf(sealed.len());
-        buf.extend_from_slice(sealed);
-        let Some((_, rx)) = self.keys.as_ref() else {
+        };
+        let pn = decode_packet_number(self.acks.largest(), header.pn);
+        let (plain, packet_len) = match packet {
+            ShortPacket::Borrowed(packet) => {
+                let (aad, sealed) = packet.split_at(header.header_len.min(packet.len()));
+                let mut buf = self.take_rx_buf(sealed.len());
+                buf.extend_from_slice(sealed);
+                let Some((_, rx)) = self.keys.as_ref() else {
+                    return;
+                };
+                let opened = rx.open_in_place(pn, aad, &mut buf);
+                let plain = opened.map(|n| {
+                    buf.truncate(n);
+                    buf.split().freeze()
+                });
+                self.rx_bufs.push_back(buf);
+                (plain, packet.len())
+            }
+            ShortPacket::Owned(mut packet) => {
+                let packet_len = packet.len();
+                let header_len = header.header_len.min(packet_len);
+                let (aad, sealed) = packet.split_at_mut(header_len);
+                let plain = rx.open_in_place(pn, aad, sealed).map(|n| {
+                    packet.advance(header_len);
+                    packet.truncate(n);
+                    packet.freeze()
+                });
+                (plain, packet_len)
+            }
+        };
+        let Ok(plain) = plain else {
+            self.stats.dropped.unauthenticated += 1;
             return;
         };
-        match rx.open_in_place(pn, &packet[..header_len], &mut buf) {
-            Ok(n) => buf.truncate(n),
-            Err(_) => {
-                self.stats.dropped.unauthenticated += 1;
-                self.rx_bufs.push_back(buf);
-                return;
-            }
-        }
         if self.acks.is_duplicate(pn) {
             self.stats.dropped.duplicate += 1;
-        } else {
-            let plain = buf.split().freeze();
-            self.handle_payload(now, remote, ecn, pn, &plain, Some(&plain), packet.len());
+            return;
         }
-        self.rx_bufs.push_back(buf);
+        self.handle_payload(now, remote, ecn, pn, &plain, Some(&plain), packet_len);
     }
 
     /// An empty buffer for decrypting `len` bytes: the oldest one if no
@@ -392,8 +486,18 @@ impl Connection {
             ConnState::Draining | ConnState::Drained => return,
             _ => {}
         }
-        let rest = FrameIter::new(after_kept).flatten();
-        for f in kept.into_iter().flatten().chain(rest) {
+        // Taken out of their slots one by one: moving the array into an
+        // iterator chain copied it and dropping the chain walked it again.
+        for slot in &mut kept {
+            let Some(f) = slot.take() else {
+                break;
+            };
+            self.handle_frame(now, f, datagram);
+            if !matches!(self.state, ConnState::Established) {
+                return;
+            }
+        }
+        for f in FrameIter::new(after_kept).flatten() {
             self.handle_frame(now, f, datagram);
             if !matches!(self.state, ConnState::Established) {
                 return;

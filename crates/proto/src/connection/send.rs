@@ -46,7 +46,19 @@ impl Connection {
                 self.unvalidated_tx_bytes += buf.len() as u64;
             }
         }
-        self.update_timers(now);
+        if t.is_some() || self.timers_updated_at != Some(now) {
+            self.update_timers(now);
+        } else {
+            // Nothing left and nothing changed since the timers were set
+            // at this very instant (see `timers_updated_at`).
+            // Debug builds (the tests) check that claim.
+            #[cfg(debug_assertions)]
+            {
+                let kept = self.timers;
+                self.update_timers(now);
+                assert_eq!(kept, self.timers, "timers went stale");
+            }
+        }
         t
     }
 

@@ -34,7 +34,7 @@ impl Timer {
     ];
 }
 
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct TimerTable {
     at: [Option<Instant>; 7],
 }

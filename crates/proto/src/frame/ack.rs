@@ -21,10 +21,81 @@ pub const ACK_DELAY_EXPONENT: u32 = 3;
 /// the receiver allocate without limit.
 pub const MAX_ACK_RANGES: usize = 256;
 
+/// An ACK frame's ranges, newest first. The first range sits inline, so
+/// the common ACK without gaps is parsed without allocating; only ranges
+/// below a gap go to the heap.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AckRanges {
+    first: Option<RangeInclusive<u64>>,
+    below: Vec<RangeInclusive<u64>>,
+}
+
+impl AckRanges {
+    /// Appends a range below the last one.
+    pub fn push(&mut self, r: RangeInclusive<u64>) {
+        if self.first.is_none() {
+            self.first = Some(r);
+        } else {
+            self.below.push(r);
+        }
+    }
+
+    pub fn first(&self) -> Option<&RangeInclusive<u64>> {
+        self.first.as_ref()
+    }
+
+    pub fn len(&self) -> usize {
+        usize::from(self.first.is_some()) + self.below.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.first.is_none()
+    }
+
+    /// Newest first.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &RangeInclusive<u64>> {
+        self.first.iter().chain(&self.below)
+    }
+}
+
+impl FromIterator<RangeInclusive<u64>> for AckRanges {
+    fn from_iter<I: IntoIterator<Item = RangeInclusive<u64>>>(iter: I) -> Self {
+        let mut ranges = AckRanges::default();
+        for r in iter {
+            ranges.push(r);
+        }
+        ranges
+    }
+}
+
+impl From<Vec<RangeInclusive<u64>>> for AckRanges {
+    fn from(v: Vec<RangeInclusive<u64>>) -> Self {
+        v.into_iter().collect()
+    }
+}
+
+impl PartialEq<Vec<RangeInclusive<u64>>> for AckRanges {
+    fn eq(&self, other: &Vec<RangeInclusive<u64>>) -> bool {
+        self.iter().eq(other.iter())
+    }
+}
+
+impl<'a> IntoIterator for &'a AckRanges {
+    type Item = &'a RangeInclusive<u64>;
+    type IntoIter = std::iter::Chain<
+        std::option::Iter<'a, RangeInclusive<u64>>,
+        std::slice::Iter<'a, RangeInclusive<u64>>,
+    >;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.first.iter().chain(&self.below)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AckFrame {
     /// Descending, disjoint, non-adjacent ranges; never empty.
-    pub ranges: Vec<RangeInclusive<u64>>,
+    pub ranges: AckRanges,
     /// Time the receiver held the largest packet before acknowledging it.
     pub ack_delay: Duration,
     /// The receiver's cumulative per-codepoint counts (type 0x03 only).
@@ -53,8 +124,10 @@ impl AckFrame {
         let mut low = largest
             .checked_sub(first)
             .ok_or(FrameError::Invalid("ack range below zero"))?;
-        let mut ranges = Vec::with_capacity(count as usize + 1);
-        ranges.push(low..=largest);
+        let mut ranges = AckRanges {
+            first: Some(low..=largest),
+            below: Vec::with_capacity(count as usize),
+        };
         for _ in 0..count {
             let gap = r.varint()?;
             let len = r.varint()?;
@@ -66,7 +139,7 @@ impl AckFrame {
             low = high
                 .checked_sub(len)
                 .ok_or(FrameError::Invalid("ack range below zero"))?;
-            ranges.push(low..=high);
+            ranges.below.push(low..=high);
         }
         let ecn = if with_ecn {
             Some(EcnCounts {

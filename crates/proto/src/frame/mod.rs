@@ -9,7 +9,7 @@
 
 mod ack;
 
-pub use ack::{ACK_DELAY_EXPONENT, AckFrame, MAX_ACK_RANGES, emit_ack};
+pub use ack::{ACK_DELAY_EXPONENT, AckFrame, AckRanges, MAX_ACK_RANGES, emit_ack};
 
 use crate::varint::{self, DecodeError, Reader};
 
@@ -356,7 +356,7 @@ mod tests {
 
     fn ack_repr() -> AckFrame {
         AckFrame {
-            ranges: vec![98..=100, 89..=93],
+            ranges: vec![98..=100, 89..=93].into(),
             ack_delay: Duration::from_micros(40),
             ecn: Some(crate::congestion::EcnCounts {
                 ect0: 7,
@@ -527,7 +527,7 @@ mod tests {
                         }
                     }
                     Frame::Ack(AckFrame {
-                        ranges,
+                        ranges: ranges.into(),
                         ack_delay: Duration::from_micros(delay_units << ACK_DELAY_EXPONENT),
                         ecn: ecn.then_some(crate::congestion::EcnCounts {
                             ect0: largest,

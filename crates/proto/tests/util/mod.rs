@@ -238,6 +238,9 @@ pub struct PairConfig {
     pub server: ServerConfig,
     pub to_server: LinkConfig,
     pub to_client: LinkConfig,
+    /// Deliver datagrams through `handle_datagram_owned` instead of the
+    /// borrowing `handle_datagram`.
+    pub owned: bool,
 }
 
 impl PairConfig {
@@ -251,6 +254,7 @@ impl PairConfig {
             server: ServerConfig::new(server_keys),
             to_server: LinkConfig::delay(10),
             to_client: LinkConfig::delay(10),
+            owned: false,
         }
     }
 
@@ -280,6 +284,8 @@ pub struct Pair {
     /// Called on every datagram before it enters a link; return false to
     /// drop it.
     pub tap: Option<Tap>,
+    /// See [`PairConfig::owned`].
+    pub owned: bool,
     pub steps: u64,
     /// Steps taken without time moving: a guard against livelock.
     stalled_steps: u64,
@@ -310,6 +316,7 @@ impl Pair {
             record: false,
             history: Vec::new(),
             tap: None,
+            owned: cfg.owned,
             steps: 0,
             stalled_steps: 0,
         }
@@ -359,14 +366,11 @@ impl Pair {
 
     /// Hands a datagram to an endpoint right now, bypassing the links.
     pub fn inject(&mut self, dir: Dir, ecn: Ecn, data: &[u8]) {
-        match dir {
-            Dir::ToServer => self
-                .server
-                .handle_datagram(self.now, self.client_addr, ecn, data),
-            Dir::ToClient => self
-                .client
-                .handle_datagram(self.now, self.server_addr, ecn, data),
-        }
+        let (to, from) = match dir {
+            Dir::ToServer => (&mut self.server, self.client_addr),
+            Dir::ToClient => (&mut self.client, self.server_addr),
+        };
+        deliver(to, self.now, from, ecn, data, self.owned);
     }
 
     fn drain_events(&mut self) {
@@ -421,10 +425,10 @@ impl Pair {
         }
         self.now = self.now.max(t);
         while let Some((src, _, ecn, d)) = self.to_server.take_due(self.now) {
-            self.server.handle_datagram(self.now, src, ecn, &d);
+            deliver(&mut self.server, self.now, src, ecn, &d, self.owned);
         }
         while let Some((src, _, ecn, d)) = self.to_client.take_due(self.now) {
-            self.client.handle_datagram(self.now, src, ecn, &d);
+            deliver(&mut self.client, self.now, src, ecn, &d, self.owned);
         }
         if self.client.poll_timeout().is_some_and(|x| x <= self.now) {
             self.client.handle_timeout(self.now);
@@ -466,6 +470,15 @@ impl Pair {
         self.run_until(Instant::from_millis(10_000), |p| {
             p.client_connected() && p.server_connected()
         })
+    }
+}
+
+/// Hands `data` to `to`, borrowed or (when `owned`) as a buffer of its own.
+fn deliver(to: &mut Endpoint, now: Instant, from: SocketAddr, ecn: Ecn, data: &[u8], owned: bool) {
+    if owned {
+        to.handle_datagram_owned(now, from, ecn, bytes::BytesMut::from(data));
+    } else {
+        to.handle_datagram(now, from, ecn, data);
     }
 }
 
