@@ -270,8 +270,18 @@ impl Link {
     }
 
     fn transmit(&mut self, at: Instant) {
+        // A transmitter freed at `at` with packets waiting starts the next
+        // one at once instead of through another turn of `advance` (where
+        // arrivals due at `at` would go first: they touch neither the
+        // queue nor the events, so the order between them does not show).
+        while self.transmit_once(at) {}
+    }
+
+    /// One transmitter step and what follows from it; true if the
+    /// transmitter is due again at `at`.
+    fn transmit_once(&mut self, at: Instant) -> bool {
         let mut out = std::mem::take(&mut self.tx_out);
-        self.tx.step(at, self.queue.as_mut(), &mut out);
+        let again = self.tx.step(at, self.queue.as_mut(), &mut out);
         // Drops an AQM made while dequeuing happened at `at`, before the
         // packet it returned left.
         self.drain_queue_events();
@@ -301,6 +311,7 @@ impl Link {
                 self.schedule(t, p);
             }
         }
+        again
     }
 
     /// Stages after the transmitter, for a packet that finished

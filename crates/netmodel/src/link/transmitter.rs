@@ -117,7 +117,14 @@ impl Transmitter {
     }
 
     /// Does what is due at `at` (a time [`Transmitter::due`] returned).
-    pub(crate) fn step(&mut self, at: Instant, queue: &mut dyn Queue, out: &mut Vec<TxOutput>) {
+    /// True when it finished a packet at `at` and is due again at `at` to
+    /// start the next one, so the caller can step again at once.
+    pub(crate) fn step(
+        &mut self,
+        at: Instant,
+        queue: &mut dyn Queue,
+        out: &mut Vec<TxOutput>,
+    ) -> bool {
         let frozen_until = self.freeze.up_again(at);
         match &mut self.state {
             State::Continuous {
@@ -132,18 +139,19 @@ impl Transmitter {
                         packet,
                         busy,
                     });
-                    return;
+                    // What `due` would answer now, without its questions.
+                    return finish == at && frozen_until.is_none() && !queue.is_empty();
                 }
                 if sending.is_some() {
-                    return;
+                    return false;
                 }
                 if let Some(up) = frozen_until {
                     *free_at = up;
-                    return;
+                    return false;
                 }
                 let Some(packet) = queue.dequeue(at) else {
                     *free_at = at;
-                    return;
+                    return false;
                 };
                 out.push(dequeued(at, &packet));
                 let (finish, busy) = finish_time(rate, &self.freeze, at, packet.len());
@@ -157,7 +165,7 @@ impl Transmitter {
                 if let Some(up) = frozen_until {
                     // The radio is down: these opportunities are lost.
                     *next = trace.first_opportunity(up, true);
-                    return;
+                    return false;
                 }
                 *next += 1;
                 let mut budget = MAHIMAHI_OPPORTUNITY_BYTES;
@@ -186,6 +194,7 @@ impl Transmitter {
             }
             State::Stalled => {}
         }
+        false
     }
 }
 
