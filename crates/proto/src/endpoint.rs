@@ -4,9 +4,10 @@
 //! survives the peer's address changing; creates server connections for
 //! valid Initials; answers unknown versions with version negotiation; and
 //! drops everything else without keeping state. Like a connection it is
-//! sans-IO: `handle_datagram` / `handle_timeout` in, `poll_transmit` /
-//! `poll_timeout` / `poll_event` out. The endpoint owns its connections;
-//! reach one with [`Endpoint::connection_mut`].
+//! sans-IO: `handle_datagram` (or `handle_datagram_owned`) /
+//! `handle_timeout` in, `poll_transmit` / `poll_timeout` / `poll_event`
+//! out. The endpoint owns its connections; reach one with
+//! [`Endpoint::connection_mut`].
 
 use crate::config::{ClientConfig, ServerConfig};
 use crate::connection::{Connection, Event, InitialInfo, Transmit, TransmitMeta, parse_hs_payload};

@@ -2,7 +2,8 @@
 //! to the end of the draining period.
 //!
 //! Methods, by kind (the quinn-proto convention):
-//! - **inputs** `handle_datagram(now, remote, ecn, bytes)` and
+//! - **inputs** `handle_datagram(now, remote, ecn, bytes)` (or
+//!   `handle_datagram_owned` with a `BytesMut` it decrypts in place) and
 //!   `handle_timeout(now)`;
 //! - **outputs** `poll_transmit(now)` (one UDP payload per call; call until
 //!   `None`), `poll_timeout()` (when to call `handle_timeout` next) and
