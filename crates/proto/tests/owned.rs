@@ -40,6 +40,8 @@ fn run(family: Family, owned: bool, chunk_max: Option<usize>, coalesce_every: u6
     p.record = true;
     let mut initial: Option<Vec<u8>> = None;
     let mut shorts = 0u64;
+    let coalesced = std::rc::Rc::new(std::cell::Cell::new(0u64));
+    let coalesced_in_tap = coalesced.clone();
     p.tap = Some(Box::new(move |dir, d| {
         if dir == Dir::ToServer {
             if d.first().is_some_and(|b| b & 0x80 != 0) {
@@ -48,6 +50,7 @@ fn run(family: Family, owned: bool, chunk_max: Option<usize>, coalesce_every: u6
                 shorts += 1;
                 if shorts.is_multiple_of(coalesce_every) {
                     d.splice(0..0, i.iter().copied());
+                    coalesced_in_tap.set(coalesced_in_tap.get() + 1);
                 }
             }
         }
@@ -58,6 +61,11 @@ fn run(family: Family, owned: bool, chunk_max: Option<usize>, coalesce_every: u6
     bulk.chunk_max = chunk_max;
     assert!(p.run_until(Instant::from_millis(60_000), |p| bulk.pump(p)));
     assert_eq!(sha256(&bulk.received), sha256(&data), "byte-exact delivery");
+    assert!(
+        coalesced.get() >= 10,
+        "{} coalesced datagrams",
+        coalesced.get()
+    );
     Outcome {
         done_at: p.now,
         history: std::mem::take(&mut p.history),
