@@ -317,7 +317,14 @@ impl<T: AsRef<[u8]>> HeaderView<T> {
     /// Bytes from the start of the packet through the packet number: the
     /// associated data of packet protection.
     pub fn header_len(&self) -> usize {
-        self.at.pn_at + usize::from(self.packet_number().len)
+        self.packet_number_and_header_len().1
+    }
+
+    /// [`packet_number`](Self::packet_number) and
+    /// [`header_len`](Self::header_len) from one read of the number.
+    pub fn packet_number_and_header_len(&self) -> (TruncatedPn, usize) {
+        let pn = self.packet_number();
+        (pn, self.at.pn_at + usize::from(pn.len))
     }
 
     /// The bytes after the header (ciphertext, a handshake message, or the
@@ -522,6 +529,10 @@ mod tests {
             }
         );
         assert_eq!(v.header_len(), 13);
+        assert_eq!(
+            v.packet_number_and_header_len(),
+            (v.packet_number(), v.header_len())
+        );
         assert_eq!(v.payload(), &[0xad, 0xbe, 0xef]);
         assert_eq!(v.packet_len(), 16);
     }

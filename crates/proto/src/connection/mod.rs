@@ -926,14 +926,10 @@ impl Connection {
         ) {
             return;
         }
-        let loss = [
-            self.loss.loss_time(),
-            self.hs_retransmit_deadline(),
+        let loss = earliest(
+            earliest(self.loss.loss_time(), self.hs_retransmit_deadline()),
             self.pto_deadline(),
-        ]
-        .into_iter()
-        .flatten()
-        .min();
+        );
         self.timers.set_opt(Timer::LossDetection, loss);
         // A due ACK that could not leave (amplification limit) waits for the
         // next send opportunity rather than re-firing at once.
@@ -968,6 +964,15 @@ impl Connection {
                 );
             }
         }
+    }
+}
+
+/// The earlier of two optional deadlines (either when only one is set).
+fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, None) => x,
+        (None, y) => y,
     }
 }
 

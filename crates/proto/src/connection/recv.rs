@@ -114,10 +114,11 @@ impl Connection {
                 at += len;
                 continue;
             }
+            let (pn, header_len) = view.packet_number_and_header_len();
             let header = ShortHeader {
                 dcid_ok: view.dcid() == self.local_cid.as_bytes(),
-                pn: view.packet_number(),
-                header_len: view.header_len(),
+                pn,
+                header_len,
             };
             let end = at + len;
             let packet = match &mut data {
