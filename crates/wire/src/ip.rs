@@ -120,6 +120,32 @@ pub fn udp_datagram(src: SocketAddr, dst: SocketAddr, ecn: Ecn, payload: &[u8]) 
     })
 }
 
+/// [`udp_datagram`] written into `out`, whose old contents it replaces: a
+/// sender of many datagrams reuses one allocation. Same bytes, same errors;
+/// after an error `out` holds no datagram.
+pub fn udp_datagram_into(
+    src: SocketAddr,
+    dst: SocketAddr,
+    ecn: Ecn,
+    payload: &[u8],
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    let repr = UdpRepr {
+        src_port: src.port(),
+        dst_port: dst.port(),
+    };
+    let udp_len = udp::HEADER_LEN + payload.len();
+    datagram_into(
+        src.ip(),
+        dst.ip(),
+        udp::PROTOCOL,
+        ecn,
+        udp_len,
+        out,
+        |buf| repr.emit(buf, src.ip(), dst.ip(), payload),
+    )
+}
+
 /// Builds a complete IPv4 or IPv6 datagram carrying one TCP segment, with
 /// valid checksums (TTL / hop limit 64, DF set, DSCP, ident and flow label
 /// zero). `src` and `dst` must be of the same family; ports come from `tcp`.
@@ -146,7 +172,24 @@ fn datagram(
     transport_len: usize,
     fill: impl FnOnce(&mut [u8]) -> Result<()>,
 ) -> Result<Vec<u8>> {
-    let mut buf = match (src, dst) {
+    let mut buf = Vec::new();
+    datagram_into(src, dst, protocol, ecn, transport_len, &mut buf, fill)?;
+    Ok(buf)
+}
+
+/// [`datagram`] into `out`, zeroed first to the datagram's length so the
+/// bytes do not depend on what `out` held; cleared on error.
+fn datagram_into(
+    src: IpAddr,
+    dst: IpAddr,
+    protocol: u8,
+    ecn: Ecn,
+    transport_len: usize,
+    out: &mut Vec<u8>,
+    fill: impl FnOnce(&mut [u8]) -> Result<()>,
+) -> Result<()> {
+    out.clear();
+    let written = match (src, dst) {
         (IpAddr::V4(s), IpAddr::V4(d)) => {
             let ip = Ipv4Repr {
                 src: s,
@@ -158,9 +201,8 @@ fn datagram(
                 ident: 0,
                 payload_len: transport_len,
             };
-            let mut buf = vec![0u8; ip.header_len() + transport_len];
-            ip.emit(&mut buf)?;
-            buf
+            out.resize(ip.header_len() + transport_len, 0);
+            ip.emit(out).map(|()| ip.header_len())
         }
         (IpAddr::V6(s), IpAddr::V6(d)) => {
             let ip = Ipv6Repr {
@@ -173,15 +215,16 @@ fn datagram(
                 hop_limit: 64,
                 payload_len: transport_len,
             };
-            let mut buf = vec![0u8; ip.header_len() + transport_len];
-            ip.emit(&mut buf)?;
-            buf
+            out.resize(ip.header_len() + transport_len, 0);
+            ip.emit(out).map(|()| ip.header_len())
         }
-        _ => return Err(WireError::FamilyMismatch),
+        _ => Err(WireError::FamilyMismatch),
     };
-    let header_len = buf.len() - transport_len;
-    fill(&mut buf[header_len..])?;
-    Ok(buf)
+    let result = written.and_then(|header_len| fill(&mut out[header_len..]));
+    if result.is_err() {
+        out.clear();
+    }
+    result
 }
 
 /// The UDP payload and addresses of a datagram built by [`udp_datagram`] (or
@@ -265,6 +308,40 @@ mod tests {
             let (src, dst, e, payload) = parse_udp(&d).unwrap();
             assert_eq!((src, dst, e, payload), (a, b, Ecn::Ce, &b"hello"[..]));
         }
+    }
+
+    #[test]
+    fn udp_datagram_into_a_used_buffer_gives_the_same_bytes() {
+        let mut out = vec![0xa5u8; 3000];
+        for (a, b) in [
+            ("10.0.0.1:1000", "10.0.0.2:2000"),
+            ("[2001:db8::1]:1000", "[2001:db8::2]:2000"),
+        ] {
+            let (a, b): (SocketAddr, SocketAddr) = (a.parse().unwrap(), b.parse().unwrap());
+            // Longer, then shorter than what the buffer held before.
+            for len in [1400, 0, 37, 1200] {
+                let payload: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
+                let want = udp_datagram(a, b, Ecn::Ect0, &payload).unwrap();
+                udp_datagram_into(a, b, Ecn::Ect0, &payload, &mut out).unwrap();
+                assert_eq!(out, want);
+                assert_eq!(parse_udp(&out).unwrap().3, &payload[..]);
+            }
+        }
+        let (a, b): (SocketAddr, SocketAddr) =
+            ("10.0.0.1:1".parse().unwrap(), "[::1]:1".parse().unwrap());
+        let got = udp_datagram_into(a, b, Ecn::NotEct, b"x", &mut out);
+        assert_eq!(got, Err(WireError::FamilyMismatch));
+        assert!(out.is_empty());
+        // Too long for an IPv4 total length: the same error as udp_datagram.
+        let big = vec![0u8; 70_000];
+        let a4: SocketAddr = "10.0.0.1:1".parse().unwrap();
+        let err = udp_datagram(a4, a4, Ecn::NotEct, &big).err();
+        assert!(err.is_some());
+        assert_eq!(
+            udp_datagram_into(a4, a4, Ecn::NotEct, &big, &mut out).err(),
+            err
+        );
+        assert!(out.is_empty());
     }
 
     #[test]

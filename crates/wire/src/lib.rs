@@ -40,7 +40,7 @@ pub mod udp;
 mod fixtures;
 
 pub use ecn::Ecn;
-pub use ip::{FlowKey, IpSummary, tcp_datagram, udp_datagram};
+pub use ip::{FlowKey, IpSummary, tcp_datagram, udp_datagram, udp_datagram_into};
 pub use nat64_prefix::Nat64Prefix;
 
 /// Why bytes could not be read as the format asked for.

@@ -206,7 +206,14 @@ pub struct BriskFlow {
     /// Scratch for the UDP payload an endpoint emits, reused for every
     /// datagram: only the IP datagram built around it is handed on.
     payload: Vec<u8>,
+    /// Buffers of datagrams the network handed back, to build the next
+    /// ones in instead of a fresh allocation each.
+    spare: Vec<Vec<u8>>,
 }
+
+/// Spare datagram buffers a flow keeps: about what both ends have in
+/// flight in a saturated run; more are freed.
+const SPARE_BUFFERS: usize = 256;
 
 impl std::fmt::Debug for BriskFlow {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -260,6 +267,7 @@ impl BriskFlow {
             receiver_final: None,
             malformed: 0,
             payload: Vec::new(),
+            spare: Vec::new(),
         }
     }
 
@@ -403,9 +411,13 @@ impl FlowApp for BriskFlow {
                 while let Some(t) = ep.poll_transmit_into(now, &mut self.payload) {
                     // An address the wire format cannot carry is dropped,
                     // as a host's stack would refuse to send it.
-                    if let Ok(d) = ip::udp_datagram(src, t.destination, t.ecn, &self.payload) {
+                    let mut d = self.spare.pop().unwrap_or_default();
+                    if ip::udp_datagram_into(src, t.destination, t.ecn, &self.payload, &mut d)
+                        .is_ok()
+                    {
                         return Some((end, d));
                     }
+                    self.spare.push(d);
                 }
             }
             if !self.process(now) {
@@ -459,5 +471,11 @@ impl FlowApp for BriskFlow {
         app.rtt_samples = self.rtt_samples.clone();
         app.transport = Some(t);
         app
+    }
+
+    fn recycle(&mut self, datagram: Vec<u8>) {
+        if self.spare.len() < SPARE_BUFFERS {
+            self.spare.push(datagram);
+        }
     }
 }
