@@ -193,12 +193,18 @@ impl Link {
     /// A packet arrives at the link's input at `now`.
     pub fn handle_packet(&mut self, now: Instant, packet: Packet) {
         self.advance_if_due(now);
-        if self.tx.is_idle() && self.queue.is_empty() {
+        let idle = self.tx.is_idle();
+        if idle && self.queue.is_empty() {
             self.tx.wake(now);
         }
         self.queue.enqueue(now, packet);
         self.drain_queue_events();
-        self.advance(now);
+        // A busy transmitter is next due when its packet is done, whatever
+        // the queue holds, and nothing else moved: the remembered wake-up
+        // stands (and nothing is due by `now`, `advance_if_due` saw to it).
+        if idle {
+            self.advance(now);
+        }
     }
 
     /// Advances internal state to `now`.
