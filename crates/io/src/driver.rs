@@ -13,7 +13,7 @@
 //! when a reply is imminent ([`crate::busy_poll`]).
 
 use crate::busy_poll;
-use crate::socket::Socket;
+use crate::socket::{self, Socket};
 use crate::state::{Shared, State};
 use crate::sys::{self, TimerFd};
 use std::future::Future;
@@ -91,10 +91,10 @@ impl Driver {
             }) {
                 Poll::Ready(Ok(_)) => any = true,
                 Poll::Ready(Err(e)) if is_transient(&e) => {
-                    // An ICMP error: handshakes to its destination fail now
+                    // An ICMP error: the handshake it is about fails now
                     // rather than after the handshake timeout.
-                    for (addr, error) in self.socket.take_errors() {
-                        st.fail_unreachable(addr, &error.to_string());
+                    for error in self.socket.take_errors() {
+                        st.fail_unreachable(&error);
                     }
                     any = true;
                 }
@@ -216,13 +216,11 @@ impl Driver {
                 .map(|t| (t <= now, st.to_monotonic_ns(t)));
         }
         let mut refused = Vec::new();
-        let flushed = self
-            .socket
-            .poll_flush(cx, |addr, e| refused.push((addr, e.to_string())));
+        let flushed = self.socket.poll_flush(cx, |e| refused.push(e));
         if !refused.is_empty() {
             let mut st = shared.lock();
-            for (addr, reason) in refused {
-                st.fail_unreachable(addr, &reason);
+            for error in &refused {
+                st.fail_unreachable(error);
             }
         }
         if let Poll::Ready(Err(e)) = flushed {
@@ -300,8 +298,8 @@ impl Driver {
                     Err(e) => {
                         received = true;
                         if is_transient(&e) {
-                            for (addr, error) in self.socket.take_errors() {
-                                st.fail_unreachable(addr, &error.to_string());
+                            for error in self.socket.take_errors() {
+                                st.fail_unreachable(&error);
                             }
                         }
                         break true;
@@ -342,14 +340,7 @@ enum Outcome {
 /// Errors a later receive may not repeat: an ICMP error reported on the
 /// socket, a datagram the kernel dropped.
 fn is_transient(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        io::ErrorKind::ConnectionRefused
-            | io::ErrorKind::ConnectionReset
-            | io::ErrorKind::HostUnreachable
-            | io::ErrorKind::NetworkUnreachable
-            | io::ErrorKind::Interrupted
-    )
+    socket::reports_icmp_error(e) || e.kind() == io::ErrorKind::Interrupted
 }
 
 impl Future for Driver {

@@ -55,6 +55,8 @@ pub struct SocketStats {
     /// (truncated, unknown address family).
     pub send_errors: u64,
     pub recv_dropped: u64,
+    /// ICMP errors read from the error queue (port or host unreachable).
+    pub icmp_errors: u64,
     /// Whether the offloads are in use (GSO can be switched off at run
     /// time when a send with it fails).
     pub gso: bool,
@@ -73,6 +75,31 @@ pub struct SocketStats {
     /// Idle moments at which the machine had no core to spare, so the
     /// policy was not even asked.
     pub busy_poll_no_core: u64,
+}
+
+/// An error about one datagram this socket sent: an entry of its error
+/// queue (an ICMP message about it), or the kernel refusing to send it.
+#[derive(Debug)]
+pub struct DatagramError {
+    /// Where the datagram was going.
+    pub destination: SocketAddr,
+    /// The error (e.g. `ECONNREFUSED` for port unreachable).
+    pub error: io::Error,
+    /// The start of the datagram's UDP payload (up to 64 bytes),
+    /// which tells whose datagram it was.
+    pub head: Vec<u8>,
+}
+
+/// Errors the kernel reports from an ICMP message (or for the route): a
+/// receive or send that fails with one may be about an earlier datagram.
+pub fn reports_icmp_error(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionRefused
+            | io::ErrorKind::ConnectionReset
+            | io::ErrorKind::HostUnreachable
+            | io::ErrorKind::NetworkUnreachable
+    )
 }
 
 /// Index of a codepoint in [`SocketStats::ecn_received`].
@@ -285,10 +312,12 @@ impl Socket {
         datagrams
     }
 
-    /// ICMP errors the kernel queued (after a receive reported one): the
-    /// destination each was about, and the error.
-    pub fn take_errors(&mut self) -> Vec<(SocketAddr, io::Error)> {
-        sys::recv_errors(self.io.as_raw_fd())
+    /// ICMP errors the kernel queued (after a receive or a send reported
+    /// one), each with the start of the datagram it is about.
+    pub fn take_errors(&mut self) -> Vec<DatagramError> {
+        let errors = sys::recv_errors(self.io.as_raw_fd());
+        self.stats.icmp_errors += errors.len() as u64;
+        errors
     }
 
     /// Queues one datagram, appending it to the last GSO train when it
@@ -330,12 +359,18 @@ impl Socket {
     /// Sends what is queued. `Ready(Ok(()))` once the queue is empty;
     /// `Pending` with the waker registered while the socket is full.
     /// Datagrams the kernel refuses are dropped (the transport treats them
-    /// as lost) and reported through `on_refused`.
+    /// as lost) and reported through `on_error`, as are the ICMP errors a
+    /// send reports about earlier datagrams: the kernel returns a pending
+    /// ICMP error from the next send without sending, so that send is
+    /// retried once the error queue is drained.
     pub fn poll_flush(
         &mut self,
         cx: &mut Context<'_>,
-        mut on_refused: impl FnMut(SocketAddr, &io::Error),
+        mut on_error: impl FnMut(DatagramError),
     ) -> Poll<io::Result<()>> {
+        // A peer could keep the error queue busy; after this many pending
+        // errors in one flush, the error is taken as the datagram's own.
+        let mut pending_errors_left = 8;
         while !self.tx.is_empty() {
             // Until the buffer was once full, sends go without asking.
             let guard = match &self.writer {
@@ -383,7 +418,17 @@ impl Socket {
                         }
                     }
                 }
-                Err(e) => self.refuse_first(e, &mut on_refused),
+                Err(e) => {
+                    if reports_icmp_error(&e) && pending_errors_left > 0 {
+                        pending_errors_left -= 1;
+                        let queued = self.take_errors();
+                        if !queued.is_empty() {
+                            queued.into_iter().for_each(&mut on_error);
+                            continue;
+                        }
+                    }
+                    self.refuse_first(e, &mut on_error);
+                }
             }
         }
         Poll::Ready(Ok(()))
@@ -392,7 +437,7 @@ impl Socket {
     /// The kernel refused the first queued message. A GSO train refused
     /// with EIO (no checksum offload on the device) or EINVAL turns GSO
     /// off for good and is split into datagrams; anything else is dropped.
-    fn refuse_first(&mut self, e: io::Error, on_refused: &mut impl FnMut(SocketAddr, &io::Error)) {
+    fn refuse_first(&mut self, e: io::Error, on_error: &mut impl FnMut(DatagramError)) {
         let Some(first) = self.tx.pop_front() else {
             return;
         };
@@ -412,7 +457,12 @@ impl Socket {
         }
         self.tx_datagrams -= first.segments;
         self.stats.send_errors += first.segments as u64;
-        on_refused(first.destination, &e);
+        let head_len = first.segment_bytes.min(sys::QUOTED_BYTES);
+        on_error(DatagramError {
+            destination: first.destination,
+            error: e,
+            head: first.data[..head_len.min(first.data.len())].to_vec(),
+        });
     }
 }
 

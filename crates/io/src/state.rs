@@ -3,8 +3,9 @@
 //! task waiting on a connection or stream.
 
 use crate::busy_poll::ConnView;
+use crate::datagram_owner;
 use crate::error::ConnectionError;
-use crate::socket::SocketStats;
+use crate::socket::{DatagramError, SocketStats};
 use crate::sys;
 use brisk_proto::connection::Event;
 use brisk_proto::streams::{StreamEvent, StreamId};
@@ -261,17 +262,25 @@ impl State {
         })
     }
 
-    /// Connections in handshake to `addr` fail: the kernel will not send
-    /// there.
-    pub fn fail_unreachable(&mut self, addr: SocketAddr, reason: &str) {
+    /// The handshake that sent the datagram `e` is about fails: the kernel
+    /// will not deliver there. The datagram's source connection ID says
+    /// whose it was; an error about any other datagram (an ended
+    /// connection's, an established one's short header) fails nothing.
+    pub fn fail_unreachable(&mut self, e: &DatagramError) {
+        let Some(source) = datagram_owner::long_header_source_cid(&e.head) else {
+            return;
+        };
         for (h, io) in self.conns.iter_mut() {
             let Some(c) = self.ep.connection(*h) else {
                 continue;
             };
-            if !io.connected && c.remote_address() == addr {
+            if !io.connected
+                && c.remote_address() == e.destination
+                && c.local_cid().as_bytes() == source
+            {
                 io.fail(ConnectionError::Unreachable {
-                    addr,
-                    reason: reason.to_owned(),
+                    addr: e.destination,
+                    reason: e.error.to_string(),
                 });
             }
         }
@@ -357,4 +366,67 @@ fn dispatch_stream_event(io: &mut ConnIo, event: StreamEvent) -> bool {
     };
     w.wake();
     reader
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use brisk_proto::ClientConfig;
+    use std::io;
+
+    /// Starts a handshake to `to` and returns its first datagram.
+    fn hello(st: &mut State, to: SocketAddr) -> (ConnectionHandle, Vec<u8>) {
+        let now = st.now();
+        let h = st.ep.connect(now, to, ClientConfig::new(None)).unwrap();
+        st.conns.entry(h).or_default();
+        let t = st.ep.poll_transmit(now).expect("the first flight");
+        let cid = st.ep.connection(h).unwrap().local_cid();
+        assert_eq!(
+            datagram_owner::long_header_source_cid(&t.contents),
+            Some(cid.as_bytes())
+        );
+        (h, t.contents)
+    }
+
+    fn refused(destination: SocketAddr, datagram: &[u8]) -> DatagramError {
+        DatagramError {
+            destination,
+            error: io::Error::from(io::ErrorKind::ConnectionRefused),
+            head: datagram[..datagram.len().min(64)].to_vec(),
+        }
+    }
+
+    #[test]
+    fn an_icmp_error_fails_only_the_handshake_whose_datagram_drew_it() {
+        for (local, to, elsewhere) in [
+            ("127.0.0.1:1000", "127.0.0.1:4433", "127.0.0.2:4433"),
+            ("[::1]:1000", "[::1]:4433", "[::2]:4433"),
+        ] {
+            let (to, elsewhere) = (to.parse().unwrap(), elsewhere.parse().unwrap());
+            let mut st = State::new(ProtoEndpoint::new(7, None), local.parse().unwrap());
+            let (a, hello_a) = hello(&mut st, to);
+            let (b, _) = hello(&mut st, to);
+            let failed = |st: &State, h| st.conns[&h].error.is_some();
+            // An established connection's short header names nobody; the
+            // same datagram quoted for another address is not about `to`.
+            let mut short = hello_a.clone();
+            short[0] = 0x40;
+            st.fail_unreachable(&refused(to, &short));
+            st.fail_unreachable(&refused(elsewhere, &hello_a));
+            st.fail_unreachable(&refused(to, &hello_a[..10]));
+            assert!(!failed(&st, a) && !failed(&st, b));
+            // A's own datagram: A fails at once, B's handshake goes on.
+            st.fail_unreachable(&refused(to, &hello_a));
+            assert!(
+                matches!(
+                    &st.conns[&a].error,
+                    Some(ConnectionError::Unreachable { addr, reason })
+                        if *addr == to && reason.contains("refused")
+                ),
+                "{:?}",
+                st.conns[&a].error
+            );
+            assert!(!failed(&st, b));
+        }
+    }
 }

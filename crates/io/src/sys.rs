@@ -479,17 +479,20 @@ pub fn recv(
     Ok(got)
 }
 
+/// Bytes kept of the datagram an ICMP error quotes: enough for a long
+/// header's version-independent part (flags, version, both connection IDs).
+pub const QUOTED_BYTES: usize = 64;
+
 /// Drains the socket's error queue (enabled by `IP_RECVERR` /
-/// `IPV6_RECVERR`): for each datagram that drew an ICMP error, its
-/// destination and the error (e.g. `ECONNREFUSED` for port unreachable).
-pub fn recv_errors(fd: RawFd) -> Vec<(SocketAddr, io::Error)> {
+/// `IPV6_RECVERR`): one entry per datagram that drew an ICMP error.
+pub fn recv_errors(fd: RawFd) -> Vec<crate::socket::DatagramError> {
     let mut found = Vec::new();
     // The queue is bounded by the receive buffer; the cap only guards
     // against a kernel that keeps answering.
     for _ in 0..BATCH {
         // SAFETY: all-zero is a valid sockaddr_storage and msghdr.
         let mut name: libc::sockaddr_storage = unsafe { mem::zeroed() };
-        let mut payload = [0u8; 64];
+        let mut payload = [0u8; QUOTED_BYTES];
         let mut cmsgs = [0u64; CMSG_WORDS];
         let mut iov = libc::iovec {
             iov_base: payload.as_mut_ptr().cast(),
@@ -529,8 +532,13 @@ pub fn recv_errors(fd: RawFd) -> Vec<(SocketAddr, io::Error)> {
                 cmsg = libc::CMSG_NXTHDR(&hdr, cmsg);
             }
         }
-        if let (Some(errno), Some(addr)) = (errno, decode_addr(&name)) {
-            found.push((addr, io::Error::from_raw_os_error(errno)));
+        if let (Some(errno), Some(destination)) = (errno, decode_addr(&name)) {
+            let quoted_len = (rc as usize).min(QUOTED_BYTES);
+            found.push(crate::socket::DatagramError {
+                destination,
+                error: io::Error::from_raw_os_error(errno),
+                head: payload[..quoted_len].to_vec(),
+            });
         }
     }
     found

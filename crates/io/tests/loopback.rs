@@ -406,23 +406,30 @@ async fn server_restart(v6: bool) {
     let client = Endpoint::client_with(loopback(v6), quick_config()).unwrap();
     let old = client.connect(addr, key).await.unwrap();
     assert_eq!(fetch(&old, 5000).await.len(), 5000);
-    // Let the client's ACK of that answer reach the live server. One that
-    // arrives after the crash draws an ICMP port unreachable, which the
-    // kernel reports on the client's next send, the new handshake's, and
-    // an error about a port cannot tell the old connection from the new
-    // one to the same address: the new handshake would fail as refused.
-    tokio::time::sleep(Duration::from_millis(50)).await;
     // A crash: the socket goes away without a word to the peer.
     first.abort();
     drop(first);
+    // The old connection writes to the dead port: port unreachable. The
+    // kernel reports it against the address, on the client's next receive
+    // or send (perhaps the new handshake's), but the error quotes the old
+    // connection's short header, so the new handshake to the same address
+    // must not fail because of it.
+    let mut s = old.open_stream().await.unwrap();
+    let _ = s.write_all(b"hello?").await;
+    // The port closes once the server's task has ended; the old
+    // connection's probes then draw the errors.
+    let waited = tokio::time::timeout(Duration::from_secs(3), async {
+        while client.stats().socket.icmp_errors == 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    });
+    assert!(waited.await.is_ok(), "no ICMP error within 3 s");
     let second = rebind(addr).await;
     spawn_source_server(second.clone());
     let new = client.connect(addr, key).await.unwrap();
     assert_eq!(fetch(&new, 5000).await, pattern(5000, 5000));
     // The old connection's packets reach a server that does not know it;
     // it fails with the idle timeout and nothing hangs.
-    let mut s = old.open_stream().await.unwrap();
-    let _ = s.write_all(b"hello?").await;
     let err = tokio::time::timeout(Duration::from_secs(5), old.closed())
         .await
         .expect("the old connection must fail within the idle timeout");
