@@ -94,24 +94,11 @@ fn owned_datagrams_give_the_same_run_as_borrowed_ones() {
     }
 }
 
-/// Connects over a clean path and moves some data, delivering owned
-/// buffers; returns the pair and short datagrams the client sent.
+/// [`connected_with_traffic`] with owned buffers delivered.
 fn connected_owned(family: Family, seed: u64) -> (Pair, Vec<Vec<u8>>) {
     let mut cfg = PairConfig::new(family, seed);
     cfg.owned = true;
-    let mut p = Pair::new(cfg);
-    p.record = true;
-    assert!(p.connect());
-    let mut bulk = Bulk::new(payload(20_000, seed));
-    assert!(p.run_until(Instant::from_millis(5_000), |p| bulk.pump(p)));
-    let short: Vec<Vec<u8>> = p
-        .history
-        .iter()
-        .filter(|(d, _, b)| *d == Dir::ToServer && b[0] & 0x80 == 0 && b.len() > 200)
-        .map(|(_, _, b)| b.clone())
-        .collect();
-    assert!(short.len() >= 5);
-    (p, short)
+    connected_with_traffic(cfg)
 }
 
 #[test]

@@ -15,27 +15,10 @@ fn ms(x: u64) -> Instant {
     Instant::from_millis(x)
 }
 
-/// Connects and moves some data so there are 1-RTT datagrams to replay.
-fn connected_with_traffic(family: Family, seed: u64) -> (Pair, Vec<Vec<u8>>) {
-    let mut p = Pair::new(PairConfig::new(family, seed));
-    p.record = true;
-    assert!(p.connect());
-    let mut bulk = Bulk::new(payload(20_000, seed));
-    assert!(p.run_until(ms(5_000), |p| bulk.pump(p)));
-    let short: Vec<Vec<u8>> = p
-        .history
-        .iter()
-        .filter(|(d, _, b)| *d == Dir::ToServer && b[0] & 0x80 == 0 && b.len() > 200)
-        .map(|(_, _, b)| b.clone())
-        .collect();
-    assert!(short.len() >= 5);
-    (p, short)
-}
-
 #[test]
 fn replayed_packets_are_dropped_and_counted() {
     for family in FAMILIES {
-        let (mut p, short) = connected_with_traffic(family, 20);
+        let (mut p, short) = connected_with_traffic(PairConfig::new(family, 20));
         let before = p.server_conn().unwrap().stats();
         for d in &short[..5] {
             p.inject(Dir::ToServer, Ecn::NotEct, d);
@@ -54,7 +37,7 @@ fn replayed_packets_are_dropped_and_counted() {
 #[test]
 fn bit_flips_and_truncation_fail_authentication() {
     for family in FAMILIES {
-        let (mut p, short) = connected_with_traffic(family, 21);
+        let (mut p, short) = connected_with_traffic(PairConfig::new(family, 21));
         let before = p.server_conn().unwrap().stats().dropped;
         let mut injected = 0;
         // Flip one bit at a time across header and payload of one packet.
@@ -83,7 +66,7 @@ fn bit_flips_and_truncation_fail_authentication() {
 #[test]
 fn garbage_and_headers_cut_short_never_create_state() {
     for family in FAMILIES {
-        let (mut p, short) = connected_with_traffic(family, 22);
+        let (mut p, short) = connected_with_traffic(PairConfig::new(family, 22));
         let ep_before = p.server.stats();
         // Too short for a header, and pure noise.
         p.inject(Dir::ToServer, Ecn::NotEct, &short[0][..5]);
@@ -243,7 +226,7 @@ fn server_refuses_connections_beyond_its_limit() {
 #[test]
 fn datagrams_for_a_forgotten_connection_are_unknown() {
     for family in FAMILIES {
-        let (mut p, short) = connected_with_traffic(family, 28);
+        let (mut p, short) = connected_with_traffic(PairConfig::new(family, 28));
         // Routed while the connection lives (and remembered as the last
         // route): a replay is the connection's duplicate.
         p.inject(Dir::ToServer, Ecn::NotEct, &short[0]);

@@ -576,8 +576,8 @@ mod tests {
     use super::*;
     use crate::flows::ConstantRate;
 
-    fn scenario() -> Scenario {
-        let text = r#"
+    /// One second over a 10 Mbit/s, 5 ms link each way.
+    const LINKS: &str = r#"
 duration = "1s"
 [link.down]
 rate = "10Mbit"
@@ -586,7 +586,9 @@ delay = "5ms"
 rate = "10Mbit"
 delay = "5ms"
 "#;
-        Scenario::parse(text, "test.toml").unwrap()
+
+    fn scenario() -> Scenario {
+        Scenario::parse(LINKS, "test.toml").unwrap()
     }
 
     fn cbr(addrs: FlowAddrs, start_ms: u64) -> FlowSetup {
@@ -662,18 +664,8 @@ delay = "5ms"
         // both after every datagram.
         for family in [IpFamily::V4, IpFamily::V6] {
             let run = |asked: bool| {
-                let text = r#"
-duration = "1s"
-[link.down]
-rate = "10Mbit"
-delay = "5ms"
-[link.up]
-rate = "10Mbit"
-delay = "5ms"
-[queue.fifo]
-limit_packets = 20
-"#;
-                let s = Scenario::parse(text, "test.toml").unwrap();
+                let text = format!("{LINKS}[queue.fifo]\nlimit_packets = 20\n");
+                let s = Scenario::parse(&text, "test.toml").unwrap();
                 let mut cap: Vec<(Instant, Direction, Vec<u8>)> = Vec::new();
                 let mut e = Engine::new(&s, 1, Some(&mut cap));
                 for i in 0..2 {

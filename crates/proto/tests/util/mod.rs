@@ -568,6 +568,25 @@ impl Bulk {
     }
 }
 
+/// Connects and moves some data so there are 1-RTT datagrams to replay;
+/// returns the pair and the client's longer short-header datagrams.
+pub fn connected_with_traffic(cfg: PairConfig) -> (Pair, Vec<Vec<u8>>) {
+    let seed = cfg.seed;
+    let mut p = Pair::new(cfg);
+    p.record = true;
+    assert!(p.connect());
+    let mut bulk = Bulk::new(payload(20_000, seed));
+    assert!(p.run_until(Instant::from_millis(5_000), |p| bulk.pump(p)));
+    let short: Vec<Vec<u8>> = p
+        .history
+        .iter()
+        .filter(|(d, _, b)| *d == Dir::ToServer && b[0] & 0x80 == 0 && b.len() > 200)
+        .map(|(_, _, b)| b.clone())
+        .collect();
+    assert!(short.len() >= 5);
+    (p, short)
+}
+
 /// Connects, moves `len` bytes client -> server and checks them byte for
 /// byte; returns the pair and the completion time.
 pub fn bulk_transfer(cfg: PairConfig, len: usize, deadline: Instant) -> (Pair, Instant) {
