@@ -46,11 +46,13 @@ fn ping_once(config: &LabConfig, mode: IpMode) -> Result<(), String> {
     eprintln!(
         "{mode:?}: {} of {} replies; rtt p50 {p50:.3} ms p90 {p90:.3} ms p99 {p99:.3} ms; \
          model {expected_ms:.3} ms; router delay error p99 down {:.3} ms up {:.3} ms; \
-         timer lateness p99 {:.3} ms",
+         p50 down {:.3} ms up {:.3} ms; timer lateness p99 {:.3} ms",
         report.received,
         report.sent,
         f.down.delay_error_ms.p99,
         f.up.delay_error_ms.p99,
+        f.down.delay_error_ms.p50,
+        f.up.delay_error_ms.p50,
         f.timer_lateness_ms.p99,
     );
     assert_eq!(report.received, report.sent, "no probe may be lost");
@@ -66,12 +68,16 @@ fn ping_once(config: &LabConfig, mode: IpMode) -> Result<(), String> {
     // The median is the router plus two host stacks and two application
     // wake-ups (0.4-0.65 ms over the model on an idle 2-core VM, whose
     // cores wake slowly); the tail also holds whatever else the machine
-    // was doing. The router's own error excludes both.
-    common::bound(p50 - expected_ms < 1.0, || {
-        format!("p50 {p50} vs model {expected_ms}")
+    // was doing. A busy machine delays the router and the applications
+    // alike: the router measures its own lateness (the p99 of its delay
+    // error, both ways), and the bounds allow that much more. Quiet, it is
+    // a tenth of a millisecond.
+    let late = f.down.delay_error_ms.p99 + f.up.delay_error_ms.p99;
+    common::bound(p50 - expected_ms < 1.0 + late, || {
+        format!("p50 {p50} vs model {expected_ms}, router late {late}")
     })?;
-    common::bound(p90 - expected_ms < 2.0, || {
-        format!("p90 {p90} vs model {expected_ms}")
+    common::bound(p90 - expected_ms < 2.0 + late, || {
+        format!("p90 {p90} vs model {expected_ms}, router late {late}")
     })?;
     common::bound(
         f.down.delay_error_ms.p50 < 0.2 && f.up.delay_error_ms.p50 < 0.2,
