@@ -46,6 +46,11 @@ pub struct ConnectionStats {
     pub ssthresh_bytes: Option<u64>,
     pub bytes_in_flight: u64,
     pub pacing_rate_bps: u64,
+    /// What the controller means to send per smoothed RTT, before the
+    /// pacer's headroom: the window for window-based controllers, the
+    /// bandwidth estimate times the RTT for BBR (whose window is twice
+    /// that). An application sizing its output to the path reads this.
+    pub pacing_window_bytes: u64,
     /// UDP datagrams and their payload bytes.
     pub datagrams_sent: u64,
     pub bytes_sent: u64,

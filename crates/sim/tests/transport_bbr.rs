@@ -192,6 +192,43 @@ fn a_deep_fifo_gets_no_standing_queue() {
     }
 }
 
+/// A 30 fps video call alone on 4 Mbit/s, 20 ms, a 100-packet FIFO. The
+/// encoder sizes frames from what the controller means to send per RTT;
+/// for BBR that is its bandwidth estimate, not its window of two BDPs, so
+/// frames fit the link and none waits behind the last (sized from the
+/// window, frames took 86 ms at the median and four were abandoned).
+/// CUBIC, sized from its window, fills the FIFO and misses the deadline.
+#[test]
+fn a_video_call_over_bbr_sizes_frames_to_the_link() {
+    for ip in FAMILIES {
+        let call = |cc: &str| {
+            let app = format!(
+                "[[flows]]\nname = \"video\"\nkind = \"brisk\"\ncc = \"{cc}\"\n\
+                 app = \"video\"\nfps = 30\n"
+            );
+            let r = run_on(&network("20s", "\"4Mbit\"", 20, "0%", 100, &app), ip);
+            let b = flow(&r, "video").brisk.clone().unwrap();
+            (
+                b.message_latency_ms.unwrap(),
+                b.frames.unwrap(),
+                r.link.utilization,
+            )
+        };
+        let ((bbr_latency, b, bbr_util), (cubic_latency, c, _)) = (call("bbr"), call("cubic"));
+        let what = format!(
+            "{ip:?}: BBR latency {bbr_latency:?} util {bbr_util:.3} {b:?}; \
+             CUBIC latency {cubic_latency:?} {c:?}"
+        );
+        assert!(bbr_latency.p50 < 50.0, "{what}");
+        assert!(b.abandoned == 0 && b.on_time + 2 >= b.sent, "{what}");
+        assert!(b.stall_fraction < 0.01, "{what}");
+        // The frames still use most of the link.
+        assert!(bbr_util > 0.7, "{what}");
+        assert!(cubic_latency.p50 > 4.0 * bbr_latency.p50, "{what}");
+        assert!(c.stall_fraction > 0.5, "{what}");
+    }
+}
+
 /// 10 Mbit/s, a drop to 2 Mbit/s at 4 s, back to 10 at 8 s. BBR's
 /// bandwidth filter remembers the old rate for 10 rounds, so after the drop
 /// it fills the queue up to its window (two old BDPs, about 200 ms at the

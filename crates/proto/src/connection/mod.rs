@@ -286,6 +286,7 @@ impl Connection {
             ssthresh_bytes: None,
             bytes_in_flight: 0,
             pacing_rate_bps: 0,
+            pacing_window_bytes: cc.pacing_window(),
             datagrams_sent: 0,
             bytes_sent: 0,
             datagrams_received: 0,
@@ -636,6 +637,7 @@ impl Connection {
         s.ssthresh_bytes = self.cc.metrics().ssthresh_bytes;
         s.bytes_in_flight = self.sent.bytes_in_flight();
         s.pacing_rate_bps = self.pacer.rate_bps();
+        s.pacing_window_bytes = self.cc.pacing_window();
         s.spurious_losses = self.loss.spurious_losses();
         s.ecn_state = self.ecn.state();
         s.ecn_codepoint = self.ecn.codepoint();

@@ -1,8 +1,11 @@
 //! Video: the sending half of a video call (WWDC 2023's L4S demo app).
 //!
 //! A frame is captured every `1/fps`. Its size follows the transport's own
-//! rate estimate, `cwnd / srtt`, clamped to 0.3..8 Mbit/s (a call's usual
-//! range), so the encoder neither starves nor floods the path. Each frame
+//! rate estimate, what the controller means to send per smoothed RTT
+//! (`pacing_window / srtt`: the window for CUBIC and Prague, the bandwidth
+//! estimate for BBR, whose window of two BDPs would oversize frames),
+//! clamped to 0.3..8 Mbit/s (a call's usual range), so the encoder neither
+//! starves nor floods the path. Each frame
 //! is one unidirectional stream, written whole and finished: a frame that
 //! is lost or late holds back only itself, never the next. The oldest
 //! unfinished frames are sent first (a decoder needs them in order); a
@@ -118,11 +121,12 @@ impl Video {
         }
     }
 
-    /// The encoder's target: the transport's window over its smoothed RTT.
+    /// The encoder's target: what the controller means to send per
+    /// smoothed RTT.
     fn target_bps(conn: &Connection) -> u64 {
         let stats = conn.stats();
         let srtt = stats.smoothed_rtt.as_secs_f64().max(1e-6);
-        let bps = stats.cwnd_bytes as f64 * 8.0 / srtt;
+        let bps = stats.pacing_window_bytes as f64 * 8.0 / srtt;
         (bps as u64).clamp(MIN_VIDEO_BPS, MAX_VIDEO_BPS)
     }
 
