@@ -15,13 +15,11 @@
 //! - [`busy_poll`]: when the task spins on its socket instead of sleeping;
 //! - internals: `state` (what the task and the handles share), `driver`
 //!   (the endpoint task), [`socket`] (batching, GSO/GRO, ECN control
-//!   messages), `datagram_owner` (which handshake an ICMP error is about)
-//!   and `sys`, the one file with `unsafe` system calls.
+//!   messages) and `sys`, the one file with `unsafe` system calls.
 
 pub mod busy_poll;
 pub mod config;
 pub mod connection;
-mod datagram_owner;
 mod driver;
 pub mod endpoint;
 pub mod error;

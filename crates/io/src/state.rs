@@ -3,7 +3,6 @@
 //! task waiting on a connection or stream.
 
 use crate::busy_poll::ConnView;
-use crate::datagram_owner;
 use crate::error::ConnectionError;
 use crate::socket::{DatagramError, SocketStats};
 use crate::sys;
@@ -267,7 +266,7 @@ impl State {
     /// whose it was; an error about any other datagram (an ended
     /// connection's, an established one's short header) fails nothing.
     pub fn fail_unreachable(&mut self, e: &DatagramError) {
-        let Some(source) = datagram_owner::long_header_source_cid(&e.head) else {
+        let Some(source) = brisk_proto::packet::long_header_source_cid(&e.head) else {
             return;
         };
         for (h, io) in self.conns.iter_mut() {
@@ -382,7 +381,7 @@ mod tests {
         let t = st.ep.poll_transmit(now).expect("the first flight");
         let cid = st.ep.connection(h).unwrap().local_cid();
         assert_eq!(
-            datagram_owner::long_header_source_cid(&t.contents),
+            brisk_proto::packet::long_header_source_cid(&t.contents),
             Some(cid.as_bytes())
         );
         (h, t.contents)

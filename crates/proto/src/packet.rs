@@ -350,6 +350,24 @@ impl<T: AsRef<[u8]>> HeaderView<T> {
     }
 }
 
+/// The source connection ID of the long-header packet at the start of
+/// `head`, read from the version-independent part only (flags, version,
+/// both IDs), so a cut copy is enough: an ICMP error quotes just the start
+/// of the datagram that drew it. `None` for a short header or a quote too
+/// short to hold the ID.
+pub fn long_header_source_cid(head: &[u8]) -> Option<&[u8]> {
+    let cid_len = |len: u8| Some(usize::from(len)).filter(|l| *l <= MAX_CID_LEN);
+    let (&first, rest) = head.split_first()?;
+    if first & FORM_LONG == 0 {
+        return None;
+    }
+    let rest = rest.get(4..)?; // version
+    let (&dcid_len, rest) = rest.split_first()?;
+    let rest = rest.get(cid_len(dcid_len)?..)?;
+    let (&scid_len, rest) = rest.split_first()?;
+    rest.get(..cid_len(scid_len)?)
+}
+
 /// A parsed packet header.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Header {
@@ -489,6 +507,35 @@ mod tests {
 
     fn cid(b: &[u8]) -> ConnectionId {
         ConnectionId::new(b).unwrap()
+    }
+
+    #[test]
+    fn a_cut_long_header_still_names_its_sender() {
+        let mut p = vec![0xC0, 0x42, 0x52, 0x00, 0x01, 8];
+        p.extend_from_slice(&[9; 8]);
+        p.push(8);
+        p.extend_from_slice(&[1, 2, 3, 4, 5, 6, 7, 8]);
+        p.extend_from_slice(&[0x44, 0xD0, 0, 1, 2, 3]);
+        let sender = &[1, 2, 3, 4, 5, 6, 7, 8][..];
+        assert_eq!(long_header_source_cid(&p), Some(sender));
+        // Quoted up to just past the source ID is enough; less says nothing.
+        assert_eq!(long_header_source_cid(&p[..23]), Some(sender));
+        for cut in 0..23 {
+            assert_eq!(long_header_source_cid(&p[..cut]), None, "cut at {cut}");
+        }
+        let mut short = p.clone();
+        short[0] = 0x40;
+        assert_eq!(long_header_source_cid(&short), None);
+        let mut dcid_too_long = p.clone();
+        dcid_too_long[5] = 21;
+        assert_eq!(long_header_source_cid(&dcid_too_long), None);
+        let mut scid_too_long = p.clone();
+        scid_too_long[14] = 200;
+        assert_eq!(long_header_source_cid(&scid_too_long), None);
+        let mut empty = vec![0xC0, 0x42, 0x52, 0x00, 0x01, 0, 0];
+        assert_eq!(long_header_source_cid(&empty), Some(&[][..]));
+        empty.truncate(6);
+        assert_eq!(long_header_source_cid(&empty), None);
     }
 
     /// An Initial: version 1, dcid 01 02, scid aa, 2-byte pn 0x0102, 3 payload bytes.
@@ -670,6 +717,10 @@ mod tests {
             let v = HeaderView::new_checked(&out[..], dcid.len()).unwrap();
             prop_assert_eq!(v.payload(), &payload[..]);
             prop_assert_eq!(Header::parse(&v).unwrap(), h);
+            // A quote cut just past a long header's source ID names the
+            // same sender; a short header names nobody.
+            let quoted = if long { &out[..7 + dcid.len() + scid.len()] } else { &out[..] };
+            prop_assert_eq!(long_header_source_cid(quoted), long.then_some(&scid[..]));
         }
 
         #[test]
@@ -677,7 +728,11 @@ mod tests {
             if let Ok(v) = HeaderView::new_checked(&bytes[..], cid_len) {
                 let _ = Header::parse(&v);
                 let _ = (v.payload(), v.scid(), v.versions().count());
+                if v.is_long() {
+                    prop_assert_eq!(long_header_source_cid(&bytes), Some(v.scid()));
+                }
             }
+            let _ = long_header_source_cid(&bytes);
         }
     }
 }
