@@ -245,9 +245,8 @@ impl State {
             let reader_waiting = !io.readers.is_empty() || io.accept_waker.is_some();
             let writer_busy = !io.low_water.is_empty()
                 || io.writers.keys().any(|id| streams.unsent_bytes(*id) > 0);
-            // The full statistics only when the answer can matter.
             let bytes_in_flight = if reader_waiting && !writer_busy {
-                c.stats().bytes_in_flight
+                c.bytes_in_flight()
             } else {
                 0
             };

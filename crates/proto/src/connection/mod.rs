@@ -622,6 +622,12 @@ impl Connection {
         &self.rtt
     }
 
+    /// Bytes sent and neither acknowledged nor declared lost, without
+    /// building the whole [`ConnectionStats`].
+    pub fn bytes_in_flight(&self) -> u64 {
+        self.sent.bytes_in_flight()
+    }
+
     /// Read access to the streams (states, buffered bytes).
     pub fn streams(&self) -> &Streams {
         &self.streams
