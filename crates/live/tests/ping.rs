@@ -70,8 +70,8 @@ fn ping_once(config: &LabConfig, mode: IpMode) -> Result<(), String> {
     // cores wake slowly); the tail also holds whatever else the machine
     // was doing. A busy machine delays the router and the applications
     // alike: the router measures its own lateness (the p99 of its delay
-    // error, both ways), and the bounds allow that much more. Quiet, it is
-    // a tenth of a millisecond.
+    // error, both ways, printed above), and the bounds allow that much
+    // more.
     let late = f.down.delay_error_ms.p99 + f.up.delay_error_ms.p99;
     common::bound(p50 - expected_ms < 1.0 + late, || {
         format!("p50 {p50} vs model {expected_ms}, router late {late}")
