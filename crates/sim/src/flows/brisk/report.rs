@@ -56,14 +56,17 @@ impl TransportReport {
 /// Did the receiving application get exactly what the sender wrote?
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Integrity {
-    /// FNV-1a over every byte the sender wrote, in order (bulk and
-    /// messages: one stream each).
+    /// FNV-1a over every byte the sender wrote, in order, and over every
+    /// byte the receiver read (messages; the other workloads check each
+    /// byte against its offset instead and leave both zero).
     pub sent_hash: u64,
-    /// The same over every byte the receiver read.
     pub received_hash: u64,
     /// The receiver read the stream to its end, so the two hashes must
     /// agree (a run may end with bytes still in flight).
     pub stream_complete: bool,
+    /// Bytes written that a receiver who read the stream to its end never
+    /// got (bulk).
+    pub missing_bytes: u64,
     /// Bytes the receiver checked against the deterministic pattern.
     pub checked_bytes: u64,
     /// Bytes that differed from it.
@@ -72,9 +75,11 @@ pub struct Integrity {
 
 impl Integrity {
     /// No byte differed from the pattern, and a stream read to its end
-    /// hashes as it was written.
+    /// hashes as it was written and lacks nothing.
     pub fn intact(&self) -> bool {
-        self.corrupt_bytes == 0 && (!self.stream_complete || self.sent_hash == self.received_hash)
+        self.corrupt_bytes == 0
+            && self.missing_bytes == 0
+            && (!self.stream_complete || self.sent_hash == self.received_hash)
     }
 }
 
@@ -99,4 +104,44 @@ pub struct FrameReport {
     /// Frames received on time per second, one point per whole second of
     /// the call: (end of the second, fps).
     pub frame_rate: Vec<(Instant, f64)>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stream_read_to_its_end_is_intact_only_if_nothing_differs_or_lacks() {
+        let whole = Integrity {
+            stream_complete: true,
+            checked_bytes: 1000,
+            ..Integrity::default()
+        };
+        assert!(whole.intact());
+        for broken in [
+            Integrity {
+                corrupt_bytes: 1,
+                ..whole
+            },
+            Integrity {
+                missing_bytes: 1,
+                ..whole
+            },
+            Integrity {
+                sent_hash: 1,
+                ..whole
+            },
+        ] {
+            assert!(!broken.intact(), "{broken:?}");
+        }
+        // Mid-run, the hashes of a stream still in flight may differ.
+        assert!(
+            Integrity {
+                sent_hash: 1,
+                stream_complete: false,
+                ..whole
+            }
+            .intact()
+        );
+    }
 }

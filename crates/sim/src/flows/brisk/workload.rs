@@ -1,5 +1,5 @@
 //! What the applications on a brisk flow share: the [`Workload`] trait the
-//! glue drives, deterministic payload bytes, a stream hash, and a reader
+//! glue drives, deterministic payload bytes, a stream digest, and a reader
 //! that empties a stream.
 
 use super::report::TransportReport;
@@ -148,72 +148,6 @@ pub(crate) fn count_corrupt(key: u64, offset: u64, data: &[u8]) -> u64 {
         state = state.wrapping_add(SPLITMIX_GAMMA);
     }
     corrupt + differing(words.remainder(), &mix(state).to_le_bytes())
-}
-
-/// An order-sensitive 64-bit digest of a byte stream fed in pieces of any
-/// size, to compare what one side wrote with what the other read at
-/// volume: it takes 8-byte words in four independent lanes (each word
-/// xored in, multiplied and rotated, so a change in any bit spreads), and
-/// the digest mixes the lanes, the leftover bytes and the length. A byte
-/// at a time (FNV-1a) costs several cycles per byte in one dependent
-/// chain; this costs a fraction of one.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub(crate) struct StreamHash {
-    lanes: [u64; 4],
-    /// The start of a 32-byte block still being filled.
-    partial: [u8; 32],
-    partial_len: usize,
-    len_bytes: u64,
-}
-
-/// FNV's 64-bit prime, an odd multiplier with well-spread bits.
-const LANE_PRIME: u64 = 0x0000_0100_0000_01b3;
-
-impl StreamHash {
-    pub fn update(&mut self, data: &[u8]) {
-        self.len_bytes += data.len() as u64;
-        let mut data = data;
-        if self.partial_len > 0 {
-            let n = (32 - self.partial_len).min(data.len());
-            self.partial[self.partial_len..self.partial_len + n].copy_from_slice(&data[..n]);
-            self.partial_len += n;
-            data = &data[n..];
-            if self.partial_len < 32 {
-                return;
-            }
-            let block = self.partial;
-            self.block(&block);
-            self.partial_len = 0;
-        }
-        let mut blocks = data.chunks_exact(32);
-        for b in &mut blocks {
-            self.block(b);
-        }
-        let rest = blocks.remainder();
-        self.partial[..rest.len()].copy_from_slice(rest);
-        self.partial_len = rest.len();
-    }
-
-    /// Takes one 32-byte block, a word per lane.
-    fn block(&mut self, block: &[u8]) {
-        for (lane, w) in self.lanes.iter_mut().zip(block.chunks_exact(8)) {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(w);
-            *lane = ((*lane ^ u64::from_le_bytes(word)).wrapping_mul(LANE_PRIME)).rotate_left(29);
-        }
-    }
-
-    /// The digest of everything fed so far.
-    pub fn digest(&self) -> u64 {
-        let mut h = mix(self.len_bytes);
-        for lane in self.lanes {
-            h = mix(h ^ lane);
-        }
-        for &b in &self.partial[..self.partial_len] {
-            h = mix(h ^ u64::from(b));
-        }
-        h
-    }
 }
 
 /// FNV-1a, 64 bits: a cheap order-sensitive digest of a byte stream, to
@@ -366,57 +300,6 @@ mod tests {
             proptest::prop_assert_eq!(count_corrupt(key, offset, &got), differing);
         }
 
-        #[test]
-        fn stream_hash_ignores_how_the_stream_is_cut(
-            data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300),
-            cuts in proptest::collection::vec(0usize..300, 0..8),
-        ) {
-            let mut whole = StreamHash::default();
-            whole.update(&data);
-            let mut pieces = StreamHash::default();
-            let mut cuts: Vec<usize> = cuts.into_iter().filter(|c| *c <= data.len()).collect();
-            cuts.sort_unstable();
-            let mut from = 0;
-            for c in cuts.into_iter().chain([data.len()]) {
-                pieces.update(&data[from..c]);
-                from = c;
-            }
-            proptest::prop_assert_eq!(whole.digest(), pieces.digest());
-        }
-    }
-
-    #[test]
-    fn stream_hash_sees_changed_moved_and_missing_bytes() {
-        let mut data = vec![0u8; 4096];
-        fill_pattern(3, 0, &mut data);
-        let digest = |d: &[u8]| {
-            let mut h = StreamHash::default();
-            h.update(d);
-            h.digest()
-        };
-        let base = digest(&data);
-        // Every single-bit flip at a spread of positions and bits.
-        for at in (0..data.len()).step_by(97) {
-            for bit in 0..8 {
-                let mut d = data.clone();
-                d[at] ^= 1 << bit;
-                assert_ne!(digest(&d), base, "byte {at} bit {bit}");
-            }
-        }
-        // The same top bit flipped in two words of one lane.
-        let mut d = data.clone();
-        d[7] ^= 0x80;
-        d[39] ^= 0x80;
-        assert_ne!(digest(&d), base);
-        // Two words swapped, a byte missing, a byte added.
-        let mut d = data.clone();
-        let (first, second) = d.split_at_mut(8);
-        first.swap_with_slice(&mut second[..8]);
-        assert_ne!(digest(&d), base);
-        assert_ne!(digest(&data[1..]), base);
-        let mut d = data.clone();
-        d.push(0);
-        assert_ne!(digest(&d), base);
     }
 
     #[test]
