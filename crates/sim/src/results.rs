@@ -145,8 +145,9 @@ pub struct TransportResults {
     pub ecn_state: String,
     /// The codepoint the sender ended with ("ect1", "ect0", "not_ect").
     pub ecn_codepoint: &'static str,
-    /// Received bytes equal to the deterministic pattern (and, for bulk
-    /// and messages, the receiver's stream hash equals the sender's).
+    /// Received bytes equal to the deterministic pattern at their offsets,
+    /// and a stream read to its end lacks nothing (bulk) and hashes as
+    /// it was written (messages).
     pub data_intact: bool,
 }
 
