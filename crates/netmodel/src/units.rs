@@ -43,7 +43,8 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     if v < 0.0 {
         return Err(format!("duration must not be negative, got {s:?}"));
     }
-    Ok(Duration::from_secs_f64(v * scale))
+    Duration::try_from_secs_f64(v * scale)
+        .map_err(|_| format!("duration {s:?} is longer than a duration can be"))
 }
 
 /// A rate in bits per second: "10Mbit", "2.5 Mbit/s", "100kbps", "1Gbit", "50KB/s".
@@ -69,10 +70,11 @@ pub fn parse_rate_bps(s: &str) -> Result<u64, String> {
             _ => return Err(err()),
         },
     };
-    if v <= 0.0 {
-        return Err(format!("rate must be positive, got {s:?}"));
+    let bps = (v * bits).round();
+    if bps < 1.0 {
+        return Err(format!("rate must be at least 1 bit/s, got {s:?}"));
     }
-    Ok((v * bits).round() as u64)
+    Ok(bps as u64)
 }
 
 /// A size in bytes: "1500B", "150KB", "64KiB", "1MB", "2MiB".
@@ -200,6 +202,9 @@ mod tests {
         assert!(parse_duration("20").unwrap_err().contains("\"20ms\""));
         assert!(parse_duration("-1ms").is_err());
         assert!(parse_duration("ms").is_err());
+        // Beyond what a duration holds: a message, not a panic.
+        assert!(parse_duration("1e300s").unwrap_err().contains("longer"));
+        assert!(parse_duration("1e18min").is_err());
     }
 
     #[test]
@@ -211,6 +216,41 @@ mod tests {
         assert_eq!(parse_rate_bps("50KB/s"), Ok(400_000));
         assert!(parse_rate_bps("fast").is_err());
         assert!(parse_rate_bps("0Mbit").is_err());
+        // A rate that rounds to nothing would stall the link for good.
+        assert!(
+            parse_rate_bps("0.4bit")
+                .unwrap_err()
+                .contains("at least 1 bit/s")
+        );
+        assert_eq!(parse_rate_bps("0.6bit"), Ok(1));
+    }
+
+    proptest::proptest! {
+        /// Any text, and any number with any unit the parsers know or
+        /// not, gives a value or a message: never a panic.
+        #[test]
+        fn no_text_panics(
+            text in "\\PC{0,16}",
+            number in proptest::prelude::any::<f64>(),
+            exponent in -400i32..400,
+            unit in proptest::sample::select(vec![
+                "", "ns", "us", "ms", "s", "min", "h", "bit", "kbit", "Mbit", "Gbit/s",
+                "Mbps", "B/s", "KB/s", "GB/s", "B", "KB", "KiB", "MiB", "GiB", "%", "e", "e-",
+            ]),
+        ) {
+            for s in [
+                text.clone(),
+                format!("{number}{unit}"),
+                format!("{number:e}{unit}"),
+                format!("1e{exponent}{unit}"),
+                format!("{text}{unit}"),
+            ] {
+                let _ = parse_duration(&s);
+                let _ = parse_rate_bps(&s);
+                let _ = parse_bytes(&s);
+                let _ = parse_probability(&s);
+            }
+        }
     }
 
     #[test]
