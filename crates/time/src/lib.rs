@@ -25,12 +25,14 @@ impl Instant {
         Instant(ns)
     }
 
+    /// Saturates at `FAR_FUTURE`, as adding a duration does.
     pub const fn from_micros(us: u64) -> Self {
-        Instant(us * 1_000)
+        Instant(us.saturating_mul(1_000))
     }
 
+    /// Saturates at `FAR_FUTURE`, as adding a duration does.
     pub const fn from_millis(ms: u64) -> Self {
-        Instant(ms * 1_000_000)
+        Instant(ms.saturating_mul(1_000_000))
     }
 
     pub fn from_secs_f64(s: f64) -> Self {

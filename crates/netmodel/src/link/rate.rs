@@ -140,7 +140,14 @@ pub enum TraceError {
     Empty,
     #[error("mahimahi trace lasts 0 ms: its last timestamp must be positive")]
     ZeroLength,
+    #[error("mahimahi trace line {line}: {ms} ms is past the longest trace, {MAX_TRACE_MS} ms")]
+    TooLong { line: usize, ms: u64 },
 }
+
+/// The latest timestamp a trace may hold, about 35 years: far beyond any
+/// recording, and small enough that its nanoseconds, times a loop count,
+/// stay within the simulator's clock.
+pub const MAX_TRACE_MS: u64 = 1 << 40;
 
 impl MahimahiTrace {
     /// Parses trace text. Blank lines and surrounding spaces are ignored.
@@ -160,6 +167,9 @@ impl MahimahiTrace {
                 && ms < prev
             {
                 return Err(TraceError::Decreasing { line, ms, prev });
+            }
+            if ms > MAX_TRACE_MS {
+                return Err(TraceError::TooLong { line, ms });
             }
             opportunities_ms.push(ms);
         }
@@ -223,10 +233,10 @@ impl MahimahiTrace {
         if p > 0 {
             let i = within(offset_ns + period_ns);
             if i < n {
-                return (p - 1) * n + i;
+                return (p - 1).saturating_mul(n).saturating_add(i);
             }
         }
-        p * n + within(offset_ns)
+        p.saturating_mul(n).saturating_add(within(offset_ns))
     }
 }
 
@@ -291,6 +301,66 @@ mod tests {
         assert_eq!(MahimahiTrace::parse("\n \n"), Err(TraceError::Empty));
         assert_eq!(MahimahiTrace::parse("0\n0"), Err(TraceError::ZeroLength));
         assert!(MahimahiTrace::parse("1.5").is_err());
+    }
+
+    proptest::proptest! {
+        /// Any trace text gives a trace or a message naming the problem;
+        /// an accepted trace's opportunities never go back in time, and
+        /// the one found for an instant is the first at or after it.
+        #[test]
+        fn traces_parse_or_say_why_and_replay_in_order(
+            steps in proptest::collection::vec(0u64..20, 0..12),
+            huge in proptest::option::of(0u32..64),
+            garbage in proptest::option::of(("\\PC{0,6}", 0usize..12)),
+            probe_ns in proptest::prelude::any::<u64>(),
+        ) {
+            // Non-decreasing timestamps, perhaps ending far out, perhaps
+            // with a line of garbage.
+            let mut lines: Vec<String> = steps
+                .iter()
+                .scan(0u64, |at, step| {
+                    *at += step;
+                    Some(at.to_string())
+                })
+                .collect();
+            if let Some(b) = huge {
+                lines.push((1u64 << b).max(steps.iter().sum()).to_string());
+            }
+            if let Some((text, at)) = garbage {
+                lines.insert(at.min(lines.len()), text);
+            }
+            let Ok(t) = MahimahiTrace::parse(&lines.join("\n")) else {
+                return Ok(());
+            };
+            proptest::prop_assert!(t.mean_bps() > 0.0 && t.mean_bps().is_finite());
+            let mut prev = Instant::ZERO;
+            for k in 0..(3 * t.opportunities_per_period() as u64) {
+                let at = t.opportunity_at(k);
+                proptest::prop_assert!(at >= prev, "opportunity {k} at {at:?} before {prev:?}");
+                prev = at;
+            }
+            for probe in [Instant::ZERO, Instant::from_nanos(probe_ns % (1 << 50)), prev] {
+                let k = t.first_opportunity(probe, true);
+                proptest::prop_assert!(t.opportunity_at(k) >= probe);
+                if k > 0 {
+                    proptest::prop_assert!(t.opportunity_at(k - 1) < probe);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn traces_past_the_longest_are_refused() {
+        let e = MahimahiTrace::parse("5\n288230376151711744\n").unwrap_err();
+        assert_eq!(
+            e,
+            TraceError::TooLong {
+                line: 2,
+                ms: 1 << 58
+            }
+        );
+        assert!(e.to_string().contains("line 2"), "{e}");
+        assert!(MahimahiTrace::parse(&MAX_TRACE_MS.to_string()).is_ok());
     }
 
     #[test]
