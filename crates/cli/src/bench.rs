@@ -30,8 +30,8 @@ use std::time::{Duration, Instant};
 #[derive(clap::Args)]
 pub struct BenchArgs {
     /// Simulated seconds per case (the reference is 60).
-    #[arg(long, default_value_t = 60.0)]
-    seconds: f64,
+    #[arg(long, default_value = "60", value_parser = crate::seconds::positive)]
+    seconds: Duration,
     /// Run only this case (cbr-fq_codel, cbr-fifo, brisk-fq_codel); repeatable.
     #[arg(long)]
     only: Vec<String>,
@@ -52,10 +52,8 @@ struct Measured {
 }
 
 pub fn run(args: BenchArgs) -> Result<()> {
-    if !(args.seconds.is_finite() && args.seconds > 0.0) {
-        bail!("--seconds must be a positive number, got {}", args.seconds);
-    }
-    let simulated = Duration::from_secs_f64(args.seconds);
+    let simulated = args.seconds;
+    let seconds = simulated.as_secs_f64();
     let mut cases = bench::cases(simulated).context("built-in bench scenarios")?;
     for name in &args.only {
         if !cases.iter().any(|c| c.name == name) {
@@ -71,7 +69,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
              ns-3.37 on this network: {NS3_WALL_S_PER_60S:.0} s per 60 simulated s, \
              {:.0} k packet-hops/s, counting its access links too.\n\
              goal (issue #2): {:.1} M packet-hops per CPU-second; 60 s at 100 Mbit/s in under 1 s.",
-            args.seconds,
+            seconds,
             NS3_PACKET_HOPS_PER_S / 1e3,
             GOAL_PACKET_HOPS_PER_CPU_S / 1e6,
         );
@@ -105,7 +103,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
             .map(|_| measure(&case.scenario))
             .min_by_key(|m| m.cpu.unwrap_or(m.wall))
             .context("at least one run")?;
-        report(case.name, args.seconds, &m, args.json);
+        report(case.name, seconds, &m, args.json);
     }
     Ok(())
 }

@@ -21,8 +21,8 @@ pub struct GetArgs {
     #[arg(short = 'o', long)]
     output: Option<PathBuf>,
     /// Seconds to wait for the server's handshake.
-    #[arg(long, default_value_t = 5.0)]
-    timeout: f64,
+    #[arg(long, default_value = "5", value_parser = crate::seconds::positive)]
+    timeout: Duration,
 }
 
 /// The parts of a `brisk://` URL.
@@ -104,7 +104,7 @@ pub fn run(args: GetArgs) -> Result<()> {
             PathBuf::from(name)
         }
     };
-    let timeout = Duration::from_secs_f64(args.timeout.max(0.1));
+    let timeout = args.timeout.max(Duration::from_millis(100));
     crate::perf::runtime()?.block_on(async move {
         let addr = resolve(&url.host, url.port).await?;
         let client = client_for(addr, timeout)?;

@@ -54,8 +54,8 @@ pub struct LiveArgs {
     #[arg(long)]
     out: Option<PathBuf>,
     /// End the run after this many seconds even if the client still runs.
-    #[arg(long)]
-    max_time: Option<f64>,
+    #[arg(long, value_parser = crate::seconds::positive)]
+    max_time: Option<Duration>,
     /// Busy-poll this many microseconds before each model deadline.
     #[arg(long, default_value_t = 50)]
     spin_us: u64,
@@ -95,11 +95,7 @@ pub fn run(args: LiveArgs) -> Result<()> {
         realtime: !args.no_realtime,
         ..LoopConfig::default()
     };
-    let max_time = match args.max_time {
-        Some(s) if s.is_finite() && s > 0.0 => Some(Duration::from_secs_f64(s)),
-        Some(s) => bail!("--max-time must be a positive number of seconds, got {s}"),
-        None => None,
-    };
+    let max_time = args.max_time;
     let outcome = brisk_live::run(LiveRun {
         lab,
         server: args.server.clone(),

@@ -68,8 +68,8 @@ struct ClientArgs {
     #[arg(long, default_value = "throughput", value_parser = ["throughput", "rpc"])]
     mode: String,
     /// Run for this many seconds...
-    #[arg(long, default_value_t = 10.0)]
-    seconds: f64,
+    #[arg(long, default_value = "10", value_parser = crate::seconds::positive)]
+    seconds: Duration,
     /// ...or move exactly this many bytes (throughput) / requests (rpc).
     #[arg(long)]
     count: Option<u64>,
@@ -80,8 +80,8 @@ struct ClientArgs {
     #[arg(long, default_value = "cubic")]
     cc: String,
     /// Seconds to wait for the handshake.
-    #[arg(long, default_value_t = 5.0)]
-    timeout: f64,
+    #[arg(long, default_value = "5", value_parser = crate::seconds::positive)]
+    timeout: Duration,
     /// Write the connection's qlog (JSON-SEQ) into this directory.
     #[arg(long)]
     qlog: Option<PathBuf>,
@@ -208,10 +208,10 @@ fn client(args: ClientArgs) -> Result<()> {
     let url = crate::get::parse_url(&args.url)?;
     let key = keys::load_public(&args.server_key)?;
     let cc = parse_cc(&args.cc)?;
-    let duration = Duration::from_secs_f64(args.seconds.max(0.01));
+    let duration = args.seconds.max(Duration::from_millis(10));
     runtime()?.block_on(async move {
         let addr = crate::get::resolve(&url.host, url.port).await?;
-        let client = crate::get::client_for(addr, Duration::from_secs_f64(args.timeout.max(0.1)))?;
+        let client = crate::get::client_for(addr, args.timeout.max(Duration::from_millis(100)))?;
         let config = brisk_proto::ClientConfig::new(Some(key)).with_cc(cc);
         let conn = client.connect_with(addr, config).await?;
         if let Some(dir) = &args.qlog {
