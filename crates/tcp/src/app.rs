@@ -284,6 +284,31 @@ impl FrameReader {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::strategy::Strategy;
+
+    proptest::proptest! {
+        /// A client's bytes, cut anywhere, give requests or an error and
+        /// never more than a line's worth of buffer.
+        #[test]
+        fn no_request_stream_panics_or_grows(
+            chunks in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300),
+                    "(GET /size\\?(bytes|prio)=[0-9]{0,22}(&prio=[0-9]{0,4})?( HTTP/1.1)?\r?\n)"
+                        .prop_map(String::into_bytes),
+                ],
+                0..10,
+            ),
+        ) {
+            let mut reader = LineReader::default();
+            for chunk in chunks {
+                if reader.handle_bytes(&chunk).is_err() {
+                    break;
+                }
+                proptest::prop_assert!(reader.buf.len() <= MAX_LINE_BYTES);
+            }
+        }
+    }
 
     #[test]
     fn request_lines_round_trip_and_reject_garbage() {

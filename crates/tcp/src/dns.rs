@@ -251,6 +251,33 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// Whatever a resolver (or anyone spoofing one) sends gets
+        /// addresses or an error: any bytes, and a real answer with bytes
+        /// changed, cut or added.
+        #[test]
+        fn no_answer_panics(
+            noise in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..600),
+            edits in proptest::collection::vec(
+                (proptest::prelude::any::<usize>(), proptest::prelude::any::<u8>()),
+                0..8,
+            ),
+            cut in proptest::prelude::any::<usize>(),
+        ) {
+            let _ = parse_answer(0x1234, &noise);
+            let mut b = answer();
+            for (at, x) in edits {
+                let i = at % b.len();
+                b[i] = x;
+            }
+            let _ = parse_answer(0x1234, &b);
+            b.truncate(cut % (b.len() + 1));
+            let _ = parse_answer(0x1234, &b);
+            b.extend_from_slice(&noise);
+            let _ = parse_answer(0x1234, &b);
+        }
+    }
+
     #[test]
     fn parses_compressed_aaaa_answers() {
         let addrs = parse_answer(0x1234, &answer()).unwrap();
