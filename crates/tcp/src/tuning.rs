@@ -55,12 +55,14 @@ pub fn window_limited_rate_bps(buffer_bytes: u64, rtt: Duration) -> f64 {
 }
 
 /// How long `queued_bytes` take to drain at `rate_bps`: the delay data
-/// waiting in a send buffer adds.
+/// waiting in a send buffer adds ([`Duration::MAX`] if it never drains or
+/// would take longer than a duration holds).
 pub fn drain_time(queued_bytes: u64, rate_bps: u64) -> Duration {
     if rate_bps == 0 {
         return Duration::MAX;
     }
-    Duration::from_secs_f64(queued_bytes as f64 * 8.0 / rate_bps as f64)
+    Duration::try_from_secs_f64(queued_bytes as f64 * 8.0 / rate_bps as f64)
+        .unwrap_or(Duration::MAX)
 }
 
 /// Which buffer.
@@ -252,6 +254,8 @@ mod tests {
         );
         assert_eq!(drain_time(16 * 1024, rate_bps), Duration::from_millis(320));
         assert_eq!(drain_time(1, 0), Duration::MAX);
+        // Longer than a Duration holds: the longest one, not a panic.
+        assert_eq!(drain_time(u64::MAX, 1), Duration::MAX);
     }
 
     fn limits(direction: Direction, ceiling: u64, core: u64) -> BufferLimits {

@@ -254,7 +254,9 @@ impl Pie {
         let qdelay_old = v.qdelay_old;
         let qdelay = if c.dq_rate_estimator {
             if v.avg_dq_rate_bytes_per_sec > 0.0 {
-                Duration::from_secs_f64(backlog as f64 / v.avg_dq_rate_bytes_per_sec)
+                // A rate estimate near zero saturates instead of panicking.
+                Duration::try_from_secs_f64(backlog as f64 / v.avg_dq_rate_bytes_per_sec)
+                    .unwrap_or(Duration::MAX)
             } else {
                 Duration::ZERO
             }
