@@ -80,7 +80,7 @@ fn udp_across_nat64_once() -> Result<(), String> {
     // As in the plain ping test, the bound allows the lateness the router
     // measured of itself (the p99 of its delay error, both ways). A missing
     // delay (p50 near 0) or a doubled one (near 40 ms) still fails.
-    let late = f.down.delay_error_ms.p99 + f.up.delay_error_ms.p99;
+    let late = common::router_lateness_ms(f);
     common::bound(p50 < 21.5 + late, || {
         format!("p50 {p50}, router late {late}")
     })?;

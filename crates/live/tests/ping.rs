@@ -72,7 +72,7 @@ fn ping_once(config: &LabConfig, mode: IpMode) -> Result<(), String> {
     // alike: the router measures its own lateness (the p99 of its delay
     // error, both ways, printed above), and the bounds allow that much
     // more.
-    let late = f.down.delay_error_ms.p99 + f.up.delay_error_ms.p99;
+    let late = common::router_lateness_ms(f);
     common::bound(p50 - expected_ms < 1.0 + late, || {
         format!("p50 {p50} vs model {expected_ms}, router late {late}")
     })?;

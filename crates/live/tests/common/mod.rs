@@ -91,3 +91,11 @@ pub fn within_attempts<T>(test: &str, mut check: impl FnMut() -> Result<T, Strin
 pub fn bound(ok: bool, message: impl FnOnce() -> String) -> Result<(), String> {
     if ok { Ok(()) } else { Err(message()) }
 }
+
+/// How late the router says it ran, both ways: the p99 of its delay error
+/// down plus up. A busy host delays the router and the applications alike,
+/// so end-to-end delay bounds allow this much more; on an idle VM it is a
+/// fraction of a millisecond.
+pub fn router_lateness_ms(f: &brisk_live::results::FidelityResults) -> f64 {
+    f.down.delay_error_ms.p99 + f.up.delay_error_ms.p99
+}
