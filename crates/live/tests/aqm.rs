@@ -91,21 +91,27 @@ fn codel_removes_the_bufferbloat_of_a_deep_fifo() {
         None,
     );
     describe("fifo 1000", &fifo);
-    let codel = download_with_ping("[queue.codel]\necn = false\n", "cubic", false, 8, None);
-    describe("codel", &codel);
     let added = |r: &Run| r.ping.quantile(0.5).as_secs_f64() * 1000.0 - BASE_RTT_MS;
     // 1000 packets at 10 Mbit/s is 1.2 s of buffer; CUBIC fills much of it.
     assert!(added(&fifo) > 100.0, "fifo adds {} ms", added(&fifo));
-    // CoDel holds the standing queue near its 5 ms target.
-    assert!(added(&codel) < 15.0, "codel adds {} ms", added(&codel));
-    assert!(added(&codel) < 0.2 * added(&fifo));
-    // ... without giving up the link.
-    assert!(
-        codel.bulk.steady_goodput_mbps > 9.0,
-        "{}",
-        codel.bulk.steady_goodput_mbps
-    );
-    assert!(codel.results.queue.drops_aqm > 0);
+    common::within_attempts("codel beside a deep fifo", || {
+        let codel = download_with_ping("[queue.codel]\necn = false\n", "cubic", false, 8, None);
+        describe("codel", &codel);
+        assert!(codel.results.queue.drops_aqm > 0);
+        // CoDel holds the standing queue near its 5 ms target; a busy host
+        // delays the ping's packets by as much as it delays the router.
+        let late = common::router_lateness_ms(&codel.results.fidelity);
+        common::bound(added(&codel) < 15.0 + late, || {
+            format!("codel adds {} ms, router late {late} ms", added(&codel))
+        })?;
+        common::bound(added(&codel) < 0.2 * added(&fifo), || {
+            format!("codel adds {} ms, fifo {} ms", added(&codel), added(&fifo))
+        })?;
+        // ... without giving up the link.
+        common::bound(codel.bulk.steady_goodput_mbps > 9.0, || {
+            format!("codel goodput {} Mbit/s", codel.bulk.steady_goodput_mbps)
+        })
+    });
 }
 
 fn tshark_count(pcap: &std::path::Path, filter: &str) -> Option<u64> {
@@ -182,17 +188,23 @@ fn ecn_tcp_sees_ce_marks_through_dualpi2() {
     let Some(_g) = common::lab_guard("ecn_tcp_sees_ce_marks_through_dualpi2") else {
         return;
     };
-    let r = download_with_ping("[queue.dualpi2]\n", "cubic", true, 5, None);
-    describe("dualpi2 ecn", &r);
-    let tcp = r
-        .results
-        .flows
-        .iter()
-        .find(|f| f.kind == "tcp")
-        .expect("a tcp flow");
-    assert!(r.bulk.sender.ecn_negotiated);
-    assert!(tcp.ce_packets > 0 && r.bulk.sender.delivered_ce_segments > 0);
-    // Classic ECN traffic sits in DualPI2's classic queue, steered to 15 ms.
-    let added = r.ping.quantile(0.5).as_secs_f64() * 1000.0 - BASE_RTT_MS;
-    assert!(added < 30.0, "dualpi2 adds {added} ms");
+    common::within_attempts("dualpi2 with classic ecn", || {
+        let r = download_with_ping("[queue.dualpi2]\n", "cubic", true, 5, None);
+        describe("dualpi2 ecn", &r);
+        let tcp = r
+            .results
+            .flows
+            .iter()
+            .find(|f| f.kind == "tcp")
+            .expect("a tcp flow");
+        assert!(r.bulk.sender.ecn_negotiated);
+        assert!(tcp.ce_packets > 0 && r.bulk.sender.delivered_ce_segments > 0);
+        // Classic ECN traffic sits in DualPI2's classic queue, steered to
+        // 15 ms; the bound allows the router's measured lateness.
+        let added = r.ping.quantile(0.5).as_secs_f64() * 1000.0 - BASE_RTT_MS;
+        let late = common::router_lateness_ms(&r.results.fidelity);
+        common::bound(added < 30.0 + late, || {
+            format!("dualpi2 adds {added} ms, router late {late} ms")
+        })
+    });
 }
