@@ -8,7 +8,7 @@ use crate::router::fidelity::DirectionFidelity;
 use crate::router::flows::{FlowEntry, dir_index};
 use brisk_netmodel::Link;
 use brisk_sim::engine::Direction;
-use brisk_sim::results::{FlowResults, LinkResults, QueueResults};
+use brisk_sim::results::{FlowEnds, FlowLabel, FlowResults, LinkResults, QueueResults};
 use brisk_sim::scenario::Scenario;
 use brisk_trace::stats::{LatencySummary, Percentiles};
 use serde::Serialize;
@@ -139,8 +139,9 @@ fn protocol_name(p: u8) -> &'static str {
     }
 }
 
-/// One flow in the simulator's shape. `return_delay` is the base delay of
-/// the direction opposite to the data, for estimated round trips.
+/// One flow in the simulator's shape. `link_delay` holds the base delay of
+/// each direction (down, up): the one opposite to the data completes a
+/// round trip estimated from one-way delays.
 fn flow_results(id: usize, f: &FlowEntry, link_delay: [Duration; 2]) -> FlowResults {
     let data = f.data_direction();
     let d = f.dir(data);
@@ -153,63 +154,28 @@ fn flow_results(id: usize, f: &FlowEntry, link_delay: [Duration; 2]) -> FlowResu
         Direction::Down => (server, client),
         Direction::Up => (client, server),
     };
-    let m = &d.metrics;
     let active = match (d.first_sent, d.last_delivered) {
         (Some(a), Some(b)) => (b - a).as_secs_f64(),
         _ => 0.0,
-    }
-    .max(1e-9);
-    let back = link_delay[1 - dir_index(data)];
-    let (rtt_ms, rtt_measured) = if d.rtt.is_empty() {
-        let owd = m.one_way_delay.percentiles();
-        let back_ms = back.as_secs_f64() * 1000.0;
-        let add = |v: f64| if owd.count == 0 { 0.0 } else { v + back_ms };
-        let rtt = Percentiles {
-            min: add(owd.min),
-            p50: add(owd.p50),
-            p90: add(owd.p90),
-            p99: add(owd.p99),
-            max: add(owd.max),
-            mean: add(owd.mean),
-            count: owd.count,
-        };
-        (rtt, false)
-    } else {
-        (d.rtt.percentiles(), true)
     };
-    let lost = m.queue_drops + m.link_losses;
     let kind = protocol_name(k.protocol);
-    FlowResults {
+    let label = FlowLabel {
         id,
         name: format!("{kind} {src} > {dst}"),
         kind,
         src: src.to_string(),
         dst: dst.to_string(),
+    };
+    let ends = FlowEnds {
         sent_bytes: d.sent_bytes(),
         delivered_bytes: d.delivered_bytes(),
-        goodput_mbps: d.delivered_bytes() as f64 * 8.0 / active / 1e6,
-        loss_rate: if m.sent_packets == 0 {
-            0.0
-        } else {
-            lost as f64 / m.sent_packets as f64
-        },
-        ce_fraction: if m.delivered_packets == 0 {
-            0.0
-        } else {
-            m.ce_packets as f64 / m.delivered_packets as f64
-        },
-        rtt_ms,
-        rtt_measured,
-        one_way_delay_ms: m.one_way_delay.percentiles(),
-        queue_delay_ms: m.queue_delay.percentiles(),
-        sent_packets: m.sent_packets,
-        delivered_packets: m.delivered_packets,
-        queue_drops: m.queue_drops,
-        link_losses: m.link_losses,
-        ce_packets: m.ce_packets,
+        active_s: active,
+        rtt_ms: (!d.rtt.is_empty()).then(|| d.rtt.percentiles()),
+        return_delay: link_delay[1 - dir_index(data)],
         unanswered: 0,
         brisk: None,
-    }
+    };
+    FlowResults::new(label, ends, &d.metrics)
 }
 
 fn direction_fidelity(f: &DirectionFidelity, delay: Duration) -> DirectionFidelityResults {

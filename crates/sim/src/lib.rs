@@ -22,13 +22,13 @@ pub mod scenario;
 mod wakeups;
 
 use brisk_time::Instant;
-use brisk_trace::stats::{LatencySummary, Percentiles};
+use brisk_trace::stats::LatencySummary;
 use engine::{Engine, FlowSetup, Outcome};
 use flows::brisk::{BriskConfig, BriskFlow, BriskWorkload, SendPath, TransportReport};
 use flows::{ConstantRate, FlowApp, Ping};
 use results::{
-    BriskResults, EngineResults, FlowResults, FrameResults, LinkResults, QueueResults, Results,
-    TransportResults,
+    BriskResults, EngineResults, FlowEnds, FlowLabel, FlowResults, FrameResults, LinkResults,
+    QueueResults, Results, TransportResults,
 };
 use scenario::{BriskApp, EcnSpec, FlowKind, FlowSpec, IpFamily, Scenario};
 use std::time::Duration;
@@ -275,61 +275,28 @@ fn summarize(s: &Scenario, seed: u64, o: &Outcome) -> Results {
         .enumerate()
         .map(|(id, f)| {
             let report = f.app.report();
-            let m = &f.metrics;
-            let active = (f.stop.min(end) - f.start).as_secs_f64().max(1e-9);
-            let (rtt_ms, rtt_measured) = if report.rtt_samples.is_empty() {
-                // One-way kinds: forward delay as measured, plus the
-                // return path's base delay (it carries no load).
-                let back = f.base_rtt.as_secs_f64() * 1000.0 / 2.0;
-                let owd = m.one_way_delay.percentiles();
-                let add = |v: f64| if owd.count == 0 { 0.0 } else { v + back };
-                let rtt = Percentiles {
-                    min: add(owd.min),
-                    p50: add(owd.p50),
-                    p90: add(owd.p90),
-                    p99: add(owd.p99),
-                    max: add(owd.max),
-                    mean: add(owd.mean),
-                    count: owd.count,
-                };
-                (rtt, false)
-            } else {
+            let rtt_ms = (!report.rtt_samples.is_empty()).then(|| {
                 let mut h = LatencySummary::default();
                 report.rtt_samples.iter().for_each(|(_, d)| h.record(*d));
-                (h.percentiles(), true)
-            };
-            let lost = m.queue_drops + m.link_losses;
-            FlowResults {
+                h.percentiles()
+            });
+            let label = FlowLabel {
                 id,
                 name: f.name.clone(),
                 kind: f.kind,
                 src: f.addrs.sender.to_string(),
                 dst: f.addrs.receiver.to_string(),
+            };
+            let ends = FlowEnds {
                 sent_bytes: report.sent_bytes,
                 delivered_bytes: report.delivered_bytes,
-                goodput_mbps: report.delivered_bytes as f64 * 8.0 / active / 1e6,
-                loss_rate: if m.sent_packets == 0 {
-                    0.0
-                } else {
-                    lost as f64 / m.sent_packets as f64
-                },
-                ce_fraction: if m.delivered_packets == 0 {
-                    0.0
-                } else {
-                    m.ce_packets as f64 / m.delivered_packets as f64
-                },
+                active_s: (f.stop.min(end) - f.start).as_secs_f64(),
                 rtt_ms,
-                rtt_measured,
-                one_way_delay_ms: m.one_way_delay.percentiles(),
-                queue_delay_ms: m.queue_delay.percentiles(),
-                sent_packets: m.sent_packets,
-                delivered_packets: m.delivered_packets,
-                queue_drops: m.queue_drops,
-                link_losses: m.link_losses,
-                ce_packets: m.ce_packets,
+                return_delay: f.base_rtt / 2,
                 unanswered: report.unanswered,
                 brisk: report.transport.as_ref().map(brisk_results),
-            }
+            };
+            FlowResults::new(label, ends, &f.metrics)
         })
         .collect();
     Results {
