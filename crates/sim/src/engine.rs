@@ -160,6 +160,11 @@ impl Outcome {
         self.flows.iter().map(|f| f.app.report()).collect()
     }
 
+    /// Packets that crossed one bottleneck direction to its far end.
+    pub fn packet_hops(&self) -> u64 {
+        self.packet_hops
+    }
+
     pub fn queue_stats(&self) -> (QueueStats, QueueStats) {
         (self.down.queue().stats(), self.up.queue().stats())
     }
