@@ -411,6 +411,10 @@ fn main() {
             ("quinn-proto", quinn),
         ] {
             let m = measure(1, app);
+            println!(
+                "quinn_peer smoke: {name} moved {:.1} Mbit/s",
+                m.goodput_mbps
+            );
             assert!(m.goodput_mbps > 20.0, "{name}: {m:?}");
         }
         return;
