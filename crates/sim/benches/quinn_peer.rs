@@ -19,7 +19,7 @@
 //! then each one's median and the median of the per-round ratios
 //! quinn-proto/Brisk. `PEER_ROUNDS=n` sets the rounds (default 5; the two
 //! alternate within a round so drift hits both). Without `--bench` (as
-//! `cargo test --benches` runs it) one short run of each checks that both
+//! `cargo test` runs it) one simulated second of each checks that both
 //! move data.
 //!
 //! Time is the thread's own CPU time (`/proc/thread-self/schedstat`)
