@@ -109,11 +109,11 @@ pub fn run(args: BenchArgs) -> Result<()> {
 }
 
 fn measure(scenario: &brisk_sim::scenario::Scenario) -> Measured {
-    let cpu_before = thread_cpu();
+    let cpu_before = bench::thread_cpu();
     let started = Instant::now();
     let r = brisk_sim::run(scenario, RunOptions::default()).results;
     let wall = started.elapsed();
-    let cpu = thread_cpu()
+    let cpu = bench::thread_cpu()
         .zip(cpu_before)
         .map(|(a, b)| a.saturating_sub(b));
     Measured {
@@ -171,11 +171,4 @@ fn report(name: &str, seconds: f64, m: &Measured, as_json: bool) {
         wall_s,
         m.steps,
     );
-}
-
-/// The calling thread's time on a CPU so far (Linux), if readable.
-fn thread_cpu() -> Option<Duration> {
-    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    let ns = s.split_whitespace().next()?.parse().ok()?;
-    Some(Duration::from_nanos(ns))
 }

@@ -8,6 +8,7 @@ mod common;
 
 use brisk_live::echo::{self, EchoServer, PingConfig, PingReport};
 use brisk_live::{Lab, LabConfig, LiveResults};
+use brisk_sim::results::FlowResults;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::Command;
@@ -22,6 +23,22 @@ struct Run {
     ping: PingReport,
     bulk: brisk_live::bulk::BulkReport,
     results: LiveResults,
+}
+
+impl Run {
+    /// The download, as the router measured it.
+    fn tcp(&self) -> &FlowResults {
+        self.results
+            .flows
+            .iter()
+            .find(|f| f.kind == "tcp")
+            .expect("a tcp flow")
+    }
+
+    /// What the queue added to the ping's median round trip.
+    fn added_ms(&self) -> f64 {
+        self.ping.quantile(0.5).as_secs_f64() * 1000.0 - BASE_RTT_MS
+    }
 }
 
 /// A bulk download for `secs`, with a ping every 50 ms from its second
@@ -91,9 +108,8 @@ fn codel_removes_the_bufferbloat_of_a_deep_fifo() {
         None,
     );
     describe("fifo 1000", &fifo);
-    let added = |r: &Run| r.ping.quantile(0.5).as_secs_f64() * 1000.0 - BASE_RTT_MS;
     // 1000 packets at 10 Mbit/s is 1.2 s of buffer; CUBIC fills much of it.
-    assert!(added(&fifo) > 100.0, "fifo adds {} ms", added(&fifo));
+    assert!(fifo.added_ms() > 100.0, "fifo adds {} ms", fifo.added_ms());
     common::within_attempts("codel beside a deep fifo", || {
         let codel = download_with_ping("[queue.codel]\necn = false\n", "cubic", false, 8, None);
         describe("codel", &codel);
@@ -101,11 +117,15 @@ fn codel_removes_the_bufferbloat_of_a_deep_fifo() {
         // CoDel holds the standing queue near its 5 ms target; a busy host
         // delays the ping's packets by as much as it delays the router.
         let late = common::router_lateness_ms(&codel.results.fidelity);
-        common::bound(added(&codel) < 15.0 + late, || {
-            format!("codel adds {} ms, router late {late} ms", added(&codel))
+        common::bound(codel.added_ms() < 15.0 + late, || {
+            format!("codel adds {} ms, router late {late} ms", codel.added_ms())
         })?;
-        common::bound(added(&codel) < 0.2 * added(&fifo), || {
-            format!("codel adds {} ms, fifo {} ms", added(&codel), added(&fifo))
+        common::bound(codel.added_ms() < 0.2 * fifo.added_ms(), || {
+            format!(
+                "codel adds {} ms, fifo {} ms",
+                codel.added_ms(),
+                fifo.added_ms()
+            )
         })?;
         // ... without giving up the link.
         common::bound(codel.bulk.steady_goodput_mbps > 9.0, || {
@@ -140,12 +160,7 @@ fn ecn_tcp_sees_ce_marks_through_codel_in_the_capture() {
         Some(dir.clone()),
     );
     describe("codel ecn", &r);
-    let tcp = r
-        .results
-        .flows
-        .iter()
-        .find(|f| f.kind == "tcp")
-        .expect("a tcp flow");
+    let tcp = r.tcp();
     assert!(r.bulk.sender.ecn_negotiated);
     assert!(r.results.queue.marks > 0 && tcp.ce_packets > 0);
     assert!(r.results.queue.marks > r.results.queue.drops_aqm);
@@ -191,17 +206,12 @@ fn ecn_tcp_sees_ce_marks_through_dualpi2() {
     common::within_attempts("dualpi2 with classic ecn", || {
         let r = download_with_ping("[queue.dualpi2]\n", "cubic", true, 5, None);
         describe("dualpi2 ecn", &r);
-        let tcp = r
-            .results
-            .flows
-            .iter()
-            .find(|f| f.kind == "tcp")
-            .expect("a tcp flow");
+        let tcp = r.tcp();
         assert!(r.bulk.sender.ecn_negotiated);
         assert!(tcp.ce_packets > 0 && r.bulk.sender.delivered_ce_segments > 0);
         // Classic ECN traffic sits in DualPI2's classic queue, steered to
         // 15 ms; the bound allows the router's measured lateness.
-        let added = r.ping.quantile(0.5).as_secs_f64() * 1000.0 - BASE_RTT_MS;
+        let added = r.added_ms();
         let late = common::router_lateness_ms(&r.results.fidelity);
         common::bound(added < 30.0 + late, || {
             format!("dualpi2 adds {added} ms, router late {late} ms")

@@ -44,15 +44,17 @@ const SPARE_BUFFERS: usize = 256;
 /// Bytes the sending application hands over per write.
 const WRITE_BYTES: usize = 64 << 10;
 
-/// The reference network, `secs` long, with no flows of its own.
+/// The reference network of `brisk bench`'s brisk-fq_codel case, `secs`
+/// long, without that case's own flows.
 fn network(secs: u64) -> Scenario {
-    let text = format!(
-        "duration = \"{secs}s\"\nseed = 1\n\
-         [link.down]\nrate = \"100Mbit\"\ndelay = \"10ms\"\n\
-         [link.up]\nrate = \"100Mbit\"\ndelay = \"10ms\"\n\
-         [queue.fq_codel]\n"
-    );
-    Scenario::parse(&text, "quinn_peer.toml").expect("the reference network parses")
+    let mut scenario = brisk_sim::bench::cases(Duration::from_secs(secs))
+        .expect("the reference loads parse")
+        .into_iter()
+        .find(|c| c.name == "brisk-fq_codel")
+        .expect("the brisk-fq_codel reference load")
+        .scenario;
+    scenario.flows.clear();
+    scenario
 }
 
 /// What one run measured.
@@ -383,16 +385,9 @@ impl FlowApp for QuinnBulk {
 
 /// This thread's CPU time so far, or the wall clock where unreadable.
 fn cpu_now() -> Duration {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse().ok())
-        .map_or_else(
-            || {
-                static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
-                START.get_or_init(std::time::Instant::now).elapsed()
-            },
-            Duration::from_nanos,
-        )
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    brisk_sim::bench::thread_cpu()
+        .unwrap_or_else(|| START.get_or_init(std::time::Instant::now).elapsed())
 }
 
 fn median(v: &mut [f64]) -> f64 {

@@ -97,6 +97,15 @@ pub fn cases(duration: Duration) -> Result<Vec<BenchCase>, ScenarioError> {
     .collect()
 }
 
+/// The calling thread's time on a CPU so far (Linux), if readable: what
+/// speed figures are counted in, so other work on a shared machine does
+/// not count against a run.
+pub fn thread_cpu() -> Option<Duration> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns = s.split_whitespace().next()?.parse().ok()?;
+    Some(Duration::from_nanos(ns))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
