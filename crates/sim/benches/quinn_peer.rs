@@ -18,9 +18,9 @@
 //! round, each transport's CPU seconds per simulated minute and goodput,
 //! then each one's median and the median of the per-round ratios
 //! quinn-proto/Brisk. `PEER_ROUNDS=n` sets the rounds (default 5; the two
-//! alternate within a round so drift hits both). Without `--bench` (as
-//! `cargo test` runs it) one simulated second of each checks that both
-//! move data.
+//! alternate within a round so drift hits both); `PEER_IP=v6` runs over
+//! IPv6 (default IPv4). Without `--bench` (as `cargo test` runs it) one
+//! simulated second of each, on each family, checks that both move data.
 //!
 //! Time is the thread's own CPU time (`/proc/thread-self/schedstat`)
 //! where readable, else wall-clock time.
@@ -46,7 +46,7 @@ const WRITE_BYTES: usize = 64 << 10;
 
 /// The reference network of `brisk bench`'s brisk-fq_codel case, `secs`
 /// long, without that case's own flows.
-fn network(secs: u64) -> Scenario {
+fn network(secs: u64, ip: IpFamily) -> Scenario {
     let mut scenario = brisk_sim::bench::cases(Duration::from_secs(secs))
         .expect("the reference loads parse")
         .into_iter()
@@ -54,6 +54,7 @@ fn network(secs: u64) -> Scenario {
         .expect("the brisk-fq_codel reference load")
         .scenario;
     scenario.flows.clear();
+    scenario.ip = ip;
     scenario
 }
 
@@ -66,9 +67,13 @@ struct Measured {
 }
 
 /// Runs `app` alone over the network for `secs` and times it.
-fn measure(secs: u64, app: impl FnOnce(&Scenario, FlowAddrs) -> Box<dyn FlowApp>) -> Measured {
-    let scenario = network(secs);
-    let addrs = flow_addrs(IpFamily::V4, 0);
+fn measure(
+    secs: u64,
+    ip: IpFamily,
+    app: impl FnOnce(&Scenario, FlowAddrs) -> Box<dyn FlowApp>,
+) -> Measured {
+    let scenario = network(secs, ip);
+    let addrs = flow_addrs(ip, 0);
     let stop = Instant::ZERO + scenario.duration;
     let mut engine = Engine::new(&scenario, 1, None);
     let start_cpu = cpu_now();
@@ -397,20 +402,18 @@ fn median(v: &mut [f64]) -> f64 {
 
 fn main() {
     if !std::env::args().any(|a| a == "--bench") {
-        // A smoke run: both transports connect and move data.
-        for (name, app) in [
-            (
-                "brisk",
-                brisk as fn(&Scenario, FlowAddrs) -> Box<dyn FlowApp>,
-            ),
-            ("quinn-proto", quinn),
-        ] {
-            let m = measure(1, app);
-            println!(
-                "quinn_peer smoke: {name} moved {:.1} Mbit/s",
-                m.goodput_mbps
-            );
-            assert!(m.goodput_mbps > 20.0, "{name}: {m:?}");
+        // A smoke run: both transports connect and move data, on both
+        // address families.
+        type App = fn(&Scenario, FlowAddrs) -> Box<dyn FlowApp>;
+        for ip in [IpFamily::V4, IpFamily::V6] {
+            for (name, app) in [("brisk", brisk as App), ("quinn-proto", quinn)] {
+                let m = measure(1, ip, app);
+                println!(
+                    "quinn_peer smoke: {name} over {ip:?} moved {:.1} Mbit/s",
+                    m.goodput_mbps
+                );
+                assert!(m.goodput_mbps > 20.0, "{name} over {ip:?}: {m:?}");
+            }
         }
         return;
     }
@@ -419,14 +422,18 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(5)
         .max(1);
+    let ip = match std::env::var("PEER_IP").as_deref() {
+        Ok("v6") => IpFamily::V6,
+        _ => IpFamily::V4,
+    };
     println!(
-        "one CUBIC bulk flow, {SIM_SECONDS} simulated s of the 100 Mbit/s, 20 ms dumbbell \
-         through FQ-CoDel; CPU s per simulated minute (lower is better)"
+        "one CUBIC bulk flow over {ip:?}, {SIM_SECONDS} simulated s of the 100 Mbit/s, 20 ms \
+         dumbbell through FQ-CoDel; CPU s per simulated minute (lower is better)"
     );
     let (mut b, mut q, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..rounds {
-        let mb = measure(SIM_SECONDS, brisk);
-        let mq = measure(SIM_SECONDS, quinn);
+        let mb = measure(SIM_SECONDS, ip, brisk);
+        let mq = measure(SIM_SECONDS, ip, quinn);
         println!(
             "round {round}: brisk {:.3} s ({:.1} Mbit/s, {} hops)  quinn-proto {:.3} s \
              ({:.1} Mbit/s, {} hops)  ratio {:.2}",
