@@ -318,8 +318,20 @@ impl Endpoint {
     /// Like [`Endpoint::poll_transmit`], but writes the datagram into `buf`
     /// (cleared first), so one buffer serves every datagram.
     pub fn poll_transmit_into(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<TransmitMeta> {
+        buf.clear();
+        self.poll_transmit_append(now, buf)
+    }
+
+    /// Like [`Endpoint::poll_transmit_into`], but appends the datagram after
+    /// what `buf` already holds and leaves those bytes alone: a caller that
+    /// keeps room in front for the IP and UDP headers builds the whole
+    /// packet in place, with no copy. On `None`, `buf` is as it was.
+    pub fn poll_transmit_append(
+        &mut self,
+        now: Instant,
+        buf: &mut Vec<u8>,
+    ) -> Option<TransmitMeta> {
         if let Some(t) = self.stateless.pop_front() {
-            buf.clear();
             buf.extend_from_slice(&t.contents);
             return Some(TransmitMeta {
                 destination: t.destination,
@@ -331,7 +343,7 @@ impl Endpoint {
         if self.connections.len() == 1 {
             let mut only = self.connections.first_entry()?;
             let h = *only.key();
-            let t = only.get_mut().poll_transmit_into(now, buf)?;
+            let t = only.get_mut().poll_transmit_append(now, buf)?;
             self.cursor = Some(h);
             return Some(t);
         }
@@ -342,7 +354,7 @@ impl Endpoint {
         for (from, below) in [(start, u64::MAX), (0, start)] {
             let half = ConnectionHandle(from)..ConnectionHandle(below);
             for (&h, c) in self.connections.range_mut(half) {
-                if let Some(t) = c.poll_transmit_into(now, buf) {
+                if let Some(t) = c.poll_transmit_append(now, buf) {
                     self.cursor = Some(h);
                     return Some(t);
                 }

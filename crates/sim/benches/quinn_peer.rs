@@ -12,7 +12,11 @@
 //! windows (1 MiB per stream and 4 MiB per connection on the receiver,
 //! 1 MiB of send buffer) and datagrams that fill 1500-byte IP packets
 //! (quinn-proto's path MTU discovery off). The network, the engine and
-//! the datagram building around each payload are the same code for both.
+//! the IP and UDP headers around each payload are the same code for both.
+//! Brisk writes its payload after room for those headers
+//! (`poll_transmit_append`), so its packets are built in place;
+//! quinn-proto's `poll_transmit` wants an empty buffer, so its payload is
+//! copied into the packet, as its socket driver's is into the kernel.
 //!
 //! Run: `cargo bench -p brisk-sim --bench quinn_peer`. It prints, per
 //! round, each transport's CPU seconds per simulated minute and goodput,

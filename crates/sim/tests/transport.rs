@@ -6,10 +6,12 @@
 //! pattern due at its offset, and a stream read to its end must lack no
 //! byte the sender wrote.
 
+use brisk_sim::engine::Direction;
 use brisk_sim::flows::TransportReport;
 use brisk_sim::results::{FlowResults, Results};
 use brisk_sim::scenario::{IpFamily, Scenario};
 use brisk_sim::{Run, RunOptions, run};
+use brisk_time::Instant;
 use brisk_trace::plot::SeqKind;
 
 const FAMILIES: [IpFamily; 2] = [IpFamily::V4, IpFamily::V6];
@@ -86,6 +88,37 @@ fn clean_path_delivers_and_reports_its_own_rtt() {
         let per_packet = run.results.link.transmitted_bytes / run.results.link.transmitted_packets;
         assert!(per_packet > 1400, "{per_packet}");
         assert_eq!(f.link_losses, 0);
+    }
+}
+
+/// The flow's receivers take UDP checksums on trust, so the test is here:
+/// every datagram at the bottleneck, both ways, verifies, including the
+/// ones whose ECN field a hop bleached.
+#[test]
+fn every_datagram_on_the_wire_has_valid_checksums() {
+    let s = bulk(300_000, "3s", r#"ecn = "bleach""#, "");
+    for ip in FAMILIES {
+        let mut cap: Vec<(Instant, Direction, Vec<u8>)> = Vec::new();
+        let r = run(
+            &s,
+            RunOptions {
+                ip: Some(ip),
+                capture: Some(&mut cap),
+                ..Default::default()
+            },
+        );
+        assert_delivered(&r.results, 300_000);
+        for dir in [Direction::Down, Direction::Up] {
+            let n = cap.iter().filter(|(_, d, _)| *d == dir).count();
+            assert!(n > 80, "{ip:?} {dir:?}: {n} datagrams");
+        }
+        for (at, dir, d) in &cap {
+            assert!(
+                brisk_wire::ip::parse_udp(d).is_ok(),
+                "{ip:?} {dir:?} at {at:?}: {:?}",
+                brisk_wire::ip::parse_udp(d)
+            );
+        }
     }
 }
 

@@ -189,47 +189,116 @@ fn datagram_into(
     fill: impl FnOnce(&mut [u8]) -> Result<()>,
 ) -> Result<()> {
     out.clear();
-    let written = match (src, dst) {
-        (IpAddr::V4(s), IpAddr::V4(d)) => {
-            let ip = Ipv4Repr {
-                src: s,
-                dst: d,
-                protocol,
-                dscp: 0,
-                ecn,
-                ttl: 64,
-                ident: 0,
-                payload_len: transport_len,
-            };
-            out.resize(ip.header_len() + transport_len, 0);
-            ip.emit(out).map(|()| ip.header_len())
-        }
-        (IpAddr::V6(s), IpAddr::V6(d)) => {
-            let ip = Ipv6Repr {
-                src: s,
-                dst: d,
-                next_header: protocol,
-                dscp: 0,
-                ecn,
-                flow_label: 0,
-                hop_limit: 64,
-                payload_len: transport_len,
-            };
-            out.resize(ip.header_len() + transport_len, 0);
-            ip.emit(out).map(|()| ip.header_len())
-        }
-        _ => Err(WireError::FamilyMismatch),
-    };
-    let result = written.and_then(|header_len| fill(&mut out[header_len..]));
+    let result = ip_header_len(src, dst).and_then(|header_len| {
+        out.resize(header_len + transport_len, 0);
+        ip_header(src, dst, protocol, ecn, out)?;
+        fill(&mut out[header_len..])
+    });
     if result.is_err() {
         out.clear();
     }
     result
 }
 
+/// The IP header's length for a datagram from `src` to `dst`: 20 bytes for
+/// IPv4, 40 for IPv6 (no options, no extension headers).
+fn ip_header_len(src: IpAddr, dst: IpAddr) -> Result<usize> {
+    match (src, dst) {
+        (IpAddr::V4(_), IpAddr::V4(_)) => Ok(crate::ipv4::HEADER_LEN),
+        (IpAddr::V6(_), IpAddr::V6(_)) => Ok(crate::ipv6::HEADER_LEN),
+        _ => Err(WireError::FamilyMismatch),
+    }
+}
+
+/// Writes the IP header at the start of `datagram`, whose whole length is
+/// the header and `protocol`'s bytes after it.
+fn ip_header(src: IpAddr, dst: IpAddr, protocol: u8, ecn: Ecn, datagram: &mut [u8]) -> Result<()> {
+    let transport_len = datagram.len().saturating_sub(ip_header_len(src, dst)?);
+    match (src, dst) {
+        (IpAddr::V4(s), IpAddr::V4(d)) => Ipv4Repr {
+            src: s,
+            dst: d,
+            protocol,
+            dscp: 0,
+            ecn,
+            ttl: 64,
+            ident: 0,
+            payload_len: transport_len,
+        }
+        .emit(datagram),
+        (IpAddr::V6(s), IpAddr::V6(d)) => Ipv6Repr {
+            src: s,
+            dst: d,
+            next_header: protocol,
+            dscp: 0,
+            ecn,
+            flow_label: 0,
+            hop_limit: 64,
+            payload_len: transport_len,
+        }
+        .emit(datagram),
+        _ => Err(WireError::FamilyMismatch),
+    }
+}
+
+/// Bytes of IP and UDP header in front of the payload of a UDP datagram
+/// sent from `src` (28 over IPv4, 48 over IPv6): the room
+/// [`udp_datagram_in_place`] wants.
+pub fn udp_headroom(src: IpAddr) -> usize {
+    let ip = if src.is_ipv4() {
+        crate::ipv4::HEADER_LEN
+    } else {
+        crate::ipv6::HEADER_LEN
+    };
+    ip + udp::HEADER_LEN
+}
+
+/// Makes `packet` the datagram [`udp_datagram`] would build, where
+/// `packet` holds [`udp_headroom`] bytes of room (any content) and then the
+/// UDP payload: the headers go into the room and the payload stays where it
+/// is, so a sender that wrote its payload after the room copies nothing.
+/// Same bytes, same errors.
+pub fn udp_datagram_in_place(
+    src: SocketAddr,
+    dst: SocketAddr,
+    ecn: Ecn,
+    packet: &mut [u8],
+) -> Result<()> {
+    let header_len = ip_header_len(src.ip(), dst.ip())?;
+    let room = header_len + udp::HEADER_LEN;
+    if packet.len() < room {
+        return Err(WireError::Truncated {
+            need: room,
+            have: packet.len(),
+        });
+    }
+    ip_header(src.ip(), dst.ip(), udp::PROTOCOL, ecn, packet)?;
+    UdpRepr {
+        src_port: src.port(),
+        dst_port: dst.port(),
+    }
+    .emit_header(&mut packet[header_len..], src.ip(), dst.ip())
+}
+
 /// The UDP payload and addresses of a datagram built by [`udp_datagram`] (or
 /// any valid IP/UDP datagram), checksums verified.
 pub fn parse_udp(bytes: &[u8]) -> Result<(SocketAddr, SocketAddr, Ecn, &[u8])> {
+    parse_udp_checked(bytes, true)
+}
+
+/// [`parse_udp`] taking the UDP checksum on trust, as a host takes it for a
+/// packet that never left the machine (Linux's `CHECKSUM_UNNECESSARY` on
+/// loopback): for the simulator, whose datagrams [`udp_datagram`] built
+/// and whose links change no byte the checksum covers. The structure, the
+/// lengths and an IPv4 header's checksum are still checked.
+pub fn parse_udp_trusted(bytes: &[u8]) -> Result<(SocketAddr, SocketAddr, Ecn, &[u8])> {
+    parse_udp_checked(bytes, false)
+}
+
+fn parse_udp_checked(
+    bytes: &[u8],
+    verify_udp: bool,
+) -> Result<(SocketAddr, SocketAddr, Ecn, &[u8])> {
     let s = summarize(bytes)?;
     if s.flow.protocol != udp::PROTOCOL || s.transport_offset >= s.total_len {
         return Err(WireError::Malformed("not a udp datagram"));
@@ -238,7 +307,9 @@ pub fn parse_udp(bytes: &[u8]) -> Result<(SocketAddr, SocketAddr, Ecn, &[u8])> {
         Ipv4Repr::parse(&Ipv4Packet::new_checked(bytes)?)?;
     }
     let u = udp::UdpPacket::new_checked(&bytes[s.transport_offset..s.total_len])?;
-    UdpRepr::parse(&u, s.flow.src, s.flow.dst)?;
+    if verify_udp {
+        UdpRepr::parse(&u, s.flow.src, s.flow.dst)?;
+    }
     let start = s.transport_offset + udp::HEADER_LEN;
     Ok((
         SocketAddr::new(s.flow.src, s.flow.src_port),
@@ -307,6 +378,50 @@ mod tests {
             set_ecn(&mut d, Ecn::Ce).unwrap();
             let (src, dst, e, payload) = parse_udp(&d).unwrap();
             assert_eq!((src, dst, e, payload), (a, b, Ecn::Ce, &b"hello"[..]));
+        }
+    }
+
+    #[test]
+    fn udp_datagram_in_place_refuses_mixed_families_and_missing_room() {
+        let v4: SocketAddr = "10.0.0.1:1000".parse().unwrap();
+        let v6: SocketAddr = "[2001:db8::2]:2000".parse().unwrap();
+        let mut packet = vec![0u8; 100];
+        assert_eq!(
+            udp_datagram_in_place(v4, v6, Ecn::NotEct, &mut packet),
+            Err(WireError::FamilyMismatch)
+        );
+        assert_eq!(udp_headroom(v4.ip()), 28);
+        assert_eq!(udp_headroom(v6.ip()), 48);
+        let mut short = vec![0u8; 47];
+        assert_eq!(
+            udp_datagram_in_place(v6, v6, Ecn::NotEct, &mut short),
+            Err(WireError::Truncated { need: 48, have: 47 })
+        );
+        // Room and no payload is an empty datagram.
+        let mut empty = vec![0xa5u8; 28];
+        udp_datagram_in_place(v4, v4, Ecn::Ect0, &mut empty).unwrap();
+        assert_eq!(parse_udp(&empty).unwrap(), (v4, v4, Ecn::Ect0, &b""[..]));
+    }
+
+    #[test]
+    fn trusted_parse_skips_only_the_udp_checksum() {
+        for (a, b) in [
+            ("10.0.0.1:1000", "10.0.0.2:2000"),
+            ("[2001:db8::1]:1000", "[2001:db8::2]:2000"),
+        ] {
+            let (a, b): (SocketAddr, SocketAddr) = (a.parse().unwrap(), b.parse().unwrap());
+            let mut d = udp_datagram(a, b, Ecn::Ect0, b"hello").unwrap();
+            assert_eq!(parse_udp_trusted(&d), parse_udp(&d));
+            // A payload byte flipped: only the verifying parse notices.
+            let last = d.len() - 1;
+            d[last] ^= 1;
+            assert_eq!(parse_udp(&d), Err(WireError::BadChecksum));
+            assert_eq!(parse_udp_trusted(&d).unwrap().3, b"helln");
+            // Broken structure is refused either way.
+            assert!(parse_udp_trusted(&d[..d.len() - 6]).is_err());
+            let mut not_udp = d.clone();
+            not_udp[if a.is_ipv4() { 9 } else { 6 }] = 6;
+            assert!(parse_udp_trusted(&not_udp).is_err());
         }
     }
 

@@ -123,17 +123,30 @@ impl UdpRepr {
                 have: buf.len(),
             });
         }
-        let len16 = u16::try_from(len).map_err(|_| WireError::Malformed("udp over 65535"))?;
-        buf[0..2].copy_from_slice(&self.src_port.to_be_bytes());
-        buf[2..4].copy_from_slice(&self.dst_port.to_be_bytes());
-        buf[4..6].copy_from_slice(&len16.to_be_bytes());
-        buf[6..8].copy_from_slice(&[0, 0]);
         buf[HEADER_LEN..len].copy_from_slice(payload);
-        let mut c = checksum::finish(checksum::add(pseudo(src, dst, len), &buf[..len]));
+        self.emit_header(&mut buf[..len], src, dst)
+    }
+
+    /// Writes the header in front of the payload `datagram` already holds
+    /// after [`HEADER_LEN`] bytes of room, with the checksum filled in.
+    pub fn emit_header(&self, datagram: &mut [u8], src: IpAddr, dst: IpAddr) -> Result<()> {
+        let len = datagram.len();
+        if len < HEADER_LEN {
+            return Err(WireError::Truncated {
+                need: HEADER_LEN,
+                have: len,
+            });
+        }
+        let len16 = u16::try_from(len).map_err(|_| WireError::Malformed("udp over 65535"))?;
+        datagram[0..2].copy_from_slice(&self.src_port.to_be_bytes());
+        datagram[2..4].copy_from_slice(&self.dst_port.to_be_bytes());
+        datagram[4..6].copy_from_slice(&len16.to_be_bytes());
+        datagram[6..8].copy_from_slice(&[0, 0]);
+        let mut c = checksum::finish(checksum::add(pseudo(src, dst, len), datagram));
         if c == 0 {
             c = 0xffff;
         }
-        buf[6..8].copy_from_slice(&c.to_be_bytes());
+        datagram[6..8].copy_from_slice(&c.to_be_bytes());
         Ok(())
     }
 }

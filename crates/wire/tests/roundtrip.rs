@@ -79,6 +79,22 @@ proptest! {
     }
 
     #[test]
+    fn udp_datagram_in_place_builds_the_same_bytes(
+        (src, dst) in addr_pair(),
+        ports in any::<(u16, u16)>(),
+        e in ecn(),
+        data in payload(),
+        junk in any::<u8>(),
+    ) {
+        let (a, b) = (SocketAddr::new(src, ports.0), SocketAddr::new(dst, ports.1));
+        let room = ip::udp_headroom(src);
+        let mut packet = vec![junk; room];
+        packet.extend_from_slice(&data);
+        ip::udp_datagram_in_place(a, b, e, &mut packet).unwrap();
+        prop_assert_eq!(packet, udp_datagram(a, b, e, &data).unwrap());
+    }
+
+    #[test]
     fn tcp_datagram_both_families((src, dst) in addr_pair(), r in tcp_repr(), e in ecn(), data in payload()) {
         let d = tcp_datagram(src, dst, e, &r, &data).unwrap();
         let s = ip::summarize(&d).unwrap();

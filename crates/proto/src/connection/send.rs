@@ -38,12 +38,26 @@ impl Connection {
     /// allocate one per datagram.
     pub fn poll_transmit_into(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<TransmitMeta> {
         buf.clear();
+        self.poll_transmit_append(now, buf)
+    }
+
+    /// Like [`Connection::poll_transmit_into`], but appends the datagram
+    /// after what `buf` already holds and leaves those bytes alone, so a
+    /// caller can keep room in front for lower-layer headers and build the
+    /// whole packet in place. On `None`, `buf` is as it was.
+    pub fn poll_transmit_append(
+        &mut self,
+        now: Instant,
+        buf: &mut Vec<u8>,
+    ) -> Option<TransmitMeta> {
+        let base = buf.len();
         let t = self.build_datagram(now, buf);
         if t.is_some() {
+            let len = (buf.len() - base) as u64;
             self.stats.datagrams_sent += 1;
-            self.stats.bytes_sent += buf.len() as u64;
+            self.stats.bytes_sent += len;
             if !self.validated {
-                self.unvalidated_tx_bytes += buf.len() as u64;
+                self.unvalidated_tx_bytes += len;
             }
         }
         if t.is_some() || self.timers_updated_at != Some(now) {
@@ -72,13 +86,16 @@ impl Connection {
         (allowed as usize).min(mds)
     }
 
-    /// Writes the next datagram into the empty `out`.
+    /// Appends the next datagram to `out`. The writers below take `budget`
+    /// as the length `out` may reach, so bytes already in front count
+    /// against nothing.
     fn build_datagram(&mut self, now: Instant, out: &mut Vec<u8>) -> Option<TransmitMeta> {
         if matches!(self.state, ConnState::Draining | ConnState::Drained) {
             return None;
         }
-        let budget = self.datagram_budget();
-        out.reserve(budget);
+        let base = out.len();
+        let budget = base + self.datagram_budget();
+        out.reserve(budget - base);
         if self.state == ConnState::Closing {
             if !self.close_pending {
                 return None;
@@ -99,7 +116,7 @@ impl Connection {
         {
             ecn = e;
         }
-        if out.is_empty() {
+        if out.len() == base {
             return None;
         }
         Some(TransmitMeta {
@@ -217,13 +234,14 @@ impl Connection {
             frame_type: info.frame_type,
             reason,
         });
-        if header.len() + frame.len() + TAG_LEN > budget {
+        let start = out.len();
+        if start + header.len() + frame.len() + TAG_LEN > budget {
             self.stats.amplification_blocked += 1;
             return None;
         }
         header.emit(out);
         frame.emit(out);
-        tx.seal(pn, out, 0, header.len());
+        tx.seal(pn, out, start, start + header.len());
         self.next_pn += 1;
         self.stats.packets_sent += 1;
         Some(Ecn::NotEct)

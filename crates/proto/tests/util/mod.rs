@@ -241,6 +241,10 @@ pub struct PairConfig {
     /// Deliver datagrams through `handle_datagram_owned` instead of the
     /// borrowing `handle_datagram`.
     pub owned: bool,
+    /// Take datagrams through `poll_transmit_append` after this many bytes
+    /// of room (checked untouched, then cut off) instead of through
+    /// `poll_transmit`; 0 for the latter.
+    pub headroom: usize,
 }
 
 impl PairConfig {
@@ -255,6 +259,7 @@ impl PairConfig {
             to_server: LinkConfig::delay(10),
             to_client: LinkConfig::delay(10),
             owned: false,
+            headroom: 0,
         }
     }
 
@@ -286,6 +291,8 @@ pub struct Pair {
     pub tap: Option<Tap>,
     /// See [`PairConfig::owned`].
     pub owned: bool,
+    /// See [`PairConfig::headroom`].
+    pub headroom: usize,
     pub steps: u64,
     /// Steps taken without time moving: a guard against livelock.
     stalled_steps: u64,
@@ -317,6 +324,7 @@ impl Pair {
             history: Vec::new(),
             tap: None,
             owned: cfg.owned,
+            headroom: cfg.headroom,
             steps: 0,
             stalled_steps: 0,
         }
@@ -335,12 +343,36 @@ impl Pair {
 
     /// Sends everything both endpoints want to send now.
     pub fn flush(&mut self) {
-        while let Some(t) = self.client.poll_transmit(self.now) {
-            self.push(Dir::ToServer, t.ecn, t.contents);
+        for dir in [Dir::ToServer, Dir::ToClient] {
+            while let Some((ecn, data)) = self.poll_transmit(dir) {
+                self.push(dir, ecn, data);
+            }
         }
-        while let Some(t) = self.server.poll_transmit(self.now) {
-            self.push(Dir::ToClient, t.ecn, t.contents);
+    }
+
+    /// The next datagram from the endpoint sending in `dir`.
+    fn poll_transmit(&mut self, dir: Dir) -> Option<(Ecn, Vec<u8>)> {
+        let from = match dir {
+            Dir::ToServer => &mut self.client,
+            Dir::ToClient => &mut self.server,
+        };
+        if self.headroom == 0 {
+            let t = from.poll_transmit(self.now)?;
+            return Some((t.ecn, t.contents));
         }
+        let room: Vec<u8> = (0..self.headroom).map(|i| (i as u8) ^ 0x5a).collect();
+        let mut buf = room.clone();
+        let t = from.poll_transmit_append(self.now, &mut buf);
+        assert_eq!(buf[..room.len()], room[..], "the room in front was touched");
+        let Some(t) = t else {
+            assert_eq!(
+                buf.len(),
+                room.len(),
+                "nothing to send, yet bytes were left"
+            );
+            return None;
+        };
+        Some((t.ecn, buf.split_off(room.len())))
     }
 
     fn push(&mut self, dir: Dir, ecn: Ecn, mut data: Vec<u8>) {

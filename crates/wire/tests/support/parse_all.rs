@@ -3,7 +3,9 @@
 //! target `fuzz/fuzz_targets/parse_any.rs`, so both hunt the same bugs.
 
 use brisk_wire::Ecn;
-use brisk_wire::ip::{self, parse_tcp, parse_udp, set_ecn, summarize, tcp_datagram, udp_datagram};
+use brisk_wire::ip::{
+    self, parse_tcp, parse_udp, parse_udp_trusted, set_ecn, summarize, tcp_datagram, udp_datagram,
+};
 use brisk_wire::ipv4::{Ipv4Packet, Ipv4Repr};
 use brisk_wire::ipv6::{Ipv6Packet, Ipv6Repr};
 use brisk_wire::tcp::{TcpOption, TcpOptionIter, TcpPacket, TcpRepr};
@@ -117,6 +119,16 @@ fn datagram(data: &[u8]) {
     if let Ok((src, dst, e, payload)) = parse_udp(data) {
         let again = udp_datagram(src, dst, e, payload).expect("a parsed udp datagram rebuilds");
         assert_eq!(parse_udp(&again), Ok((src, dst, e, payload)));
+    }
+    // Trusting the UDP checksum changes what is accepted, never what is read.
+    if let Ok((src, dst, e, payload)) = parse_udp_trusted(data) {
+        if let Ok(checked) = parse_udp(data) {
+            assert_eq!(checked, (src, dst, e, payload));
+        }
+        let again = udp_datagram(src, dst, e, payload).expect("a parsed udp datagram rebuilds");
+        assert_eq!(parse_udp(&again), Ok((src, dst, e, payload)));
+    } else {
+        assert!(parse_udp(data).is_err());
     }
     if let Ok(seg) = parse_tcp(data) {
         let again = tcp_datagram(seg.src, seg.dst, seg.ecn, &seg.tcp, seg.payload)

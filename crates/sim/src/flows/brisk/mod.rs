@@ -203,9 +203,6 @@ pub struct BriskFlow {
     receiver_final: Option<ConnectionStats>,
     /// Datagrams that were not IP/UDP.
     malformed: u64,
-    /// Scratch for the UDP payload an endpoint emits, reused for every
-    /// datagram: only the IP datagram built around it is handed on.
-    payload: Vec<u8>,
     /// Buffers of datagrams the network handed back, to build the next
     /// ones in instead of a fresh allocation each.
     spare: Vec<Vec<u8>>,
@@ -266,7 +263,6 @@ impl BriskFlow {
             sender_final: None,
             receiver_final: None,
             malformed: 0,
-            payload: Vec::new(),
             spare: Vec::new(),
         }
     }
@@ -388,7 +384,10 @@ impl BriskFlow {
 
 impl FlowApp for BriskFlow {
     fn handle_datagram(&mut self, now: Instant, end: End, datagram: &[u8]) {
-        let Ok((from, _, ecn, payload)) = ip::parse_udp(datagram) else {
+        // The UDP checksum is taken on trust, as between two processes on
+        // one host: the datagram was built in this run and nothing on the
+        // way changes the bytes it covers (a test holds the captures to it).
+        let Ok((from, _, ecn, payload)) = ip::parse_udp_trusted(datagram) else {
             self.malformed += 1;
             return;
         };
@@ -408,13 +407,20 @@ impl FlowApp for BriskFlow {
                 (End::Sender, &mut self.client, self.addrs.sender),
                 (End::Receiver, &mut self.server, self.addrs.receiver),
             ] {
-                while let Some(t) = ep.poll_transmit_into(now, &mut self.payload) {
+                // The endpoint writes its payload after room for the IP and
+                // UDP headers, which then go in front: no copy.
+                let room = ip::udp_headroom(src.ip());
+                loop {
+                    let mut d = self.spare.pop().unwrap_or_default();
+                    d.clear();
+                    d.resize(room, 0);
+                    let Some(t) = ep.poll_transmit_append(now, &mut d) else {
+                        self.spare.push(d);
+                        break;
+                    };
                     // An address the wire format cannot carry is dropped,
                     // as a host's stack would refuse to send it.
-                    let mut d = self.spare.pop().unwrap_or_default();
-                    if ip::udp_datagram_into(src, t.destination, t.ecn, &self.payload, &mut d)
-                        .is_ok()
-                    {
+                    if ip::udp_datagram_in_place(src, t.destination, t.ecn, &mut d).is_ok() {
                         return Some((end, d));
                     }
                     self.spare.push(d);
