@@ -305,6 +305,17 @@ impl Connection {
         if !may_elicit && !ack_due {
             return None;
         }
+        // No ACK due and nothing that would elicit one: the packet below
+        // would be cut off again, so do not start it (a receiver is asked
+        // this after every datagram it takes).
+        if !ack_due
+            && !probe
+            && !self.hs.done_frame_pending
+            && !self.ping_pending
+            && !self.streams.may_have_frames()
+        {
+            return None;
+        }
 
         header.emit(out);
         let payload_start = out.len();

@@ -819,6 +819,17 @@ impl Streams {
         }
     }
 
+    /// Whether [`Streams::poll_control`] or a chunk poll might give
+    /// anything: false means both would give nothing and change nothing,
+    /// so a sender with no ACK due can skip starting a packet.
+    pub fn may_have_frames(&self) -> bool {
+        !self.control.is_empty()
+            || self.max_data_due
+            || self.max_streams_due.contains(&true)
+            || !self.max_stream_data_due.is_empty()
+            || !self.scheduler.is_empty()
+    }
+
     /// The next frame to send reliably.
     pub fn poll_control(&mut self) -> Option<ControlFrame> {
         if let Some(frame) = self.control.pop_front() {

@@ -81,6 +81,11 @@ impl Scheduler {
         Self::default()
     }
 
+    /// No stream is queued for either kind of work.
+    pub fn is_empty(&self) -> bool {
+        self.levels.is_empty()
+    }
+
     /// Queues `id` at the back of its level, unless already queued there.
     pub fn push(&mut self, id: StreamId, priority: Priority, q: Queue) {
         self.set_priority(id, priority);
