@@ -106,6 +106,12 @@ impl Pacer {
 
     fn refill(&mut self, now: Instant) {
         if let Some(last) = self.last_refill {
+            if now <= last {
+                // Asked again at the same instant (a sender polls several
+                // times per event): nothing accrued, and the tokens are
+                // within the capacity already; skip the float division.
+                return;
+            }
             let elapsed = (now - last).as_secs_f64();
             self.tokens = (self.tokens + elapsed * self.rate_bytes_per_sec).min(self.capacity);
         }

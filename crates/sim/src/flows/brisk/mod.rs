@@ -402,6 +402,8 @@ impl FlowApp for BriskFlow {
     }
 
     fn poll_transmit(&mut self, now: Instant) -> Option<(End, Vec<u8>)> {
+        // One buffer for every try: most polls find nothing to send.
+        let mut d = self.spare.pop().unwrap_or_default();
         loop {
             for (end, ep, src) in [
                 (End::Sender, &mut self.client, self.addrs.sender),
@@ -411,11 +413,9 @@ impl FlowApp for BriskFlow {
                 // UDP headers, which then go in front: no copy.
                 let room = ip::udp_headroom(src.ip());
                 loop {
-                    let mut d = self.spare.pop().unwrap_or_default();
                     d.clear();
                     d.resize(room, 0);
                     let Some(t) = ep.poll_transmit_append(now, &mut d) else {
-                        self.spare.push(d);
                         break;
                     };
                     // An address the wire format cannot carry is dropped,
@@ -423,10 +423,10 @@ impl FlowApp for BriskFlow {
                     if ip::udp_datagram_in_place(src, t.destination, t.ecn, &mut d).is_ok() {
                         return Some((end, d));
                     }
-                    self.spare.push(d);
                 }
             }
             if !self.process(now) {
+                self.spare.push(d);
                 return None;
             }
         }
