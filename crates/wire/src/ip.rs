@@ -203,17 +203,24 @@ fn datagram_into(
 /// The IP header's length for a datagram from `src` to `dst`: 20 bytes for
 /// IPv4, 40 for IPv6 (no options, no extension headers).
 fn ip_header_len(src: IpAddr, dst: IpAddr) -> Result<usize> {
-    match (src, dst) {
-        (IpAddr::V4(_), IpAddr::V4(_)) => Ok(crate::ipv4::HEADER_LEN),
-        (IpAddr::V6(_), IpAddr::V6(_)) => Ok(crate::ipv6::HEADER_LEN),
-        _ => Err(WireError::FamilyMismatch),
+    if src.is_ipv4() != dst.is_ipv4() {
+        return Err(WireError::FamilyMismatch);
+    }
+    Ok(header_len_from(src))
+}
+
+/// The IP header's length for a datagram from `src`'s family.
+fn header_len_from(src: IpAddr) -> usize {
+    match src {
+        IpAddr::V4(_) => crate::ipv4::HEADER_LEN,
+        IpAddr::V6(_) => crate::ipv6::HEADER_LEN,
     }
 }
 
 /// Writes the IP header at the start of `datagram`, whose whole length is
 /// the header and `protocol`'s bytes after it.
 fn ip_header(src: IpAddr, dst: IpAddr, protocol: u8, ecn: Ecn, datagram: &mut [u8]) -> Result<()> {
-    let transport_len = datagram.len().saturating_sub(ip_header_len(src, dst)?);
+    let transport_len = datagram.len().saturating_sub(header_len_from(src));
     match (src, dst) {
         (IpAddr::V4(s), IpAddr::V4(d)) => Ipv4Repr {
             src: s,
@@ -245,12 +252,7 @@ fn ip_header(src: IpAddr, dst: IpAddr, protocol: u8, ecn: Ecn, datagram: &mut [u
 /// sent from `src` (28 over IPv4, 48 over IPv6): the room
 /// [`udp_datagram_in_place`] wants.
 pub fn udp_headroom(src: IpAddr) -> usize {
-    let ip = if src.is_ipv4() {
-        crate::ipv4::HEADER_LEN
-    } else {
-        crate::ipv6::HEADER_LEN
-    };
-    ip + udp::HEADER_LEN
+    header_len_from(src) + udp::HEADER_LEN
 }
 
 /// Makes `packet` the datagram [`udp_datagram`] would build, where

@@ -307,7 +307,8 @@ impl Connection {
         }
         // No ACK due and nothing that would elicit one: the packet below
         // would be cut off again, so do not start it (a receiver is asked
-        // this after every datagram it takes).
+        // this after every datagram it takes). Every source of an
+        // ack-eliciting frame written below must be listed here.
         if !ack_due
             && !probe
             && !self.hs.done_frame_pending
