@@ -112,8 +112,13 @@ impl Pacer {
                 // within the capacity already; skip the float division.
                 return;
             }
-            let elapsed = (now - last).as_secs_f64();
-            self.tokens = (self.tokens + elapsed * self.rate_bytes_per_sec).min(self.capacity);
+            // A full bucket stays full (the rate is never negative), so an
+            // ACK-clocked sender, whose bucket is full most of the time,
+            // skips the float division below.
+            if self.tokens < self.capacity {
+                let elapsed = (now - last).as_secs_f64();
+                self.tokens = (self.tokens + elapsed * self.rate_bytes_per_sec).min(self.capacity);
+            }
         }
         self.last_refill = Some(now.max(self.last_refill.unwrap_or(now)));
     }

@@ -413,8 +413,13 @@ impl FlowApp for BriskFlow {
                 // UDP headers, which then go in front: no copy.
                 let room = ip::udp_headroom(src.ip());
                 loop {
-                    d.clear();
-                    d.resize(room, 0);
+                    // The room's old bytes are overwritten by the headers:
+                    // only a buffer too short for it needs filling.
+                    if d.len() >= room {
+                        d.truncate(room);
+                    } else {
+                        d.resize(room, 0);
+                    }
                     let Some(t) = ep.poll_transmit_append(now, &mut d) else {
                         break;
                     };
