@@ -5,15 +5,15 @@
 //! ephemeral keys from a seeded ChaCha20 stream so whole runs replay
 //! bit-for-bit. After the handshake every 1-RTT packet is sealed with the
 //! negotiated [`PacketCipher`] (AES-256-GCM or ChaCha20-Poly1305, both
-//! through `aws-lc-rs`, the provider rustls and s2n-quic default to, whose
-//! per-packet cost beside the bulk cipher is lower than ring's) under the
-//! direction's key from the Noise split: the
-//! nonce is 32 zero bits followed by the full 64-bit packet number in little
-//! endian (the Noise ChaChaPoly nonce layout), and the associated data is the
-//! packet header. Packet numbers are never reused, so no key ever sees the
-//! same nonce twice, and any packet decrypts on its own whatever was lost or
-//! reordered before it. (The handshake itself stays on snow's
-//! ChaCha20-Poly1305; only the keys it exports feed the packet cipher.)
+//! through `aws-lc-rs`: rustls' and s2n-quic's default provider, with less
+//! fixed cost per packet than ring) under the direction's key from the
+//! Noise split: the nonce is 32 zero bits followed by the full 64-bit
+//! packet number in little endian (the Noise ChaChaPoly nonce layout), and
+//! the associated data is the packet header. Packet numbers are never
+//! reused, so no key ever sees the same nonce twice, and any packet
+//! decrypts on its own whatever was lost or reordered before it. (The
+//! handshake itself stays on snow's ChaCha20-Poly1305; only the keys it
+//! exports feed the packet cipher.)
 
 use aws_lc_rs::aead;
 use rand::{RngCore, SeedableRng};
