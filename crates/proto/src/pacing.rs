@@ -105,20 +105,16 @@ impl Pacer {
     }
 
     fn refill(&mut self, now: Instant) {
-        if let Some(last) = self.last_refill {
-            if now <= last {
-                // Asked again at the same instant (a sender polls several
-                // times per event): nothing accrued, and the tokens are
-                // within the capacity already; skip the float division.
-                return;
-            }
-            // A full bucket stays full (the rate is never negative), so an
-            // ACK-clocked sender, whose bucket is full most of the time,
-            // skips the float division below.
-            if self.tokens < self.capacity {
-                let elapsed = (now - last).as_secs_f64();
-                self.tokens = (self.tokens + elapsed * self.rate_bytes_per_sec).min(self.capacity);
-            }
+        // The float division is skipped when nothing can accrue: asked
+        // again at the same instant (a sender polls several times per
+        // event), or with the bucket full (the rate is never negative), an
+        // ACK-clocked sender's usual state.
+        if let Some(last) = self.last_refill
+            && now > last
+            && self.tokens < self.capacity
+        {
+            let elapsed = (now - last).as_secs_f64();
+            self.tokens = (self.tokens + elapsed * self.rate_bytes_per_sec).min(self.capacity);
         }
         self.last_refill = Some(now.max(self.last_refill.unwrap_or(now)));
     }
