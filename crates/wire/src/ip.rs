@@ -362,13 +362,18 @@ mod tests {
     use crate::fixtures::{TCP4_DATA, TCP4_SYN, TCP6_DATA, TCP6_SYNACK, UDP4, UDP6};
     use crate::tcp::TcpFlags;
 
-    #[test]
-    fn udp_round_trip_both_families() {
-        for (a, b) in [
+    /// A sender and a receiver address over IPv4, then over IPv6.
+    fn both_families() -> [(SocketAddr, SocketAddr); 2] {
+        [
             ("10.0.0.1:1000", "10.0.0.2:2000"),
             ("[2001:db8::1]:1000", "[2001:db8::2]:2000"),
-        ] {
-            let (a, b): (SocketAddr, SocketAddr) = (a.parse().unwrap(), b.parse().unwrap());
+        ]
+        .map(|(a, b)| (a.parse().unwrap(), b.parse().unwrap()))
+    }
+
+    #[test]
+    fn udp_round_trip_both_families() {
+        for (a, b) in both_families() {
             let mut d = udp_datagram(a, b, Ecn::Ect1, b"hello").unwrap();
             let s = summarize(&d).unwrap();
             assert_eq!(s.ecn, Ecn::Ect1);
@@ -407,11 +412,7 @@ mod tests {
 
     #[test]
     fn trusted_parse_skips_only_the_udp_checksum() {
-        for (a, b) in [
-            ("10.0.0.1:1000", "10.0.0.2:2000"),
-            ("[2001:db8::1]:1000", "[2001:db8::2]:2000"),
-        ] {
-            let (a, b): (SocketAddr, SocketAddr) = (a.parse().unwrap(), b.parse().unwrap());
+        for (a, b) in both_families() {
             let mut d = udp_datagram(a, b, Ecn::Ect0, b"hello").unwrap();
             assert_eq!(parse_udp_trusted(&d), parse_udp(&d));
             // A payload byte flipped: only the verifying parse notices.
@@ -430,11 +431,7 @@ mod tests {
     #[test]
     fn udp_datagram_into_a_used_buffer_gives_the_same_bytes() {
         let mut out = vec![0xa5u8; 3000];
-        for (a, b) in [
-            ("10.0.0.1:1000", "10.0.0.2:2000"),
-            ("[2001:db8::1]:1000", "[2001:db8::2]:2000"),
-        ] {
-            let (a, b): (SocketAddr, SocketAddr) = (a.parse().unwrap(), b.parse().unwrap());
+        for (a, b) in both_families() {
             // Longer, then shorter than what the buffer held before.
             for len in [1400, 0, 37, 1200] {
                 let payload: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
