@@ -115,6 +115,11 @@ impl BulkPeer for Brisk {
         let mut client_cfg = ClientConfig::new(Some(self.keys.public()));
         client_cfg.transport.max_datagram_size = u64::from(DATAGRAM_BYTES);
         client_cfg.transport.streams.send_buffer_limit = SEND_BUFFER_BYTES;
+        // An ACK every second packet, as quinn-proto's default: ACK
+        // frequency would spare Brisk's receiver most of its ACKs here, and
+        // this bench compares the same work.
+        server_cfg.transport.ack_frequency = false;
+        client_cfg.transport.ack_frequency = false;
         let (caddr, saddr) = (client_addr(), server_addr());
         let mut client = Endpoint::new(1, None);
         let mut server = Endpoint::new(2, Some(server_cfg));

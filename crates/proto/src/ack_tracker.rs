@@ -3,28 +3,38 @@
 //!
 //! When (RFC 9000 §13.2 with the L4S twist of RFC 9331 §4.1's "prompt"
 //! feedback):
-//! - after every second ack-eliciting packet;
-//! - otherwise at most `max_ack_delay` (25 ms by default) after the first
-//!   unacknowledged ack-eliciting packet;
+//! - once more ack-eliciting packets than the threshold are unacknowledged:
+//!   every second one by default, or as the sender last asked in an
+//!   ACK_FREQUENCY frame;
+//! - otherwise at most the ack delay after the first unacknowledged
+//!   ack-eliciting packet: `max_ack_delay` (25 ms by default), or what the
+//!   sender asked for;
 //! - at once when an ack-eliciting packet arrives out of order (a gap opens
 //!   or an older packet fills one), so the sender's loss detection and
 //!   reordering heuristics work on fresh information;
 //! - at once when the CE state of arriving packets changes, so a scalable
 //!   controller sees the start and end of each congestion episode within a
-//!   packet, as DCTCP's receiver does.
+//!   packet, as DCTCP's receiver does;
+//! - at once when a packet ends a stream ([`AckTracker::ack_now`]): the end
+//!   of a message, frame or response, after which the sender likely has
+//!   nothing to send that would make the ACK due.
+//!
+//! The last three hold whatever the sender asks: they are what keeps loss
+//! recovery and L4S feedback prompt when ACKs are otherwise sparse.
 //!
 //! The ranges double as the duplicate filter: a packet number already
 //! recorded, or below the forgetting floor, is a replay.
 
 use crate::congestion::EcnCounts;
-use crate::frame::{AckFrame, emit_ack};
+use crate::frame::{AckFrame, AckFrequencyFrame, emit_ack};
 use brisk_time::Instant;
 use brisk_wire::Ecn;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-/// Ack-eliciting packets that trigger an ACK without waiting.
-pub const ACK_ELICITING_THRESHOLD: u32 = 2;
+/// Ack-eliciting packets that may wait for an ACK unless the sender asks
+/// otherwise: the next one is acknowledged at once.
+pub const DEFAULT_ACK_ELICITING_THRESHOLD: u64 = 1;
 /// Ranges kept at most; older ones are forgotten (and their packet numbers
 /// count as duplicates from then on).
 pub const MAX_TRACKED_RANGES: usize = 128;
@@ -40,13 +50,19 @@ pub struct AckTracker {
     largest: Option<(u64, Instant)>,
     ecn: EcnCounts,
     last_was_ce: bool,
+    /// The longest an ACK waits: our `max_ack_delay`, or the sender's request.
     max_ack_delay: Duration,
+    /// Ack-eliciting packets that may wait (see the module docs).
+    threshold: u64,
+    /// The sequence number of the ACK_FREQUENCY frame in force.
+    frequency_sequence: Option<u64>,
     /// Ack-eliciting packets since the last ACK we sent.
-    unacked_eliciting: u32,
+    unacked_eliciting: u64,
     /// Some packet arrived since the last ACK we sent.
     pending: bool,
     immediate: bool,
-    deadline: Option<Instant>,
+    /// When the first ack-eliciting packet since the last ACK arrived.
+    first_unacked_at: Option<Instant>,
 }
 
 impl AckTracker {
@@ -58,10 +74,26 @@ impl AckTracker {
             ecn: EcnCounts::default(),
             last_was_ce: false,
             max_ack_delay,
+            threshold: DEFAULT_ACK_ELICITING_THRESHOLD,
+            frequency_sequence: None,
             unacked_eliciting: 0,
             pending: false,
             immediate: false,
-            deadline: None,
+            first_unacked_at: None,
+        }
+    }
+
+    /// Applies an ACK_FREQUENCY frame the connection has validated, unless
+    /// a newer one is already in force.
+    pub fn on_ack_frequency(&mut self, f: &AckFrequencyFrame) {
+        if self.frequency_sequence.is_some_and(|s| f.sequence <= s) {
+            return;
+        }
+        self.frequency_sequence = Some(f.sequence);
+        self.threshold = f.ack_eliciting_threshold;
+        self.max_ack_delay = f.request_max_ack_delay;
+        if self.unacked_eliciting > self.threshold {
+            self.immediate = true;
         }
     }
 
@@ -105,11 +137,17 @@ impl AckTracker {
         }
         if ack_eliciting {
             self.unacked_eliciting += 1;
-            if out_of_order || self.unacked_eliciting >= ACK_ELICITING_THRESHOLD {
+            if out_of_order || self.unacked_eliciting > self.threshold {
                 self.immediate = true;
             }
-            self.deadline.get_or_insert(now + self.max_ack_delay);
+            self.first_unacked_at.get_or_insert(now);
         }
+    }
+
+    /// Makes an ACK due at once: the packet just recorded ended a stream,
+    /// after which the sender likely has nothing more to send soon.
+    pub fn ack_now(&mut self) {
+        self.immediate = true;
     }
 
     fn insert(&mut self, pn: u64) {
@@ -144,7 +182,7 @@ impl AckTracker {
 
     /// An ACK should go out now (alone if nothing else is to be sent).
     pub fn ack_due(&self, now: Instant) -> bool {
-        self.pending && (self.immediate || self.deadline.is_some_and(|d| d <= now))
+        self.pending && (self.immediate || self.deadline().is_some_and(|d| d <= now))
     }
 
     /// Something arrived since the last ACK, so a packet that goes out
@@ -157,7 +195,11 @@ impl AckTracker {
 
     /// When the delayed ACK is due.
     pub fn deadline(&self) -> Option<Instant> {
-        if self.pending { self.deadline } else { None }
+        if self.pending {
+            self.first_unacked_at.map(|t| t + self.max_ack_delay)
+        } else {
+            None
+        }
     }
 
     /// The ACK frame describing what arrived, newest ranges first.
@@ -198,7 +240,7 @@ impl AckTracker {
         self.pending = false;
         self.immediate = false;
         self.unacked_eliciting = 0;
-        self.deadline = None;
+        self.first_unacked_at = None;
     }
 
     /// The peer acknowledged a packet of ours carrying an ACK whose largest
@@ -249,6 +291,58 @@ mod tests {
         // on the next packet that leaves anyway.
         a.on_packet(t(5), 2, Ecn::NotEct, false);
         assert!(!a.ack_due(t(100)) && a.has_pending());
+    }
+
+    fn frequency(sequence: u64, threshold: u64, delay_ms: u64) -> AckFrequencyFrame {
+        AckFrequencyFrame {
+            sequence,
+            ack_eliciting_threshold: threshold,
+            request_max_ack_delay: MS * delay_ms as u32,
+        }
+    }
+
+    #[test]
+    fn ack_frequency_frames_set_threshold_and_delay_newest_first() {
+        let mut a = AckTracker::new(25 * MS);
+        a.on_ack_frequency(&frequency(3, 4, 5));
+        for pn in 0..5 {
+            a.on_packet(t(pn), pn, Ecn::Ect1, true);
+            assert_eq!(a.ack_due(t(pn)), pn == 4, "every 5th packet, pn {pn}");
+        }
+        assert_eq!(a.deadline(), Some(t(5)), "5 ms after the first");
+        a.on_ack_sent();
+        a.on_packet(t(10), 5, Ecn::Ect1, true);
+        assert!(!a.ack_due(t(14)) && a.ack_due(t(15)));
+        // An older or repeated frame changes nothing.
+        a.on_ack_frequency(&frequency(2, 0, 1));
+        a.on_ack_frequency(&frequency(3, 0, 1));
+        assert!(!a.ack_due(t(14)));
+        // Gaps and CE changes still cut the wait short.
+        a.on_packet(t(11), 7, Ecn::Ect1, true);
+        assert!(a.ack_due(t(11)));
+        a.on_ack_sent();
+        a.on_packet(t(12), 8, Ecn::Ce, true);
+        assert!(a.ack_due(t(12)));
+        a.on_ack_sent();
+        // A newer frame asking for more ACKs than are now waiting for one
+        // makes the ACK due at once.
+        a.on_packet(t(13), 9, Ecn::Ce, true);
+        a.on_packet(t(13), 10, Ecn::Ce, true);
+        assert!(!a.ack_due(t(13)));
+        a.on_ack_frequency(&frequency(4, 1, 25));
+        assert!(a.ack_due(t(13)));
+    }
+
+    #[test]
+    fn the_end_of_a_stream_is_acknowledged_at_once() {
+        let mut a = AckTracker::new(25 * MS);
+        a.on_packet(t(0), 0, Ecn::Ect1, true);
+        assert!(!a.ack_due(t(0)));
+        a.ack_now();
+        assert!(a.ack_due(t(0)));
+        a.on_ack_sent();
+        a.on_packet(t(1), 1, Ecn::Ect1, true);
+        assert!(!a.ack_due(t(1)), "once only");
     }
 
     #[test]

@@ -40,6 +40,10 @@ pub struct TransportConfig {
     /// AES-256-GCM leads where the CPU has AES instructions and
     /// ChaCha20-Poly1305 elsewhere.
     pub packet_ciphers: Vec<PacketCipher>,
+    /// Announce `min_ack_delay` (honour the peer's ACK_FREQUENCY frames)
+    /// and, if the peer announced it too, ask it to acknowledge less often
+    /// while our window is large (see `ack_frequency`).
+    pub ack_frequency: bool,
 }
 
 impl Default for TransportConfig {
@@ -56,6 +60,7 @@ impl Default for TransportConfig {
             streams: StreamsConfig::default(),
             ecn: true,
             packet_ciphers: PacketCipher::local_preference(),
+            ack_frequency: true,
         }
     }
 }

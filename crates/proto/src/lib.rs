@@ -26,6 +26,7 @@
 //! - [`connection`], [`endpoint`], [`config`], [`stats`], [`error`];
 //! - [`qlog`]: events for `brisk-trace`'s qlog writer.
 
+pub mod ack_frequency;
 pub mod ack_tracker;
 pub mod config;
 pub mod congestion;

@@ -110,6 +110,11 @@ pub fn frame(f: &Frame<'_>) -> QlogFrame {
             reason: String::from_utf8_lossy(c.reason).into_owned(),
         },
         Frame::HandshakeDone => QlogFrame::HandshakeDone,
+        Frame::AckFrequency(a) => QlogFrame::AckFrequency {
+            sequence_number: a.sequence,
+            ack_eliciting_threshold: a.ack_eliciting_threshold,
+            request_max_ack_delay: a.request_max_ack_delay,
+        },
     }
 }
 

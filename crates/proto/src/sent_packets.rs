@@ -21,6 +21,8 @@ pub enum SentFrame {
     },
     Control(ControlFrame),
     HandshakeDone,
+    /// An ACK_FREQUENCY frame, by sequence number.
+    AckFrequency(u64),
 }
 
 /// The retransmittable frames of one packet. Nearly every packet carries

@@ -74,6 +74,11 @@ pub struct ConnectionStats {
     pub probes_sent: u64,
     /// Times the congestion window was reduced (loss or CE).
     pub congestion_events: u64,
+    /// Packets that carried an ACK frame.
+    pub ack_frames_sent: u64,
+    /// ACK_FREQUENCY frames sent: how often we changed the ACK rate we ask
+    /// of the peer (repeats of lost ones included).
+    pub ack_frequency_sent: u64,
     pub persistent_congestion_events: u64,
     /// Our 1-RTT packets per codepoint sent.
     pub ecn_sent: EcnCounts,

@@ -23,12 +23,11 @@ mod id {
     pub const MAX_UDP_PAYLOAD: u64 = 0x09;
     pub const EARLY_DATA_ACCEPTED: u64 = 0x0a;
     pub const PACKET_CIPHERS: u64 = 0x0b;
+    /// Extensions take ids from 0x10: 0x10 DATAGRAM, 0x11 FEC, 0x13
+    /// connection migration (active CID limit), 0x14 stream priorities on
+    /// the wire and 0x15 PMTU probing are set aside.
+    pub const MIN_ACK_DELAY_US: u64 = 0x12;
 }
-
-/// Ids set aside for extensions: 0x10 DATAGRAM, 0x11 FEC, 0x12
-/// ACK_FREQUENCY, 0x13 connection migration (active CID limit), 0x14
-/// stream priorities on the wire, 0x15 PMTU probing.
-pub const RESERVED_EXTENSION_IDS: std::ops::RangeInclusive<u64> = 0x10..=0x15;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TransportParams {
@@ -52,6 +51,9 @@ pub struct TransportParams {
     /// the one it chose. A peer that sends no list speaks only
     /// ChaCha20-Poly1305; ids this side does not know are dropped.
     pub packet_ciphers: Vec<PacketCipher>,
+    /// The shortest ack delay this side can keep to; announcing it means
+    /// the peer may send ACK_FREQUENCY frames, asking for no less.
+    pub min_ack_delay: Option<Duration>,
 }
 
 impl Default for TransportParams {
@@ -68,6 +70,7 @@ impl Default for TransportParams {
             max_udp_payload: 1200,
             early_data_accepted: false,
             packet_ciphers: vec![PacketCipher::ChaCha20Poly1305],
+            min_ack_delay: None,
         }
     }
 }
@@ -122,6 +125,9 @@ impl TransportParams {
         }
         let ciphers: Vec<u8> = self.packet_ciphers.iter().map(|c| c.id()).collect();
         put_bytes(out, id::PACKET_CIPHERS, &ciphers);
+        if let Some(d) = self.min_ack_delay {
+            put_int(out, id::MIN_ACK_DELAY_US, d.as_micros() as u64);
+        }
     }
 
     /// Parses a whole parameter block; a parameter given twice, a value
@@ -187,11 +193,17 @@ impl TransportParams {
                         .filter_map(|&b| PacketCipher::from_id(b))
                         .collect();
                 }
+                id::MIN_ACK_DELAY_US => {
+                    p.min_ack_delay = Some(Duration::from_micros(int(&mut v)?));
+                }
                 _ => {}
             }
         }
         if !source_seen {
             return Err(DecodeError::Malformed("missing source connection id"));
+        }
+        if p.min_ack_delay.is_some_and(|min| min > p.max_ack_delay) {
+            return Err(DecodeError::Malformed("min_ack_delay above max_ack_delay"));
         }
         Ok(p)
     }
@@ -212,6 +224,7 @@ mod tests {
             original_dcid: Some(ConnectionId::new(&[9; 8]).unwrap()),
             early_data_accepted: true,
             packet_ciphers: vec![PacketCipher::Aes256Gcm, PacketCipher::ChaCha20Poly1305],
+            min_ack_delay: Some(Duration::from_micros(1_000)),
             ..TransportParams::default()
         }
     }
@@ -238,7 +251,7 @@ mod tests {
     fn round_trips_and_skips_unknown_ids() {
         let mut b = Vec::new();
         sample().emit(&mut b);
-        // An unknown extension parameter (id 0x11, 2 bytes) is ignored.
+        // A parameter of a set-aside extension (id 0x11, 2 bytes) is ignored.
         b.extend_from_slice(&[0x11, 0x02, 0xab, 0xcd]);
         assert_eq!(TransportParams::parse(&b).unwrap(), sample());
     }
@@ -266,6 +279,15 @@ mod tests {
         assert!(TransportParams::parse(&[0x07, 0x00, 0x01, 0x02, 0x05, 0x05]).is_err());
         // max_udp_payload under 1200.
         assert!(TransportParams::parse(&[0x07, 0x00, 0x09, 0x01, 0x05]).is_err());
+        // min_ack_delay of 30 ms above the default 25 ms max_ack_delay, and
+        // the same with a max_ack_delay of 40 ms.
+        let min_30ms = [0x07, 0x00, 0x12, 0x04, 0x80, 0x00, 0x75, 0x30];
+        assert!(TransportParams::parse(&min_30ms).is_err());
+        let with_max = [&min_30ms[..], &[0x02, 0x01, 40]].concat();
+        assert_eq!(
+            TransportParams::parse(&with_max).unwrap().min_ack_delay,
+            Some(Duration::from_millis(30))
+        );
         for n in 0..20 {
             let mut b = Vec::new();
             sample().emit(&mut b);

@@ -164,6 +164,13 @@ pub enum QlogFrame {
         reason: String,
     },
     HandshakeDone,
+    /// The sender's request for a new acknowledgement rate.
+    AckFrequency {
+        sequence_number: u64,
+        ack_eliciting_threshold: u64,
+        #[serde(serialize_with = "ms")]
+        request_max_ack_delay: Duration,
+    },
     /// A frame type qlog has no name for.
     Unknown {
         raw_frame_type: u64,
@@ -260,9 +267,14 @@ pub enum QlogEvent {
 }
 
 /// A Duration as qlog's float milliseconds.
+fn ms<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64() * 1e3)
+}
+
+/// An optional Duration as qlog's float milliseconds.
 fn opt_ms<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
     match d {
-        Some(d) => s.serialize_f64(d.as_secs_f64() * 1e3),
+        Some(d) => ms(d, s),
         None => s.serialize_none(),
     }
 }
@@ -434,6 +446,11 @@ mod tests {
             QlogFrame::Unknown {
                 raw_frame_type: 0x42,
             },
+            QlogFrame::AckFrequency {
+                sequence_number: 3,
+                ack_eliciting_threshold: 9,
+                request_max_ack_delay: Duration::from_micros(5_500),
+            },
         ];
         vec![
             QlogEvent::PacketSent(PacketEvent {
@@ -559,6 +576,10 @@ mod tests {
         assert_eq!(
             sent["frames"][6],
             json!({"frame_type": "unknown", "raw_frame_type": 66})
+        );
+        assert_eq!(
+            sent["frames"][7],
+            json!({"frame_type": "ack_frequency", "sequence_number": 3, "ack_eliciting_threshold": 9, "request_max_ack_delay": 5.5})
         );
         assert_eq!(
             recs[2]["data"]["frames"],

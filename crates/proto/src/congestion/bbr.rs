@@ -537,6 +537,15 @@ impl Controller for Bbr {
         Ecn::NotEct
     }
 
+    /// BBRv1 sizes its window (two BDPs) with room for ordinary delayed
+    /// ACKs only; without an estimate of ACK aggregation (Linux's
+    /// `extra_acked`), an ACK every fourth to tenth packet leaves it
+    /// window-limited: 0.8% less goodput alone through a 10 Mbit/s FIFO
+    /// and a different share beside CUBIC.
+    fn tolerates_sparse_acks(&self) -> bool {
+        false
+    }
+
     fn in_slow_start(&self) -> bool {
         self.state == BbrState::Startup
     }

@@ -168,6 +168,12 @@ pub trait Controller: Send + fmt::Debug {
     /// answer a CE mark as it would a loss. Classic controllers ignore it.
     fn set_path_ecn(&mut self, _ecn: Ecn) {}
     fn in_slow_start(&self) -> bool;
+    /// Whether the sender may ask for fewer ACKs than every second packet
+    /// while the window is large (`ack_frequency`). A controller whose
+    /// model needs each ACK's delivery sample says no.
+    fn tolerates_sparse_acks(&self) -> bool {
+        true
+    }
     fn metrics(&self) -> CcMetrics;
 }
 

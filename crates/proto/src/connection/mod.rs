@@ -16,12 +16,16 @@
 //! `poll_timeout` again: every call may change the next wake-up.
 //!
 //! Files: [`timer`] the timer table, `recv` datagrams, packets and frames
-//! in, `send` packet assembly out.
+//! in, `send` packet assembly out, `tests` ACK_FREQUENCY between two
+//! endpoints.
 
 mod recv;
 mod send;
+#[cfg(test)]
+mod tests;
 pub(crate) mod timer;
 
+use crate::ack_frequency::AckFrequency;
 use crate::ack_tracker::AckTracker;
 use crate::config::{ClientConfig, ServerConfig, TransportConfig};
 use crate::congestion::{CcAlgorithm, Controller};
@@ -161,6 +165,14 @@ struct HandshakeProgress {
 /// Bytes of a first flight that early data may fill.
 pub const MAX_EARLY_DATA: usize = 900;
 
+/// The shortest ack delay we keep to when a peer asks: our timers are
+/// trusted to about a millisecond on real systems.
+pub const MIN_ACK_DELAY: Duration = Duration::from_millis(1);
+
+/// The longest ack delay a peer may ask for, the bound RFC 9000 puts on
+/// `max_ack_delay` itself.
+pub const MAX_REQUESTED_ACK_DELAY: Duration = Duration::from_millis(1 << 14);
+
 pub struct Connection {
     side: Side,
     config: TransportConfig,
@@ -199,6 +211,9 @@ pub struct Connection {
     rtt: RttEstimator,
     cc: Box<dyn Controller>,
     pacer: Pacer,
+    /// What we ask of the peer's ACKs; `None` unless both sides announced
+    /// `min_ack_delay`.
+    ack_frequency: Option<AckFrequency>,
     ecn: EcnValidator,
     streams: Streams,
     probes_pending: u8,
@@ -257,6 +272,9 @@ fn local_params(config: &TransportConfig, local_cid: ConnectionId) -> TransportP
         max_udp_payload: config.mds() as u64,
         early_data_accepted: false,
         packet_ciphers: config.packet_ciphers.clone(),
+        min_ack_delay: config
+            .ack_frequency
+            .then_some(MIN_ACK_DELAY.min(config.max_ack_delay)),
     }
 }
 
@@ -313,6 +331,8 @@ impl Connection {
             early_data_received_bytes: 0,
             migrations: 0,
             amplification_blocked: 0,
+            ack_frames_sent: 0,
+            ack_frequency_sent: 0,
             dropped: DropStats::default(),
         };
         stats.ssthresh_bytes = cc.metrics().ssthresh_bytes;
@@ -357,6 +377,7 @@ impl Connection {
             last_slow_start: cc.in_slow_start(),
             cc,
             pacer: Pacer::new(config.mds() as u64),
+            ack_frequency: None,
             ecn,
             streams: Streams::new(side, config.streams.clone()),
             probes_pending: 0,
@@ -521,6 +542,10 @@ impl Connection {
             (a, b) => a.min(b),
         };
         self.peer_max_ack_delay = p.max_ack_delay;
+        self.ack_frequency = p
+            .min_ack_delay
+            .filter(|_| self.config.ack_frequency)
+            .map(|min| AckFrequency::new(min, p.max_ack_delay));
         self.streams.set_peer_limits(PeerLimits {
             max_streams_bidi: p.initial_max_streams_bidi,
             max_streams_uni: p.initial_max_streams_uni,
@@ -645,6 +670,7 @@ impl Connection {
         s.pacing_rate_bps = self.pacer.rate_bps();
         s.pacing_window_bytes = self.cc.pacing_window();
         s.spurious_losses = self.loss.spurious_losses();
+        s.ack_frequency_sent = self.ack_frequency.as_ref().map_or(0, |a| a.frames_sent());
         s.ecn_state = self.ecn.state();
         s.ecn_codepoint = self.ecn.codepoint();
         let st = self.streams.stats();

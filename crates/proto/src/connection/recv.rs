@@ -1,11 +1,11 @@
 //! Datagrams in: handshake packets, 1-RTT packets and their frames, ACK
 //! processing and the reaction to losses.
 
-use super::{ConnState, Connection, Event, hs_payload, parse_hs_payload};
+use super::{ConnState, Connection, Event, MAX_REQUESTED_ACK_DELAY, hs_payload, parse_hs_payload};
 use crate::congestion::{AckSample, EcnCounts, LossSample};
 use crate::ecn_validation::EcnState;
 use crate::error::{ConnectionError, code};
-use crate::frame::{AckFrame, Frame, FrameIter};
+use crate::frame::{AckFrame, AckFrequencyFrame, Frame, FrameIter, StreamFrame};
 use crate::handshake::HandshakePayload;
 use crate::loss::{LossDetection, LostBatch};
 use crate::packet::{HeaderView, LOCAL_CID_LEN, LongType, decode_packet_number};
@@ -423,6 +423,7 @@ impl Connection {
         let mut any = false;
         let mut kept: [Option<Frame<'_>>; KEPT_FRAMES] = [None, None];
         let mut after_kept: &[u8] = &[];
+        let mut ends_stream = false;
         let mut frames = FrameIter::new(plain);
         let mut count = 0;
         while let Some(f) = frames.next() {
@@ -430,6 +431,7 @@ impl Connection {
                 Ok(f) => {
                     any = true;
                     ack_eliciting |= f.is_ack_eliciting();
+                    ends_stream |= matches!(f, Frame::Stream(StreamFrame { fin: true, .. }));
                     if let Some(slot) = kept.get_mut(count) {
                         *slot = Some(f);
                         after_kept = frames.rest();
@@ -453,6 +455,9 @@ impl Connection {
             self.stats.migrations += 1;
         }
         self.acks.on_packet(now, pn, ecn, ack_eliciting);
+        if ends_stream {
+            self.acks.ack_now();
+        }
         self.validated = true;
         if !self.hs.confirmed {
             self.hs.confirmed = true;
@@ -561,6 +566,10 @@ impl Connection {
                 self.start_draining(now);
                 Ok(())
             }
+            Frame::AckFrequency(f) => {
+                self.handle_ack_frequency(now, &f);
+                Ok(())
+            }
             Frame::HandshakeDone => {
                 if self.side == Side::Server && self.hs.pattern == crate::handshake::Pattern::Xx {
                     self.transport_error(
@@ -576,6 +585,30 @@ impl Connection {
         if let Err(e) = result {
             self.stream_error(now, e);
         }
+    }
+
+    /// A request for a new ACK rate: allowed only if we announced
+    /// `min_ack_delay`, and never for a shorter delay than that.
+    fn handle_ack_frequency(&mut self, now: Instant, f: &AckFrequencyFrame) {
+        let Some(min) = self.hs.local_params.min_ack_delay else {
+            self.transport_error(
+                now,
+                code::PROTOCOL_VIOLATION,
+                0x1f,
+                "ACK_FREQUENCY without min_ack_delay",
+            );
+            return;
+        };
+        if f.request_max_ack_delay < min || f.request_max_ack_delay > MAX_REQUESTED_ACK_DELAY {
+            self.transport_error(
+                now,
+                code::PROTOCOL_VIOLATION,
+                0x1f,
+                "requested ack delay out of range",
+            );
+            return;
+        }
+        self.acks.on_ack_frequency(f);
     }
 
     /// Peer violations close the connection; other stream errors concern
@@ -656,7 +689,7 @@ impl Connection {
                         fin,
                     } => self.streams.on_chunk_acked(id, offset, len, fin),
                     SentFrame::Control(c) => self.streams.on_control_acked(c),
-                    SentFrame::HandshakeDone => {}
+                    SentFrame::HandshakeDone | SentFrame::AckFrequency(_) => {}
                 }
             }
         }
@@ -700,6 +733,7 @@ impl Connection {
                 self.stats.congestion_events += 1;
             }
         }
+        self.update_ack_frequency(now);
         self.log_metrics(now);
     }
 
@@ -736,6 +770,11 @@ impl Connection {
                         } => self.streams.on_chunk_lost(id, offset, len, fin),
                         SentFrame::Control(c) => self.streams.on_control_lost(c),
                         SentFrame::HandshakeDone => self.hs.done_frame_pending = true,
+                        SentFrame::AckFrequency(seq) => {
+                            if let Some(a) = self.ack_frequency.as_mut() {
+                                a.on_lost(seq);
+                            }
+                        }
                     }
                 }
             }
@@ -773,7 +812,22 @@ impl Connection {
             self.stats.persistent_congestion_events += 1;
             self.rtt.reset_min();
         }
+        self.update_ack_frequency(now);
         self.log_metrics(now);
+    }
+
+    /// Lets the ACK rate we ask of the peer follow the window.
+    fn update_ack_frequency(&mut self, now: Instant) {
+        let mds = self.mds() as u64;
+        if let Some(a) = self.ack_frequency.as_mut() {
+            a.update(
+                now,
+                self.cc.window(),
+                mds,
+                self.rtt.smoothed(),
+                self.cc.in_slow_start() || !self.cc.tolerates_sparse_acks(),
+            );
+        }
     }
 
     pub(super) fn log_metrics(&mut self, now: Instant) {

@@ -313,6 +313,7 @@ impl Connection {
             && !probe
             && !self.hs.done_frame_pending
             && !self.ping_pending
+            && !self.ack_frequency.as_ref().is_some_and(|a| a.has_pending())
             && !self.streams.may_have_frames()
         {
             return None;
@@ -341,6 +342,16 @@ impl Connection {
                 self.hs.done_frame_pending = false;
                 frames.push(SentFrame::HandshakeDone);
                 qframes.push(QlogFrame::HandshakeDone);
+                eliciting = true;
+            }
+            if limit.saturating_sub(out.len()) >= CONTROL_FRAME_MAX
+                && let Some(af) = self.ack_frequency.as_mut().and_then(|a| a.poll_frame(now))
+            {
+                af.emit(out);
+                if tracing {
+                    qframes.push(qlog::frame(&Frame::AckFrequency(af)));
+                }
+                frames.push(SentFrame::AckFrequency(af.sequence));
                 eliciting = true;
             }
             while limit.saturating_sub(out.len()) >= CONTROL_FRAME_MAX {
@@ -402,6 +413,9 @@ impl Connection {
         self.stats.packets_sent += 1;
         self.stats.ecn_sent.add(ecn, 1);
         self.ecn.on_sent(now, pn, ecn, eliciting);
+        if largest_acked.is_some() {
+            self.stats.ack_frames_sent += 1;
+        }
         if with_ack {
             self.acks.on_ack_sent();
             self.timers.stop(Timer::AckDelay);
@@ -530,6 +544,11 @@ impl Connection {
                 } => self.streams.on_chunk_lost(id, offset, len, fin),
                 SentFrame::Control(c) => self.streams.on_control_lost(c),
                 SentFrame::HandshakeDone => self.hs.done_frame_pending = true,
+                SentFrame::AckFrequency(seq) => {
+                    if let Some(a) = self.ack_frequency.as_mut() {
+                        a.on_lost(seq);
+                    }
+                }
             }
         }
         true

@@ -8,8 +8,10 @@
 //! their transport parameters.
 
 mod ack;
+mod ack_frequency;
 
 pub use ack::{ACK_DELAY_EXPONENT, AckFrame, AckRanges, MAX_ACK_RANGES, emit_ack};
+pub use ack_frequency::AckFrequencyFrame;
 
 use crate::varint::{self, DecodeError, Reader};
 
@@ -33,14 +35,15 @@ pub mod ty {
     pub const CONNECTION_CLOSE: u8 = 0x1c;
     pub const APPLICATION_CLOSE: u8 = 0x1d;
     pub const HANDSHAKE_DONE: u8 = 0x1e;
+    pub const ACK_FREQUENCY: u8 = 0x1f;
 
     /// Types set aside for planned extensions: 0x06-0x07 (tokens), 0x16-0x17
     /// (STREAMS_BLOCKED), 0x18-0x1b (NEW/RETIRE_CONNECTION_ID and
-    /// PATH_CHALLENGE/RESPONSE for migration), 0x1f (ACK_FREQUENCY), 0x20-0x2f
-    /// (FEC repair and source-block frames), 0x30-0x31 (DATAGRAM), 0x32
-    /// (PRIORITY_UPDATE) and everything from 0x40 up (experiments).
+    /// PATH_CHALLENGE/RESPONSE for migration), 0x20-0x2f (FEC repair and
+    /// source-block frames), 0x30-0x31 (DATAGRAM), 0x32 (PRIORITY_UPDATE)
+    /// and everything from 0x40 up (experiments).
     pub fn is_reserved(t: u64) -> bool {
-        matches!(t, 0x06..=0x07 | 0x16..=0x1b | 0x1f..=0x32) || t >= 0x40
+        matches!(t, 0x06..=0x07 | 0x16..=0x1b | 0x20..=0x32) || t >= 0x40
     }
 }
 
@@ -135,6 +138,9 @@ pub enum Frame<'a> {
     },
     Close(CloseFrame<'a>),
     HandshakeDone,
+    /// Only from a peer that announced `min_ack_delay`; the connection
+    /// checks that, the parser cannot.
+    AckFrequency(AckFrequencyFrame),
 }
 
 impl<'a> Frame<'a> {
@@ -203,6 +209,7 @@ impl<'a> Frame<'a> {
                 })
             }
             0x1e => Frame::HandshakeDone,
+            0x1f => Frame::AckFrequency(AckFrequencyFrame::parse(r)?),
             other => return Err(FrameError::UnknownType(other)),
         };
         Ok(frame)
@@ -276,6 +283,7 @@ impl<'a> Frame<'a> {
                 out.extend_from_slice(c.reason);
             }
             Frame::HandshakeDone => out.push(ty::HANDSHAKE_DONE),
+            Frame::AckFrequency(f) => f.emit(out),
         }
     }
 
@@ -484,10 +492,33 @@ mod tests {
         assert!(parse_all(&[0x1d, 0x00, 0x09, b'a']).is_err());
     }
 
+    /// ACK_FREQUENCY: sequence 7, threshold 9, 5 ms (5000 us, 2 bytes).
+    const ACK_FREQUENCY: [u8; 5] = [0x1f, 0x07, 0x09, 0x53, 0x88];
+
+    #[test]
+    fn ack_frequency_frame() {
+        let f = Frame::AckFrequency(AckFrequencyFrame {
+            sequence: 7,
+            ack_eliciting_threshold: 9,
+            request_max_ack_delay: Duration::from_millis(5),
+        });
+        assert_eq!(parse_all(&ACK_FREQUENCY).unwrap(), vec![f.clone()]);
+        assert_eq!(emit_all(std::slice::from_ref(&f)), ACK_FREQUENCY);
+        assert!(f.is_ack_eliciting());
+        assert!(parse_all(&ACK_FREQUENCY[..4]).is_err(), "cut short");
+    }
+
     fn arb_frame() -> impl Strategy<Value = Frame<'static>> {
         let v = 0..=varint::MAX;
         prop_oneof![
             Just(Frame::Ping),
+            (v.clone(), v.clone(), 0u64..1 << 40).prop_map(|(sequence, threshold, us)| {
+                Frame::AckFrequency(AckFrequencyFrame {
+                    sequence,
+                    ack_eliciting_threshold: threshold,
+                    request_max_ack_delay: Duration::from_micros(us),
+                })
+            }),
             Just(Frame::HandshakeDone),
             v.clone().prop_map(Frame::MaxData),
             (v.clone(), v.clone()).prop_map(|(id, max)| Frame::MaxStreamData { id, max }),
