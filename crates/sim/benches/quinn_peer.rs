@@ -110,6 +110,7 @@ fn brisk(scenario: &Scenario, addrs: FlowAddrs) -> Box<dyn FlowApp> {
         seed: 1,
         cc: brisk_proto::congestion::CcAlgorithm::Cubic,
         ecn: true,
+        ack_frequency: true,
         header_len: scenario.header_bytes() as usize,
         start: Instant::ZERO,
         stop: Instant::ZERO + scenario.duration,

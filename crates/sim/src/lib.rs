@@ -102,6 +102,7 @@ fn brisk_config(
             .cc
             .unwrap_or(brisk_proto::congestion::CcAlgorithm::Prague),
         ecn: spec.ecn != Some(EcnSpec::NotEct),
+        ack_frequency: spec.ack_frequency.unwrap_or(true),
         header_len: s.header_bytes() as usize,
         start: setup.start,
         stop: setup.stop,
@@ -256,6 +257,8 @@ fn brisk_results(t: &TransportReport) -> BriskResults {
             spurious_losses: st.as_ref().map_or(0, |s| s.spurious_losses),
             ptos: st.as_ref().map_or(0, |s| s.ptos),
             congestion_events: st.as_ref().map_or(0, |s| s.congestion_events),
+            ack_frequency_sent: st.as_ref().map_or(0, |s| s.ack_frequency_sent),
+            receiver_acks: t.receiver.as_ref().map_or(0, |s| s.ack_frames_sent),
             ce_echoed: st.as_ref().map_or(0, |s| s.ecn_echoed.ce),
             ecn_state: st.as_ref().map_or_else(
                 || "testing".to_owned(),

@@ -221,6 +221,11 @@ pub struct TransportResults {
     pub spurious_losses: u64,
     pub ptos: u64,
     pub congestion_events: u64,
+    /// ACK_FREQUENCY frames the sender sent: changes of the ACK rate it
+    /// asked for.
+    pub ack_frequency_sent: u64,
+    /// Packets the receiver sent with an ACK frame in them.
+    pub receiver_acks: u64,
     /// CE marks the receiver echoed back.
     pub ce_echoed: u64,
     /// ECN validation: "testing", "capable" or "failed".

@@ -222,6 +222,10 @@ pub struct FlowSpec {
     /// Congestion controller (brisk): "prague" (default), "cubic", "newreno", "bbr".
     #[serde(default)]
     pub cc: Option<CcAlgorithm>,
+    /// Let the sender ask the receiver for fewer ACKs while its window is
+    /// large (brisk; default true). `false`: an ACK every second packet.
+    #[serde(default)]
+    pub ack_frequency: Option<bool>,
     /// The workload (brisk): "bulk" (default), "messages", "video", "feed".
     #[serde(default)]
     pub app: Option<BriskApp>,
@@ -344,6 +348,7 @@ fn allowed_fields(kind: FlowKind) -> &'static [&'static str] {
             "cc",
             "app",
             "ecn",
+            "ack_frequency",
             "bytes",
             "message_size",
             "interval",
@@ -380,6 +385,7 @@ impl FlowSpec {
         add("off", self.off.is_some());
         add("interval", self.interval.is_some());
         add("cc", self.cc.is_some());
+        add("ack_frequency", self.ack_frequency.is_some());
         add("app", self.app.is_some());
         add("bytes", self.bytes.is_some());
         add("message_size", self.message_size.is_some());
@@ -397,7 +403,7 @@ impl FlowSpec {
     fn validate_brisk(&self) -> Result<(), String> {
         let app = self.app.unwrap_or_default();
         for field in self.present_fields() {
-            let generic = ["cc", "app", "ecn"].contains(&field);
+            let generic = ["cc", "app", "ecn", "ack_frequency"].contains(&field);
             if !generic && !app.fields().contains(&field) {
                 return Err(format!(
                     "field `{field}` does not apply to app \"{}\"",

@@ -53,6 +53,14 @@ fn two(a: &str, b: &str, start_b: &str) -> String {
     )
 }
 
+/// `s` with ACK frequency off for every flow.
+fn acking_every_second_packet(mut s: Scenario) -> Scenario {
+    for f in &mut s.flows {
+        f.get_mut().ack_frequency = Some(false);
+    }
+    s
+}
+
 fn run_series(s: &Scenario, ip: IpFamily) -> Run {
     run(
         s,
@@ -286,6 +294,13 @@ fn two_bbr_flows_share_roughly_fairly() {
 /// the empty path until its minimum RTT expires, and its conservation
 /// answers CUBIC's overflows). Bounds: CUBIC is never starved outright,
 /// and from 1.8 BDPs of buffer up it keeps a quarter.
+///
+/// Both flows are acknowledged every second packet, as TCP's were in the
+/// measurements these shapes are known from. With CUBIC asking for sparser
+/// ACKs (`ack_frequency`, the default) the shape is the same but the even
+/// split comes a few packets of buffer earlier: CUBIC's share at 30
+/// packets is 0.56 (IPv4) and 0.44 (IPv6) instead of 0.38 and 0.40, at 25
+/// and 35 packets within 0.08 of the every-second-packet figures.
 #[test]
 fn beside_cubic_in_a_fifo_does_not_starve_it() {
     let s = network(
@@ -296,6 +311,7 @@ fn beside_cubic_in_a_fifo_does_not_starve_it() {
         10,
         &two("bbr", "cubic", "0s"),
     );
+    let s = acking_every_second_packet(s);
     for ip in FAMILIES {
         let r = run_on(&s, ip);
         let cubic = share(&r, "b");
@@ -313,6 +329,7 @@ fn beside_cubic_in_a_fifo_does_not_starve_it() {
             fifo,
             &two("bbr", "cubic", "0s"),
         );
+        let s = acking_every_second_packet(s);
         for ip in FAMILIES {
             let r = run_on(&s, ip);
             let cubic = share(&r, "b");

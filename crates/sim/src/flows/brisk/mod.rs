@@ -103,6 +103,9 @@ pub struct BriskConfig {
     /// Let the transport mark its packets ECN-capable (subject to ECN
     /// validation).
     pub ecn: bool,
+    /// Use the ACK_FREQUENCY extension (both ends announce it, the sender
+    /// asks for fewer ACKs while its window is large).
+    pub ack_frequency: bool,
     /// IP + UDP header bytes: datagrams fill [`MTU_BYTES`] with them.
     pub header_len: usize,
     pub start: Instant,
@@ -120,6 +123,7 @@ impl BriskConfig {
             max_datagram_size: mds,
             cc: self.cc,
             ecn: self.ecn,
+            ack_frequency: self.ack_frequency,
             ..TransportConfig::default()
         };
         t.cc_config.max_datagram_size = mds;
