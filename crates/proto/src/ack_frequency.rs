@@ -149,11 +149,6 @@ impl AckFrequency {
         }
     }
 
-    /// The request the peer was last sent (or its defaults).
-    pub fn requested(&self) -> AckRequest {
-        self.requested
-    }
-
     /// ACK_FREQUENCY frames sent, first copies and repeats alike.
     pub fn frames_sent(&self) -> u64 {
         self.frames_sent

@@ -29,6 +29,10 @@ mod id {
     pub const MIN_ACK_DELAY_US: u64 = 0x12;
 }
 
+/// RFC 9000's bound on ack delays: `max_ack_delay` stays below it, and a
+/// peer's ACK_FREQUENCY request may not exceed it.
+pub const MAX_ACK_DELAY_LIMIT: Duration = Duration::from_millis(1 << 14);
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TransportParams {
     /// Zero disables the idle timeout.
@@ -161,11 +165,11 @@ impl TransportParams {
             match pid {
                 id::MAX_IDLE_TIMEOUT_MS => p.max_idle_timeout = Duration::from_millis(int(&mut v)?),
                 id::MAX_ACK_DELAY_MS => {
-                    let ms = int(&mut v)?;
-                    if ms >= 1 << 14 {
+                    let d = Duration::from_millis(int(&mut v)?);
+                    if d >= MAX_ACK_DELAY_LIMIT {
                         return Err(DecodeError::Malformed("max_ack_delay over 2^14 ms"));
                     }
-                    p.max_ack_delay = Duration::from_millis(ms);
+                    p.max_ack_delay = d;
                 }
                 id::INITIAL_MAX_DATA => p.initial_max_data = int(&mut v)?,
                 id::INITIAL_MAX_STREAM_DATA => p.initial_max_stream_data = int(&mut v)?,

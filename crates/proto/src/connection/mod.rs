@@ -169,10 +169,6 @@ pub const MAX_EARLY_DATA: usize = 900;
 /// trusted to about a millisecond on real systems.
 pub const MIN_ACK_DELAY: Duration = Duration::from_millis(1);
 
-/// The longest ack delay a peer may ask for, the bound RFC 9000 puts on
-/// `max_ack_delay` itself.
-pub const MAX_REQUESTED_ACK_DELAY: Duration = Duration::from_millis(1 << 14);
-
 pub struct Connection {
     side: Side,
     config: TransportConfig,

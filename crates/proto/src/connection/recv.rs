@@ -1,7 +1,7 @@
 //! Datagrams in: handshake packets, 1-RTT packets and their frames, ACK
 //! processing and the reaction to losses.
 
-use super::{ConnState, Connection, Event, MAX_REQUESTED_ACK_DELAY, hs_payload, parse_hs_payload};
+use super::{ConnState, Connection, Event, hs_payload, parse_hs_payload};
 use crate::congestion::{AckSample, EcnCounts, LossSample};
 use crate::ecn_validation::EcnState;
 use crate::error::{ConnectionError, code};
@@ -12,6 +12,7 @@ use crate::packet::{HeaderView, LOCAL_CID_LEN, LongType, decode_packet_number};
 use crate::qlog::{self, LossTrigger, PacketEvent, PacketHeader, PacketType, QlogEvent, RawInfo};
 use crate::sent_packets::{SentFrame, SentPacket};
 use crate::streams::{Piece, Side, StreamError, StreamId};
+use crate::transport_params::MAX_ACK_DELAY_LIMIT;
 use brisk_time::Instant;
 use brisk_wire::Ecn;
 use bytes::{Buf, Bytes, BytesMut};
@@ -599,7 +600,7 @@ impl Connection {
             );
             return;
         };
-        if f.request_max_ack_delay < min || f.request_max_ack_delay > MAX_REQUESTED_ACK_DELAY {
+        if f.request_max_ack_delay < min || f.request_max_ack_delay > MAX_ACK_DELAY_LIMIT {
             self.transport_error(
                 now,
                 code::PROTOCOL_VIOLATION,
