@@ -8,20 +8,7 @@ mod common;
 
 use brisk_sim::results::Results;
 use brisk_sim::scenario::{IpFamily, Scenario};
-use common::{FAMILIES, flow, run_on, share};
-use std::path::Path;
-use std::time::Duration;
-
-/// A scenario file of the repository, run for `secs` instead of its own
-/// duration.
-fn scenario(file: &str, secs: u64) -> Scenario {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../scenarios")
-        .join(file);
-    let mut s = Scenario::load(&path).unwrap();
-    s.duration = Duration::from_secs(secs);
-    s
-}
+use common::{FAMILIES, flow, run_on, scenario, share};
 
 /// `s` with every brisk flow's ACK frequency on or off.
 fn with_ack_frequency(s: &Scenario, on: bool) -> Scenario {
@@ -88,30 +75,31 @@ fn reference_network_a_fifth_of_the_acks_same_goodput_and_delay() {
     }
 }
 
-/// Prague beside CUBIC through DualPI2 at 100 Mbit/s: windows large enough
-/// for ACKs every tenth packet, and the L queue must stay about a packet.
-const L4S_100M: &str = r#"
-duration = "8s"
-[link.down]
-rate = "100Mbit"
-delay = "10ms"
-[link.up]
-rate = "100Mbit"
-delay = "10ms"
-[queue.dualpi2]
-[[flows]]
-name = "prague"
-kind = "brisk"
-cc = "prague"
-[[flows]]
-name = "cubic"
-kind = "brisk"
-cc = "cubic"
-"#;
+/// The reference network (100 Mbit/s each way, 10 ms one-way delay) for
+/// `secs`, with `link` added to both directions, `queue` and brisk bulk
+/// flows of the given names and controllers.
+fn network_100m(secs: u64, link: &str, queue: &str, flows: &[(&str, &str)]) -> Scenario {
+    let mut text = format!("duration = \"{secs}s\"\n");
+    for dir in ["down", "up"] {
+        text += &format!("[link.{dir}]\nrate = \"100Mbit\"\ndelay = \"10ms\"\n{link}\n");
+    }
+    text += &format!("[queue.{queue}]\n");
+    for (name, cc) in flows {
+        text += &format!("[[flows]]\nname = \"{name}\"\nkind = \"brisk\"\ncc = \"{cc}\"\n");
+    }
+    Scenario::parse(&text, "network-100m.toml").unwrap()
+}
 
 #[test]
 fn l4s_queue_delay_holds_with_fewer_acks() {
-    let s = Scenario::parse(L4S_100M, "l4s-100m.toml").unwrap();
+    // Windows large enough for an ACK every tenth packet; the L queue must
+    // stay about a packet.
+    let s = network_100m(
+        8,
+        "",
+        "dualpi2",
+        &[("prague", "prague"), ("cubic", "cubic")],
+    );
     for ip in FAMILIES {
         let (on, off) = both(&s, ip);
         let (p_on, p_off) = (flow(&on, "prague"), flow(&off, "prague"));
@@ -141,29 +129,11 @@ fn l4s_queue_delay_holds_with_fewer_acks() {
     }
 }
 
-/// The reference network with 1% random loss each way.
-const LOSSY_100M: &str = r#"
-duration = "6s"
-[link.down]
-rate = "100Mbit"
-delay = "10ms"
-loss = "1%"
-[link.up]
-rate = "100Mbit"
-delay = "10ms"
-loss = "1%"
-[queue.fq_codel]
-[[flows]]
-name = "cubic"
-kind = "brisk"
-cc = "cubic"
-"#;
-
 #[test]
 fn loss_recovery_is_as_quick_on_a_lossy_path() {
     // 1% random loss both ways: every gap is acknowledged at once, so
     // recovery (and with it goodput) must not suffer from sparse ACKs.
-    let s = Scenario::parse(LOSSY_100M, "lossy-100m.toml").unwrap();
+    let s = network_100m(6, "loss = \"1%\"", "fq_codel", &[("cubic", "cubic")]);
     for ip in FAMILIES {
         let (on, off) = both(&s, ip);
         let (c_on, c_off) = (flow(&on, "cubic"), flow(&off, "cubic"));

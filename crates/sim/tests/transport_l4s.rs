@@ -8,21 +8,7 @@
 mod common;
 
 use brisk_proto::congestion::CcAlgorithm;
-use brisk_sim::scenario::Scenario;
-use common::{FAMILIES, flow, run_on, share};
-use std::path::Path;
-use std::time::Duration;
-
-/// A scenario file of the repository, run for `secs` instead of its own
-/// duration.
-fn scenario(file: &str, secs: u64) -> Scenario {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../scenarios")
-        .join(file);
-    let mut s = Scenario::load(&path).unwrap();
-    s.duration = Duration::from_secs(secs);
-    s
-}
+use common::{FAMILIES, flow, run_on, scenario, share};
 
 #[test]
 fn prague_beside_cubic_in_dualpi2_keeps_a_one_packet_queue_and_rtt_under_25ms() {

@@ -4,9 +4,23 @@
 use brisk_sim::results::{FlowResults, Results};
 use brisk_sim::scenario::{IpFamily, Scenario};
 use brisk_sim::{RunOptions, run};
+use std::path::Path;
+use std::time::Duration;
 
 /// Both IP families: every transport case runs on each.
 pub const FAMILIES: [IpFamily; 2] = [IpFamily::V4, IpFamily::V6];
+
+/// A scenario file of the repository, run for `secs` instead of its own
+/// duration.
+#[allow(dead_code, reason = "not every test file loads scenario files")]
+pub fn scenario(file: &str, secs: u64) -> Scenario {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scenarios")
+        .join(file);
+    let mut s = Scenario::load(&path).unwrap();
+    s.duration = Duration::from_secs(secs);
+    s
+}
 
 /// The results of `s` over `ip`.
 pub fn run_on(s: &Scenario, ip: IpFamily) -> Results {
