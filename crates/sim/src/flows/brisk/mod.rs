@@ -210,6 +210,28 @@ pub struct BriskFlow {
     /// Buffers of datagrams the network handed back, to build the next
     /// ones in instead of a fresh allocation each.
     spare: Vec<Vec<u8>>,
+    /// What each end (sender, receiver) may have for the glue.
+    touched: [Touched; 2],
+}
+
+/// What the glue must ask one end about again. A sans-IO endpoint's
+/// datagrams and events change only when it is handed input (a datagram,
+/// a due timer, an application call) or polled, so an end left alone since
+/// it last had nothing is not asked: in a saturated run most of the polls
+/// were of the end that had no input.
+#[derive(Debug, Clone, Copy)]
+struct Touched {
+    /// May have a datagram to send.
+    transmit: bool,
+    /// May have an event (or a connection to accept) for the application.
+    events: bool,
+}
+
+impl Touched {
+    const ALL: Touched = Touched {
+        transmit: true,
+        events: true,
+    };
 }
 
 /// Spare datagram buffers a flow keeps: about what both ends have in
@@ -268,6 +290,7 @@ impl BriskFlow {
             receiver_final: None,
             malformed: 0,
             spare: Vec::new(),
+            touched: [Touched::ALL; 2],
         }
     }
 
@@ -276,10 +299,16 @@ impl BriskFlow {
         self.malformed
     }
 
+    /// Marks `end` as handed input: everything about it is asked again.
+    fn touch(&mut self, end: End) {
+        self.touched[end as usize] = Touched::ALL;
+    }
+
     fn connect(&mut self, now: Instant) {
         let Some(config) = self.client_config.take() else {
             return;
         };
+        self.touch(End::Sender);
         match self.client.connect(now, self.addrs.receiver, config) {
             Ok(h) => {
                 self.client_conn = Some(h);
@@ -315,62 +344,74 @@ impl BriskFlow {
     /// is due; true if anything happened.
     fn process(&mut self, now: Instant) -> bool {
         let mut progressed = false;
-        while let Some((h, event)) = self.client.poll_event() {
-            progressed = true;
-            if Some(h) != self.client_conn {
-                continue;
-            }
-            match event {
-                Event::Connected => {
-                    self.sender_up = true;
-                    self.connected_at.get_or_insert(now);
+        if std::mem::replace(&mut self.touched[End::Sender as usize].events, false) {
+            while let Some((h, event)) = self.client.poll_event() {
+                // The application may answer on the connection: ask again.
+                progressed = true;
+                self.touch(End::Sender);
+                if Some(h) != self.client_conn {
+                    continue;
                 }
-                Event::Stream(e) => {
-                    if let Some(c) = self.client.connection_mut(h) {
-                        self.workload.sender_event(now, c, e, &self.trace);
+                match event {
+                    Event::Connected => {
+                        self.sender_up = true;
+                        self.connected_at.get_or_insert(now);
                     }
+                    Event::Stream(e) => {
+                        if let Some(c) = self.client.connection_mut(h) {
+                            self.workload.sender_event(now, c, e, &self.trace);
+                        }
+                    }
+                    Event::ConnectionLost(e) => {
+                        self.sender_up = false;
+                        self.sender_final = self.client.connection(h).map(|c| c.stats());
+                        self.error.get_or_insert_with(|| format!("sender: {e}"));
+                    }
+                    Event::EarlyData { .. } | Event::Closed => {}
                 }
-                Event::ConnectionLost(e) => {
-                    self.sender_up = false;
-                    self.sender_final = self.client.connection(h).map(|c| c.stats());
-                    self.error.get_or_insert_with(|| format!("sender: {e}"));
-                }
-                Event::EarlyData { .. } | Event::Closed => {}
             }
         }
-        while let Some(h) = self.server.accept() {
-            self.server_conn.get_or_insert(h);
-        }
-        while let Some((h, event)) = self.server.poll_event() {
-            progressed = true;
-            if Some(h) != self.server_conn {
-                continue;
+        if std::mem::replace(&mut self.touched[End::Receiver as usize].events, false) {
+            while let Some(h) = self.server.accept() {
+                self.server_conn.get_or_insert(h);
             }
-            match event {
-                Event::Connected => self.receiver_up = true,
-                Event::Stream(e) => {
-                    if let Some(c) = self.server.connection_mut(h) {
-                        self.workload.receiver_event(now, c, e);
+            while let Some((h, event)) = self.server.poll_event() {
+                progressed = true;
+                self.touch(End::Receiver);
+                if Some(h) != self.server_conn {
+                    continue;
+                }
+                match event {
+                    Event::Connected => self.receiver_up = true,
+                    Event::Stream(e) => {
+                        if let Some(c) = self.server.connection_mut(h) {
+                            self.workload.receiver_event(now, c, e);
+                        }
                     }
+                    Event::ConnectionLost(e) => {
+                        self.receiver_up = false;
+                        self.receiver_final = self.server.connection(h).map(|c| c.stats());
+                        self.error.get_or_insert_with(|| format!("receiver: {e}"));
+                    }
+                    Event::EarlyData { .. } | Event::Closed => {}
                 }
-                Event::ConnectionLost(e) => {
-                    self.receiver_up = false;
-                    self.receiver_final = self.server.connection(h).map(|c| c.stats());
-                    self.error.get_or_insert_with(|| format!("receiver: {e}"));
-                }
-                Event::EarlyData { .. } | Event::Closed => {}
             }
         }
         if self.sender_up
             && let Some(c) = self.client_conn.and_then(|h| self.client.connection_mut(h))
         {
-            progressed |= self.workload.poll_sender(now, c, &self.trace);
             self.polled_at = Some(now);
+            if self.workload.poll_sender(now, c, &self.trace) {
+                progressed = true;
+                self.touch(End::Sender);
+            }
         }
         if self.receiver_up
             && let Some(c) = self.server_conn.and_then(|h| self.server.connection_mut(h))
+            && self.workload.poll_receiver(now, c)
         {
-            progressed |= self.workload.poll_receiver(now, c);
+            progressed = true;
+            self.touch(End::Receiver);
         }
         progressed
     }
@@ -395,6 +436,7 @@ impl FlowApp for BriskFlow {
             self.malformed += 1;
             return;
         };
+        self.touch(end);
         match end {
             End::Sender => {
                 self.client.handle_datagram(now, from, ecn, payload);
@@ -413,6 +455,13 @@ impl FlowApp for BriskFlow {
                 (End::Sender, &mut self.client, self.addrs.sender),
                 (End::Receiver, &mut self.server, self.addrs.receiver),
             ] {
+                let touched = &mut self.touched[end as usize];
+                if !touched.transmit {
+                    continue;
+                }
+                // Sending can raise events too (a connection that used up
+                // its key closes).
+                touched.events = true;
                 // The endpoint writes its payload after room for the IP and
                 // UDP headers, which then go in front: no copy.
                 let room = ip::udp_headroom(src.ip());
@@ -425,6 +474,7 @@ impl FlowApp for BriskFlow {
                         d.resize(room, 0);
                     }
                     let Some(t) = ep.poll_transmit_append(now, &mut d) else {
+                        touched.transmit = false;
                         break;
                     };
                     // An address the wire format cannot carry is dropped,
@@ -462,8 +512,14 @@ impl FlowApp for BriskFlow {
         if self.client_config.is_some() && now >= self.start {
             self.connect(now);
         }
-        self.client.handle_timeout(now);
-        self.server.handle_timeout(now);
+        if self.client.poll_timeout().is_some_and(|t| t <= now) {
+            self.touch(End::Sender);
+            self.client.handle_timeout(now);
+        }
+        if self.server.poll_timeout().is_some_and(|t| t <= now) {
+            self.touch(End::Receiver);
+            self.server.handle_timeout(now);
+        }
         self.record_sender(now);
         self.process(now);
     }
