@@ -69,6 +69,9 @@ pub(crate) struct Bulk {
     stream: Option<StreamId>,
     table: Table,
     written: u64,
+    /// The last write was cut short: nothing more is written until the
+    /// transport says the stream is writable again.
+    blocked: bool,
     finished: bool,
     received: u64,
     corrupt: u64,
@@ -83,6 +86,7 @@ impl Bulk {
             stream: None,
             table: Table::new(key),
             written: 0,
+            blocked: false,
             finished: false,
             received: 0,
             corrupt: 0,
@@ -97,7 +101,13 @@ impl Bulk {
 }
 
 impl Workload for Bulk {
-    fn sender_event(&mut self, _: Instant, _: &mut Connection, _: StreamEvent, _: &Tracer) {}
+    fn sender_event(&mut self, _: Instant, _: &mut Connection, event: StreamEvent, _: &Tracer) {
+        if let StreamEvent::Writable(id) = event
+            && Some(id) == self.stream
+        {
+            self.blocked = false;
+        }
+    }
 
     fn receiver_event(&mut self, now: Instant, conn: &mut Connection, event: StreamEvent) {
         let StreamEvent::Readable(id) = event else {
@@ -116,7 +126,7 @@ impl Workload for Bulk {
     }
 
     fn poll_sender(&mut self, now: Instant, conn: &mut Connection, trace: &Tracer) -> bool {
-        if self.finished {
+        if self.finished || (self.blocked && now < self.stop) {
             return false;
         }
         let id = match self.stream {
@@ -145,11 +155,15 @@ impl Workload for Bulk {
             }
             let len = self.remaining().min((WRITE_CHUNK - into_chunk) as u64) as usize;
             match conn.write(id, self.table.at(self.written, len)) {
-                Ok(n) if n > 0 => {
+                Ok(n) => {
                     self.written += n as u64;
-                    progressed = true;
+                    progressed |= n > 0;
+                    if n < len {
+                        self.blocked = true;
+                        return progressed;
+                    }
                 }
-                _ => return progressed,
+                Err(_) => return progressed,
             }
         }
     }
