@@ -212,6 +212,10 @@ pub struct BriskFlow {
     spare: Vec<Vec<u8>>,
     /// What each end (sender, receiver) may have for the glue.
     touched: [Touched; 2],
+    /// Each end's next timer, read again after every call that touched
+    /// it: the engine asks after every event, and walking an endpoint's
+    /// connections each time was a twentieth of a saturated run.
+    timers: [Option<Instant>; 2],
 }
 
 /// What the glue must ask one end about again. A sans-IO endpoint's
@@ -225,12 +229,15 @@ struct Touched {
     transmit: bool,
     /// May have an event (or a connection to accept) for the application.
     events: bool,
+    /// May have moved its timer.
+    timer: bool,
 }
 
 impl Touched {
     const ALL: Touched = Touched {
         transmit: true,
         events: true,
+        timer: true,
     };
 }
 
@@ -291,6 +298,7 @@ impl BriskFlow {
             malformed: 0,
             spare: Vec::new(),
             touched: [Touched::ALL; 2],
+            timers: [None; 2],
         }
     }
 
@@ -302,6 +310,16 @@ impl BriskFlow {
     /// Marks `end` as handed input: everything about it is asked again.
     fn touch(&mut self, end: End) {
         self.touched[end as usize] = Touched::ALL;
+    }
+
+    /// Reads the timers of the ends touched since they were last read;
+    /// every `FlowApp` call that can touch an end ends with this.
+    fn read_timers(&mut self) {
+        for (i, ep) in [&self.client, &self.server].into_iter().enumerate() {
+            if std::mem::replace(&mut self.touched[i].timer, false) {
+                self.timers[i] = ep.poll_timeout();
+            }
+        }
     }
 
     fn connect(&mut self, now: Instant) {
@@ -416,6 +434,45 @@ impl BriskFlow {
         progressed
     }
 
+    /// Builds `end`'s next datagram, IP and UDP headers included, in `d`
+    /// if it has one; an end not touched since it last had none is not
+    /// asked.
+    fn poll_end(&mut self, now: Instant, end: End, d: &mut Vec<u8>) -> bool {
+        let (ep, src) = match end {
+            End::Sender => (&mut self.client, self.addrs.sender),
+            End::Receiver => (&mut self.server, self.addrs.receiver),
+        };
+        let touched = &mut self.touched[end as usize];
+        if !touched.transmit {
+            return false;
+        }
+        // Sending moves timers and can raise events (a connection that
+        // used up its key closes).
+        touched.events = true;
+        touched.timer = true;
+        // The endpoint writes its payload after room for the IP and UDP
+        // headers, which then go in front: no copy.
+        let room = ip::udp_headroom(src.ip());
+        loop {
+            // The room's old bytes are overwritten by the headers: only a
+            // buffer too short for it needs filling.
+            if d.len() >= room {
+                d.truncate(room);
+            } else {
+                d.resize(room, 0);
+            }
+            let Some(t) = ep.poll_transmit_append(now, d) else {
+                touched.transmit = false;
+                return false;
+            };
+            // An address the wire format cannot carry is dropped, as a
+            // host's stack would refuse to send it.
+            if ip::udp_datagram_in_place(src, t.destination, t.ecn, d).is_ok() {
+                return true;
+            }
+        }
+    }
+
     fn stats(&self, end: End) -> Option<ConnectionStats> {
         let (ep, h, kept) = match end {
             End::Sender => (&self.client, self.client_conn, &self.sender_final),
@@ -445,48 +502,27 @@ impl FlowApp for BriskFlow {
             End::Receiver => self.server.handle_datagram(now, from, ecn, payload),
         }
         self.process(now);
+        self.read_timers();
     }
 
     fn poll_transmit(&mut self, now: Instant) -> Option<(End, Vec<u8>)> {
         // One buffer for every try: most polls find nothing to send.
         let mut d = self.spare.pop().unwrap_or_default();
-        loop {
-            for (end, ep, src) in [
-                (End::Sender, &mut self.client, self.addrs.sender),
-                (End::Receiver, &mut self.server, self.addrs.receiver),
-            ] {
-                let touched = &mut self.touched[end as usize];
-                if !touched.transmit {
-                    continue;
-                }
-                // Sending can raise events too (a connection that used up
-                // its key closes).
-                touched.events = true;
-                // The endpoint writes its payload after room for the IP and
-                // UDP headers, which then go in front: no copy.
-                let room = ip::udp_headroom(src.ip());
-                loop {
-                    // The room's old bytes are overwritten by the headers:
-                    // only a buffer too short for it needs filling.
-                    if d.len() >= room {
-                        d.truncate(room);
-                    } else {
-                        d.resize(room, 0);
-                    }
-                    let Some(t) = ep.poll_transmit_append(now, &mut d) else {
-                        touched.transmit = false;
-                        break;
-                    };
-                    // An address the wire format cannot carry is dropped,
-                    // as a host's stack would refuse to send it.
-                    if ip::udp_datagram_in_place(src, t.destination, t.ecn, &mut d).is_ok() {
-                        return Some((end, d));
-                    }
-                }
+        let sent = loop {
+            let mut ends = [End::Sender, End::Receiver].into_iter();
+            if let Some(end) = ends.find(|&end| self.poll_end(now, end, &mut d)) {
+                break Some(end);
             }
             if !self.process(now) {
+                break None;
+            }
+        };
+        self.read_timers();
+        match sent {
+            Some(end) => Some((end, d)),
+            None => {
                 self.spare.push(d);
-                return None;
+                None
             }
         }
     }
@@ -497,31 +533,33 @@ impl FlowApp for BriskFlow {
             .poll_timeout()
             .filter(|t| self.sender_up && self.polled_at.is_none_or(|p| *t > p));
         let start = self.client_config.is_some().then_some(self.start);
-        [
-            self.client.poll_timeout(),
-            self.server.poll_timeout(),
-            app,
-            start,
-        ]
-        .into_iter()
-        .flatten()
-        .min()
+        debug_assert_eq!(
+            self.timers,
+            [self.client.poll_timeout(), self.server.poll_timeout()],
+            "a touched end's timer was not read again"
+        );
+        [self.timers[0], self.timers[1], app, start]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     fn handle_timeout(&mut self, now: Instant) {
         if self.client_config.is_some() && now >= self.start {
             self.connect(now);
+            self.read_timers();
         }
-        if self.client.poll_timeout().is_some_and(|t| t <= now) {
+        if self.timers[End::Sender as usize].is_some_and(|t| t <= now) {
             self.touch(End::Sender);
             self.client.handle_timeout(now);
         }
-        if self.server.poll_timeout().is_some_and(|t| t <= now) {
+        if self.timers[End::Receiver as usize].is_some_and(|t| t <= now) {
             self.touch(End::Receiver);
             self.server.handle_timeout(now);
         }
         self.record_sender(now);
         self.process(now);
+        self.read_timers();
     }
 
     fn report(&self) -> AppReport {
