@@ -364,6 +364,10 @@ impl Endpoint {
     }
 
     pub fn poll_timeout(&self) -> Option<Instant> {
+        if self.connections.len() == 1 {
+            // The usual case, asked after every event: no iterator.
+            return self.connections.first_key_value()?.1.poll_timeout();
+        }
         self.connections
             .values()
             .filter_map(Connection::poll_timeout)

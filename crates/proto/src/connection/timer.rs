@@ -34,39 +34,54 @@ impl Timer {
     ];
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// Each timer's deadline, [`Instant::FAR_FUTURE`] when stopped (a deadline
+/// that saturated there never fires either): a plain array of integers, so
+/// the earliest is a branch-free `min`, asked after every event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct TimerTable {
-    at: [Option<Instant>; 7],
+    at: [Instant; 7],
+}
+
+impl Default for TimerTable {
+    fn default() -> Self {
+        TimerTable {
+            at: [Instant::FAR_FUTURE; 7],
+        }
+    }
 }
 
 impl TimerTable {
     pub(crate) fn set(&mut self, t: Timer, at: Instant) {
-        self.at[t as usize] = Some(at);
-    }
-
-    pub(crate) fn set_opt(&mut self, t: Timer, at: Option<Instant>) {
         self.at[t as usize] = at;
     }
 
+    pub(crate) fn set_opt(&mut self, t: Timer, at: Option<Instant>) {
+        self.at[t as usize] = at.unwrap_or(Instant::FAR_FUTURE);
+    }
+
     pub(crate) fn stop(&mut self, t: Timer) {
-        self.at[t as usize] = None;
+        self.at[t as usize] = Instant::FAR_FUTURE;
     }
 
     pub(crate) fn get(&self, t: Timer) -> Option<Instant> {
-        self.at[t as usize]
+        armed(self.at[t as usize])
     }
 
     pub(crate) fn stop_all(&mut self) {
-        self.at = [None; 7];
+        *self = TimerTable::default();
     }
 
     pub(crate) fn next(&self) -> Option<Instant> {
-        self.at.iter().flatten().min().copied()
+        armed(self.at.iter().copied().min().unwrap_or(Instant::FAR_FUTURE))
     }
 
     pub(crate) fn is_expired(&self, t: Timer, now: Instant) -> bool {
-        self.at[t as usize].is_some_and(|at| at <= now)
+        self.at[t as usize] <= now
     }
+}
+
+fn armed(at: Instant) -> Option<Instant> {
+    (at != Instant::FAR_FUTURE).then_some(at)
 }
 
 #[cfg(test)]
