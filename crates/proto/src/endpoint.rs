@@ -400,13 +400,22 @@ impl Endpoint {
             }
         }
         let (h, e) = found?;
-        if e == Event::Closed
-            && let Some(c) = self.connections.remove(&h)
-        {
+        if e == Event::Closed {
+            self.forget(h);
+        }
+        Some((h, e))
+    }
+
+    /// Drops a closed connection and its routes. Out of line: moving a
+    /// whole `Connection` needs a stack frame of kilobytes, which
+    /// `poll_event`, asked after every datagram, would otherwise carry.
+    #[cold]
+    #[inline(never)]
+    fn forget(&mut self, h: ConnectionHandle) {
+        if let Some(c) = self.connections.remove(&h) {
             self.by_cid.remove(&c.local_cid());
             self.last_route = None;
             self.by_initial.remove(&c.initial_dcid());
         }
-        Some((h, e))
     }
 }
