@@ -78,6 +78,18 @@ impl Instant {
     }
 }
 
+/// The earlier of two optional deadlines (either when only one is set).
+/// Written out rather than as `[..].into_iter().flatten().min()`, which
+/// compiles to stores and wider reloads that stall on every call of a
+/// hot `poll_timeout`.
+pub fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, None) => x,
+        (None, y) => y,
+    }
+}
+
 fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
@@ -150,6 +162,15 @@ mod tests {
             Instant::FAR_FUTURE
         );
         assert_eq!(t.checked_duration_since(Instant::from_millis(6)), None);
+    }
+
+    #[test]
+    fn earliest_ignores_unset_deadlines() {
+        let (a, b) = (Instant::from_millis(5), Instant::from_millis(7));
+        assert_eq!(earliest(Some(b), Some(a)), Some(a));
+        assert_eq!(earliest(None, Some(b)), Some(b));
+        assert_eq!(earliest(Some(a), None), Some(a));
+        assert_eq!(earliest(None, None), None);
     }
 
     #[test]

@@ -45,7 +45,7 @@ use crate::streams::{
 };
 use crate::transport_params::TransportParams;
 use crate::varint;
-use brisk_time::Instant;
+use brisk_time::{Instant, earliest};
 use brisk_wire::Ecn;
 use bytes::BytesMut;
 use rand::{RngCore, SeedableRng};
@@ -994,15 +994,6 @@ impl Connection {
                 );
             }
         }
-    }
-}
-
-/// The earlier of two optional deadlines (either when only one is set).
-fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
-    match (a, b) {
-        (Some(x), Some(y)) => Some(x.min(y)),
-        (x, None) => x,
-        (None, y) => y,
     }
 }
 

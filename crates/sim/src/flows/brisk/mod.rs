@@ -32,7 +32,7 @@ use brisk_proto::streams::StreamsConfig;
 use brisk_proto::{
     ClientConfig, ConnectionHandle, ConnectionStats, Endpoint, Event, ServerConfig, TransportConfig,
 };
-use brisk_time::Instant;
+use brisk_time::{Instant, earliest};
 use brisk_wire::ip;
 use seq::Tracer;
 use std::time::Duration;
@@ -538,10 +538,10 @@ impl FlowApp for BriskFlow {
             [self.client.poll_timeout(), self.server.poll_timeout()],
             "a touched end's timer was not read again"
         );
-        [self.timers[0], self.timers[1], app, start]
-            .into_iter()
-            .flatten()
-            .min()
+        earliest(
+            earliest(self.timers[0], self.timers[1]),
+            earliest(app, start),
+        )
     }
 
     fn handle_timeout(&mut self, now: Instant) {
