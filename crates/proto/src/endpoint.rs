@@ -385,21 +385,19 @@ impl Endpoint {
     /// The next event of any connection. After [`Event::Closed`] the
     /// connection is forgotten.
     pub fn poll_event(&mut self) -> Option<(ConnectionHandle, Event)> {
-        let mut found = None;
-        if self.connections.len() == 1 {
+        // Nothing is the usual answer: it returns at the first `?`, without
+        // moving an event through a shared variable.
+        let (h, e) = if self.connections.len() == 1 {
             // A client's usual case, asked after every datagram: one
             // descent to the only entry instead of a whole-range iterator.
             let mut only = self.connections.first_entry()?;
-            found = only.get_mut().poll_event().map(|e| (*only.key(), e));
+            let e = only.get_mut().poll_event()?;
+            (*only.key(), e)
         } else {
-            for (h, c) in self.connections.iter_mut() {
-                if let Some(e) = c.poll_event() {
-                    found = Some((*h, e));
-                    break;
-                }
-            }
-        }
-        let (h, e) = found?;
+            self.connections
+                .iter_mut()
+                .find_map(|(h, c)| c.poll_event().map(|e| (*h, e)))?
+        };
         if e == Event::Closed {
             self.forget(h);
         }
