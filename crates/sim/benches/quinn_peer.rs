@@ -5,7 +5,7 @@
 //! unidirectional stream, every packet encrypted) across the reference
 //! dumbbell of `brisk_sim::bench` (100 Mbit/s each way, 10 ms each way,
 //! FQ-CoDel) for [`SIM_SECONDS`] simulated seconds. Brisk runs as the
-//! simulator's own `brisk` flow; quinn-proto 0.11 (rustls with ring,
+//! simulator's own `brisk` flow; quinn-proto 0.11 (rustls with aws-lc-rs,
 //! TLS 1.3 with AES-256-GCM as rustls prefers it, the AEAD Brisk uses; its
 //! default CUBIC, pacing and ECN) runs as a
 //! flow written here on the same `FlowApp` interface. Both get the same
