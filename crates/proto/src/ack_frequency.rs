@@ -166,6 +166,15 @@ mod tests {
         Instant::from_millis(ms)
     }
 
+    /// A frame's (sequence, threshold, requested delay).
+    fn fields(f: &AckFrequencyFrame) -> (u64, u64, Duration) {
+        (
+            f.sequence,
+            f.ack_eliciting_threshold,
+            f.request_max_ack_delay,
+        )
+    }
+
     fn rate() -> AckFrequency {
         AckFrequency::new(MS, 25 * MS)
     }
@@ -208,15 +217,7 @@ mod tests {
         a.update(t(0), 20 * MDS, MDS, 20 * MS, false);
         assert!(!a.has_pending(), "the default needs no frame");
         a.update(t(0), 200 * MDS, MDS, 20 * MS, false);
-        let f = a.poll_frame(t(0)).unwrap();
-        assert_eq!(
-            (
-                f.sequence,
-                f.ack_eliciting_threshold,
-                f.request_max_ack_delay
-            ),
-            (0, 9, 5 * MS)
-        );
+        assert_eq!(fields(&a.poll_frame(t(0)).unwrap()), (0, 9, 5 * MS));
         assert!(a.poll_frame(t(0)).is_none());
         // Fewer ACKs again within the round trip: wait for it to end.
         a.update(t(5), 80 * MDS, MDS, 20 * MS, false);
@@ -236,15 +237,7 @@ mod tests {
         assert!(!a.has_pending());
         // More ACKs (a collapsed window, slow start) go out at once.
         a.update(t(61), 200 * MDS, MDS, 32 * MS, true);
-        let f = a.poll_frame(t(61)).unwrap();
-        assert_eq!(
-            (
-                f.sequence,
-                f.ack_eliciting_threshold,
-                f.request_max_ack_delay
-            ),
-            (2, 1, 25 * MS)
-        );
+        assert_eq!(fields(&a.poll_frame(t(61)).unwrap()), (2, 1, 25 * MS));
         assert_eq!(a.frames_sent(), 3);
     }
 
