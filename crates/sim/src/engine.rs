@@ -579,7 +579,7 @@ fn pop_due(line: &mut DelayLine, now: Instant) -> Option<(Instant, Packet)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::flows::ConstantRate;
+    use crate::flows::{ConstantRate, SendJitter};
 
     /// One second over a 10 Mbit/s, 5 ms link each way.
     const LINKS: &str = r#"
@@ -611,6 +611,10 @@ delay = "5ms"
                 start,
                 stop,
                 None,
+                SendJitter {
+                    max: Some(Duration::ZERO),
+                    rng: brisk_netmodel::rng(1, 1),
+                },
             )),
             addrs,
             start,
@@ -687,6 +691,10 @@ delay = "5ms"
                         start,
                         stop,
                         on_off,
+                        SendJitter {
+                            max: None,
+                            rng: brisk_netmodel::rng(1, i as u64),
+                        },
                     );
                     let app: Box<dyn FlowApp> = if asked {
                         Box::new(AlwaysAsked(cbr))

@@ -25,7 +25,7 @@ use brisk_time::Instant;
 use brisk_trace::stats::LatencySummary;
 use engine::{Engine, FlowSetup, Outcome};
 use flows::brisk::{BriskConfig, BriskFlow, BriskWorkload, SendPath, TransportReport};
-use flows::{ConstantRate, FlowApp, Ping};
+use flows::{ConstantRate, FlowApp, Ping, SendJitter};
 use results::{
     BriskResults, EngineResults, FlowEnds, FlowLabel, FlowResults, FrameResults, LinkResults,
     QueueResults, Results, TransportResults,
@@ -60,6 +60,18 @@ pub const DEFAULT_FPS: u32 = 30;
 /// The seed of flow `index`'s own randomness (keys, connection IDs).
 fn flow_seed(seed: u64, index: usize) -> u64 {
     seed.rotate_left(17) ^ (index as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+}
+
+/// The random stream of a built-in source's send times, apart from the
+/// flow's other draws.
+const SEND_JITTER_STREAM: u64 = 0x6a69_7474_6572;
+
+/// How far flow `index`'s sends may wander from their grid.
+fn send_jitter(spec: &FlowSpec, seed: u64, index: usize) -> SendJitter {
+    SendJitter {
+        max: spec.send_jitter,
+        rng: brisk_netmodel::rng(flow_seed(seed, index), SEND_JITTER_STREAM),
+    }
 }
 
 /// The brisk flow of a spec (validated: fields fit the app).
@@ -134,6 +146,7 @@ fn build_app(
                 setup.start,
                 setup.stop,
                 on_off,
+                send_jitter(spec, seed, index),
             ))
         }
         FlowKind::Ping => Box::new(Ping::new(
@@ -144,6 +157,7 @@ fn build_app(
             ecn,
             setup.start,
             setup.stop,
+            send_jitter(spec, seed, index),
         )),
         FlowKind::Brisk => Box::new(BriskFlow::new(brisk_config(
             s,

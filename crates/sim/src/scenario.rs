@@ -219,6 +219,11 @@ pub struct FlowSpec {
     /// Probe interval (ping); period between messages (brisk messages).
     #[serde(default, with = "opt_duration")]
     pub interval: Option<Duration>,
+    /// How late after its slot on the grid a datagram may leave (cbr,
+    /// on_off, ping), as a host's timer noise: a uniform draw per send.
+    /// Default: one whole interval, capped there; "0s" keeps the exact grid.
+    #[serde(default, with = "opt_duration")]
+    pub send_jitter: Option<Duration>,
     /// Congestion controller (brisk): "prague" (default), "cubic", "newreno", "bbr".
     #[serde(default)]
     pub cc: Option<CcAlgorithm>,
@@ -341,9 +346,9 @@ opt_adapter!(opt_bytes, u64, brisk_netmodel::units::bytes::deserialize);
 /// Which optional fields each kind accepts (beyond kind, name, start, stop, rtt).
 fn allowed_fields(kind: FlowKind) -> &'static [&'static str] {
     match kind {
-        FlowKind::Cbr => &["rate", "size", "ecn"],
-        FlowKind::OnOff => &["rate", "size", "ecn", "on", "off"],
-        FlowKind::Ping => &["size", "ecn", "interval"],
+        FlowKind::Cbr => &["rate", "size", "ecn", "send_jitter"],
+        FlowKind::OnOff => &["rate", "size", "ecn", "on", "off", "send_jitter"],
+        FlowKind::Ping => &["size", "ecn", "interval", "send_jitter"],
         FlowKind::Brisk => &[
             "cc",
             "app",
@@ -384,6 +389,7 @@ impl FlowSpec {
         add("on", self.on.is_some());
         add("off", self.off.is_some());
         add("interval", self.interval.is_some());
+        add("send_jitter", self.send_jitter.is_some());
         add("cc", self.cc.is_some());
         add("ack_frequency", self.ack_frequency.is_some());
         add("app", self.app.is_some());

@@ -2,6 +2,7 @@
 //! the one that shows a queue's standing delay and loss without a
 //! congestion controller in the way.
 
+use super::send_clock::{SendClock, SendJitter};
 use super::template::StampedDatagram;
 use super::{AppReport, End, FlowAddrs, FlowApp, stamp};
 use brisk_netmodel::packet::HeaderMemo;
@@ -15,6 +16,8 @@ const SPARE_BUFFERS: usize = 256;
 
 /// Sends `size`-byte datagrams at `rate_bps` from `start` to `stop`; with
 /// `on_off`, only during the on periods of a repeating (on, off) cycle.
+/// Each datagram leaves within its slot of the rate's grid, as a host's
+/// timer would ([`SendJitter`]).
 #[derive(Debug)]
 pub struct ConstantRate {
     /// Every datagram is this one, re-stamped; `None` if the addresses
@@ -24,7 +27,7 @@ pub struct ConstantRate {
     start: Instant,
     stop: Instant,
     on_off: Option<(Duration, Duration)>,
-    next_send: Instant,
+    clock: SendClock,
     seq: u64,
     report: AppReport,
     /// Buffers of datagrams the network is done with, to send in again.
@@ -45,16 +48,18 @@ impl ConstantRate {
         start: Instant,
         stop: Instant,
         on_off: Option<(Duration, Duration)>,
+        jitter: SendJitter,
     ) -> Self {
-        let interval = Duration::from_nanos((size as u64 * 8 * 1_000_000_000) / rate_bps.max(1));
+        let interval = Duration::from_nanos((size as u64 * 8 * 1_000_000_000) / rate_bps.max(1))
+            .max(Duration::from_nanos(1));
         let payload_len = size.saturating_sub(header_len).max(stamp::LEN);
         ConstantRate {
             template: StampedDatagram::new(addrs, ecn, payload_len),
-            interval: interval.max(Duration::from_nanos(1)),
+            interval,
             start,
             stop,
             on_off,
-            next_send: start,
+            clock: SendClock::new(start, interval, jitter),
             seq: 0,
             report: AppReport::default(),
             spare: Vec::new(),
@@ -92,12 +97,13 @@ impl FlowApp for ConstantRate {
     }
 
     fn poll_transmit(&mut self, now: Instant) -> Option<(End, Vec<u8>)> {
-        if now < self.next_send || self.next_send >= self.stop {
+        if now < self.clock.next() || self.clock.next() >= self.stop {
             return None;
         }
         let seq = self.seq;
         self.seq += 1;
-        self.next_send = self.align_to_on(self.next_send + self.interval);
+        let nominal = self.align_to_on(self.clock.nominal() + self.interval);
+        self.clock.set_nominal(nominal);
         let template = self.template.as_ref()?;
         let d = template.stamped_in(self.spare.pop().unwrap_or_default(), seq, now);
         self.report.sent_bytes += template.payload_len() as u64;
@@ -105,7 +111,7 @@ impl FlowApp for ConstantRate {
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        (self.next_send < self.stop).then_some(self.next_send)
+        (self.clock.next() < self.stop).then_some(self.clock.next())
     }
 
     fn handle_timeout(&mut self, _now: Instant) {}
@@ -146,6 +152,14 @@ mod tests {
     use super::*;
     use brisk_wire::ip;
 
+    /// Sends on the exact grid, so tests can name every send time.
+    fn exact() -> SendJitter {
+        SendJitter {
+            max: Some(Duration::ZERO),
+            rng: brisk_netmodel::rng(1, 1),
+        }
+    }
+
     fn addrs() -> FlowAddrs {
         FlowAddrs {
             sender: "10.0.0.1:1000".parse().unwrap(),
@@ -176,6 +190,7 @@ mod tests {
             Instant::ZERO,
             Instant::from_millis(100),
             None,
+            exact(),
         );
         let times = run(f, Instant::from_secs_f64(1.0));
         assert_eq!(times.len(), 100);
@@ -201,6 +216,7 @@ mod tests {
                 Instant::ZERO,
                 Instant::from_millis(10),
                 None,
+                exact(),
             );
             let (_, d) = f.poll_transmit(Instant::ZERO).unwrap();
             let payload = ip::parse_udp(&d).unwrap().3.len() as u64;
@@ -219,6 +235,36 @@ mod tests {
     }
 
     #[test]
+    fn jittered_sends_keep_the_rate_and_leave_the_grid() {
+        // 8 Mbit/s of 1000-byte datagrams: one per millisecond slot, each
+        // anywhere in its slot.
+        let f = ConstantRate::new(
+            addrs(),
+            8_000_000,
+            1000,
+            28,
+            Ecn::NotEct,
+            Instant::ZERO,
+            Instant::from_millis(1000),
+            None,
+            SendJitter {
+                max: None,
+                rng: brisk_netmodel::rng(3, 9),
+            },
+        );
+        let times = run(f, Instant::from_secs_f64(2.0));
+        assert!((999..=1000).contains(&times.len()), "{}", times.len());
+        let off_grid = times
+            .iter()
+            .filter(|t| t.as_nanos() % 1_000_000 != 0)
+            .count();
+        assert!(off_grid > 990, "{off_grid} of {} off the grid", times.len());
+        for (k, t) in times.iter().enumerate() {
+            assert_eq!(t.as_millis(), k as u64, "send {k} left its slot");
+        }
+    }
+
+    #[test]
     fn on_off_sends_only_in_on_periods() {
         let period = Some((Duration::from_millis(10), Duration::from_millis(30)));
         let f = ConstantRate::new(
@@ -230,6 +276,7 @@ mod tests {
             Instant::ZERO,
             Instant::from_millis(400),
             period,
+            exact(),
         );
         let times = run(f, Instant::from_secs_f64(1.0));
         assert_eq!(times.len(), 100);

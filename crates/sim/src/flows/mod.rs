@@ -9,11 +9,13 @@
 pub mod brisk;
 mod cbr;
 mod ping;
+mod send_clock;
 mod template;
 
 pub use brisk::{BriskConfig, BriskFlow, BriskWorkload, SendPath, TransportReport};
 pub use cbr::ConstantRate;
 pub use ping::Ping;
+pub use send_clock::SendJitter;
 
 use brisk_time::Instant;
 use std::net::SocketAddr;

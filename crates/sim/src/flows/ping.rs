@@ -1,7 +1,10 @@
 //! A ping-like probe: small requests at a fixed interval, echoed at once by
 //! the receiver. It measures the round trip a user's interactive traffic
-//! would see while other flows load the bottleneck.
+//! would see while other flows load the bottleneck. Each probe leaves at a
+//! random moment of its interval ([`SendJitter`]), so the probes sample
+//! the queue at all phases of other traffic rather than one.
 
+use super::send_clock::{SendClock, SendJitter};
 use super::{AppReport, End, FlowAddrs, FlowApp, stamp};
 use brisk_time::Instant;
 use brisk_wire::{Ecn, ip};
@@ -15,7 +18,7 @@ pub struct Ping {
     payload_len: usize,
     interval: Duration,
     stop: Instant,
-    next_probe: Instant,
+    clock: SendClock,
     seq: u64,
     /// Echo replies waiting to leave the receiver.
     echoes: VecDeque<Vec<u8>>,
@@ -24,6 +27,7 @@ pub struct Ping {
 }
 
 impl Ping {
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         addrs: FlowAddrs,
         interval: Duration,
@@ -32,14 +36,16 @@ impl Ping {
         ecn: Ecn,
         start: Instant,
         stop: Instant,
+        jitter: SendJitter,
     ) -> Self {
+        let interval = interval.max(Duration::from_micros(1));
         Ping {
             addrs,
             ecn,
             payload_len: size.saturating_sub(header_len).max(stamp::LEN),
-            interval: interval.max(Duration::from_micros(1)),
+            interval,
             stop,
-            next_probe: start,
+            clock: SendClock::new(start, interval, jitter),
             seq: 0,
             echoes: VecDeque::new(),
             answered: 0,
@@ -73,13 +79,14 @@ impl FlowApp for Ping {
         if let Some(echo) = self.echoes.pop_front() {
             return Some((End::Receiver, echo));
         }
-        if now < self.next_probe || self.next_probe >= self.stop {
+        if now < self.clock.next() || self.clock.next() >= self.stop {
             return None;
         }
         let mut payload = vec![0u8; self.payload_len];
         stamp::write(&mut payload, self.seq, now);
         self.seq += 1;
-        self.next_probe += self.interval;
+        let nominal = self.clock.nominal() + self.interval;
+        self.clock.set_nominal(nominal);
         self.report.sent_bytes += payload.len() as u64;
         ip::udp_datagram(self.addrs.sender, self.addrs.receiver, self.ecn, &payload)
             .ok()
@@ -87,7 +94,7 @@ impl FlowApp for Ping {
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        (self.next_probe < self.stop).then_some(self.next_probe)
+        (self.clock.next() < self.stop).then_some(self.clock.next())
     }
 
     fn handle_timeout(&mut self, _now: Instant) {}
@@ -123,6 +130,10 @@ mod tests {
                 Ecn::NotEct,
                 Instant::ZERO,
                 Instant::from_millis(15),
+                SendJitter {
+                    max: Some(Duration::ZERO),
+                    rng: brisk_netmodel::rng(1, 1),
+                },
             );
             let (end, req) = p.poll_transmit(Instant::ZERO).unwrap();
             assert_eq!((end, req.len()), (End::Sender, 84));

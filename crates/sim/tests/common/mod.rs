@@ -40,6 +40,7 @@ pub fn flow<'r>(r: &'r Results, name: &str) -> &'r FlowResults {
 }
 
 /// `name`'s part of the flows' total goodput.
+#[allow(dead_code, reason = "not every test file compares shares")]
 pub fn share(r: &Results, name: &str) -> f64 {
     let total: f64 = r.flows.iter().map(|f| f.goodput_mbps).sum();
     flow(r, name).goodput_mbps / total
