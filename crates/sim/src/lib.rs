@@ -200,8 +200,13 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Run {
 fn link_results(link: &brisk_netmodel::Link, duration: Duration, lost: u64) -> LinkResults {
     let st = link.stats();
     let secs = duration.as_secs_f64().max(1e-9);
+    // A trace's capacity varies: measure use against what it offered.
+    let utilization = match link.offered_bytes(Instant::ZERO + duration) {
+        Some(offered) => st.transmitted_bytes as f64 / offered.max(1) as f64,
+        None => st.busy.as_secs_f64() / secs,
+    };
     LinkResults {
-        utilization: (st.busy.as_secs_f64() / secs).min(1.0),
+        utilization: utilization.min(1.0),
         transmitted_packets: st.transmitted_packets,
         transmitted_bytes: st.transmitted_bytes,
         throughput_mbps: st.transmitted_bytes as f64 * 8.0 / secs / 1e6,

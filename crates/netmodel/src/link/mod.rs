@@ -103,7 +103,8 @@ pub struct LinkStats {
     pub transmitted_packets: u64,
     pub transmitted_bytes: u64,
     /// Time the transmitter spent sending (for utilization). For a mahimahi
-    /// trace: the air time at the trace's mean rate.
+    /// trace: the air time at the trace's mean rate (utilization there is
+    /// measured against [`Link::offered_bytes`] instead).
     pub busy: Duration,
     /// Packets lost after transmission, whatever the cause.
     pub lost_packets: u64,
@@ -188,6 +189,15 @@ impl Link {
 
     pub fn stats(&self) -> LinkStats {
         self.stats
+    }
+
+    /// For a mahimahi trace, the bytes its delivery opportunities offered
+    /// in `[0, until)` outside freezing outages: what utilization is
+    /// measured against, since a trace's capacity comes and goes and a
+    /// saturated link uses all of it, whatever the trace's mean. `None`
+    /// for rate models: their busy time measures the same.
+    pub fn offered_bytes(&self, until: Instant) -> Option<u64> {
+        self.tx.offered_bytes(until)
     }
 
     /// A packet arrives at the link's input at `now`.

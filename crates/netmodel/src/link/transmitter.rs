@@ -72,6 +72,35 @@ impl Transmitter {
         Transmitter { freeze, state }
     }
 
+    /// Bytes a trace offered in `[0, until)`: its delivery opportunities,
+    /// less those a freezing outage took. `None` for rate models, whose
+    /// busy time already measures use against what the link offered.
+    pub(crate) fn offered_bytes(&self, until: Instant) -> Option<u64> {
+        let State::Trace { trace, .. } = &self.state else {
+            return None;
+        };
+        let mut opportunities = 0u64;
+        let mut t = Instant::ZERO;
+        while t < until {
+            if let Some(up) = self.freeze.up_again(t) {
+                t = up;
+                continue;
+            }
+            // Up from `t` until the next outage starts (or the end).
+            let down = self
+                .freeze
+                .next_start_after(t)
+                .map_or(until, |s| s.min(until));
+            let (from, to) = (
+                trace.first_opportunity(t, true),
+                trace.first_opportunity(down, true),
+            );
+            opportunities = opportunities.saturating_add(to.saturating_sub(from));
+            t = down;
+        }
+        Some(opportunities.saturating_mul(MAHIMAHI_OPPORTUNITY_BYTES as u64))
+    }
+
     /// True when no packet is partly or wholly being serialized.
     pub(crate) fn is_idle(&self) -> bool {
         match &self.state {
@@ -304,5 +333,34 @@ mod tests {
         );
         // Starting inside the outage waits for its end.
         assert_eq!(finish_time(&rate, &freeze, ms(3), 1000).0, ms(7));
+    }
+
+    #[test]
+    fn a_trace_offers_its_opportunities_less_the_frozen_ones() {
+        // Opportunities at 1, 2, 2, 4 ms, looping every 4 ms.
+        let trace = MahimahiTrace::parse("1\n2\n2\n4\n").unwrap();
+        let rate = RateModel::Mahimahi(trace);
+        let open = Transmitter::new(&rate, OutageSchedule::default());
+        let bytes = |n: u64| Some(n * MAHIMAHI_OPPORTUNITY_BYTES as u64);
+        // [0, 4 ms): the opportunities at 1, 2 and 2 ms.
+        assert_eq!(open.offered_bytes(ms(4)), bytes(3));
+        // [0, 40 ms): ten periods of four, less the one at 40 ms itself.
+        assert_eq!(open.offered_bytes(ms(40)), bytes(39));
+        // Frozen over [5 ms, 8 ms): the opportunities at 5, 6 and 6 ms go.
+        let freeze = OutageSchedule::new(
+            &[Outage {
+                start: Duration::from_millis(5),
+                duration: Duration::from_millis(3),
+            }],
+            None,
+        );
+        let frozen = Transmitter::new(&rate, freeze);
+        assert_eq!(frozen.offered_bytes(ms(40)), bytes(36));
+        // A rate model's busy time is its measure instead.
+        let constant = Transmitter::new(
+            &RateModel::Constant { bps: 1_000_000 },
+            OutageSchedule::default(),
+        );
+        assert_eq!(constant.offered_bytes(ms(40)), None);
     }
 }
