@@ -241,9 +241,10 @@ fn wait_with_cpu(pid: u32) -> Result<(std::process::ExitStatus, Duration)> {
     use std::os::unix::process::ExitStatusExt;
     let pid = libc::pid_t::try_from(pid).context("child pid")?;
     let mut status = 0;
-    // SAFETY: rusage is plain data; wait4 fills it and `status` for our own
-    // child, which `Child` has not reaped (it is never waited on).
+    // SAFETY: `rusage` is plain integers, for which all zeroes is valid.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: both pointers are to live locals; the pid is our own child,
+    // which nothing else reaps (its `Child` is never waited on).
     let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
     if r != pid {
         bail!("waiting for ns-3: {}", std::io::Error::last_os_error());
