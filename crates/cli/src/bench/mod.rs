@@ -1,0 +1,251 @@
+//! `brisk bench [--seconds S] [--only CASE]... [--repeat N] [--json] [--no-ns3]`:
+//! the simulator's speed on the reference loads of `brisk_sim::bench`,
+//! beside ns-3 run on the same network in the same invocation.
+//!
+//! ns-3 simulates the `brisk-fq_codel` case (one TCP CUBIC flow and a ping)
+//! for the same simulated time as Brisk's cases; every ratio printed is
+//! computed from the two measurements of this run (`compare`). Without ns-3
+//! the bench says why and prints no ratio. The goal is 50 times ns-3, in
+//! time per simulated second and in packet-hops per CPU-second. A
+//! packet-hop is one packet crossing the bottleneck link, in either
+//! direction, to its far end; both simulators count it the same way.
+//!
+//! CPU time is Brisk's thread's own time on a CPU (Linux's per-thread
+//! schedstat) and ns-3's process time as the kernel reports it when the
+//! child exits, so other work on a shared machine inflates either far less
+//! than wall time; wall time is shown too. Build with `--release`.
+
+mod compare;
+mod ns3;
+
+use anyhow::{Context, Result, bail};
+use brisk_sim::RunOptions;
+use brisk_sim::bench::{self, GOAL_SPEEDUP_VS_NS3};
+use compare::{Clock, Timing, Versus};
+use serde_json::json;
+use std::time::{Duration, Instant};
+
+/// CPU time per 60 simulated seconds and packet-hops per CPU-second on a
+/// 100 Mbit/s, 20 ms dumbbell, beside ns-3 measured in the same run (when
+/// installed: Debian's libns3-dev) and the goal of 50 times ns-3. A
+/// packet-hop is a packet crossing the bottleneck link.
+#[derive(clap::Args)]
+pub struct BenchArgs {
+    /// Simulated seconds per case, for Brisk and ns-3 alike (the reference is 60).
+    #[arg(long, default_value = "60", value_parser = crate::seconds::positive)]
+    seconds: Duration,
+    /// Run only this case (cbr-fq_codel, cbr-fifo, brisk-fq_codel); repeatable.
+    #[arg(long)]
+    only: Vec<String>,
+    /// Run each Brisk case this many times and keep the run with the least
+    /// CPU (ns-3 runs once).
+    #[arg(long, default_value_t = 1)]
+    repeat: u32,
+    /// Print one JSON object per case instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// Do not run ns-3 (then no ratio is printed).
+    #[arg(long)]
+    no_ns3: bool,
+}
+
+/// One measured Brisk run.
+struct Measured {
+    packet_hops: u64,
+    steps: u64,
+    wall: Duration,
+    cpu: Option<Duration>,
+}
+
+/// ns-3's side of this invocation: its run, or why there is none.
+type Peer = std::result::Result<ns3::Run, ns3::Absent>;
+
+pub fn run(args: BenchArgs) -> Result<()> {
+    let simulated = args.seconds;
+    let seconds = simulated.as_secs_f64();
+    let mut cases = bench::cases(simulated).context("built-in bench scenarios")?;
+    for name in &args.only {
+        if !cases.iter().any(|c| c.name == name) {
+            let known: Vec<&str> = cases.iter().map(|c| c.name).collect();
+            bail!("no bench case {name:?}; cases: {}", known.join(", "));
+        }
+    }
+    cases.retain(|c| args.only.is_empty() || args.only.iter().any(|o| o == c.name));
+    let peer: Peer = if args.no_ns3 {
+        Err(ns3::Absent::NotRun)
+    } else {
+        match ns3::prepare()? {
+            Ok(program) => Ok(program.run(simulated)?),
+            Err(absent) => Err(absent),
+        }
+    };
+    let ns3_timing = peer.as_ref().ok().map(|r| Timing {
+        simulated,
+        packet_hops: r.report.bottleneck_packet_hops,
+        wall: r.wall,
+        cpu: Some(r.cpu),
+    });
+    if !args.json {
+        print_header(seconds, &peer);
+    }
+    for case in &cases {
+        let m = (0..args.repeat.max(1))
+            .map(|_| measure(&case.scenario))
+            .min_by_key(|m| m.cpu.unwrap_or(m.wall))
+            .context("at least one run")?;
+        let timing = Timing {
+            simulated,
+            packet_hops: m.packet_hops,
+            wall: m.wall,
+            cpu: m.cpu,
+        };
+        let versus = compare::versus(&timing, ns3_timing.as_ref());
+        if args.json {
+            println!(
+                "{}",
+                json_row(case.name, seconds, &m, &peer, versus.as_ref())
+            );
+        } else {
+            print_row(case.name, seconds, &m, versus.as_ref());
+        }
+    }
+    Ok(())
+}
+
+fn measure(scenario: &brisk_sim::scenario::Scenario) -> Measured {
+    let cpu_before = bench::thread_cpu();
+    let started = Instant::now();
+    let r = brisk_sim::run(scenario, RunOptions::default()).results;
+    let wall = started.elapsed();
+    let cpu = bench::thread_cpu()
+        .zip(cpu_before)
+        .map(|(a, b)| a.saturating_sub(b));
+    Measured {
+        packet_hops: r.engine.packet_hops,
+        steps: r.engine.steps,
+        wall,
+        cpu,
+    }
+}
+
+/// What the network is, how ns-3 was measured (or why it was not), and
+/// the table's header and ns-3 row.
+fn print_header(seconds: f64, peer: &Peer) {
+    println!(
+        "{seconds} simulated s per case; 100 Mbit/s each way, 20 ms base RTT.\n\
+         packet-hop: a packet crossing the bottleneck link (either direction), \
+         counted alike in both simulators. steps: Brisk's engine steps; for ns-3, \
+         its scheduled events."
+    );
+    match peer {
+        Ok(r) => println!(
+            "ns-{} measured now on the same network: one TCP CUBIC flow and a 10 ms ping \
+             through FQ-CoDel (Brisk's brisk-fq_codel case), {:.1} Mbit/s goodput; \
+             the cbr rows compare their load with it.\n\
+             goal: {GOAL_SPEEDUP_VS_NS3:.0}x ns-3 in time per simulated second and in \
+             packet-hops per second.",
+            r.report.version,
+            r.report.goodput_bit_s / 1e6,
+        ),
+        Err(absent @ ns3::Absent::NotRun) => println!("{absent}; no ratio printed."),
+        Err(ns3::Absent::NotFound(why)) => println!(
+            "ns-3 not found: install Debian's libns3-dev to compare; no ratio printed ({}).",
+            why.trim_end_matches('.')
+        ),
+    }
+    let ratios = peer.is_ok();
+    print!(
+        "{:<15} {:>9} {:>12} {:>13} {:>8} {:>9}",
+        "case", "hops", "Mhops/CPU-s", "CPU s per 60s", "wall s", "steps"
+    );
+    if ratios {
+        print!(
+            " {:>9} {:>9} {:>6} {:>6}",
+            "x ns-3 t", "x ns-3 h", "goal t", "goal h"
+        );
+    }
+    println!();
+    if let Ok(r) = peer {
+        let cpu_s = r.cpu.as_secs_f64().max(1e-9);
+        println!(
+            "{:<15} {:>9} {:>12.3} {:>13.1} {:>8.3} {:>9} {:>9} {:>9} {:>6} {:>6}",
+            format!("ns-{}", r.report.version),
+            r.report.bottleneck_packet_hops,
+            r.report.bottleneck_packet_hops as f64 / cpu_s / 1e6,
+            cpu_s * 60.0 / seconds,
+            r.wall.as_secs_f64(),
+            r.report.events,
+            "1x",
+            "1x",
+            "-",
+            "-",
+        );
+    }
+}
+
+fn print_row(name: &str, seconds: f64, m: &Measured, versus: Option<&Versus>) {
+    let wall_s = m.wall.as_secs_f64().max(1e-9);
+    let cpu_s = m.cpu.map(|c| c.as_secs_f64().max(1e-9));
+    // Without a CPU clock the wall clock stands in, marked with a `w`.
+    let clock = if cpu_s.is_some() { "" } else { "w" };
+    let spent = cpu_s.unwrap_or(wall_s);
+    print!(
+        "{:<15} {:>9} {:>11.2}{clock:1} {:>12.3}{clock:1} {:>8.3} {:>9}",
+        name,
+        m.packet_hops,
+        m.packet_hops as f64 / spent / 1e6,
+        spent * 60.0 / seconds,
+        wall_s,
+        m.steps,
+    );
+    if let Some(v) = versus {
+        let mark = if v.clock == Clock::Wall { "w" } else { "" };
+        print!(
+            " {:>8.1}x{mark:1} {:>8.1}x{mark:1} {:>6} {:>6}",
+            v.speedup_time,
+            v.speedup_packet_hops,
+            yes_no(v.meets_time_goal),
+            yes_no(v.meets_hop_goal),
+        );
+    }
+    println!();
+}
+
+fn json_row(
+    name: &str,
+    seconds: f64,
+    m: &Measured,
+    peer: &Peer,
+    versus: Option<&Versus>,
+) -> serde_json::Value {
+    let wall_s = m.wall.as_secs_f64().max(1e-9);
+    let cpu_s = m.cpu.map(|c| c.as_secs_f64().max(1e-9));
+    let hops = m.packet_hops as f64;
+    let mut row = json!({
+        "case": name,
+        "simulated_s": seconds,
+        "packet_hops": m.packet_hops,
+        "steps": m.steps,
+        "wall_s": wall_s,
+        "cpu_s": cpu_s,
+        "packet_hops_per_wall_s": hops / wall_s,
+        "packet_hops_per_cpu_s": cpu_s.map(|c| hops / c),
+        "s_per_60_simulated_s": cpu_s.unwrap_or(wall_s) * 60.0 / seconds,
+        "ns3": peer.as_ref().ok().map(|r| json!({
+            "case": "brisk-fq_codel",
+            "report": r.report,
+            "wall_s": r.wall.as_secs_f64(),
+            "cpu_s": r.cpu.as_secs_f64(),
+            "s_per_60_simulated_s": r.cpu.as_secs_f64() * 60.0 / seconds,
+        })),
+        "versus_ns3": versus,
+    });
+    if let Err(absent) = peer {
+        row["ns3_absent"] = json!(absent.to_string());
+    }
+    row
+}
+
+fn yes_no(b: bool) -> &'static str {
+    if b { "yes" } else { "no" }
+}
