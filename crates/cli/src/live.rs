@@ -1,6 +1,7 @@
 //! `brisk live SCENARIO.toml --server 'CMD' --client 'CMD' [--json] [--out DIR]`:
 //! real programs in network namespaces joined by the real-time router.
 
+use crate::live_summary::{self, QueueTables};
 use anyhow::{Result, bail};
 use brisk_live::bulk::BulkConfig;
 use brisk_live::router::LoopConfig;
@@ -68,6 +69,7 @@ pub struct LiveArgs {
 /// not zero (after everything is torn down and written).
 pub fn run(args: LiveArgs) -> Result<()> {
     let scenario = Scenario::load(&args.scenario)?;
+    let tables = QueueTables::read(&args.scenario)?;
     let workload = match (&args.client, args.shell, &args.bulk) {
         (Some(cmd), false, None) => Workload::Command(cmd.clone()),
         (None, true, None) => Workload::Shell,
@@ -106,12 +108,17 @@ pub fn run(args: LiveArgs) -> Result<()> {
     if let Some(dir) = &args.out {
         crate::sim::write_results(dir, &outcome.results)?;
     }
+    let r = &outcome.results;
+    let kinds = [r.queue.kind, r.queue_up.kind];
+    for w in live_summary::unconfigured_queue_warnings(live_summary::traffic(r), kinds, &tables) {
+        eprintln!("warning: {w}");
+    }
     if args.json {
         let mut out = std::io::stdout().lock();
         serde_json::to_writer(&mut out, &outcome.results)?;
         writeln!(out)?;
     } else {
-        print_summary(&outcome.results);
+        print_summary(&outcome.results, &tables);
         if let Some(dir) = &args.out {
             eprintln!("wrote {}", dir.display());
         }
@@ -123,37 +130,8 @@ pub fn run(args: LiveArgs) -> Result<()> {
     Ok(())
 }
 
-fn print_summary(r: &LiveResults) {
-    println!(
-        "{} ({}, {:.1} s): down link {:.1}% busy, queue {} drops {} marks {}",
-        if r.scenario.is_empty() {
-            "live"
-        } else {
-            &r.scenario
-        },
-        r.ip,
-        r.duration_s,
-        r.link.utilization * 100.0,
-        r.queue.kind,
-        r.queue.drops,
-        r.queue.marks
-    );
-    println!(
-        "{:<44} {:>12} {:>7} {:>6} {:>9} {:>9} {:>9}",
-        "flow", "goodput", "loss", "CE", "rtt p50", "rtt p99", "queue p99"
-    );
-    for f in &r.flows {
-        println!(
-            "{:<44} {:>7.2} Mb/s {:>6.2}% {:>5.1}% {:>6.1} ms {:>6.1} ms {:>6.1} ms",
-            f.name,
-            f.goodput_mbps,
-            f.loss_rate * 100.0,
-            f.ce_fraction * 100.0,
-            f.rtt_ms.p50,
-            f.rtt_ms.p99,
-            f.queue_delay_ms.p99
-        );
-    }
+fn print_summary(r: &LiveResults, tables: &QueueTables) {
+    print!("{}", live_summary::summary(r, tables));
     if let Some(b) = &r.bulk {
         println!(
             "bulk tcp ({}, ecn {}): {:.3} Mbit/s ({:.3} in the second half), {} retransmits, rtt {:.1} ms",
