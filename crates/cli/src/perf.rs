@@ -201,7 +201,9 @@ async fn serve_stream(mut s: Stream) -> std::io::Result<()> {
         b'S' => {
             let stats = s.connection().stats().map(|st| end_stats(&st));
             s.write_all(json!(stats).to_string().as_bytes()).await?;
-            s.shutdown().await
+            // The client closes the connection once it has read the
+            // answer, so the FIN's acknowledgement may never come.
+            s.finish()
         }
         b'U' => {
             let mut buf = vec![0u8; CHUNK_BYTES];
@@ -657,5 +659,53 @@ fn print_report(r: &serde_json::Value) {
     }
     if let Some(s) = r.get("socket") {
         println!("socket: {s}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_and_sizes_pick_the_unit_a_reader_expects() {
+        assert_eq!(format_rate(2.0e6), "2.0 Mbit/s");
+        assert_eq!(format_rate(999.9e6), "999.9 Mbit/s");
+        assert_eq!(format_rate(3.61e9), "3.61 Gbit/s");
+        assert_eq!(format_rate(64e3), "64.0 kbit/s");
+        assert_eq!(format_bytes(999), "999 B");
+        assert_eq!(format_bytes(13_900), "13.9 kB");
+        assert_eq!(format_bytes(3_000_017), "3.00 MB");
+        assert_eq!(format_bytes(1_130_000_000), "1.13 GB");
+    }
+
+    #[test]
+    fn interval_zero_turns_reports_off_and_bad_values_are_refused() {
+        assert_eq!(interval_seconds("0"), Ok(Duration::ZERO));
+        assert_eq!(interval_seconds("0.5"), Ok(Duration::from_millis(500)));
+        assert!(interval_seconds("-1").is_err());
+        assert!(interval_seconds("often").is_err());
+    }
+
+    #[test]
+    fn intervals_tile_the_test_and_sum_to_its_bytes() {
+        let mut iv = Intervals::new(Some(Duration::from_millis(1)), false);
+        iv.start(Instant::now());
+        let mut moved = 0;
+        while iv.list.len() < 3 {
+            moved += 1000;
+            iv.tick(moved, None);
+        }
+        moved += 7;
+        std::thread::sleep(Duration::from_millis(2));
+        iv.finish(moved, None);
+        let sum: u64 = iv
+            .list
+            .iter()
+            .map(|i| i["bytes"].as_u64().unwrap_or(0))
+            .sum();
+        assert_eq!(sum, moved);
+        for pair in iv.list.windows(2) {
+            assert_eq!(pair[0]["end_s"], pair[1]["start_s"]);
+        }
     }
 }
