@@ -7,7 +7,8 @@ use brisk_live::bulk::BulkConfig;
 use brisk_live::router::LoopConfig;
 use brisk_live::{IpMode, LabConfig, LiveResults, LiveRun, Workload};
 use brisk_sim::scenario::Scenario;
-use std::io::Write;
+use indicatif::{ProgressBar, ProgressStyle};
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -98,13 +99,16 @@ pub fn run(args: LiveArgs) -> Result<()> {
         ..LoopConfig::default()
     };
     let max_time = args.max_time;
+    let bar = bulk_progress(&workload, args.json);
     let outcome = brisk_live::run(LiveRun {
         lab,
         server: args.server.clone(),
         workload,
         quiet_stdout: args.json,
         max_time,
-    })?;
+    });
+    bar.finish_and_clear();
+    let outcome = outcome?;
     if let Some(dir) = &args.out {
         crate::sim::write_results(dir, &outcome.results)?;
     }
@@ -128,6 +132,25 @@ pub fn run(args: LiveArgs) -> Result<()> {
         std::process::exit(outcome.exit_code);
     }
     Ok(())
+}
+
+/// A ticking line while the built-in bulk transfer runs, when stderr is a
+/// terminal: a client command shows its own output instead.
+fn bulk_progress(workload: &Workload, json: bool) -> ProgressBar {
+    let Workload::Bulk(b) = workload else {
+        return ProgressBar::hidden();
+    };
+    if json || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new_spinner();
+    if let Ok(style) = ProgressStyle::with_template("{spinner} bulk tcp transfer: {elapsed} {msg}")
+    {
+        bar.set_style(style);
+    }
+    bar.set_message(format!("of {:.0} s", b.duration.as_secs_f64()));
+    bar.enable_steady_tick(Duration::from_millis(200));
+    bar
 }
 
 fn print_summary(r: &LiveResults, tables: &QueueTables) {
