@@ -1,10 +1,15 @@
 //! `brisk get brisk://HOST:PORT/PATH --server-key KEY [-o FILE]`: fetches
 //! one file from `brisk serve` and checks its length and SHA-256 before
-//! keeping it.
+//! keeping it. On a terminal it shows a progress bar; at the end it prints
+//! when each phase ended, as `curl -w` does (handshake, first byte, total),
+//! or all of it as one JSON object with `--json`.
 
 use anyhow::{Context, Result, bail};
 use brisk_io::{Endpoint, EndpointConfig, keys};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::json;
 use sha2::{Digest, Sha256};
+use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -23,6 +28,9 @@ pub struct GetArgs {
     /// Seconds to wait for the server's handshake.
     #[arg(long, default_value = "5", value_parser = crate::seconds::positive)]
     timeout: Duration,
+    /// Print the result and timings as one JSON object on stdout.
+    #[arg(long)]
+    json: bool,
 }
 
 /// The parts of a `brisk://` URL.
@@ -110,12 +118,14 @@ pub fn run(args: GetArgs) -> Result<()> {
         let client = client_for(addr, timeout)?;
         let start = Instant::now();
         let conn = client.connect(addr, key).await?;
+        let handshake = start.elapsed();
         let mut s = conn.open_stream().await?;
         s.write_all(format!("GET {}\n", url.path).as_bytes())
             .await?;
         s.shutdown().await?;
         let mut r = BufReader::with_capacity(1 << 20, s);
         let header = read_line(&mut r).await?;
+        let first_byte = start.elapsed();
         let len: u64 = match header.split_once(' ') {
             Some(("OK", n)) => n.parse().context("bad length from the server")?,
             Some(("ERR", reason)) => bail!("server refused {}: {reason}", url.path),
@@ -129,6 +139,7 @@ pub fn run(args: GetArgs) -> Result<()> {
         let mut hasher = Sha256::new();
         let mut buf = vec![0u8; 1 << 20];
         let mut left = len;
+        let bar = progress_bar(len, args.json);
         while left > 0 {
             let want = buf.len().min(left as usize);
             let n = r.read(&mut buf[..want]).await?;
@@ -139,7 +150,9 @@ pub fn run(args: GetArgs) -> Result<()> {
             hasher.update(&buf[..n]);
             file.write_all(&buf[..n]).await?;
             left -= n as u64;
+            bar.inc(n as u64);
         }
+        bar.finish_and_clear();
         file.flush().await?;
         let elapsed = start.elapsed();
         let expected = read_line(&mut r).await?;
@@ -151,17 +164,57 @@ pub fn run(args: GetArgs) -> Result<()> {
         tokio::fs::rename(&part, &output)
             .await
             .with_context(|| format!("renaming to {}", output.display()))?;
-        let gbps = len as f64 * 8.0 / elapsed.as_secs_f64().max(1e-9) / 1e9;
-        eprintln!(
-            "brisk: {} bytes in {:.2} s ({gbps:.2} Gbit/s), SHA-256 {actual} verified -> {}",
-            len,
-            elapsed.as_secs_f64(),
-            output.display()
-        );
+        let total = elapsed.as_secs_f64();
+        let bps = len as f64 * 8.0 / total.max(1e-9);
+        if args.json {
+            println!(
+                "{}",
+                json!({
+                    "url": args.url,
+                    "file": output.display().to_string(),
+                    "bytes": len,
+                    "sha256": actual,
+                    "verified": true,
+                    "remote": addr.to_string(),
+                    "handshake_s": handshake.as_secs_f64(),
+                    "first_byte_s": first_byte.as_secs_f64(),
+                    "total_s": total,
+                    "bits_per_second": bps,
+                })
+            );
+        } else {
+            eprintln!(
+                "brisk: {} in {total:.2} s ({}), SHA-256 {actual} verified -> {}",
+                crate::perf::format_bytes(len),
+                crate::perf::format_rate(bps),
+                output.display()
+            );
+            eprintln!(
+                "brisk: {addr}: handshake {:.1} ms, first byte {:.1} ms, total {:.1} ms",
+                handshake.as_secs_f64() * 1000.0,
+                first_byte.as_secs_f64() * 1000.0,
+                total * 1000.0
+            );
+        }
         conn.close(0, b"done");
         client.wait_idle().await;
         Ok(())
     })
+}
+
+/// A byte-count bar on stderr when it is a terminal (and the output is
+/// text); hidden otherwise, so logs and pipes get no control characters.
+fn progress_bar(len: u64, json: bool) -> ProgressBar {
+    if json || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(len);
+    if let Ok(style) = ProgressStyle::with_template(
+        "{bar:40} {decimal_bytes}/{decimal_total_bytes} {decimal_bytes_per_sec} eta {eta}",
+    ) {
+        bar.set_style(style);
+    }
+    bar
 }
 
 /// One `\n`-terminated line of at most a few hundred bytes.

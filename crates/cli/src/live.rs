@@ -1,12 +1,14 @@
 //! `brisk live SCENARIO.toml --server 'CMD' --client 'CMD' [--json] [--out DIR]`:
 //! real programs in network namespaces joined by the real-time router.
 
+use crate::live_summary::{self, QueueTables};
 use anyhow::{Result, bail};
 use brisk_live::bulk::BulkConfig;
 use brisk_live::router::LoopConfig;
 use brisk_live::{IpMode, LabConfig, LiveResults, LiveRun, Workload};
 use brisk_sim::scenario::Scenario;
-use std::io::Write;
+use indicatif::{ProgressBar, ProgressStyle};
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -68,6 +70,7 @@ pub struct LiveArgs {
 /// not zero (after everything is torn down and written).
 pub fn run(args: LiveArgs) -> Result<()> {
     let scenario = Scenario::load(&args.scenario)?;
+    let tables = QueueTables::read(&args.scenario)?;
     let workload = match (&args.client, args.shell, &args.bulk) {
         (Some(cmd), false, None) => Workload::Command(cmd.clone()),
         (None, true, None) => Workload::Shell,
@@ -96,22 +99,30 @@ pub fn run(args: LiveArgs) -> Result<()> {
         ..LoopConfig::default()
     };
     let max_time = args.max_time;
+    let bar = bulk_progress(&workload, args.json);
     let outcome = brisk_live::run(LiveRun {
         lab,
         server: args.server.clone(),
         workload,
         quiet_stdout: args.json,
         max_time,
-    })?;
+    });
+    bar.finish_and_clear();
+    let outcome = outcome?;
     if let Some(dir) = &args.out {
         crate::sim::write_results(dir, &outcome.results)?;
+    }
+    let r = &outcome.results;
+    let kinds = [r.queue.kind, r.queue_up.kind];
+    for w in live_summary::unconfigured_queue_warnings(live_summary::traffic(r), kinds, &tables) {
+        eprintln!("warning: {w}");
     }
     if args.json {
         let mut out = std::io::stdout().lock();
         serde_json::to_writer(&mut out, &outcome.results)?;
         writeln!(out)?;
     } else {
-        print_summary(&outcome.results);
+        print_summary(&outcome.results, &tables);
         if let Some(dir) = &args.out {
             eprintln!("wrote {}", dir.display());
         }
@@ -123,37 +134,27 @@ pub fn run(args: LiveArgs) -> Result<()> {
     Ok(())
 }
 
-fn print_summary(r: &LiveResults) {
-    println!(
-        "{} ({}, {:.1} s): down link {:.1}% busy, queue {} drops {} marks {}",
-        if r.scenario.is_empty() {
-            "live"
-        } else {
-            &r.scenario
-        },
-        r.ip,
-        r.duration_s,
-        r.link.utilization * 100.0,
-        r.queue.kind,
-        r.queue.drops,
-        r.queue.marks
-    );
-    println!(
-        "{:<44} {:>12} {:>7} {:>6} {:>9} {:>9} {:>9}",
-        "flow", "goodput", "loss", "CE", "rtt p50", "rtt p99", "queue p99"
-    );
-    for f in &r.flows {
-        println!(
-            "{:<44} {:>7.2} Mb/s {:>6.2}% {:>5.1}% {:>6.1} ms {:>6.1} ms {:>6.1} ms",
-            f.name,
-            f.goodput_mbps,
-            f.loss_rate * 100.0,
-            f.ce_fraction * 100.0,
-            f.rtt_ms.p50,
-            f.rtt_ms.p99,
-            f.queue_delay_ms.p99
-        );
+/// A ticking line while the built-in bulk transfer runs, when stderr is a
+/// terminal: a client command shows its own output instead.
+fn bulk_progress(workload: &Workload, json: bool) -> ProgressBar {
+    let Workload::Bulk(b) = workload else {
+        return ProgressBar::hidden();
+    };
+    if json || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
     }
+    let bar = ProgressBar::new_spinner();
+    if let Ok(style) = ProgressStyle::with_template("{spinner} bulk tcp transfer: {elapsed} {msg}")
+    {
+        bar.set_style(style);
+    }
+    bar.set_message(format!("of {:.0} s", b.duration.as_secs_f64()));
+    bar.enable_steady_tick(Duration::from_millis(200));
+    bar
+}
+
+fn print_summary(r: &LiveResults, tables: &QueueTables) {
+    print!("{}", live_summary::summary(r, tables));
     if let Some(b) = &r.bulk {
         println!(
             "bulk tcp ({}, ecn {}): {:.3} Mbit/s ({:.3} in the second half), {} retransmits, rtt {:.1} ms",

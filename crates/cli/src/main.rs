@@ -8,6 +8,7 @@ mod get;
 mod keygen;
 mod lab;
 mod live;
+mod live_summary;
 mod perf;
 mod seconds;
 mod serve;

@@ -34,6 +34,9 @@ pub struct LiveResults {
     pub queue: QueueResults,
     pub queue_up: QueueResults,
     pub flows: Vec<FlowResults>,
+    /// Which way each flow's data went ("down" or "up"), in `flows`' order:
+    /// the queue it crossed is `queue` or `queue_up`.
+    pub flow_directions: Vec<&'static str>,
     pub fidelity: FidelityResults,
     /// The client command's exit code (128 + signal if killed).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -239,12 +242,18 @@ pub fn build(
     let s = &outcome.stats;
     let (down, up) = (core.link(Direction::Down), core.link(Direction::Up));
     let delays = [down.config().delay, up.config().delay];
-    let flows = core
-        .flows()
-        .flows()
+    let entries = core.flows().flows();
+    let flows = entries
         .iter()
         .enumerate()
         .map(|(i, f)| flow_results(i, f, delays))
+        .collect();
+    let flow_directions = entries
+        .iter()
+        .map(|f| match f.data_direction() {
+            Direction::Down => "down",
+            Direction::Up => "up",
+        })
         .collect();
     let refused = core.refused();
     let secs = facts.duration.as_secs_f64().max(1e-9);
@@ -280,6 +289,7 @@ pub fn build(
         queue: queue_results(down, core.queue_delay(Direction::Down)),
         queue_up: queue_results(up, core.queue_delay(Direction::Up)),
         flows,
+        flow_directions,
         fidelity,
         client_exit_code: facts.client_exit_code,
         bulk: facts.bulk,
