@@ -9,6 +9,7 @@ mod keygen;
 mod lab;
 mod live;
 mod perf;
+mod qlog;
 mod seconds;
 mod serve;
 mod sim;
