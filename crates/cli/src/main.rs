@@ -13,6 +13,7 @@ mod qlog;
 mod seconds;
 mod serve;
 mod sim;
+mod sim_plots;
 mod tcp;
 
 use clap::{Parser, Subcommand};
