@@ -10,9 +10,11 @@ mod lab;
 mod live;
 mod live_summary;
 mod perf;
+mod qlog;
 mod seconds;
 mod serve;
 mod sim;
+mod sim_plots;
 mod tcp;
 
 use clap::{Parser, Subcommand};

@@ -21,12 +21,11 @@ use anyhow::{Context, Result, bail};
 use brisk_io::{Connection, Endpoint, ServerConfig, Stream, keys};
 use brisk_proto::ConnectionStats;
 use brisk_proto::congestion::CcAlgorithm;
-use brisk_trace::qlog::{QlogWriter, VantageKind, VantagePoint};
+use brisk_trace::qlog::EventClasses;
 use hdrhistogram::Histogram;
 use serde_json::json;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -62,6 +61,10 @@ struct ServerArgs {
     /// Write each connection's qlog (JSON-SEQ) into this directory.
     #[arg(long)]
     qlog: Option<PathBuf>,
+    /// qlog event classes: "all" or a list of connectivity, handshake,
+    /// packets (one event per packet), recovery, congestion.
+    #[arg(long, default_value_t = EventClasses::default())]
+    qlog_events: EventClasses,
 }
 
 #[derive(clap::Args)]
@@ -96,6 +99,10 @@ struct ClientArgs {
     /// Seconds between interval reports of a throughput test (0: none).
     #[arg(short = 'i', long, default_value = "1", value_parser = interval_seconds)]
     interval: Duration,
+    /// qlog event classes: "all" or a list of connectivity, handshake,
+    /// packets (one event per packet), recovery, congestion.
+    #[arg(long, default_value_t = EventClasses::default())]
+    qlog_events: EventClasses,
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
@@ -123,18 +130,9 @@ pub fn parse_cc(name: &str) -> Result<CcAlgorithm> {
     })
 }
 
-/// Sends `conn`'s qlog to `dir/<name>.sqlog`.
-fn attach_qlog(conn: &Connection, dir: &Path, name: &str, kind: VantageKind) -> Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let path = dir.join(format!("{name}.sqlog"));
-    let file =
-        std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))?;
-    let writer = QlogWriter::new(
-        std::io::BufWriter::new(file),
-        name,
-        VantagePoint::new(kind, "brisk"),
-    )?;
-    conn.set_qlog(Box::new(writer));
+/// Traces each of `endpoint`'s connections into `dir` (see [`crate::qlog`]).
+fn attach_qlog(endpoint: &Endpoint, dir: &Path, classes: EventClasses) -> Result<()> {
+    endpoint.set_qlog(crate::qlog::files(dir, classes)?);
     Ok(())
 }
 
@@ -156,12 +154,10 @@ fn serve(args: ServerArgs) -> Result<()> {
             server.local_addr(),
             keys::to_hex(&server.public_key().unwrap_or_default())
         );
-        let serial = AtomicU64::new(0);
+        if let Some(dir) = &args.qlog {
+            attach_qlog(&server, dir, args.qlog_events)?;
+        }
         while let Some(conn) = server.accept().await {
-            if let Some(dir) = &args.qlog {
-                let n = serial.fetch_add(1, Ordering::Relaxed);
-                attach_qlog(&conn, dir, &format!("server-{n}"), VantageKind::Server)?;
-            }
             tokio::spawn(async move {
                 while let Ok(s) = conn.accept_stream().await {
                     tokio::spawn(async move {
@@ -244,10 +240,10 @@ fn client(args: ClientArgs) -> Result<()> {
         let addr = crate::get::resolve(&url.host, url.port).await?;
         let client = crate::get::client_for(addr, args.timeout.max(Duration::from_millis(100)))?;
         let config = brisk_proto::ClientConfig::new(Some(key)).with_cc(cc);
-        let conn = client.connect_with(addr, config).await?;
         if let Some(dir) = &args.qlog {
-            attach_qlog(&conn, dir, "client", VantageKind::Client)?;
+            attach_qlog(&client, dir, args.qlog_events)?;
         }
+        let conn = client.connect_with(addr, config).await?;
         let mut report = if args.mode == "rpc" {
             let mut report = rpc(&conn, duration, args.count).await?;
             report["connection"] = json!(conn.stats().map(|st| end_stats(&st)));

@@ -1,6 +1,9 @@
-//! `brisk sim SCENARIO.toml [--seed N] [--duration D] [--json] [--out DIR]`.
+//! `brisk sim SCENARIO.toml [--seed N] [--duration D] [--json] [--out DIR]
+//! [--qlog DIR [--qlog-events LIST]]`.
 
 use anyhow::{Context, Result};
+use brisk_proto::qlog::{EventClasses, QlogStart};
+use brisk_sim::FlowQlog;
 use brisk_sim::capture::PcapSink;
 use brisk_sim::scenario::{IpFamily, Scenario, parse_duration};
 use brisk_sim::{RunOptions, results::Results};
@@ -23,9 +26,19 @@ pub struct SimArgs {
     /// Print the results as one JSON object on stdout.
     #[arg(long)]
     json: bool,
-    /// Write results.json and bottleneck.pcap into this directory.
+    /// Write results.json, bottleneck.pcap and SVG plots (delivered
+    /// bytes, RTT, queue delay, time-sequence graphs) into this directory.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Write a qlog trace of both ends of every brisk flow into this
+    /// directory (`<flow>-client.sqlog`, `<flow>-server.sqlog`), on the
+    /// run's virtual clock.
+    #[arg(long)]
+    qlog: Option<PathBuf>,
+    /// qlog event classes: "all" or a list of connectivity, handshake,
+    /// packets (one event per packet), recovery, congestion.
+    #[arg(long, default_value_t = EventClasses::default())]
+    qlog_events: EventClasses,
     /// Run over IPv6 (or IPv4) whatever the file says.
     #[arg(long, value_parser = ["v4", "v6"])]
     ip: Option<String>,
@@ -55,7 +68,12 @@ pub fn run(args: SimArgs) -> Result<()> {
         capture: pcap
             .as_mut()
             .map(|p| p as &mut dyn brisk_sim::engine::CaptureSink),
-        series: false,
+        // The plots of --out; the results do not depend on it.
+        series: args.out.is_some(),
+        qlog: match &args.qlog {
+            Some(dir) => Some(qlog_files(dir, args.qlog_events)?),
+            None => None,
+        },
         ip: args.ip.as_deref().map(|v| {
             if v == "v6" {
                 IpFamily::V6
@@ -70,6 +88,7 @@ pub fn run(args: SimArgs) -> Result<()> {
     if let (Some(dir), Some(pcap)) = (&args.out, pcap) {
         pcap.finish().context("cannot write bottleneck.pcap")?;
         write_results(dir, &run.results)?;
+        crate::sim_plots::write(dir, &run)?;
     }
     if args.json {
         let mut out = std::io::stdout().lock();
@@ -89,6 +108,22 @@ pub fn run(args: SimArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// qlog files in `dir`, one per end of each brisk flow; `reference_time`
+/// is the connection's start in milliseconds since the start of the run.
+fn qlog_files(dir: &Path, classes: EventClasses) -> Result<FlowQlog> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let dir = dir.to_path_buf();
+    Ok(std::sync::Arc::new(move |flow: &str, s: &QlogStart| {
+        let name = format!(
+            "{}-{}",
+            crate::sim_plots::file_name(flow),
+            crate::qlog::side(s.vantage)
+        );
+        let reference_ms = s.now.as_nanos() as f64 / 1e6;
+        crate::qlog::open(&dir, &name, s, reference_ms, classes)
+    }))
 }
 
 /// Writes `results` as `DIR/results.json` (pretty, newline-terminated): the

@@ -94,6 +94,13 @@ impl Endpoint {
         self.shared.lock().local_addr
     }
 
+    /// Traces every connection this endpoint opens or accepts from now on
+    /// into a sink `factory` makes, from the first handshake packet. The
+    /// factory runs on the endpoint task: it should not block for long.
+    pub fn set_qlog(&self, factory: brisk_proto::qlog::QlogFactory) {
+        self.shared.lock().ep.set_qlog(factory);
+    }
+
     /// The server's static public key (what clients pin).
     pub fn public_key(&self) -> Option<[u8; KEY_LEN]> {
         self.public_key

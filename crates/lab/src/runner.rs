@@ -117,6 +117,7 @@ fn run_one(s: &SuiteScenario, suite: &Suite, config: &RunConfig) -> Result<Finis
             capture: sink.as_mut().map(|p| p as &mut dyn CaptureSink),
             series: true,
             ip: None,
+            qlog: None,
         },
     );
     let pcap = match sink {

@@ -15,6 +15,7 @@ use crate::error::ConnectError;
 use crate::packet::{
     ConnectionId, Header, HeaderView, LOCAL_CID_LEN, LongType, SUPPORTED_VERSIONS,
 };
+use crate::qlog::QlogFactory;
 use brisk_time::Instant;
 use brisk_wire::Ecn;
 use bytes::BytesMut;
@@ -69,6 +70,7 @@ pub struct Endpoint {
     /// Round-robin position of `poll_transmit`.
     cursor: Option<ConnectionHandle>,
     stats: EndpointStats,
+    qlog: Option<QlogFactory>,
 }
 
 impl Endpoint {
@@ -87,11 +89,18 @@ impl Endpoint {
             stateless: VecDeque::new(),
             cursor: None,
             stats: EndpointStats::default(),
+            qlog: None,
         }
     }
 
     pub fn stats(&self) -> EndpointStats {
         self.stats
+    }
+
+    /// Traces every connection created from now on into a sink `factory`
+    /// makes, from its first handshake packet.
+    pub fn set_qlog(&mut self, factory: QlogFactory) {
+        self.qlog = Some(factory);
     }
 
     pub fn connection(&self, h: ConnectionHandle) -> Option<&Connection> {
@@ -146,7 +155,10 @@ impl Endpoint {
         let local = self.fresh_cid();
         let initial_dcid = self.fresh_cid();
         let seed = self.seed();
-        let conn = Connection::new_client(now, &config, local, initial_dcid, remote, seed)?;
+        let mut conn = Connection::new_client(now, &config, local, initial_dcid, remote, seed)?;
+        if let Some(f) = &self.qlog {
+            conn.start_qlog(now, f);
+        }
         Ok(self.insert(conn))
     }
 
@@ -298,7 +310,11 @@ impl Endpoint {
             return;
         };
         match Connection::new_server(now, server, local, info, remote, seed) {
-            Ok(conn) => {
+            Ok(mut conn) => {
+                if let Some(f) = &self.qlog {
+                    conn.start_qlog(now, f);
+                    conn.log_long_received(now, LongType::Initial, view);
+                }
                 let h = self.insert(conn);
                 self.by_initial.insert(dcid, h);
                 self.accept_queue.push_back(h);

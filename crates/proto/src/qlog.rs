@@ -2,19 +2,31 @@
 //! optional [`QlogSink`]; `brisk-trace`'s JSON-SEQ [`QlogWriter`] is one.
 //!
 //! Events are only built when a sink is set, so an untraced connection pays
-//! nothing.
+//! nothing. An endpoint given a [`QlogFactory`] asks it for a sink the
+//! moment a connection is created, so the trace starts with the
+//! connection's first handshake packet.
 
 use crate::frame::Frame;
+use crate::packet::ConnectionId;
 use brisk_time::Instant;
 pub use brisk_trace::qlog::{
-    EcnState as QlogEcnState, ErrorSpace, LossTrigger, Metrics, PacketEvent, PacketHeader,
-    PacketType, QlogEvent, QlogFrame, QlogWriter, RawInfo, StreamType,
+    ConnectionStarted, EcnState as QlogEcnState, ErrorSpace, EventClass, EventClasses, LossTrigger,
+    Metrics, PacketEvent, PacketHeader, PacketType, QlogEvent, QlogFrame, QlogWriter, RawInfo,
+    StreamType, TraceStart, VantageKind, VantagePoint,
 };
 use std::io::Write;
+use std::net::SocketAddr;
+use std::sync::Arc;
 
 /// Where a connection's qlog events go.
 pub trait QlogSink: Send {
     fn emit(&mut self, time: Instant, event: QlogEvent);
+
+    /// Whether events of `class` are kept; the connection skips building
+    /// the per-packet ones nobody keeps.
+    fn wants(&self, _class: EventClass) -> bool {
+        true
+    }
 }
 
 impl<W: Write + Send> QlogSink for QlogWriter<W> {
@@ -22,6 +34,57 @@ impl<W: Write + Send> QlogSink for QlogWriter<W> {
     fn emit(&mut self, time: Instant, event: QlogEvent) {
         let _ = self.event(time, &event);
     }
+
+    fn wants(&self, class: EventClass) -> bool {
+        QlogWriter::wants(self, class)
+    }
+}
+
+/// Two sinks fed the same events, e.g. a file and an in-memory analysis.
+pub struct Tee(pub Box<dyn QlogSink>, pub Box<dyn QlogSink>);
+
+impl QlogSink for Tee {
+    fn emit(&mut self, time: Instant, event: QlogEvent) {
+        if self.0.wants(EventClass::of(&event)) {
+            self.0.emit(time, event.clone());
+        }
+        self.1.emit(time, event);
+    }
+
+    fn wants(&self, class: EventClass) -> bool {
+        self.0.wants(class) || self.1.wants(class)
+    }
+}
+
+/// What an endpoint tells its [`QlogFactory`] about a new connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QlogStart {
+    pub vantage: VantageKind,
+    /// When the connection was created, on the endpoint's clock.
+    pub now: Instant,
+    pub remote: SocketAddr,
+    /// The client's first destination connection ID, in hex: the same at
+    /// both ends, so it names and groups the two traces.
+    pub group_id: String,
+}
+
+/// Makes the qlog sink of each new connection (or `None`: not traced).
+/// It runs at the edge, so it may read the wall clock and open files.
+#[derive(Clone)]
+pub struct QlogFactory(pub Arc<MakeSink>);
+
+/// The function inside a [`QlogFactory`].
+pub type MakeSink = dyn Fn(&QlogStart) -> Option<Box<dyn QlogSink>> + Send + Sync;
+
+impl std::fmt::Debug for QlogFactory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("QlogFactory")
+    }
+}
+
+/// A connection ID in qlog's form: lowercase hex.
+pub fn hex(cid: &ConnectionId) -> String {
+    format!("{cid:?}")
 }
 
 /// Collects events in memory; handy in tests.

@@ -116,6 +116,7 @@ fn brisk(scenario: &Scenario, addrs: FlowAddrs) -> Box<dyn FlowApp> {
         stop: Instant::ZERO + scenario.duration,
         workload: BriskWorkload::Bulk { bytes: None },
         series: false,
+        qlog: None,
     }))
 }
 

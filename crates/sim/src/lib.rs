@@ -44,7 +44,18 @@ pub struct RunOptions<'c> {
     pub series: bool,
     /// Overrides the scenario's address family.
     pub ip: Option<IpFamily>,
+    /// Traces both ends of every brisk flow (see [`FlowQlog`]).
+    pub qlog: Option<FlowQlog>,
 }
+
+/// Makes the qlog sink of one end of a brisk flow, given the flow's name.
+/// Times are the run's virtual clock: its epoch is the start of the run.
+pub type FlowQlog = std::sync::Arc<MakeFlowSink>;
+
+/// The function inside a [`FlowQlog`].
+pub type MakeFlowSink = dyn Fn(&str, &brisk_proto::qlog::QlogStart) -> Option<Box<dyn brisk_proto::qlog::QlogSink>>
+    + Send
+    + Sync;
 
 /// A finished run: its results and whatever was recorded.
 pub struct Run {
@@ -81,6 +92,7 @@ fn brisk_config(
     setup: &FlowSetup,
     seed: u64,
     series: bool,
+    qlog: Option<&FlowQlog>,
 ) -> BriskConfig {
     let path = match (spec.send_buffer, spec.low_water_mark) {
         (Some(b), _) => Some(SendPath::SendBuffer(b)),
@@ -120,6 +132,10 @@ fn brisk_config(
         stop: setup.stop,
         workload,
         series,
+        qlog: qlog.map(|f| {
+            let (f, name) = (f.clone(), setup.name.clone());
+            brisk_proto::qlog::QlogFactory(std::sync::Arc::new(move |s| f(&name, s)))
+        }),
     }
 }
 
@@ -131,6 +147,7 @@ fn build_app(
     seed: u64,
     index: usize,
     series: bool,
+    qlog: Option<&FlowQlog>,
 ) -> Box<dyn FlowApp> {
     let header = s.header_bytes() as usize;
     let ecn = spec.ecn.map(Into::into).unwrap_or_default();
@@ -165,6 +182,7 @@ fn build_app(
             setup,
             flow_seed(seed, index),
             series,
+            qlog,
         ))),
     }
 }
@@ -189,7 +207,15 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Run {
             stop: spec.stop.map_or(end, |d| (Instant::ZERO + d).min(end)),
             rtt: spec.rtt.unwrap_or_else(|| engine.bottleneck_rtt()),
         };
-        setup.app = build_app(&s, spec, &setup, seed, i, options.series);
+        setup.app = build_app(
+            &s,
+            spec,
+            &setup,
+            seed,
+            i,
+            options.series,
+            options.qlog.as_ref(),
+        );
         engine.add_flow(setup, options.series);
     }
     let outcome = engine.run();

@@ -16,9 +16,11 @@
 //! - [`plot`]: report-sized SVG figures (line, CDF, tcptrace-style
 //!   time-sequence, grouped bars) that need no fonts installed.
 //! - [`qlog`]: qlog 0.3 JSON-SEQ traces of transport events in QUIC's
-//!   schema, for qvis and other qlog tools.
+//!   schema, for qvis and other qlog tools; [`qlog_check`] reads one back
+//!   and checks it against the schema and qvis's loader.
 
 pub mod pcap;
 pub mod plot;
 pub mod qlog;
+pub mod qlog_check;
 pub mod stats;

@@ -10,6 +10,16 @@
 //! `{"time": ms, "name": "category:event", "data": {...}}`, with `time` in
 //! milliseconds (float) after the trace's reference instant.
 //!
+//! `reference_time` is the wall-clock time of that instant in milliseconds
+//! since the Unix epoch, so the client's and the server's traces of one
+//! connection line up in qvis; the writer reads no clock, the edge passes
+//! it in ([`TraceStart`]). The simulator passes its virtual epoch instead:
+//! milliseconds since the start of the run.
+//!
+//! A trace of every packet of a multi-gigabit transfer is far too large for
+//! a browser, so the writer keeps only the [`EventClass`]es it is given
+//! ([`EventClasses`]; the default leaves out the per-packet 1-RTT events).
+//!
 //! Rust field names carry units (`smoothed_rtt: Duration`,
 //! `congestion_window_bytes`); the JSON uses qlog's names and units
 //! (milliseconds for times, bytes, bits per second for pacing).
@@ -228,10 +238,52 @@ pub enum EcnState {
     Capable,
 }
 
+/// `connectivity:connection_started`, from the logging end's view: `src`
+/// is this end, `dst` the peer. A sans-IO core does not know its own
+/// address, so `src_ip`/`src_port` may be absent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ConnectionStarted {
+    /// "ipv4" or "ipv6".
+    pub ip_version: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub src_ip: Option<String>,
+    pub dst_ip: String,
+    pub protocol: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub src_port: Option<u16>,
+    pub dst_port: u16,
+    /// Connection IDs in hex.
+    pub src_cid: String,
+    pub dst_cid: String,
+}
+
+impl ConnectionStarted {
+    /// The start of a connection from `local` (when known) to `remote`.
+    pub fn new(
+        local: Option<std::net::SocketAddr>,
+        remote: std::net::SocketAddr,
+        src_cid: String,
+        dst_cid: String,
+    ) -> Self {
+        ConnectionStarted {
+            ip_version: if remote.is_ipv4() { "ipv4" } else { "ipv6" },
+            src_ip: local.map(|a| a.ip().to_string()),
+            dst_ip: remote.ip().to_string(),
+            protocol: "QUIC",
+            src_port: local.map(|a| a.port()),
+            dst_port: remote.port(),
+            src_cid,
+            dst_cid,
+        }
+    }
+}
+
 /// The events Brisk logs, named as in qlog's QUIC schema.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "name", content = "data")]
 pub enum QlogEvent {
+    #[serde(rename = "connectivity:connection_started")]
+    ConnectionStarted(ConnectionStarted),
     #[serde(rename = "transport:packet_sent")]
     PacketSent(PacketEvent),
     #[serde(rename = "transport:packet_received")]
@@ -279,6 +331,146 @@ fn opt_ms<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> 
     }
 }
 
+/// The groups of events a trace can keep or leave out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventClass {
+    /// `connectivity:*`: the connection's start, addresses and IDs.
+    Connectivity,
+    /// Initial and Handshake packets sent and received.
+    Handshake,
+    /// 1-RTT packets sent and received, with their frames: one event per
+    /// packet, by far the largest class.
+    Packets,
+    /// `recovery:metrics_updated` and `recovery:packet_lost`.
+    Recovery,
+    /// Congestion controller and ECN validation state changes.
+    Congestion,
+}
+
+impl EventClass {
+    pub const ALL: [EventClass; 5] = [
+        EventClass::Connectivity,
+        EventClass::Handshake,
+        EventClass::Packets,
+        EventClass::Recovery,
+        EventClass::Congestion,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            EventClass::Connectivity => "connectivity",
+            EventClass::Handshake => "handshake",
+            EventClass::Packets => "packets",
+            EventClass::Recovery => "recovery",
+            EventClass::Congestion => "congestion",
+        }
+    }
+
+    /// The class `event` belongs to.
+    pub fn of(event: &QlogEvent) -> EventClass {
+        match event {
+            QlogEvent::ConnectionStarted(_) => EventClass::Connectivity,
+            QlogEvent::PacketSent(p) | QlogEvent::PacketReceived(p) => {
+                if p.header.packet_type == PacketType::OneRtt {
+                    EventClass::Packets
+                } else {
+                    EventClass::Handshake
+                }
+            }
+            QlogEvent::PacketLost { .. } | QlogEvent::MetricsUpdated(_) => EventClass::Recovery,
+            QlogEvent::CongestionStateUpdated { .. } | QlogEvent::EcnStateUpdated { .. } => {
+                EventClass::Congestion
+            }
+        }
+    }
+
+    fn bit(self) -> u8 {
+        1 << self as u8
+    }
+}
+
+/// A set of [`EventClass`]es, written as a comma-separated list
+/// (`"connectivity,handshake,recovery"`) or `"all"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EventClasses(u8);
+
+impl EventClasses {
+    pub const ALL: EventClasses = EventClasses(0b1_1111);
+
+    pub fn contains(self, class: EventClass) -> bool {
+        self.0 & class.bit() != 0
+    }
+
+    pub fn with(self, class: EventClass) -> Self {
+        EventClasses(self.0 | class.bit())
+    }
+
+    pub fn without(self, class: EventClass) -> Self {
+        EventClasses(self.0 & !class.bit())
+    }
+}
+
+/// Everything but the per-packet 1-RTT events: the handshake, every loss,
+/// window, RTT and state change. Five seconds of a loopback transfer stay
+/// a few megabytes per side.
+impl Default for EventClasses {
+    fn default() -> Self {
+        EventClasses::ALL.without(EventClass::Packets)
+    }
+}
+
+impl std::str::FromStr for EventClasses {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s.trim() == "all" {
+            return Ok(EventClasses::ALL);
+        }
+        let mut set = EventClasses(0);
+        for word in s.split(',').map(str::trim) {
+            let class = EventClass::ALL
+                .into_iter()
+                .find(|c| c.name() == word)
+                .ok_or_else(|| {
+                    let names: Vec<&str> = EventClass::ALL.iter().map(|c| c.name()).collect();
+                    format!(
+                        "unknown qlog event class {word:?}: expected \"all\" or a comma-separated list of {}",
+                        names.join(", ")
+                    )
+                })?;
+            set = set.with(class);
+        }
+        Ok(set)
+    }
+}
+
+impl std::fmt::Display for EventClasses {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = EventClass::ALL
+            .into_iter()
+            .filter(|c| self.contains(*c))
+            .map(EventClass::name)
+            .collect();
+        f.write_str(&names.join(","))
+    }
+}
+
+/// Where and when a trace starts: what the header records.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TraceStart {
+    pub title: String,
+    pub vantage: VantagePoint,
+    /// The instant, on the driver's clock, that event times count from.
+    pub reference: Instant,
+    /// The same instant in milliseconds since the Unix epoch (the
+    /// simulator: since the start of the run).
+    pub reference_time_ms: f64,
+    /// Ties the client's and the server's trace of one connection
+    /// together: the client's first destination connection ID, in hex.
+    pub group_id: Option<String>,
+    pub classes: EventClasses,
+}
+
 #[derive(Serialize)]
 struct Header<'a> {
     qlog_format: &'static str,
@@ -290,17 +482,18 @@ struct Header<'a> {
 #[derive(Serialize)]
 struct Trace<'a> {
     vantage_point: &'a VantagePoint,
-    common_fields: CommonFields,
+    common_fields: CommonFields<'a>,
 }
 
 #[derive(Serialize)]
-struct CommonFields {
+struct CommonFields<'a> {
     /// Brisk's events use QUIC's schema, so tools read them as QUIC.
     protocol_type: [&'static str; 1],
     time_format: &'static str,
-    /// The reference instant in ms on Brisk's clock (whose epoch is the
-    /// start of the run, not the Unix epoch).
+    /// See [`TraceStart::reference_time_ms`].
     reference_time: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    group_id: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -317,47 +510,48 @@ struct Record<'a> {
 pub struct QlogWriter<W: Write> {
     out: W,
     reference: Instant,
+    classes: EventClasses,
     events: u64,
 }
 
 impl<W: Write> QlogWriter<W> {
-    /// Writes the header; event times count from `Instant::ZERO`.
-    pub fn new(out: W, title: &str, vantage: VantagePoint) -> Result<Self, QlogError> {
-        Self::with_reference(out, title, vantage, Instant::ZERO)
-    }
-
-    /// Writes the header; event times count from `reference` (e.g. the
-    /// moment a connection started).
-    pub fn with_reference(
-        mut out: W,
-        title: &str,
-        vantage: VantagePoint,
-        reference: Instant,
-    ) -> Result<Self, QlogError> {
+    /// Writes the header of the trace `start` describes.
+    pub fn new(mut out: W, start: &TraceStart) -> Result<Self, QlogError> {
         let header = Header {
             qlog_format: QLOG_FORMAT,
             qlog_version: QLOG_VERSION,
-            title,
+            title: &start.title,
             trace: Trace {
-                vantage_point: &vantage,
+                vantage_point: &start.vantage,
                 common_fields: CommonFields {
                     protocol_type: ["QUIC"],
                     time_format: "relative",
-                    reference_time: reference.as_nanos() as f64 / 1e6,
+                    reference_time: start.reference_time_ms,
+                    group_id: start.group_id.as_deref(),
                 },
             },
         };
         write_record(&mut out, &header)?;
         Ok(QlogWriter {
             out,
-            reference,
+            reference: start.reference,
+            classes: start.classes,
             events: 0,
         })
     }
 
-    /// Appends one event that happened at `time`. An event before the
-    /// reference gets a negative time rather than a wrong one.
+    /// Whether events of `class` are written (the others are dropped).
+    pub fn wants(&self, class: EventClass) -> bool {
+        self.classes.contains(class)
+    }
+
+    /// Appends one event that happened at `time`, if its class is kept.
+    /// An event before the reference gets a negative time rather than a
+    /// wrong one.
     pub fn event(&mut self, time: Instant, ev: &QlogEvent) -> Result<(), QlogError> {
+        if !self.wants(EventClass::of(ev)) {
+            return Ok(());
+        }
         let ns = i128::from(time.as_nanos()) - i128::from(self.reference.as_nanos());
         write_record(
             &mut self.out,
@@ -370,7 +564,7 @@ impl<W: Write> QlogWriter<W> {
         Ok(())
     }
 
-    /// Events written so far (the header not counted).
+    /// Events written so far (the header and dropped events not counted).
     pub fn events(&self) -> u64 {
         self.events
     }
@@ -490,10 +684,19 @@ mod tests {
         ]
     }
 
+    fn start(reference: Instant, classes: EventClasses) -> TraceStart {
+        TraceStart {
+            title: "bulk over L4S".into(),
+            vantage: VantagePoint::new(VantageKind::Client, "brisk client"),
+            reference,
+            reference_time_ms: 1_764_190_800_123.5,
+            group_id: Some("0a0b".into()),
+            classes,
+        }
+    }
+
     fn write(reference: Instant, events: &[(Instant, QlogEvent)]) -> Vec<u8> {
-        let vantage = VantagePoint::new(VantageKind::Client, "brisk client");
-        let mut w =
-            QlogWriter::with_reference(Vec::new(), "bulk over L4S", vantage, reference).unwrap();
+        let mut w = QlogWriter::new(Vec::new(), &start(reference, EventClasses::ALL)).unwrap();
         for (t, e) in events {
             w.event(*t, e).unwrap();
         }
@@ -513,7 +716,7 @@ mod tests {
                 "title": "bulk over L4S",
                 "trace": {
                     "vantage_point": {"name": "brisk client", "type": "client"},
-                    "common_fields": {"protocol_type": ["QUIC"], "time_format": "relative", "reference_time": 1500.0}
+                    "common_fields": {"protocol_type": ["QUIC"], "time_format": "relative", "reference_time": 1_764_190_800_123.5, "group_id": "0a0b"}
                 }
             })
         );
@@ -628,10 +831,90 @@ mod tests {
                 Ok(())
             }
         }
-        let vantage = VantagePoint::new(VantageKind::Server, "s");
         assert!(matches!(
-            QlogWriter::new(Broken, "t", vantage),
+            QlogWriter::new(Broken, &start(Instant::ZERO, EventClasses::ALL)),
             Err(QlogError::Io(_))
         ));
+    }
+
+    #[test]
+    fn connection_started_names_both_ends_by_family() {
+        for (local, remote, family) in [
+            ("192.0.2.1:40000", "198.51.100.7:4433", "ipv4"),
+            ("[2001:db8::1]:40000", "[2001:db8:1::7]:4433", "ipv6"),
+        ] {
+            let ev = QlogEvent::ConnectionStarted(ConnectionStarted::new(
+                Some(local.parse().unwrap()),
+                remote.parse().unwrap(),
+                "01".into(),
+                "02".into(),
+            ));
+            assert_eq!(EventClass::of(&ev), EventClass::Connectivity);
+            let recs = records(&write(Instant::ZERO, &[(Instant::ZERO, ev)]));
+            let l: std::net::SocketAddr = local.parse().unwrap();
+            let r: std::net::SocketAddr = remote.parse().unwrap();
+            assert_eq!(recs[1]["name"], "connectivity:connection_started");
+            assert_eq!(
+                recs[1]["data"],
+                json!({
+                    "ip_version": family, "protocol": "QUIC",
+                    "src_ip": l.ip().to_string(), "src_port": 40000,
+                    "dst_ip": r.ip().to_string(), "dst_port": 4433,
+                    "src_cid": "01", "dst_cid": "02"
+                })
+            );
+        }
+    }
+
+    #[test]
+    fn classes_parse_print_and_filter() {
+        let default = EventClasses::default();
+        assert_eq!(
+            default.to_string(),
+            "connectivity,handshake,recovery,congestion"
+        );
+        assert_eq!("all".parse::<EventClasses>(), Ok(EventClasses::ALL));
+        assert_eq!(
+            " packets , recovery"
+                .parse::<EventClasses>()
+                .map(|c| c.to_string()),
+            Ok("packets,recovery".to_string())
+        );
+        let err = "packets,streems".parse::<EventClasses>().unwrap_err();
+        assert!(
+            err.contains("\"streems\"") && err.contains("congestion"),
+            "{err}"
+        );
+
+        let handshake = QlogEvent::PacketSent(PacketEvent {
+            header: PacketHeader {
+                packet_type: PacketType::Initial,
+                packet_number: 0,
+            },
+            frames: vec![],
+            raw: None,
+        });
+        let mut events: Vec<(Instant, QlogEvent)> = vec![(Instant::ZERO, handshake)];
+        events.extend(every_event().into_iter().map(|e| (Instant::ZERO, e)));
+        let mut w = QlogWriter::new(Vec::new(), &start(Instant::ZERO, default)).unwrap();
+        for (t, e) in &events {
+            w.event(*t, e).unwrap();
+        }
+        let recs = records(&w.into_inner().unwrap());
+        let kept: Vec<String> = recs[1..]
+            .iter()
+            .map(|r| format!("{} {}", r["name"], r["data"]["header"]["packet_type"]))
+            .collect();
+        assert_eq!(
+            kept,
+            [
+                "\"transport:packet_sent\" \"initial\"",
+                "\"recovery:packet_lost\" \"1RTT\"",
+                "\"recovery:metrics_updated\" null",
+                "\"recovery:congestion_state_updated\" null",
+                "\"recovery:ecn_state_updated\" null",
+            ],
+            "1-RTT packet events are left out by default"
+        );
     }
 }

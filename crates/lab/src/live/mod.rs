@@ -192,6 +192,7 @@ pub(crate) mod tests {
                         capture: None,
                         series: false,
                         ip: None,
+                        qlog: None,
                     },
                 );
                 ScenarioRun {

@@ -681,6 +681,32 @@ impl Connection {
         self.qlog = Some(sink);
     }
 
+    /// Traces this new connection into the sink `factory` makes, starting
+    /// with a `connection_started` event; called before its first packet.
+    pub(crate) fn start_qlog(&mut self, now: Instant, factory: &crate::qlog::QlogFactory) {
+        use crate::qlog::{ConnectionStarted, QlogEvent, QlogStart, VantageKind, hex};
+        let start = QlogStart {
+            vantage: match self.side {
+                Side::Client => VantageKind::Client,
+                Side::Server => VantageKind::Server,
+            },
+            now,
+            remote: self.remote,
+            group_id: hex(&self.initial_dcid),
+        };
+        let Some(mut sink) = (factory.0)(&start) else {
+            return;
+        };
+        let started = ConnectionStarted::new(
+            None,
+            self.remote,
+            hex(&self.local_cid),
+            hex(&self.remote_cid),
+        );
+        sink.emit(now, QlogEvent::ConnectionStarted(started));
+        self.qlog = Some(sink);
+    }
+
     // ---- application: streams ----
 
     pub fn open_stream(&mut self, bidi: bool, priority: Priority) -> Result<StreamId, StreamError> {

@@ -467,7 +467,11 @@ impl Connection {
         }
         self.restart_idle_timer(now);
         self.eliciting_sent_since_rx = false;
-        if let Some(q) = self.qlog.as_mut() {
+        if let Some(q) = self
+            .qlog
+            .as_mut()
+            .filter(|q| q.wants(qlog::EventClass::Packets))
+        {
             q.emit(
                 now,
                 QlogEvent::PacketReceived(PacketEvent {
@@ -873,7 +877,12 @@ impl Connection {
         }
     }
 
-    fn log_long_received(&mut self, now: Instant, ty: LongType, view: &HeaderView<&[u8]>) {
+    pub(crate) fn log_long_received(
+        &mut self,
+        now: Instant,
+        ty: LongType,
+        view: &HeaderView<&[u8]>,
+    ) {
         if let Some(q) = self.qlog.as_mut() {
             let packet_type = if ty == LongType::Initial {
                 PacketType::Initial

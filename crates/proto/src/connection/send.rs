@@ -322,7 +322,10 @@ impl Connection {
         header.emit(out);
         let payload_start = out.len();
         let limit = payload_start + space;
-        let tracing = self.qlog.is_some();
+        let tracing = self
+            .qlog
+            .as_ref()
+            .is_some_and(|q| q.wants(qlog::EventClass::Packets));
         let mut qframes: Vec<QlogFrame> = Vec::new();
         let mut frames = SentFrames::new();
         let mut largest_acked = None;
@@ -451,7 +454,7 @@ impl Connection {
                 self.stats.probes_sent += 1;
             }
         }
-        if let Some(q) = self.qlog.as_mut() {
+        if let Some(q) = self.qlog.as_mut().filter(|_| tracing) {
             q.emit(
                 now,
                 QlogEvent::PacketSent(PacketEvent {

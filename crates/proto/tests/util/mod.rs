@@ -245,6 +245,8 @@ pub struct PairConfig {
     /// of room (checked untouched, then cut off) instead of through
     /// `poll_transmit`; 0 for the latter.
     pub headroom: usize,
+    /// Traces both endpoints' connections from their creation.
+    pub qlog: Option<brisk_proto::qlog::QlogFactory>,
 }
 
 impl PairConfig {
@@ -260,6 +262,7 @@ impl PairConfig {
             to_client: LinkConfig::delay(10),
             owned: false,
             headroom: 0,
+            qlog: None,
         }
     }
 
@@ -304,7 +307,11 @@ impl Pair {
     pub fn new(cfg: PairConfig) -> Pair {
         let (client_addr, server_addr) = cfg.family.addrs();
         let mut client = Endpoint::new(cfg.seed, None);
-        let server = Endpoint::new(cfg.seed.wrapping_add(1), Some(cfg.server));
+        let mut server = Endpoint::new(cfg.seed.wrapping_add(1), Some(cfg.server));
+        if let Some(f) = cfg.qlog {
+            client.set_qlog(f.clone());
+            server.set_qlog(f);
+        }
         let client_conn = client
             .connect(Instant::ZERO, server_addr, cfg.client)
             .expect("connect");

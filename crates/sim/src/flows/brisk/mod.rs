@@ -30,6 +30,7 @@ pub use video::{FRAME_DEADLINE, MAX_VIDEO_BPS, MIN_VIDEO_BPS, STALL_WINDOW};
 use super::{AppReport, End, FlowAddrs, FlowApp};
 use brisk_proto::congestion::CcAlgorithm;
 use brisk_proto::crypto::Keypair;
+use brisk_proto::qlog::{QlogFactory, QlogSink, Tee};
 use brisk_proto::streams::StreamsConfig;
 use brisk_proto::{
     ClientConfig, ConnectionHandle, ConnectionStats, Endpoint, Event, ServerConfig, TransportConfig,
@@ -115,6 +116,8 @@ pub struct BriskConfig {
     pub workload: BriskWorkload,
     /// Record the window over time and time-sequence events.
     pub series: bool,
+    /// Traces both ends' connections from their first handshake packet.
+    pub qlog: Option<QlogFactory>,
 }
 
 impl BriskConfig {
@@ -264,6 +267,23 @@ impl std::fmt::Debug for BriskFlow {
     }
 }
 
+/// The client's qlog: the user's trace, the time-sequence tracer, both or
+/// neither.
+fn client_qlog(user: Option<QlogFactory>, trace: &Tracer) -> Option<QlogFactory> {
+    let tracer = trace.is_enabled().then(|| trace.clone());
+    match (user, tracer) {
+        (None, None) => None,
+        (Some(f), None) => Some(f),
+        (user, Some(tracer)) => Some(QlogFactory(std::sync::Arc::new(move |s| {
+            let tracer: Box<dyn QlogSink> = Box::new(tracer.clone());
+            Some(match user.as_ref().and_then(|f| (f.0)(s)) {
+                Some(file) => Box::new(Tee(file, tracer)),
+                None => tracer,
+            })
+        }))),
+    }
+}
+
 impl BriskFlow {
     pub fn new(config: BriskConfig) -> Self {
         let mut key_rng = brisk_netmodel::rng(config.seed, 0x6b65_7973);
@@ -277,14 +297,27 @@ impl BriskFlow {
         let workload = config.build_workload(&transport.streams);
         client_config.transport = transport;
         let window = client_config.transport.streams.connection_receive_window;
+        let trace = if config.series {
+            Tracer::enabled(window)
+        } else {
+            Tracer::default()
+        };
+        let mut client = Endpoint::new(config.seed ^ 0xc11e_0001, None);
+        let mut server = Endpoint::new(config.seed ^ 0x5e7e_0002, Some(server_config));
+        if let Some(f) = &config.qlog {
+            server.set_qlog(f.clone());
+        }
+        if let Some(f) = client_qlog(config.qlog, &trace) {
+            client.set_qlog(f);
+        }
         BriskFlow {
             addrs: config.addrs,
             cc: config.cc.name(),
             app: config.workload.name(),
             start: config.start,
             series: config.series,
-            client: Endpoint::new(config.seed ^ 0xc11e_0001, None),
-            server: Endpoint::new(config.seed ^ 0x5e7e_0002, Some(server_config)),
+            client,
+            server,
             client_config: Some(client_config),
             client_conn: None,
             server_conn: None,
@@ -292,11 +325,7 @@ impl BriskFlow {
             receiver_up: false,
             workload,
             polled_at: None,
-            trace: if config.series {
-                Tracer::enabled(window)
-            } else {
-                Tracer::default()
-            },
+            trace,
             rtt_samples: Vec::new(),
             last_rtt_sample: None,
             cwnd: Vec::new(),
@@ -347,12 +376,7 @@ impl BriskFlow {
         };
         self.touch(End::Sender);
         match self.client.connect(now, self.addrs.receiver, config) {
-            Ok(h) => {
-                self.client_conn = Some(h);
-                if let (true, Some(c)) = (self.trace.is_enabled(), self.client.connection_mut(h)) {
-                    c.set_qlog(Box::new(self.trace.clone()));
-                }
-            }
+            Ok(h) => self.client_conn = Some(h),
             Err(e) => self.error = Some(e.to_string()),
         }
     }
