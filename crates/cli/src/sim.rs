@@ -2,13 +2,14 @@
 //! [--qlog DIR [--qlog-events LIST]]`.
 
 use anyhow::{Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
 use brisk_proto::qlog::{EventClasses, QlogStart};
 use brisk_sim::FlowQlog;
 use brisk_sim::capture::PcapSink;
 use brisk_sim::scenario::{IpFamily, Scenario, parse_duration};
 use brisk_sim::{RunOptions, results::Results};
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::{BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -63,7 +64,10 @@ pub fn run(args: SimArgs) -> Result<()> {
         }
         None => None,
     };
+    let bar = progress_bar(scenario.duration);
+    let mut report_progress = |reached: Duration| bar.set_position(reached.as_millis() as u64);
     let options = RunOptions {
+        progress: Some(&mut report_progress),
         seed: args.seed,
         capture: pcap
             .as_mut()
@@ -85,6 +89,7 @@ pub fn run(args: SimArgs) -> Result<()> {
     let started = std::time::Instant::now();
     let run = brisk_sim::run(&scenario, options);
     let wall = started.elapsed();
+    bar.finish_and_clear();
     if let (Some(dir), Some(pcap)) = (&args.out, pcap) {
         pcap.finish().context("cannot write bottleneck.pcap")?;
         write_results(dir, &run.results)?;
@@ -108,6 +113,24 @@ pub fn run(args: SimArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// A bar of virtual time on stderr when it is a terminal (cleared when
+/// the run ends); hidden otherwise, so logs and pipes get no control
+/// characters.
+fn progress_bar(duration: Duration) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(duration.as_millis() as u64);
+    if let Ok(style) = ProgressStyle::with_template(
+        "simulating {bar:40} {msg} elapsed {elapsed}, eta {eta}",
+    ) {
+        bar.set_style(style);
+    }
+    let total = duration.as_secs_f64();
+    bar.set_message(format!("of {total:.0} s of virtual time"));
+    bar
 }
 
 /// qlog files in `dir`, one per end of each brisk flow; `reference_time`

@@ -118,6 +118,7 @@ fn run_one(s: &SuiteScenario, suite: &Suite, config: &RunConfig) -> Result<Finis
             series: true,
             ip: None,
             qlog: None,
+            progress: None,
         },
     );
     let pcap = match sink {

@@ -30,6 +30,10 @@ use std::time::Duration;
 /// only a packet id) can be charged to the right flow.
 const FLOW_SHIFT: u32 = 40;
 
+/// How often a run reports its progress: rare enough to cost nothing,
+/// a few times a second of wall time.
+const PROGRESS_EVERY_STEPS: u64 = 1 << 16;
+
 /// A component's number in the visiting order: three per flow, then the
 /// two bottleneck directions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -188,6 +192,7 @@ pub struct Engine<'c> {
     down_losses: u64,
     up_losses: u64,
     capture: Option<&'c mut dyn CaptureSink>,
+    progress: Option<&'c mut dyn FnMut(Duration)>,
     steps: u64,
     packet_hops: u64,
 }
@@ -253,9 +258,16 @@ impl<'c> Engine<'c> {
             down_losses: 0,
             up_losses: 0,
             capture,
+            progress: None,
             steps: 0,
             packet_hops: 0,
         }
+    }
+
+    /// Tells `progress` the virtual time reached every few ten thousand
+    /// steps, so a long run can show how far it is.
+    pub fn set_progress(&mut self, progress: &'c mut dyn FnMut(Duration)) {
+        self.progress = Some(progress);
     }
 
     /// The bottleneck's own round trip (both propagation delays).
@@ -319,6 +331,11 @@ impl<'c> Engine<'c> {
         while let Some(t) = self.wakeups.next_time().filter(|t| *t <= self.end) {
             self.now = t;
             self.steps += 1;
+            if self.steps % PROGRESS_EVERY_STEPS == 0
+                && let Some(progress) = self.progress.as_mut()
+            {
+                progress(t - Instant::ZERO);
+            }
             self.wakeups.start_round(t);
             while let Some(c) = self.wakeups.pop_due() {
                 self.visit(Component::from_index(c, n));

@@ -46,6 +46,8 @@ pub struct RunOptions<'c> {
     pub ip: Option<IpFamily>,
     /// Traces both ends of every brisk flow (see [`FlowQlog`]).
     pub qlog: Option<FlowQlog>,
+    /// Told the virtual time reached, now and then, for a progress display.
+    pub progress: Option<&'c mut dyn FnMut(Duration)>,
 }
 
 /// Makes the qlog sink of one end of a brisk flow, given the flow's name.
@@ -195,6 +197,9 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Run {
     }
     let seed = options.seed.unwrap_or(s.seed);
     let mut engine = Engine::new(&s, seed, options.capture);
+    if let Some(progress) = options.progress {
+        engine.set_progress(progress);
+    }
     let end = Instant::ZERO + s.duration;
     for (i, spanned) in s.flows.iter().enumerate() {
         let spec = spanned.get_ref();

@@ -193,6 +193,7 @@ pub(crate) mod tests {
                         series: false,
                         ip: None,
                         qlog: None,
+                        progress: None,
                     },
                 );
                 ScenarioRun {
