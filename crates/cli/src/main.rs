@@ -9,6 +9,7 @@ mod keygen;
 mod lab;
 mod live;
 mod perf;
+mod rpm;
 mod seconds;
 mod serve;
 mod sim;
@@ -48,6 +49,8 @@ enum Command {
     Get(get::GetArgs),
     /// Throughput and request/response latency over Brisk.
     Perf(perf::PerfArgs),
+    /// Responsiveness under load (round trips per minute) over HTTP/2.
+    Rpm(rpm::RpmArgs),
 }
 
 fn main() -> ExitCode {
@@ -62,6 +65,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve::run(args),
         Command::Get(args) => get::run(args),
         Command::Perf(args) => perf::run(args),
+        Command::Rpm(args) => rpm::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
