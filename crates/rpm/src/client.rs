@@ -121,7 +121,30 @@ enum Sample {
 /// it) and the bytes its load moved.
 struct LoadConnection {
     sender: SendRequest<RequestBody>,
+    direction: Direction,
+    /// Downloads: body bytes the application read. Uploads: bytes handed to
+    /// HTTP/2, used only where `TCP_INFO` is unavailable.
     bytes: Arc<AtomicU64>,
+    socket: Option<std::os::fd::OwnedFd>,
+    /// The connection's driver and transfer; dropping them closes it.
+    _tasks: JoinSet<()>,
+}
+
+impl LoadConnection {
+    /// Bytes moved so far. An upload counts what the server's TCP
+    /// acknowledged (`TCP_INFO`), not what sits in buffers on the way.
+    fn moved(&self) -> u64 {
+        if self.direction == Direction::Upload
+            && let Some(acked) = self
+                .socket
+                .as_ref()
+                .and_then(|s| brisk_tcp::tcp_info::TcpInfo::read(s).ok())
+                .and_then(|i| i.bytes_acked)
+        {
+            return acked;
+        }
+        self.bytes.load(Ordering::Relaxed)
+    }
 }
 
 fn empty() -> RequestBody {
@@ -225,15 +248,19 @@ pub async fn run(
     let (tx, mut rx) = mpsc::unbounded_channel();
     let mut downloads: Vec<LoadConnection> = Vec::new();
     let mut uploads: Vec<LoadConnection> = Vec::new();
-    let mut load_tasks = JoinSet::new();
     let mut probe_tasks = JoinSet::new();
+    // Connections being opened: the loop keeps probing meanwhile.
+    let mut opening: JoinSet<Result<LoadConnection, String>> = JoinSet::new();
+    let (mut opening_down, mut opening_up) = (0usize, 0usize);
 
     let start = Instant::now();
+    // The first connections are awaited, so an unreachable endpoint is
+    // reported at once.
     if options.direction.download() {
-        downloads.push(start_download(&target, &large, &mut load_tasks).await?);
+        downloads.push(open_load(target.clone(), large.clone(), Direction::Download).await?);
     }
     if options.direction.upload() {
-        uploads.push(start_upload(&target, &upload, &mut load_tasks).await?);
+        uploads.push(open_load(target.clone(), upload.clone(), Direction::Upload).await?);
     }
 
     let mut down_stability = Stability::new(options.mad, options.sdt);
@@ -254,10 +281,25 @@ pub async fn run(
         tokio::time::Instant::now() + options.interval,
         options.interval,
     );
+    interval_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut last_tick = Instant::now();
     let deadline = tokio::time::Instant::now() + options.max_time;
     loop {
         tokio::select! {
             _ = tokio::time::sleep_until(deadline) => break,
+            Some(joined) = opening.join_next() => match joined {
+                Ok(Ok(conn)) => {
+                    if conn.direction == Direction::Upload {
+                        opening_up -= 1;
+                        uploads.push(conn);
+                    } else {
+                        opening_down -= 1;
+                        downloads.push(conn);
+                    }
+                }
+                Ok(Err(e)) => return Err(format!("adding a load-generating connection: {e}")),
+                Err(e) => return Err(format!("adding a load-generating connection: {e}")),
+            },
             Some(sample) = rx.recv() => match sample {
                 Sample::Foreign { tcp, tls, http } => {
                     current.tcp_foreign_ms.push(ms(tcp));
@@ -278,11 +320,15 @@ pub async fn run(
                 }
             }
             _ = interval_tick.tick() => {
-                let secs = options.interval.as_secs_f64();
-                let down_total: u64 = downloads.iter().map(|c| c.bytes.load(Ordering::Relaxed)).sum();
-                let up_total: u64 = uploads.iter().map(|c| c.bytes.load(Ordering::Relaxed)).sum();
-                let down_bps = (down_total - last_down) as f64 * 8.0 / secs;
-                let up_bps = (up_total - last_up) as f64 * 8.0 / secs;
+                // The actual time since the last evaluation: a busy host
+                // delays ticks, and the rate must not inherit that error.
+                let now = Instant::now();
+                let secs = (now - last_tick).as_secs_f64().max(1e-3);
+                last_tick = now;
+                let down_total: u64 = downloads.iter().map(LoadConnection::moved).sum();
+                let up_total: u64 = uploads.iter().map(LoadConnection::moved).sum();
+                let down_bps = down_total.saturating_sub(last_down) as f64 * 8.0 / secs;
+                let up_bps = up_total.saturating_sub(last_up) as f64 * 8.0 / secs;
                 (last_down, last_up) = (down_total, up_total);
                 down_history.push(down_bps);
                 up_history.push(up_bps);
@@ -290,14 +336,16 @@ pub async fn run(
                 let mut saturated = true;
                 if options.direction.download() && !down_stability.push(down_bps) {
                     saturated = false;
-                    if downloads.len() < options.max_connections {
-                        downloads.push(start_download(&target, &large, &mut load_tasks).await?);
+                    if downloads.len() + opening_down < options.max_connections {
+                        opening_down += 1;
+                        opening.spawn(open_load(target.clone(), large.clone(), Direction::Download));
                     }
                 }
                 if options.direction.upload() && !up_stability.push(up_bps) {
                     saturated = false;
-                    if uploads.len() < options.max_connections {
-                        uploads.push(start_upload(&target, &upload, &mut load_tasks).await?);
+                    if uploads.len() + opening_up < options.max_connections {
+                        opening_up += 1;
+                        opening.spawn(open_load(target.clone(), upload.clone(), Direction::Upload));
                     }
                 }
                 goodput_stable = saturated;
@@ -323,7 +371,10 @@ pub async fn run(
     }
     let duration = start.elapsed();
     drop(probe_tasks);
-    drop(load_tasks);
+    drop(opening);
+    let (download_connections, upload_connections) = (downloads.len(), uploads.len());
+    drop(downloads);
+    drop(uploads);
     drop(tasks);
 
     // The result: the probes and goodput of the last MAD intervals, the
@@ -352,8 +403,8 @@ pub async fn run(
         direction: options.direction,
         download_bps: recent_mean(&down_history, options.mad),
         upload_bps: recent_mean(&up_history, options.mad),
-        download_connections: downloads.len(),
-        upload_connections: uploads.len(),
+        download_connections,
+        upload_connections,
         goodput_stable,
         responsiveness_stable: rpm_stable,
         duration_s: duration.as_secs_f64(),
@@ -376,61 +427,47 @@ fn recent_mean(history: &[f64], n: usize) -> f64 {
     }
 }
 
-async fn start_download(
-    target: &Target,
-    large: &Uri,
-    tasks: &mut JoinSet<()>,
+/// Opens one load-generating connection and starts its endless transfer:
+/// a GET of the large endpoint, or a POST to the upload endpoint.
+async fn open_load(
+    target: Target,
+    uri: Uri,
+    direction: Direction,
 ) -> Result<LoadConnection, String> {
-    let mut conn = connect::open(target, tasks).await?;
+    let mut tasks = JoinSet::new();
+    let mut conn = connect::open(&target, &mut tasks).await?;
     let bytes = Arc::new(AtomicU64::new(0));
-    let mut sender = conn.sender.clone();
-    sender
+    conn.sender
         .ready()
         .await
         .map_err(|e| format!("load connection closed: {e}"))?;
-    let response = sender.send_request(request(Method::GET, large, empty())?);
-    let counter = bytes.clone();
-    tasks.spawn(async move {
-        let Ok(response) = response.await else { return };
-        let mut body = response.into_body();
-        while let Some(Ok(frame)) = body.frame().await {
-            if let Some(d) = frame.data_ref() {
-                counter.fetch_add(d.len() as u64, Ordering::Relaxed);
+    if direction == Direction::Upload {
+        let body = Endless::new(bytes.clone()).boxed();
+        let response = conn.sender.send_request(request(Method::POST, &uri, body)?);
+        tasks.spawn(async move {
+            let _ = response.await;
+        });
+    } else {
+        let response = conn
+            .sender
+            .send_request(request(Method::GET, &uri, empty())?);
+        let counter = bytes.clone();
+        tasks.spawn(async move {
+            let Ok(response) = response.await else { return };
+            let mut body = response.into_body();
+            while let Some(Ok(frame)) = body.frame().await {
+                if let Some(d) = frame.data_ref() {
+                    counter.fetch_add(d.len() as u64, Ordering::Relaxed);
+                }
             }
-        }
-    });
-    conn.sender
-        .ready()
-        .await
-        .map_err(|e| format!("load connection closed: {e}"))?;
+        });
+    }
     Ok(LoadConnection {
         sender: conn.sender,
+        direction,
         bytes,
-    })
-}
-
-async fn start_upload(
-    target: &Target,
-    upload: &Uri,
-    tasks: &mut JoinSet<()>,
-) -> Result<LoadConnection, String> {
-    let mut conn = connect::open(target, tasks).await?;
-    let bytes = Arc::new(AtomicU64::new(0));
-    conn.sender
-        .ready()
-        .await
-        .map_err(|e| format!("load connection closed: {e}"))?;
-    let response = conn.sender.send_request(request(
-        Method::POST,
-        upload,
-        Endless::new(bytes.clone()).boxed(),
-    )?);
-    tasks.spawn(async move {
-        let _ = response.await;
-    });
-    Ok(LoadConnection {
-        sender: conn.sender,
-        bytes,
+        socket: conn.socket,
+        _tasks: tasks,
     })
 }
 

@@ -37,11 +37,18 @@ impl Target {
     }
 }
 
+/// `TCP_NOTSENT_LOWAT` on every client socket, as the draft asks of
+/// implementations: an upload keeps at most this much unsent in the kernel,
+/// so a request on the same connection is not queued behind seconds of it.
+pub const CLIENT_NOTSENT_LOWAT: u32 = 16 * 1024;
+
 /// A connection ready for requests, with how long each handshake took.
 pub struct Connection {
     pub sender: SendRequest<RequestBody>,
     pub tcp: Duration,
     pub tls: Duration,
+    /// A second handle on the TCP socket, to read `TCP_INFO` from.
+    pub socket: Option<std::os::fd::OwnedFd>,
 }
 
 /// Opens one connection; its driver task goes into `tasks`, so dropping
@@ -51,8 +58,11 @@ pub async fn open(target: &Target, tasks: &mut JoinSet<()>) -> Result<Connection
     let tcp = TcpStream::connect(target.addr)
         .await
         .map_err(|e| format!("TCP connection to {}: {e}", target.addr))?;
-    let _ = tcp.set_nodelay(true);
     let tcp_done = Instant::now();
+    let _ = tcp.set_nodelay(true);
+    // Best effort: kernels without the option still measure, as before 3.12.
+    let _ = brisk_tcp::sockopt::set_notsent_lowat(&tcp, CLIENT_NOTSENT_LOWAT);
+    let socket = std::os::fd::AsFd::as_fd(&tcp).try_clone_to_owned().ok();
     let tls = target
         .tls
         .connect(target.server_name.clone(), tcp)
@@ -75,5 +85,6 @@ pub async fn open(target: &Target, tasks: &mut JoinSet<()>) -> Result<Connection
         sender,
         tcp: tcp_done - start,
         tls: tls_done - tcp_done,
+        socket,
     })
 }
