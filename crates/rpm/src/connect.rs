@@ -63,11 +63,14 @@ pub async fn open(target: &Target, tasks: &mut JoinSet<()>) -> Result<Connection
     // Best effort: kernels without the option still measure, as before 3.12.
     let _ = brisk_tcp::sockopt::set_notsent_lowat(&tcp, CLIENT_NOTSENT_LOWAT);
     let socket = std::os::fd::AsFd::as_fd(&tcp).try_clone_to_owned().ok();
-    let tls = target
+    let mut tls = target
         .tls
         .connect(target.server_name.clone(), tcp)
         .await
         .map_err(|e| format!("TLS handshake with {}: {e}", target.addr))?;
+    tls.get_mut()
+        .1
+        .set_buffer_limit(Some(crate::tls::SEND_BUFFER_LIMIT));
     let tls_done = Instant::now();
     if tls.get_ref().1.alpn_protocol() != Some(b"h2") {
         return Err(format!("{} did not agree to HTTP/2 (ALPN h2)", target.addr));

@@ -76,9 +76,12 @@ impl Server {
             let _ = stream.set_nodelay(true);
             let acceptor = self.acceptor.clone();
             tokio::spawn(async move {
-                let Ok(tls) = acceptor.accept(stream).await else {
+                let Ok(mut tls) = acceptor.accept(stream).await else {
                     return;
                 };
+                tls.get_mut()
+                    .1
+                    .set_buffer_limit(Some(crate::tls::SEND_BUFFER_LIMIT));
                 let service = hyper::service::service_fn(handle);
                 // A client that goes away mid-stream ends its connection only.
                 let _ = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
