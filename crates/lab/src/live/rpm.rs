@@ -13,15 +13,16 @@
 //! Checks (Apple's scale: under 300 RPM poor, 1,000 and above good):
 //! - the bloated FIFO without the mark is **poor (< 300 RPM)**;
 //! - through FQ-CoDel a new connection's HTTP/2 request takes **≤ 40 ms**
-//!   (twice the base RTT; measured 24-26 ms), and through the FIFO
-//!   **≥ 5x** as long (measured 446-542 ms);
+//!   (twice the base RTT; measured 24-26 ms in three runs), and through
+//!   the FIFO with the mark **≥ 5x** as long (279-542 ms);
 //! - through FQ-CoDel the mark **shortens** the self probes (requests on
 //!   the loaded connections, which wait behind the server's unsent data)
-//!   to **≤ 0.8** of their time without (measured 0.61 and 0.62);
+//!   to **≤ 0.8** of their time without (measured 0.60-0.62);
 //! - the load fills the link: FQ-CoDel's download **≥ 70%** of 20 Mbit/s.
 //!
-//! What the checks do not claim: the RPM through FQ-CoDel stays under
-//! 300 in these runs, because the self probes still take 400-650 ms; the
+//! What the checks do not claim: a good rating. Through FQ-CoDel the RPM
+//! was 181-332 in three runs, because the self probes still take
+//! 340-640 ms; the
 //! new-connection probes are near the base RTT, so the remaining delay is
 //! in the loaded connections themselves (HTTP/2 and TLS buffering at the
 //! ends), not in the queue.
