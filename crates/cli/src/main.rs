@@ -11,6 +11,7 @@ mod live;
 mod live_summary;
 mod perf;
 mod qlog;
+mod rpm;
 mod seconds;
 mod serve;
 mod sim;
@@ -51,6 +52,8 @@ enum Command {
     Get(get::GetArgs),
     /// Throughput and request/response latency over Brisk.
     Perf(perf::PerfArgs),
+    /// Responsiveness under load (round trips per minute) over HTTP/2.
+    Rpm(rpm::RpmArgs),
 }
 
 fn main() -> ExitCode {
@@ -65,6 +68,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve::run(args),
         Command::Get(args) => get::run(args),
         Command::Perf(args) => perf::run(args),
+        Command::Rpm(args) => rpm::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

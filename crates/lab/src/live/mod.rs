@@ -14,7 +14,9 @@
 //! Brisk itself on real sockets beside kernel TCP, whose files are the
 //! networks to run (not off and on): [`l4s_dualpi2`] (Prague beside CUBIC
 //! through DualPI2, then a FIFO) and [`loss_goodput`] (goodput under
-//! random loss, one sender at a time, three networks).
+//! random loss, one sender at a time, three networks); and [`rpm`],
+//! responsiveness (RPM) over HTTP/2 through four queues, without and with
+//! the server's `TCP_NOTSENT_LOWAT`.
 
 mod fast_open;
 mod happy_eyeballs;
@@ -22,6 +24,7 @@ mod l4s_dualpi2;
 mod loss_goodput;
 mod nat64_literal;
 mod notsent_lowat;
+mod rpm;
 mod write_sizing;
 
 use crate::section::{CaptureSummary, LiveRecord, LiveRun, Measured, Plot, SectionError, plot};
@@ -43,6 +46,7 @@ pub fn all() -> &'static [&'static dyn crate::section::Section] {
         &nat64_literal::Nat64Literal,
         &l4s_dualpi2::L4sDualpi2,
         &loss_goodput::LossGoodput,
+        &rpm::Rpm,
     ]
 }
 
