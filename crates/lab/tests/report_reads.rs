@@ -230,9 +230,12 @@ fn chromium() -> Option<&'static str> {
     None
 }
 
+/// Chromium in headless mode, stopped after two minutes should it hang.
 fn headless(browser: &str, profile: &Path, width: u32) -> Command {
-    let mut c = Command::new(browser);
+    let mut c = Command::new("timeout");
     c.args([
+        "120",
+        browser,
         "--headless",
         "--no-sandbox",
         "--disable-gpu",
