@@ -1,48 +1,62 @@
-//! Claims: what a seed document says, in our words, with its numbers.
+//! Claims: what a source (a talk or a paper) says, in our words, with its
+//! numbers.
 //!
-//! The five seeds are the documents Brisk was started from (see
-//! `docs/LAB.md`); every report section names the one it checks.
+//! The five sources are the talks Brisk was started from (see
+//! `docs/LAB.md`); every report section names the one it checks, by title,
+//! speaker, event and year, so a reader can find it without this
+//! repository. ("Seed" in the report means only the random seed.)
 
 use serde::Serialize;
 
-/// One of the five seed documents.
+/// One of the five source talks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Seed {
-    /// WWDC 2015 session 719, "Your App and Next Generation Networks".
+pub enum Source {
+    /// Apple, WWDC 2015 session 719.
     Wwdc2015,
-    /// WWDC 2023 session 10004, "Reduce network delays with L4S".
+    /// Apple, WWDC 2023 session 10004.
     Wwdc2023,
-    /// Kazuho Oku (H2O), "Programming TCP for responsiveness".
+    /// Kazuho Oku (DeNA, the H2O server's author), slides from 2016.
     Oku,
-    /// Alexander Tobol (OK.ru), "TCP is dead".
+    /// Alexander Tobol (OK.ru), slides in Russian.
     Okru,
-    /// Juho Snellman (Teclo), "Mobile TCP optimization - lessons learned in
-    /// production".
+    /// Juho Snellman (Teclo), keynote at SIGCOMM 2015's HotMiddlebox
+    /// workshop.
     Teclo,
 }
 
-impl Seed {
-    /// The seed's file name in the seeds directory.
-    pub fn file(self) -> &'static str {
-        match self {
-            Seed::Wwdc2015 => "000_fb94b2ca8245215e.txt",
-            Seed::Wwdc2023 => "001_5395389a4c3ad63b.txt",
-            Seed::Oku => "002_887fc7625ed47aca.txt",
-            Seed::Okru => "003_0ad6161d5cd06b49.txt",
-            Seed::Teclo => "004_6b61fede26027db0.txt",
-        }
-    }
+impl Source {
+    /// Every source, in the order the project lists them.
+    pub const ALL: [Source; 5] = [
+        Source::Wwdc2015,
+        Source::Wwdc2023,
+        Source::Oku,
+        Source::Okru,
+        Source::Teclo,
+    ];
 
-    /// Who said it and where, for the report.
-    pub fn title(self) -> &'static str {
+    /// The citation the report prints: title, then speaker, event and year
+    /// (as far as the source itself says them).
+    pub fn citation(self) -> &'static str {
         match self {
-            Seed::Wwdc2015 => "WWDC 2015 session 719, “Your App and Next Generation Networks”",
-            Seed::Wwdc2023 => "WWDC 2023 session 10004, “Reduce network delays with L4S”",
-            Seed::Oku => "Kazuho Oku (H2O), “Programming TCP for responsiveness”",
-            Seed::Okru => "Alexander Tobol (OK.ru), “TCP is dead”",
-            Seed::Teclo => {
-                "Juho Snellman (Teclo), “Mobile TCP optimization: lessons learned in production”"
+            Source::Wwdc2015 => {
+                "“Your App and Next Generation Networks” (Prabhakar Lakhera and Stuart \
+                 Cheshire, Apple, WWDC 2015, session 719)"
+            }
+            Source::Wwdc2023 => {
+                "“Reduce network delays with L4S” (Apple, WWDC 2023, session 10004)"
+            }
+            Source::Oku => {
+                "“Programming TCP for responsiveness” (Kazuho Oku, DeNA, slides on the H2O \
+                 HTTP/2 server, 2016)"
+            }
+            Source::Okru => {
+                "“TCP is dead, or the future of network protocols” (Alexander Tobol, OK.ru, \
+                 conference slides in Russian)"
+            }
+            Source::Teclo => {
+                "“Mobile TCP optimization: lessons learned in production” (Juho Snellman, \
+                 Teclo, keynote at the SIGCOMM 2015 HotMiddlebox workshop)"
             }
         }
     }
@@ -51,7 +65,7 @@ impl Seed {
 /// What a section sets out to check.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Claim {
-    pub seed: Seed,
+    pub source: Source,
     /// The claim with its numbers, paraphrased (never quoted at length).
     pub text: &'static str,
     /// What this section's scenarios can and cannot show about the claim.
@@ -62,18 +76,17 @@ pub struct Claim {
 mod tests {
     use super::*;
 
+    /// A reader has the title, not our files: a citation names the talk
+    /// and its event, never a file.
     #[test]
-    fn seed_files_are_distinct() {
-        let all = [
-            Seed::Wwdc2015,
-            Seed::Wwdc2023,
-            Seed::Oku,
-            Seed::Okru,
-            Seed::Teclo,
-        ];
-        for (i, a) in all.iter().enumerate() {
-            assert!(a.file().starts_with(&format!("00{i}_")));
-            assert!(all[i + 1..].iter().all(|b| b.file() != a.file()));
+    fn citations_name_a_title_and_no_file() {
+        for (i, s) in Source::ALL.iter().enumerate() {
+            let c = s.citation();
+            assert!(c.starts_with('“') && c.contains("” ("), "{c}");
+            assert!(c.ends_with(')'), "{c}");
+            assert!(!c.contains(".txt") && !c.contains("000_"), "{c}");
+            assert!(!c.to_lowercase().contains("seed"), "{c}");
+            assert!(Source::ALL[i + 1..].iter().all(|o| o.citation() != c));
         }
     }
 }

@@ -8,7 +8,7 @@
 use crate::output::SCENARIO_FILE;
 use crate::report::{Report, ScenarioReport, SectionReport};
 use crate::section::{Cell, Table};
-use crate::verdict::Verdict;
+use crate::verdict::{Check, MISSING, Verdict, claims_line, setup_line};
 use std::fmt::Write as _;
 
 /// Escapes text for HTML element content and attribute values.
@@ -68,9 +68,10 @@ blockquote { margin: 0 0 8px; padding: 10px 16px; border-left: 4px solid var(--l
 .source, .scope { font-size: 14px; color: var(--muted); }
 table { border-collapse: collapse; width: 100%; font-size: 14px; margin: 4px 0 8px; }
 caption { caption-side: top; text-align: left; color: var(--muted); font-size: 13.5px; padding-bottom: 6px; }
-th, td { padding: 6px 10px; border-bottom: 1px solid var(--line); text-align: left; vertical-align: top; }
+th, td { padding: 6px 8px; border-bottom: 1px solid var(--line); text-align: left; vertical-align: top; }
 th { font-weight: 600; background: var(--soft); border-bottom: 2px solid var(--line); }
-td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+th.num { text-align: right; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 tbody tr:nth-child(even) td { background: #fbfcfd; }
 .scroll { overflow-x: auto; }
 td.ok { color: var(--pass); font-weight: 700; }
@@ -88,8 +89,62 @@ table.scenarios td:first-child code { white-space: nowrap; }
 figure { margin: 18px 0 26px; }
 figure svg { display: block; width: 100%; height: auto; border: 1px solid var(--line); border-radius: 6px; }
 figcaption { font-size: 14px; color: var(--muted); margin-top: 6px; }
+.terms { font-size: 14px; margin: 16px 0 0; }
+.terms summary { cursor: pointer; color: var(--accent); }
+.terms dl { display: grid; grid-template-columns: max-content 1fr; gap: 4px 16px; margin: 10px 0 0; }
+.terms dt { font-weight: 600; }
+.terms dd { margin: 0; }
 footer { border-top: 1px solid var(--line); margin-top: 48px; padding-top: 16px; font-size: 14px; color: var(--muted); }
+td { overflow-wrap: anywhere; }
+td.num { overflow-wrap: normal; }
+/* A phone: every table row becomes a card of labelled cells, so nothing
+   needs a sideways scroll. */
+@media (max-width: 720px) {
+  .page { padding: 20px 14px 40px; }
+  h1 { font-size: 25px; }
+  h2 { font-size: 20px; }
+  dl.setup, .terms dl { grid-template-columns: 1fr; gap: 0 0; }
+  dl.setup dd { margin-bottom: 8px; }
+  table.stack, table.stack caption, table.stack tbody, table.stack tr, table.stack td { display: block; width: 100%; }
+  table.stack thead { display: none; }
+  table.stack tr { border: 1px solid var(--line); border-radius: 6px; margin: 0 0 10px; padding: 4px 0; }
+  tbody tr:nth-child(even) td { background: none; }
+  table.stack td, table.stack td.num { border: none; padding: 3px 12px; text-align: left; white-space: normal; }
+  table.stack td::before { content: attr(data-label); display: block; font-size: 12px; font-weight: 600;
+    color: var(--muted); text-transform: uppercase; letter-spacing: 0.04em; }
+  table.scenarios td:first-child code { white-space: normal; }
+}
 "#;
+
+/// The words a network engineer may not share with us, said once at the
+/// top so that tables can stay terse.
+const TERMS: &str = "<details class=\"terms\">\n\
+<summary>Terms and abbreviations used below (RTT, p99, FIFO, AQM, ECN, CE, L4S, …)</summary>\n\
+<dl>\n\
+<dt>claim, setup check</dt><dd>A claim check tests a result the source talk asserts; the \
+verdict counts only these. A setup check confirms that a scenario is what it says (its \
+rate, delay or loss shows in the measurements) and is shown apart.</dd>\n\
+<dt>source</dt><dd>The talk or paper a section checks, cited by title, speaker, event and \
+year.</dd>\n\
+<dt>random seed</dt><dd>The number every simulated run draws its randomness from: the same \
+number gives the same report.</dd>\n\
+<dt>RTT, base RTT</dt><dd>Round-trip time; the base RTT is the path's own, with every queue \
+empty.</dd>\n\
+<dt>p50, p90, p99</dt><dd>The median, 90th and 99th percentile of the samples.</dd>\n\
+<dt>FIFO</dt><dd>A first-in, first-out queue that drops arrivals when full (tail drop).</dd>\n\
+<dt>AQM: CoDel, FQ-CoDel, PIE, DualPI2</dt><dd>Active queue management: queues that drop or \
+mark packets early to keep the delay short; FQ-CoDel also gives each flow its own \
+queue.</dd>\n\
+<dt>ECN: Not-ECT, ECT(1), CE</dt><dd>Explicit Congestion Notification. Not-ECT packets \
+cannot carry a mark, ECT(1) packets ask for L4S treatment, and CE (congestion experienced) \
+is the mark a queue sets instead of dropping.</dd>\n\
+<dt>L4S; L and C queues</dt><dd>Low Latency, Low Loss, Scalable throughput. DualPI2 keeps \
+L4S (ECT(1)) packets in its L queue, with a 1 ms marking step, and classic ones in its C \
+queue.</dd>\n\
+<dt>Prague, CUBIC, NewReno, BBR</dt><dd>Congestion controllers: Prague is the scalable one \
+L4S needs; CUBIC and NewReno slow down on loss; BBR models the path's rate and RTT.</dd>\n\
+<dt>–</dt><dd>No number for this cell; the table's caption says why.</dd>\n\
+</dl>\n</details>\n";
 
 fn badge(v: Verdict) -> String {
     format!(
@@ -125,11 +180,11 @@ pub fn render(r: &Report) -> String {
         h,
         "<dl class=\"meta\">\
          <div><dt>suite</dt><dd><code>{}</code></dd></div>\
-         <div><dt>seed</dt><dd>{}</dd></div>\
+         <div><dt>random seed</dt><dd>{}</dd></div>\
          <div><dt>IP</dt><dd>{}</dd></div>\
          <div><dt>mode</dt><dd>{}</dd></div>\
          <div><dt>sections</dt><dd>{} pass, {} partial, {} fail</dd></div>\
-         </dl>\n</header>",
+         </dl>\n{TERMS}</header>",
         escape(&r.location),
         r.seed,
         escape(r.ip),
@@ -140,14 +195,13 @@ pub fn render(r: &Report) -> String {
     );
     h.push_str("<nav>\n<h2>Contents</h2>\n<ol>\n");
     for s in &r.sections {
-        let met = s.checks.iter().filter(|c| c.passed).count();
         let _ = writeln!(
             h,
-            "<li><a href=\"#{}\">{}</a> {} <span class=\"count\">{met} of {} checks met</span></li>",
+            "<li><a href=\"#{}\">{}</a> {} <span class=\"count\">{}</span></li>",
             escape(s.id),
             escape(s.title),
             badge(s.verdict),
-            s.checks.len()
+            claims_line(&s.checks)
         );
     }
     h.push_str("</ol>\n</nav>\n<main>\n");
@@ -168,8 +222,8 @@ pub fn render(r: &Report) -> String {
         "Numbers come from real kernel TCP run through the live lab in network namespaces, \
          so they vary a little from run to run."
     } else {
-        "Every number comes from the deterministic simulator: the same suite and seed give \
-         this page byte for byte."
+        "Every number comes from the deterministic simulator: the same suite and random \
+         seed give this page byte for byte."
     };
     let _ = write!(
         h,
@@ -202,32 +256,33 @@ fn section(h: &mut String, n: usize, s: &SectionReport) {
     let _ = writeln!(
         h,
         "<h3>The claim</h3>\n<blockquote>{}</blockquote>\n\
-         <p class=\"source\">Seed: {} (<code>{}</code>)</p>\n\
+         <p class=\"source\">Source: {}</p>\n\
          <p class=\"scope\"><strong>Scope.</strong> {}</p>",
         escape(s.claim.text),
-        escape(s.claim.source),
-        escape(s.claim.seed_file),
+        escape(s.claim.citation),
         escape(s.claim.scope)
     );
-    h.push_str(
-        "<h3>Claim vs measured</h3>\n<div class=\"scroll\"><table class=\"checks\">\n<thead><tr>\
-         <th>check</th><th>the seed says</th><th class=\"num\">measured</th>\
-         <th class=\"num\">threshold</th><th>result</th></tr></thead>\n<tbody>\n",
+    let claims: Vec<&Check> = s.checks.iter().filter(|c| c.is_claim()).collect();
+    let setup: Vec<&Check> = s.checks.iter().filter(|c| !c.is_claim()).collect();
+    h.push_str("<h3>Claim vs measured</h3>\n");
+    let _ = writeln!(
+        h,
+        "<p class=\"lead\">Results the source asserts, reproduced or not: the verdict \
+         counts these ({}).</p>",
+        claims_line(&s.checks)
     );
-    for c in &s.checks {
+    checks_table(h, "the source says", &claims);
+    if !setup.is_empty() {
+        h.push_str("<h3>Setup checks</h3>\n");
         let _ = writeln!(
             h,
-            "<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
-             <td class=\"{}\">{}</td></tr>",
-            escape(&c.name),
-            escape(&c.claimed),
-            escape(&c.measured_text()),
-            escape(&c.bound_text()),
-            if c.passed { "ok" } else { "miss" },
-            if c.passed { "met" } else { "missed" }
+            "<p class=\"lead\">These confirm the scenarios are what they say (their \
+             configured rate, delay or loss shows in the measurements); they test the \
+             experiment, not the claim, and do not count toward the verdict ({}).</p>",
+            setup_line(&s.checks)
         );
+        checks_table(h, "configured as", &setup);
     }
-    h.push_str("</tbody>\n</table></div>\n");
     h.push_str("<h3>Scenarios</h3>\n");
     scenarios(h, &s.scenarios);
     if !s.tables.is_empty() {
@@ -248,6 +303,45 @@ fn section(h: &mut String, n: usize, s: &SectionReport) {
         }
     }
     h.push_str("</section>\n");
+}
+
+/// A table of checks; `said` heads the column of what each is held to.
+fn checks_table(h: &mut String, said: &str, checks: &[&Check]) {
+    let columns = ["check", said, "measured", "threshold", "result"];
+    let _ = write!(
+        h,
+        "<div class=\"scroll\"><table class=\"checks stack\">\n<thead><tr>"
+    );
+    for (i, c) in columns.iter().enumerate() {
+        let class = if (2..4).contains(&i) {
+            " class=\"num\""
+        } else {
+            ""
+        };
+        let _ = write!(h, "<th{class}>{}</th>", escape(c));
+    }
+    h.push_str("</tr></thead>\n<tbody>\n");
+    for c in checks {
+        let _ = writeln!(
+            h,
+            "<tr><td data-label=\"{}\">{}</td><td data-label=\"{}\">{}</td>\
+             <td class=\"num\" data-label=\"{}\">{}</td>\
+             <td class=\"num\" data-label=\"{}\">{}</td>\
+             <td class=\"{}\" data-label=\"{}\">{}</td></tr>",
+            columns[0],
+            escape(&c.name),
+            escape(columns[1]),
+            escape(&c.claimed),
+            columns[2],
+            escape(&c.measured_text()),
+            columns[3],
+            escape(&c.bound_text()),
+            if c.passed { "ok" } else { "miss" },
+            columns[4],
+            if c.passed { "met" } else { "missed" }
+        );
+    }
+    h.push_str("</tbody>\n</table></div>\n");
 }
 
 /// A shell command that wraps only between its words and between an
@@ -320,7 +414,10 @@ fn scenarios(h: &mut String, list: &[ScenarioReport]) {
         }));
     }
     aspects.push(aspect("Run", &|s| {
-        vec![format!("{}, seed {}", s.described.run, s.results.seed)]
+        vec![format!(
+            "{}, random seed {}",
+            s.described.run, s.results.seed
+        )]
     }));
     let shared = |a: &Aspect| list.len() > 1 && a.lines.windows(2).all(|w| w[0] == w[1]);
     let lines_html = |lines: &[String]| {
@@ -352,7 +449,9 @@ fn scenarios(h: &mut String, list: &[ScenarioReport]) {
         h.push_str("</dl>\n");
     }
     let varying: Vec<&Aspect> = aspects.iter().filter(|a| !shared(a)).collect();
-    h.push_str("<div class=\"scroll\"><table class=\"scenarios\">\n<thead><tr><th>scenario</th>");
+    h.push_str(
+        "<div class=\"scroll\"><table class=\"scenarios stack\">\n<thead><tr><th>scenario</th>",
+    );
     for a in &varying {
         let _ = write!(h, "<th>{}</th>", escape(&a.name.to_lowercase()));
     }
@@ -361,7 +460,7 @@ fn scenarios(h: &mut String, list: &[ScenarioReport]) {
         let dir = escape(&sc.output_dir);
         let _ = write!(
             h,
-            "<tr><td><strong>{}</strong><br><a href=\"{dir}/{SCENARIO_FILE}\"><code>{}</code></a>",
+            "<tr><td data-label=\"scenario\"><strong>{}</strong><br><a href=\"{dir}/{SCENARIO_FILE}\"><code>{}</code></a>",
             escape(&sc.stem),
             escape(&sc.file)
         );
@@ -370,7 +469,12 @@ fn scenarios(h: &mut String, list: &[ScenarioReport]) {
         }
         h.push_str("</td>");
         for a in &varying {
-            let _ = write!(h, "<td>{}</td>", lines_html(&a.lines[i]));
+            let _ = write!(
+                h,
+                "<td data-label=\"{}\">{}</td>",
+                escape(&a.name.to_lowercase()),
+                lines_html(&a.lines[i])
+            );
         }
         // The run's own files, the scenario's copy (linked above) aside.
         let links: Vec<String> = sc
@@ -381,7 +485,7 @@ fn scenarios(h: &mut String, list: &[ScenarioReport]) {
             .collect();
         let _ = writeln!(
             h,
-            "<td><code>{}</code><div class=\"note\">{}</div></td></tr>",
+            "<td data-label=\"rerun it alone\"><code>{}</code><div class=\"note\">{}</div></td></tr>",
             command_html(&sc.command),
             links.join(" · ")
         );
@@ -389,6 +493,9 @@ fn scenarios(h: &mut String, list: &[ScenarioReport]) {
     h.push_str("</tbody>\n</table></div>\n");
 }
 
+/// A table of measured numbers. On a narrow screen each row stacks into
+/// a card whose cells carry their column's name (`data-label`). A number
+/// that is missing prints as a dash, explained under the table.
 fn table(h: &mut String, t: &Table) {
     let numeric: Vec<bool> = (0..t.columns.len())
         .map(|i| {
@@ -399,7 +506,7 @@ fn table(h: &mut String, t: &Table) {
         .collect();
     let _ = write!(
         h,
-        "<div class=\"scroll\"><table>\n<caption>{}</caption>\n<thead><tr>",
+        "<div class=\"scroll\"><table class=\"stack\">\n<caption>{}</caption>\n<thead><tr>",
         escape(&t.caption)
     );
     for (c, num) in t.columns.iter().zip(&numeric) {
@@ -415,11 +522,27 @@ fn table(h: &mut String, t: &Table) {
             } else {
                 ""
             };
-            let _ = write!(h, "<td{class}>{}</td>", escape(&cell.display()));
+            let label = t.columns.get(i).map(String::as_str).unwrap_or("");
+            let _ = write!(
+                h,
+                "<td{class} data-label=\"{}\">{}</td>",
+                escape(label),
+                escape(&cell.display())
+            );
         }
         h.push_str("</tr>\n");
     }
     h.push_str("</tbody>\n</table></div>\n");
+    let missing = t.rows.iter().flatten().any(|c| match c {
+        Cell::Number { value, .. } => !value.is_finite(),
+        Cell::Text(_) => false,
+    });
+    if missing {
+        let _ = writeln!(
+            h,
+            "<p class=\"note\">{MISSING}: no number for this cell (the caption says why).</p>"
+        );
+    }
 }
 
 #[cfg(test)]
@@ -461,8 +584,50 @@ mod tests {
             "{h}"
         );
         assert!(
-            h.contains("<td>FIFO &lt;200&gt;</td><td class=\"num\">256.3 ms</td>"),
+            h.contains(
+                "<td data-label=\"queue\">FIFO &lt;200&gt;</td>\
+                 <td class=\"num\" data-label=\"RTT\">256.3 ms</td>"
+            ),
             "{h}"
         );
+    }
+
+    /// A missing number is a dash explained under its table, never
+    /// "n/a%"; each cell carries its column's name for narrow screens.
+    #[test]
+    fn a_missing_number_is_an_explained_dash() {
+        let mut h = String::new();
+        table(
+            &mut h,
+            &Table {
+                caption: "c".into(),
+                columns: vec!["loss".into(), "OK.ru".into()],
+                rows: vec![
+                    vec![Cell::num(1.0, "%", 0), Cell::num(f64::NAN, "%", 0)],
+                    vec![Cell::num(5.0, "%", 0), Cell::num(74.0, "%", 0)],
+                ],
+            },
+        );
+        assert!(!h.contains("n/a") && !h.contains("NaN"), "{h}");
+        assert!(
+            h.contains("<td class=\"num\" data-label=\"OK.ru\">–</td>"),
+            "{h}"
+        );
+        assert!(
+            h.contains("<td class=\"num\" data-label=\"OK.ru\">74%</td>"),
+            "{h}"
+        );
+        assert!(h.contains("–: no number for this cell"), "{h}");
+        // A table with every number present needs no such note.
+        let mut full = String::new();
+        table(
+            &mut full,
+            &Table {
+                caption: "c".into(),
+                columns: vec!["loss".into()],
+                rows: vec![vec![Cell::num(1.0, "%", 0)]],
+            },
+        );
+        assert!(!full.contains("no number"), "{full}");
     }
 }

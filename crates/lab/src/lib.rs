@@ -40,7 +40,7 @@ pub mod suite;
 pub mod text;
 pub mod verdict;
 
-pub use claim::{Claim, Seed};
+pub use claim::{Claim, Source};
 pub use report::Report;
 pub use runner::{Progress, RunConfig, SectionRuns};
 pub use section::{Findings, Section};

@@ -6,7 +6,7 @@
 //! Nothing here depends on the machine or the time of day: the same suite,
 //! seed and options give the same report, byte for byte.
 
-use crate::claim::Seed;
+use crate::claim::Source;
 use crate::describe::{Described, describe};
 use crate::output::run_files;
 use crate::runner::{RunConfig, SectionRuns};
@@ -19,7 +19,9 @@ use serde::Serialize;
 use std::time::Duration;
 
 /// Version of the results.json layout; bumped when a field changes meaning.
-pub const FORMAT_VERSION: u32 = 1;
+/// 2: a claim names its `source` and `citation` (no file name), and every
+/// check has a `kind` ("claim" or "setup"; only claims make the verdict).
+pub const FORMAT_VERSION: u32 = 2;
 
 /// A whole lab run.
 #[derive(Debug, Serialize)]
@@ -67,9 +69,9 @@ pub struct SectionReport {
 
 #[derive(Debug, Serialize)]
 pub struct ClaimReport {
-    pub seed: Seed,
-    pub seed_file: &'static str,
-    pub source: &'static str,
+    pub source: Source,
+    /// Title, speaker, event and year, as the report cites it.
+    pub citation: &'static str,
     pub text: &'static str,
     pub scope: &'static str,
 }
@@ -164,9 +166,8 @@ pub fn build(
             id: section.id(),
             title: section.title(),
             claim: ClaimReport {
-                seed: claim.seed,
-                seed_file: claim.seed.file(),
-                source: claim.seed.title(),
+                source: claim.source,
+                citation: claim.source.citation(),
                 text: claim.text,
                 scope: claim.scope,
             },

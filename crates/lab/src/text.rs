@@ -1,7 +1,9 @@
 //! The summary table `brisk lab` prints: one block per section with its
-//! verdict and every check, aligned for a terminal.
+//! verdict and every check (claims first, then setup checks, marked),
+//! aligned for a terminal.
 
 use crate::report::Report;
+use crate::verdict::{claims_line, setup_line};
 use std::fmt::Write as _;
 
 /// Display width of a string (every char counts one column; the report's
@@ -23,7 +25,7 @@ pub fn summary(r: &Report) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{} (suite {}, seed {}, IP {}{})",
+        "{} (suite {}, random seed {}, IP {}{})",
         r.title,
         r.location,
         r.seed,
@@ -50,23 +52,32 @@ pub fn summary(r: &Report) -> String {
         .max()
         .unwrap_or(0);
     for s in &r.sections {
-        let met = s.checks.iter().filter(|c| c.passed).count();
-        let _ = writeln!(
-            out,
-            "\n{}  {}  {met}/{} checks met",
+        let mut head = format!(
+            "\n{}  {}  {}",
             pad(&s.verdict.name().to_uppercase(), 7),
             pad(s.title, name_w),
-            s.checks.len()
+            claims_line(&s.checks)
         );
-        for c in &s.checks {
+        if s.checks.iter().any(|c| !c.is_claim()) {
+            head.push_str(&format!(" (and {})", setup_line(&s.checks)));
+        }
+        let _ = writeln!(out, "{head}");
+        // Claims first, then the setup checks, marked as such.
+        let ordered = s
+            .checks
+            .iter()
+            .filter(|c| c.is_claim())
+            .chain(s.checks.iter().filter(|c| !c.is_claim()));
+        for c in ordered {
             let _ = writeln!(
                 out,
-                "{}    {}  {}  needs {}  {}",
+                "{}    {}  {}  needs {}  {}{}",
                 " ".repeat(7),
                 pad(&c.name, name_w.saturating_sub(2)),
                 pad_left(&c.measured_text(), measured_w),
                 pad(&c.bound_text(), bound_w),
-                if c.passed { "met" } else { "MISSED" }
+                if c.passed { "met" } else { "MISSED" },
+                if c.is_claim() { "" } else { " (setup)" }
             );
         }
     }

@@ -14,7 +14,7 @@
 //! - the server acknowledged the SYN's data on every repeat connection.
 
 use super::{base_rtt_ms, before_after, flag, in_lab, unknown_stem, with_numbers};
-use crate::claim::{Claim, Seed};
+use crate::claim::{Claim, Source};
 use crate::section::{
     Cell, Findings, LiveExperiment, LiveRun, Runs, ScenarioRun, Section, SectionError, Table,
 };
@@ -40,7 +40,7 @@ impl Section for FastOpen {
 
     fn claim(&self) -> Claim {
         Claim {
-            seed: Seed::Wwdc2015,
+            source: Source::Wwdc2015,
             text: "TCP Fast Open sends the first request in the SYN of a repeat connection \
                    (with a cookie from an earlier one), so the response starts one round \
                    trip sooner; only idempotent requests may go early.",
@@ -104,7 +104,8 @@ impl Section for FastOpen {
                 "",
                 Bound::AtLeast(1.0),
             )
-            .decimals(0),
+            .decimals(0)
+            .setup(),
         ];
         let row = |label: &str, r: &ScenarioRun| -> Result<Vec<Cell>, SectionError> {
             Ok(vec![

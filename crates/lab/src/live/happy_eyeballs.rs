@@ -14,7 +14,7 @@
 //! - racing: connected within **attempt delay + 1.5 RTT** and over IPv4.
 
 use super::{base_rtt_ms, before_after, flag, in_lab, unknown_stem, with_numbers};
-use crate::claim::{Claim, Seed};
+use crate::claim::{Claim, Source};
 use crate::section::{
     Cell, Findings, LiveExperiment, LiveRun, Runs, ScenarioRun, Section, SectionError, Table,
 };
@@ -45,7 +45,7 @@ impl Section for HappyEyeballs {
 
     fn claim(&self) -> Claim {
         Claim {
-            seed: Seed::Wwdc2015,
+            source: Source::Wwdc2015,
             text: "Racing connections across address families (Happy Eyeballs: IPv6 first, \
                    IPv4 after a short delay, the first to connect wins) keeps a broken IPv6 \
                    path from stalling an app, where trying one address at a time waits for \

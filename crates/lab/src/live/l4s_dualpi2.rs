@@ -18,7 +18,7 @@
 //!   **≤ 0.05** (the FIFO holds CUBIC's standing queue).
 
 use super::{before_after, in_lab, unknown_stem, with_numbers};
-use crate::claim::{Claim, Seed};
+use crate::claim::{Claim, Source};
 use crate::section::{
     Cell, Findings, LiveExperiment, LiveRun, Runs, ScenarioRun, Section, SectionError, Table,
 };
@@ -48,7 +48,7 @@ impl Section for L4sDualpi2 {
 
     fn claim(&self) -> Claim {
         Claim {
-            seed: Seed::Wwdc2023,
+            source: Source::Wwdc2023,
             text: "With an L4S queue at the bottleneck, a scalable sender marked with ECT(1) \
                    keeps its queueing delay near zero: at 20 ms base RTT its worst-case RTT \
                    stays under 25 ms (45 ms without L4S), while the link stays busy. The \

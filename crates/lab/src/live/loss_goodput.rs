@@ -15,7 +15,7 @@
 //!   (a build without BBR has no number and misses both).
 
 use super::{before_after, in_lab, unknown_stem};
-use crate::claim::{Claim, Seed};
+use crate::claim::{Claim, Source};
 use crate::section::{
     Cell, Findings, LiveExperiment, LiveRun, Runs, ScenarioRun, Section, SectionError, Table,
 };
@@ -57,7 +57,7 @@ impl Section for LossGoodput {
 
     fn claim(&self) -> Claim {
         Claim {
-            seed: Seed::Okru,
+            source: Source::Okru,
             text: "TCP's utilization of the link collapses under random loss: 99% without \
                    loss, 74% with 5% loss at 20 ms RTT, 45% with 5% loss at 220 ms. A \
                    user-space protocol whose congestion control does not read random loss \
@@ -140,7 +140,7 @@ impl Section for LossGoodput {
         rows.insert(
             0,
             vec![
-                Cell::text("seed (OK.ru slides)"),
+                Cell::text("OK.ru (talk slides)"),
                 Cell::num(99.0, "%", 0),
                 Cell::num(74.0, "%", 0),
                 Cell::num(45.0, "%", 0),

@@ -13,7 +13,7 @@
 //!   round trip for discovery, the handshake, the request).
 
 use super::{base_rtt_ms, before_after, flag, in_lab, unknown_stem, with_numbers};
-use crate::claim::{Claim, Seed};
+use crate::claim::{Claim, Source};
 use crate::section::{
     Cell, Findings, LiveExperiment, LiveRun, Runs, ScenarioRun, Section, SectionError, Table,
 };
@@ -39,7 +39,7 @@ impl Section for Nat64Literal {
 
     fn claim(&self) -> Claim {
         Claim {
-            seed: Seed::Wwdc2015,
+            source: Source::Wwdc2015,
             text: "On an IPv6-only network with NAT64, names work through DNS64 but an app \
                    handed an IPv4 literal cannot connect, unless it synthesizes the IPv6 \
                    address itself from the network's NAT64 prefix.",

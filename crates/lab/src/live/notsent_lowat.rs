@@ -15,7 +15,7 @@
 //! - the mark's median over the default's **≤ 0.25**.
 
 use super::{before_after, in_lab, unknown_stem, with_numbers};
-use crate::claim::{Claim, Seed};
+use crate::claim::{Claim, Source};
 use crate::section::{
     Cell, Findings, LiveExperiment, LiveRun, Runs, ScenarioRun, Section, SectionError, Table,
 };
@@ -42,7 +42,7 @@ impl Section for NotsentLowat {
 
     fn claim(&self) -> Claim {
         Claim {
-            seed: Seed::Wwdc2015,
+            source: Source::Wwdc2015,
             text: "Data an app has handed to the kernel waits in the socket's send buffer: \
                    120 KB draining at 50 KB/s is about 2.5 s of delay for anything written \
                    after it. Setting TCP_NOTSENT_LOWAT (16 KB) and writing only when the \

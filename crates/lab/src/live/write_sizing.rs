@@ -16,7 +16,7 @@
 //! - the saving **≥ 0.6 RTT** (the seed: about one).
 
 use super::{base_rtt_ms, before_after, in_lab, unknown_stem, with_numbers};
-use crate::claim::{Claim, Seed};
+use crate::claim::{Claim, Source};
 use crate::section::{
     Cell, Findings, LiveExperiment, LiveRun, Runs, ScenarioRun, Section, SectionError, Table,
 };
@@ -42,7 +42,7 @@ impl Section for WriteSizing {
 
     fn claim(&self) -> Claim {
         Claim {
-            seed: Seed::Oku,
+            source: Source::Oku,
             text: "When the RTT is long and the window small, a server that writes only what \
                    the congestion window can send now (cwnd minus unacked, plus two \
                    segments, read from TCP_INFO) lets a high-priority response overtake a \
@@ -137,7 +137,10 @@ impl Section for WriteSizing {
              beside the measured ones (511 ms and 250 ms).",
             ("time", "ms"),
             &["default writes", "sized writes"],
-            vec![("measured", vec![b, a]), ("H2O (seed)", vec![511.0, 250.0])],
+            vec![
+                ("measured", vec![b, a]),
+                ("H2O (Oku 2016)", vec![511.0, 250.0]),
+            ],
         )?];
         Ok(Findings {
             checks,

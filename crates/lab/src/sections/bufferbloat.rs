@@ -13,7 +13,7 @@
 //! checks are in [`super::bufferbloat_flow`].
 
 use super::{bufferbloat_flow, queue_label};
-use crate::claim::{Claim, Seed};
+use crate::claim::{Claim, Source};
 use crate::section::{Cell, Findings, Runs, ScenarioRun, Section, SectionError, Table, ms, plot};
 use crate::verdict::{Bound, Check};
 use brisk_trace::plot::{
@@ -42,7 +42,7 @@ impl Section for Bufferbloat {
 
     fn claim(&self) -> Claim {
         Claim {
-            seed: Seed::Wwdc2015,
+            source: Source::Wwdc2015,
             text: "At a 10 Mbit/s bottleneck, a simple FIFO of about 200 packets, \
                    typical of home gateways, fills up and stays full: every packet \
                    waits behind the whole queue, adding hundreds of milliseconds of \

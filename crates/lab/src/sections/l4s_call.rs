@@ -15,7 +15,7 @@
 //! - with L4S at most 10% of the call's seconds run below 25 frames per
 //!   second ("above 25 fps most of the time").
 
-use crate::claim::{Claim, Seed};
+use crate::claim::{Claim, Source};
 use crate::section::{Cell, Findings, Runs, ScenarioRun, Section, SectionError, Table, ms, plot};
 use crate::verdict::{Bound, Check};
 use brisk_sim::results::FrameResults;
@@ -37,8 +37,8 @@ const L4S_BELOW_25_FPS_MAX_PERCENT: f64 = 10.0;
 /// The three variants in report order: (stem, legend label).
 const VARIANTS: [(&str, &str); 3] = [
     ("l4s", "Prague through DualPI2"),
-    ("legacy", "CUBIC through FIFO 20 pkts"),
-    ("legacy-deep", "CUBIC through FIFO 400 pkts"),
+    ("legacy", "CUBIC through a 20-packet FIFO"),
+    ("legacy-deep", "CUBIC through a 400-packet FIFO"),
 ];
 
 impl Section for L4sCall {
@@ -52,7 +52,7 @@ impl Section for L4sCall {
 
     fn claim(&self) -> Claim {
         Claim {
-            seed: Seed::Wwdc2023,
+            source: Source::Wwdc2023,
             text: "A video call on a constrained 10 Mbit/s network shared with downloads: \
                    without L4S round trips reached 45 ms over a 20 ms minimum, loss \
                    passed 40% and the frame rate fell to 0 fps at times; with L4S the \
@@ -87,7 +87,7 @@ impl Section for L4sCall {
                 Bound::AtMost(base_ms + L4S_TAIL_ABOVE_BASE_MS),
             ),
             Check::new(
-                "Without L4S (FIFO 20 pkts): call RTT, 99th percentile",
+                "Without L4S (20-packet FIFO): call RTT, 99th percentile",
                 format!(
                     "up to 45 ms at a 20 ms minimum (here at least {legacy_base_ms:.0} ms + 20 ms)"
                 ),

@@ -8,7 +8,7 @@
 //! 25 ms"); it is at least 44% below the legacy call's (45 ms to 25 ms);
 //! and the video loses at most 1% of its packets ("nearly eliminated").
 
-use crate::claim::{Claim, Seed};
+use crate::claim::{Claim, Source};
 use crate::section::{Cell, Findings, Runs, ScenarioRun, Section, SectionError, Table, ms, plot};
 use crate::verdict::{Bound, Check};
 use brisk_netmodel::queue::{EcnMask, QueueConfig};
@@ -40,7 +40,7 @@ impl Section for L4sQueue {
 
     fn claim(&self) -> Claim {
         Claim {
-            seed: Seed::Wwdc2023,
+            source: Source::Wwdc2023,
             text: "On a constrained 10 Mbit/s network shared with other traffic, a video \
                    call without L4S saw round trips of up to 45 ms over a 20 ms minimum \
                    and lost over 40% of its packets at times; with L4S (ECT(1) packets, \

@@ -14,7 +14,7 @@
 //! [`super::mobile_feed`].
 
 use super::mobile_feed;
-use crate::claim::{Claim, Seed};
+use crate::claim::{Claim, Source};
 use crate::section::{Cell, Findings, Runs, ScenarioRun, Section, SectionError, Table, ms, plot};
 use crate::verdict::{Bound, Check};
 use brisk_netmodel::RateModel;
@@ -82,7 +82,7 @@ impl Section for Mobile {
 
     fn claim(&self) -> Claim {
         Claim {
-            seed: Seed::Okru,
+            source: Source::Okru,
             text: "OK.ru's app measured what its users' networks look like, as \
                    bandwidth / loss / RTT: EDGE 0.2 Mbit/s, 2.5%, 900 ms; 3G 1.0 Mbit/s, \
                    0.5%, 550 ms; LTE 2.0 Mbit/s, 0.7%, 220 ms; Wi-Fi 2.2 Mbit/s, 0.5%, \
@@ -93,7 +93,7 @@ impl Section for Mobile {
                     round trips and loss rates under a modest load? And a feed page over \
                     Brisk (CUBIC, multiplexed with priorities) on each profile, against \
                     a simulated classic TCP + TLS 1.2 + HTTP/1.1-like client on the same \
-                    network: the seed's 4 round trips to the first response (handshakes \
+                    network: OK.ru's 4 round trips to the first response (handshakes \
                     as small exchanges that queue and lose like the page), then one \
                     image at a time.",
         }
@@ -136,7 +136,8 @@ impl Section for Mobile {
                         high: p.rtt_ms * (1.0 + RTT_TOLERANCE),
                     },
                 )
-                .decimals(0),
+                .decimals(0)
+                .setup(),
             );
             let sigma = (p.loss * (1.0 - p.loss) / m.load_sent.max(1) as f64).sqrt();
             checks.push(
@@ -150,7 +151,8 @@ impl Section for Mobile {
                         high: (p.loss + LOSS_SIGMAS * sigma) * 100.0,
                     },
                 )
-                .decimals(2),
+                .decimals(2)
+                .setup(),
             );
             rows.push(vec![
                 Cell::text(p.label),
@@ -177,13 +179,13 @@ impl Section for Mobile {
                 .into(),
             columns: [
                 "network",
-                "seed bandwidth",
+                "OK.ru bandwidth",
                 "model downlink",
-                "seed RTT",
+                "OK.ru RTT",
                 "base RTT",
                 "RTT p50 under load",
                 "RTT p99 under load",
-                "seed loss",
+                "OK.ru loss",
                 "downlink loss",
                 "load packets",
             ]

@@ -33,12 +33,12 @@ pub fn by_id(id: &str) -> Option<&'static dyn Section> {
     all().iter().copied().find(|s| s.id() == id)
 }
 
-/// A short name for a queue in legends and tables: "FIFO 200 pkts",
+/// A short name for a queue in legends and tables: "FIFO, 200 packets",
 /// "CoDel", "FQ-CoDel", "PIE", "DualPI2".
 pub(crate) fn queue_label(q: &QueueConfig) -> String {
     match q {
         QueueConfig::Fifo(c) => match c.limit_packets {
-            Some(n) => format!("FIFO {n} pkts"),
+            Some(n) => format!("FIFO, {n} packets"),
             None => "FIFO".to_string(),
         },
         QueueConfig::Codel(_) => "CoDel".to_string(),

@@ -12,7 +12,7 @@
 //!   buffer held ahead of each message shrinking from 120 KB to 16 KiB
 //!   plus a window in flight.
 
-use crate::claim::{Claim, Seed};
+use crate::claim::{Claim, Source};
 use crate::section::{Cell, Findings, Runs, ScenarioRun, Section, SectionError, Table, plot};
 use crate::verdict::{Bound, Check};
 use brisk_trace::plot::{Axis, Frame, Samples, cdf_chart};
@@ -44,7 +44,7 @@ impl Section for SendBuffer {
 
     fn claim(&self) -> Claim {
         Claim {
-            seed: Seed::Wwdc2015,
+            source: Source::Wwdc2015,
             text: "A sender that keeps a 120 KB socket buffer full on a link draining about \
                    50 KB/s makes every new write wait about 2.5 s behind stale data, while \
                    the network itself answers in tens of milliseconds; writing only when \

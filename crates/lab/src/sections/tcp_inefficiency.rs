@@ -26,7 +26,7 @@
 //! the rate, RTT and loss read from each scenario so an edited suite is
 //! judged against its own network.
 
-use crate::claim::{Claim, Seed};
+use crate::claim::{Claim, Source};
 use crate::section::{Cell, Findings, Runs, ScenarioRun, Section, SectionError, Table, plot};
 use crate::verdict::{Bound, Check};
 use brisk_netmodel::RateModel;
@@ -89,11 +89,11 @@ impl Section for TcpInefficiency {
 
     fn claim(&self) -> Claim {
         Claim {
-            seed: Seed::Okru,
+            source: Source::Okru,
             text: "On a link of about 1 Mbit/s, OK.ru measured TCP using 99% of it with no \
                    loss at 20 ms, 74% with 5% random loss at 20 ms, and only 45% with 5% \
                    loss at 220 ms: random loss plus a long round trip leaves a loss-based \
-                   sender far below the link rate. For high random loss the seed recommends \
+                   sender far below the link rate. For high random loss the talk recommends \
                    BBR, which models the path instead of reading loss as congestion and is \
                    tolerant of packet loss.",
             scope: "Brisk's own CUBIC and NewReno controllers stand in for TCP in the \
@@ -101,8 +101,8 @@ impl Section for TcpInefficiency {
                     TLP tuning of a real stack), with Prague and Brisk's own BBR (BBRv1) \
                     beside them; the loss is \
                     independent per packet on the data direction only. Real kernel TCP \
-                    numbers come from the live lab: docs/LIVE.md measured the same \
-                    network (1 Mbit/s, 50-packet FIFO, loss on the data direction) with \
+                    numbers come from the live lab (brisk lab --suite live, as root), which \
+                    measured the same network (1 Mbit/s, 50-packet FIFO, loss on the data direction) with \
                     kernel CUBIC at 100% (0%, 20 ms), 84% (0%, 220 ms), 92% (5%, 20 ms) \
                     and 25% (5%, 220 ms), and kernel BBR at 100%, 100%, 95% and 95%.",
         }
@@ -224,7 +224,8 @@ impl Section for TcpInefficiency {
         }
         let table = Table {
             caption: "Utilization (goodput over the link rate) per controller, loss and RTT, \
-                      beside the Mathis model and OK.ru's table"
+                      beside the Mathis model and OK.ru's table (OK.ru gives numbers for 0% \
+                      loss at 20 ms and 5% loss at 20 and 220 ms only)"
                 .into(),
             columns: [
                 "controller",
