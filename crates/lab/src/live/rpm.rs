@@ -28,7 +28,7 @@
 //! ends), not in the queue.
 
 use super::{before_after, in_lab, unknown_stem, with_numbers};
-use crate::claim::{Claim, Seed};
+use crate::claim::{Claim, Source};
 use crate::section::{Cell, Findings, LiveExperiment, LiveRun, Runs, Section, SectionError, Table};
 use crate::verdict::{Bound, Check};
 use brisk_live::IpMode;
@@ -74,7 +74,7 @@ impl Section for Rpm {
 
     fn claim(&self) -> Claim {
         Claim {
-            seed: Seed::Wwdc2023,
+            source: Source::Wwdc2023,
             text: "Responsiveness under working conditions, in round trips per minute as \
                    Apple's networkQuality and the IETF draft draft-ietf-ippm-responsiveness \
                    measure it, is poor (under 300 RPM) through a bloated FIFO and good \
@@ -141,11 +141,12 @@ impl Section for Rpm {
                 "Mbit/s",
                 Bound::AtLeast(0.7 * LINK_MBPS),
             )
-            .decimals(1),
+            .decimals(1)
+            .setup(),
         ];
         let mut rows = Vec::new();
         for (prefix, name) in QUEUES {
-            for (suffix, mark) in [("", "no"), ("-lowat", "16 KB")] {
+            for (suffix, mark) in [("", "no"), ("-lowat", "16 KiB")] {
                 let stem = format!("{prefix}{suffix}");
                 let k = |m: &str| n(&stem, m);
                 let rpm = k("rpm")?;
