@@ -67,10 +67,14 @@ pub struct LiveArgs {
 }
 
 /// Runs the lab; exits the process with the client's exit code when it is
-/// not zero (after everything is torn down and written).
+/// not zero, or 1 when the server command failed (after everything is torn
+/// down and written).
 pub fn run(args: LiveArgs) -> Result<()> {
     let scenario = Scenario::load(&args.scenario)?;
     let tables = QueueTables::read(&args.scenario)?;
+    for warning in &scenario.warnings {
+        eprintln!("warning: {}: {warning}", args.scenario.display());
+    }
     let workload = match (&args.client, args.shell, &args.bulk) {
         (Some(cmd), false, None) => Workload::Command(cmd.clone()),
         (None, true, None) => Workload::Shell,
@@ -127,9 +131,9 @@ pub fn run(args: LiveArgs) -> Result<()> {
             eprintln!("wrote {}", dir.display());
         }
     }
-    if outcome.exit_code != 0 {
+    if outcome.process_exit_code() != 0 {
         std::io::stdout().flush()?;
-        std::process::exit(outcome.exit_code);
+        std::process::exit(outcome.process_exit_code());
     }
     Ok(())
 }

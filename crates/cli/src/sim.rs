@@ -47,6 +47,10 @@ pub struct SimArgs {
 
 pub fn run(args: SimArgs) -> Result<()> {
     let mut scenario = Scenario::load(&args.scenario)?;
+    scenario.require_flows(&args.scenario.display().to_string())?;
+    for warning in &scenario.warnings {
+        eprintln!("warning: {}: {warning}", args.scenario.display());
+    }
     if let Some(d) = args.duration {
         scenario.duration = d;
     }

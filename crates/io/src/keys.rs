@@ -20,7 +20,9 @@ pub const PUBLIC_HEADER: &str = "brisk-public-key-v1";
 
 #[derive(Debug, thiserror::Error)]
 pub enum KeyError {
-    #[error("{path}: {source}")]
+    /// The OS error is the source, so a report that prints the chain
+    /// shows it once.
+    #[error("cannot read {path}")]
     Io {
         path: String,
         source: std::io::Error,
@@ -163,6 +165,29 @@ mod tests {
         ] {
             assert!(parse_secret(bad, "x").is_err(), "{bad:?}");
         }
+    }
+
+    /// The message and its chain of causes, joined as the CLI prints them.
+    fn chain(e: &dyn std::error::Error) -> String {
+        let mut text = e.to_string();
+        let mut cause = e.source();
+        while let Some(c) = cause {
+            text += &format!(": {c}");
+            cause = c.source();
+        }
+        text
+    }
+
+    #[test]
+    fn a_missing_key_file_is_named_once_with_its_os_error() {
+        let dir = std::env::temp_dir().join(format!("brisk-keys-{}", std::process::id()));
+        let missing = dir.join("nothere.pub");
+        let e = load_public(&missing.display().to_string()).unwrap_err();
+        let text = chain(&e);
+        assert!(text.contains(&missing.display().to_string()), "{text}");
+        assert_eq!(text.matches("os error").count(), 1, "{text}");
+        let e = load_secret(&missing).unwrap_err();
+        assert_eq!(chain(&e).matches("os error").count(), 1, "{}", chain(&e));
     }
 
     #[test]

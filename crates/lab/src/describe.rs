@@ -450,7 +450,7 @@ low_water_mark = "16KiB"
 name = "call"
 kind = "brisk"
 app = "video"
-send_buffer = "120KB"
+send_buffer = "120kB"
 ecn = false
 "#,
             "b.toml",

@@ -88,8 +88,8 @@ fn a_small_send_buffer_misses_the_send_buffer_claim() {
         "sendbuf-small",
         &[(
             "classic.toml",
-            "send_buffer = \"120KB\"",
-            "send_buffer = \"16KB\"",
+            "send_buffer = \"120kB\"",
+            "send_buffer = \"16kB\"",
         )],
     );
     let (v, checks) = verdict(&suite);

@@ -131,10 +131,35 @@ impl Drop for Program {
     }
 }
 
+/// How a program ended, in words: "exited with status 3", "was killed by
+/// signal 9".
+pub fn describe_exit(status: ExitStatus) -> String {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exited with status {code}"),
+        (None, Some(sig)) => format!("was killed by signal {sig}"),
+        (None, None) => "ended".into(),
+    }
+}
+
 /// The shell's convention for an exit status: the code, or 128 + signal.
 pub fn exit_code(status: ExitStatus) -> i32 {
     status
         .code()
         .or_else(|| status.signal().map(|s| 128 + s))
         .unwrap_or(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exits_are_described_and_coded_as_the_shell_does() {
+        let exited = ExitStatus::from_raw(3 << 8);
+        assert_eq!(describe_exit(exited), "exited with status 3");
+        assert_eq!(exit_code(exited), 3);
+        let killed = ExitStatus::from_raw(libc::SIGKILL);
+        assert_eq!(describe_exit(killed), "was killed by signal 9");
+        assert_eq!(exit_code(killed), 128 + 9);
+    }
 }

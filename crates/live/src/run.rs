@@ -47,6 +47,21 @@ pub struct LiveOutcome {
     /// The client's exit code (the shell convention: 128 + signal when
     /// killed; 124 when `max_time` ended it; 0 for a bulk transfer).
     pub exit_code: i32,
+    /// The server command's exit code (shell convention) when it failed
+    /// on its own before the client finished; a server that ends when
+    /// told to, or exits 0 by itself (`iperf3 -s -1`), is not a failure.
+    pub server_failure: Option<i32>,
+}
+
+impl LiveOutcome {
+    /// What `brisk live` exits with: the client's code, else 1 when the
+    /// server failed (its measurements are then not to be trusted).
+    pub fn process_exit_code(&self) -> i32 {
+        match (self.exit_code, self.server_failure) {
+            (0, Some(_)) => 1,
+            (code, _) => code,
+        }
+    }
 }
 
 /// Runs `run` to its end; Ctrl-C or SIGTERM end it early, cleanly.
@@ -72,7 +87,7 @@ pub fn run(run: LiveRun) -> Result<LiveOutcome, LiveError> {
     if let Workload::Bulk(b) = &run.workload {
         lab.set_tcp_ecn(b.ecn)?;
     }
-    let server = match &run.server {
+    let mut server = match &run.server {
         Some(cmd) => Some(lab.spawn_server(cmd, streams)?),
         None => None,
     };
@@ -99,14 +114,38 @@ pub fn run(run: LiveRun) -> Result<LiveOutcome, LiveError> {
         }
         Workload::Bulk(b) => (0, Some(run_bulk(&lab, b)?)),
     };
-    if let Some(s) = server {
+    let mut server_failure = None;
+    if let Some(mut s) = server.take() {
+        server_failure = failed_on_its_own(&mut s, run.server.as_deref().unwrap_or_default())?;
         s.stop(SERVER_GRACE);
     }
     let (results, pcap) = lab.finish_with_pcap(Some(exit_code), bulk)?;
     if let (Some(dir), Some(pcap)) = (out_dir, pcap) {
         write_bottleneck_pcap(&dir, &pcap)?;
     }
-    Ok(LiveOutcome { results, exit_code })
+    Ok(LiveOutcome {
+        results,
+        exit_code,
+        server_failure,
+    })
+}
+
+/// Checks, before the run stops it, whether the server already ended with
+/// a failure; says so on stderr and returns its exit code. Its own stderr
+/// went to the terminal, above the warning.
+fn failed_on_its_own(server: &mut Program, command: &str) -> Result<Option<i32>, LiveError> {
+    let Some(status) = server.try_wait()? else {
+        return Ok(None);
+    };
+    if status.success() {
+        return Ok(None);
+    }
+    eprintln!(
+        "brisk live: warning: the server command {command:?} {} before the client finished \
+         (its own error output, if any, is above); the run is reported as failed",
+        process::describe_exit(status)
+    );
+    Ok(Some(process::exit_code(status)))
 }
 
 /// Writes `bottleneck.pcap` beside the run's other files, and says on

@@ -84,6 +84,10 @@ pub struct Scenario {
     /// Capture options for `--out`.
     #[serde(default)]
     pub capture: CaptureSpec,
+    /// What the file says that runs but is probably not meant, each naming
+    /// its line; the CLI prints them before running.
+    #[serde(skip)]
+    pub warnings: Vec<String>,
 }
 
 fn default_seed() -> u64 {
@@ -241,7 +245,7 @@ pub struct FlowSpec {
     #[serde(default, with = "opt_bytes")]
     pub message_size: Option<u64>,
     /// Frames per second (brisk video; default 30).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "count")]
     pub fps: Option<u32>,
     /// Object sizes of a feed page, the API response first (brisk feed).
     #[serde(default, deserialize_with = "byte_list")]
@@ -253,7 +257,7 @@ pub struct FlowSpec {
     /// Small request/response exchanges before the first real request
     /// (brisk feed; default 0): TCP's and TLS 1.2's handshake round trips,
     /// queued and lost like the page itself.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "count")]
     pub setup_round_trips: Option<u32>,
     /// The classic path (brisk messages, video): the app keeps up to this
     /// many bytes queued in the transport, like SO_SNDBUF.
@@ -306,7 +310,19 @@ fn ecn_field<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<EcnSpec>, 
     d.deserialize_any(V)
 }
 
-/// A list of sizes such as `["4KB", "60KB"]`.
+/// A whole number that fits 32 bits; out of range says "too large" or
+/// "too small" rather than naming a type.
+fn count<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    use serde::de::Error;
+    match i64::deserialize(d)? {
+        n if n < 0 => Err(D::Error::custom(format!("{n} is too small (at least 0)"))),
+        n => u32::try_from(n)
+            .map(Some)
+            .map_err(|_| D::Error::custom(format!("{n} is too large (at most {})", u32::MAX))),
+    }
+}
+
+/// A list of sizes such as `["4kB", "60kB"]`.
 fn byte_list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<u64>>, D::Error> {
     #[derive(Deserialize)]
     struct Size(#[serde(with = "units::bytes")] u64);
@@ -508,16 +524,17 @@ impl Scenario {
         origin: &str,
         mut read_trace: impl FnMut(&Path) -> std::io::Result<String>,
     ) -> Result<Scenario, ScenarioError> {
-        let mut scenario: Scenario = toml::from_str(text).map_err(|e| ScenarioError::Parse {
-            path: origin.to_string(),
-            message: e.to_string().trim_end().to_string(),
-        })?;
-        let at = |needle: &str| line_of(text, text.find(needle).unwrap_or(0));
         let invalid = |line: usize, message: String| ScenarioError::Invalid {
             path: origin.to_string(),
             line,
             message,
         };
+        one_queue_per_direction(text).map_err(|(line, message)| invalid(line, message))?;
+        let mut scenario: Scenario = toml::from_str(text).map_err(|e| ScenarioError::Parse {
+            path: origin.to_string(),
+            message: e.to_string().trim_end().to_string(),
+        })?;
+        let at = |needle: &str| line_of(text, text.find(needle).unwrap_or(0));
         if let Some(name) = &scenario.profile {
             let Some(p) = profiles::by_name(name) else {
                 let known: Vec<&str> = profiles::all().iter().map(|p| p.name).collect();
@@ -560,7 +577,52 @@ impl Scenario {
             }
         }
         scenario.validate(text, origin)?;
+        scenario.warnings = scenario.suspicious(text);
         Ok(scenario)
+    }
+
+    /// What runs but is probably not what the author meant: a link
+    /// direction left to the default, a flow cut short by the end of the run.
+    fn suspicious(&self, text: &str) -> Vec<String> {
+        let mut warnings = Vec::new();
+        if self.profile.is_none() {
+            let table = text.parse::<toml::Table>().unwrap_or_default();
+            let links = table.get("link").and_then(toml::Value::as_table);
+            for dir in ["down", "up"] {
+                let table = format!("link.{dir}");
+                if !links.is_some_and(|l| l.contains_key(dir)) {
+                    warnings.push(format!(
+                        "no [{table}] table: the {dir} direction is the default link, 10 Mbit/s with no delay and no loss; write the table (or a `profile`) to say so"
+                    ));
+                }
+            }
+        }
+        for (i, spanned) in self.flows.iter().enumerate() {
+            let f = spanned.get_ref();
+            if let Some(stop) = f.stop
+                && stop > self.duration
+            {
+                warnings.push(format!(
+                    "line {}: flows[{i}] ({}): `stop` {stop:?} is after the end of the run ({:?}); the flow is cut short there",
+                    line_of(text, spanned.span().start),
+                    f.kind.name(),
+                    self.duration
+                ));
+            }
+        }
+        warnings
+    }
+
+    /// Refuses a scenario with nothing to measure: the simulator needs at
+    /// least one flow (the live lab runs its own traffic and does not).
+    pub fn require_flows(&self, origin: &str) -> Result<(), ScenarioError> {
+        if self.flows.is_empty() {
+            return Err(ScenarioError::Parse {
+                path: origin.to_string(),
+                message: "no traffic: add at least one [[flows]] table (see the flow kinds in the scenario documentation)".into(),
+            });
+        }
+        Ok(())
     }
 
     /// Checks what serde cannot: fields that do not apply to a flow's kind,
@@ -575,10 +637,32 @@ impl Scenario {
             return Err(invalid(0, "`duration` must be greater than zero".into()));
         }
         let min_rtt = self.link.down.delay + self.link.up.delay;
+        let mut labels: Vec<(String, usize)> = Vec::new();
         for (i, spanned) in self.flows.iter().enumerate() {
             let f = spanned.get_ref();
             let at = spanned.span().start;
             let who = format!("flows[{i}] ({})", f.kind.name());
+            let label = f.label(i);
+            if let Some((_, first)) = labels.iter().find(|(l, _)| *l == label) {
+                return Err(invalid(
+                    at,
+                    format!(
+                        "{who}: name {label:?} is already used by the flow at line {}; give each flow its own `name` so results can tell them apart",
+                        line_of(text, *first)
+                    ),
+                ));
+            }
+            labels.push((label, at));
+            let start = f.start.unwrap_or_default();
+            if start >= self.duration {
+                return Err(invalid(
+                    at,
+                    format!(
+                        "{who}: `start` {start:?} is at or after the end of the run (`duration` = {:?}): the flow would never send",
+                        self.duration
+                    ),
+                ));
+            }
             for field in f.present_fields() {
                 if !allowed_fields(f.kind).contains(&field) {
                     return Err(invalid(
@@ -613,10 +697,15 @@ impl Scenario {
                     ),
                 ));
             }
-            if let (Some(a), Some(b)) = (f.start, f.stop)
-                && b <= a
+            if let Some(stop) = f.stop
+                && stop <= start
             {
-                return Err(invalid(at, format!("{who}: `stop` must be after `start`")));
+                return Err(invalid(
+                    at,
+                    format!(
+                        "{who}: `stop` {stop:?} must be after `start` ({start:?}): the flow would never send"
+                    ),
+                ));
             }
             let min_size = self.header_bytes() + 8;
             if let Some(size) = f.size
@@ -646,6 +735,50 @@ impl Scenario {
             IpFamily::V6 => 48,
         }
     }
+}
+
+/// Refuses two queue tables for one direction with a message saying so
+/// (serde would say "wanted exactly 1 element"), naming the second one's
+/// line. Text that is not TOML is left to serde, whose message is better.
+fn one_queue_per_direction(text: &str) -> Result<(), (usize, String)> {
+    let Ok(table) = text.parse::<toml::Table>() else {
+        return Ok(());
+    };
+    for key in ["queue", "queue_up"] {
+        let Some(toml::Value::Table(queues)) = table.get(key) else {
+            continue;
+        };
+        if queues.len() > 1 {
+            let names: Vec<&str> = queues.keys().map(String::as_str).collect();
+            let prefix = format!("{key}.");
+            let line = table_headers(text)
+                .iter()
+                .filter(|(name, _)| name.starts_with(&prefix))
+                .nth(1)
+                .map_or(1, |(_, line)| *line);
+            let direction = if key == "queue" { "down" } else { "up" };
+            return Err((
+                line,
+                format!(
+                    "only one queue may be configured per direction; [{key}.*] ({direction}) has {}",
+                    names.join(" and ")
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The `[table]` headers of a TOML text, each with its line.
+fn table_headers(text: &str) -> Vec<(&str, usize)> {
+    text.lines()
+        .enumerate()
+        .filter_map(|(i, line)| {
+            let line = line.trim();
+            let name = line.strip_prefix('[')?.split(']').next()?.trim();
+            (!line.starts_with("[[")).then_some((name, i + 1))
+        })
+        .collect()
 }
 
 /// 1-based line of a byte offset.
@@ -716,7 +849,7 @@ rtt = "40ms"
     #[test]
     fn brisk_flows_take_their_fields_per_app() {
         let s = Scenario::parse(
-            "duration = \"1s\"\n[[flows]]\nkind = \"brisk\"\ncc = \"cubic\"\napp = \"feed\"\nobjects = [\"4KB\", \"60KiB\"]\necn = false\n",
+            "duration = \"1s\"\n[[flows]]\nkind = \"brisk\"\ncc = \"cubic\"\napp = \"feed\"\nobjects = [\"4kB\", \"60KiB\"]\necn = false\n",
             "b.toml",
         )
         .unwrap();
@@ -725,7 +858,7 @@ rtt = "40ms"
         assert_eq!(f.objects.as_deref(), Some(&[4000, 61_440][..]));
         assert_eq!(f.ecn, Some(EcnSpec::NotEct));
         let s = Scenario::parse(
-            "duration = \"1s\"\n[[flows]]\nkind = \"brisk\"\napp = \"messages\"\nmessage_size = \"2KB\"\ninterval = \"10ms\"\nsend_buffer = \"120KB\"\n",
+            "duration = \"1s\"\n[[flows]]\nkind = \"brisk\"\napp = \"messages\"\nmessage_size = \"2kB\"\ninterval = \"10ms\"\nsend_buffer = \"120kB\"\n",
             "m.toml",
         )
         .unwrap();
@@ -744,7 +877,7 @@ rtt = "40ms"
         assert!(e.contains("`bytes`") && e.contains("\"video\""), "{e}");
         let e = brisk("app = \"feed\"\n");
         assert!(e.contains("`objects` is required"), "{e}");
-        let e = brisk("app = \"messages\"\nsend_buffer = \"1KB\"\nlow_water_mark = \"1KB\"\n");
+        let e = brisk("app = \"messages\"\nsend_buffer = \"1kB\"\nlow_water_mark = \"1kB\"\n");
         assert!(e.contains("pick one"), "{e}");
         let e = brisk("ecn = \"ect1\"\n");
         assert!(e.contains("`ecn`"), "{e}");
@@ -756,7 +889,7 @@ rtt = "40ms"
         assert!(e.contains("`rate` does not apply"), "{e}");
         let e = brisk("cc = \"vegas\"\n");
         assert!(e.contains("line 5") && e.contains("vegas"), "{e}");
-        let e = brisk("app = \"feed\"\nobjects = [\"4KB\", \"lots\"]\n");
+        let e = brisk("app = \"feed\"\nobjects = [\"4kB\", \"lots\"]\n");
         assert!(e.contains("line 6") && e.contains("lots"), "{e}");
         let e = brisk("ecn = true\n");
         assert!(e.contains("ecn"), "{e}");
@@ -767,12 +900,12 @@ rtt = "40ms"
             e.contains("`setup_round_trips`") && e.contains("\"bulk\""),
             "{e}"
         );
-        let e = brisk("app = \"feed\"\nobjects = [\"4KB\"]\nsetup_round_trips = 11\n");
+        let e = brisk("app = \"feed\"\nobjects = [\"4kB\"]\nsetup_round_trips = 11\n");
         assert!(e.contains("`setup_round_trips` must be 0..10"), "{e}");
-        let e = brisk("app = \"feed\"\nobjects = [\"4KB\"]\nsetup_round_trips = -1\n");
+        let e = brisk("app = \"feed\"\nobjects = [\"4kB\"]\nsetup_round_trips = -1\n");
         assert!(e.contains("setup_round_trips"), "{e}");
         let s = Scenario::parse(
-            "duration = \"1s\"\n[[flows]]\nkind = \"brisk\"\napp = \"feed\"\nobjects = [\"4KB\"]\nsequential = true\nsetup_round_trips = 3\n",
+            "duration = \"1s\"\n[[flows]]\nkind = \"brisk\"\napp = \"feed\"\nobjects = [\"4kB\"]\nsequential = true\nsetup_round_trips = 3\n",
             "c.toml",
         )
         .unwrap();
@@ -839,5 +972,137 @@ rtt = "40ms"
         let e =
             err("duration = \"1s\"\n[[flows]]\nkind = \"cbr\"\nrate = \"1Mbit\"\nsize = \"10B\"\n");
         assert!(e.contains("`size`"), "{e}");
+    }
+
+    /// A link with both directions, for the checks below.
+    const LINKS: &str = "[link.down]\nrate = \"10Mbit\"\n[link.up]\nrate = \"10Mbit\"\n";
+
+    #[test]
+    fn an_ambiguous_probability_is_refused_with_field_and_line() {
+        for field in ["loss = \"1\"", "loss = 1", "duplicate = 1.0"] {
+            let e = err(&format!("duration = \"1s\"\n[link.down]\n{field}\n"));
+            let key = field.split(' ').next().unwrap_or_default();
+            assert!(e.contains("line 3") && e.contains(key), "{e}");
+            assert!(e.contains("ambiguous") && e.contains("100%"), "{e}");
+        }
+        let s = Scenario::parse("duration = \"1s\"\n[link.down]\nloss = \"100%\"\n", "l").unwrap();
+        assert!(s.link.down.loss.is_some());
+    }
+
+    #[test]
+    fn rates_tools_disagree_on_name_field_and_line() {
+        let e = err("duration = \"1s\"\n\n[link.down]\nrate = \"1MBps\"\n");
+        assert!(e.contains("line 4") && e.contains("rate"), "{e}");
+        assert!(e.contains("\"8Mbit\"") || e.contains("\"1Mbit\""), "{e}");
+        assert!(e.contains("\"1MB/s\""), "{e}");
+        let e = err("duration = \"1s\"\n[[flows]]\nkind = \"cbr\"\nrate = \"1MB\"\n");
+        assert!(
+            e.contains("line 4") && e.contains("size, not a rate"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn duplicate_flow_names_are_refused() {
+        let e = err(&format!(
+            "duration = \"1s\"\n{LINKS}[[flows]]\nkind = \"ping\"\nname = \"a\"\n\n[[flows]]\nkind = \"ping\"\nname = \"a\"\n"
+        ));
+        assert!(e.contains("line 10") && e.contains("flows[1]"), "{e}");
+        assert!(e.contains("\"a\"") && e.contains("line 6"), "{e}");
+        // A name may not take another flow's default label either.
+        let e = err(&format!(
+            "duration = \"1s\"\n{LINKS}[[flows]]\nkind = \"ping\"\n[[flows]]\nkind = \"ping\"\nname = \"ping-0\"\n"
+        ));
+        assert!(
+            e.contains("\"ping-0\"") && e.contains("already used"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn flows_outside_the_run_are_refused() {
+        let flow = |timing: &str| {
+            err(&format!(
+                "duration = \"10s\"\n{LINKS}[[flows]]\nkind = \"ping\"\n{timing}\n"
+            ))
+        };
+        for timing in ["start = \"10s\"", "start = \"1min\""] {
+            let e = flow(timing);
+            assert!(e.contains("line 6") && e.contains("`start`"), "{e}");
+            assert!(e.contains("end of the run"), "{e}");
+        }
+        for timing in ["stop = \"0s\"", "start = \"2s\"\nstop = \"1s\""] {
+            let e = flow(timing);
+            assert!(e.contains("line 6") && e.contains("`stop`"), "{e}");
+            assert!(e.contains("after `start`"), "{e}");
+        }
+        let s = Scenario::parse(
+            &format!("duration = \"10s\"\n{LINKS}[[flows]]\nkind = \"ping\"\nstop = \"20s\"\n"),
+            "s",
+        )
+        .unwrap();
+        assert_eq!(s.warnings.len(), 1, "{:?}", s.warnings);
+        assert!(s.warnings[0].contains("line 6") && s.warnings[0].contains("`stop`"));
+    }
+
+    #[test]
+    fn missing_link_tables_are_warned_about() {
+        let s = Scenario::parse(GOOD, "g").unwrap();
+        assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+        let s = Scenario::parse("duration = \"1s\"\nprofile = \"lte\"\n", "p").unwrap();
+        assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+        let s = Scenario::parse("duration = \"1s\"\n[link.up]\n", "u").unwrap();
+        assert_eq!(s.warnings.len(), 1, "{:?}", s.warnings);
+        assert!(s.warnings[0].contains("[link.down]"), "{:?}", s.warnings);
+        let s = Scenario::parse("duration = \"1s\"\n", "n").unwrap();
+        assert_eq!(s.warnings.len(), 2, "{:?}", s.warnings);
+        assert!(s.warnings[1].contains("[link.up]"), "{:?}", s.warnings);
+        let s = Scenario::parse("duration = \"1s\"\nlink = { down = {}, up = {} }\n", "i").unwrap();
+        assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+    }
+
+    #[test]
+    fn a_scenario_without_flows_cannot_be_simulated() {
+        let s = Scenario::parse(&format!("duration = \"1s\"\n{LINKS}"), "empty.toml").unwrap();
+        let e = s.require_flows("empty.toml").unwrap_err().to_string();
+        assert!(e.contains("empty.toml") && e.contains("[[flows]]"), "{e}");
+        assert!(
+            Scenario::parse(GOOD, "g")
+                .unwrap()
+                .require_flows("g")
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn two_queues_for_one_direction_are_named() {
+        let e = err("duration = \"1s\"\n[queue.fifo]\n\n[queue.codel]\n");
+        assert!(e.contains("line 4") && e.contains("only one queue"), "{e}");
+        assert!(
+            e.contains("codel and fifo") || e.contains("fifo and codel"),
+            "{e}"
+        );
+        let e = err("duration = \"1s\"\n[queue.fifo]\n[queue_up.pie]\n[queue_up.codel]\n");
+        assert!(e.contains("line 4") && e.contains("queue_up"), "{e}");
+    }
+
+    #[test]
+    fn values_out_of_range_say_so() {
+        let e = err("duration = \"1e400s\"\n");
+        assert!(
+            e.contains("line 1") && e.contains("too large (at most"),
+            "{e}"
+        );
+        let e = err("duration = \"1s\"\n[link.down]\ndelay = \"1e30s\"\n");
+        assert!(e.contains("line 3") && e.contains("too large"), "{e}");
+        let e = err(
+            "duration = \"1s\"\n[[flows]]\nkind = \"brisk\"\napp = \"video\"\nfps = 5000000000\n",
+        );
+        assert!(
+            e.contains("line 5") && e.contains("fps") && e.contains("too large"),
+            "{e}"
+        );
+        let e = err("duration = \"1s\"\n[[flows]]\nkind = \"brisk\"\nbytes = \"1e30GB\"\n");
+        assert!(e.contains("line 4") && e.contains("too large"), "{e}");
     }
 }

@@ -2,7 +2,10 @@
 //! scenario or a message, never a panic, and whatever it accepts runs
 //! (briefly) without one. The starting points are the example files
 //! under `scenarios/`, so the mutations land in every table and field a
-//! real file has.
+//! real file has. A second fuzzer writes the mistakes people make (a bare
+//! probability of 1, a rate tools read differently, twin flow names, a
+//! flow outside the run, two queues, a value too large, no traffic) into
+//! those files, and checks each is refused naming its field and line.
 
 use brisk_sim::scenario::{IpFamily, Scenario};
 use brisk_sim::{RunOptions, run};
@@ -191,6 +194,224 @@ proptest! {
                 let r = run(&s, RunOptions { ip, ..RunOptions::default() });
                 prop_assert_eq!(r.results.flows.len(), s.flows.len());
             }
+        }
+    }
+}
+
+/// A mistake written into an example file; each index picks among the
+/// lines or values it could take.
+#[derive(Debug, Clone)]
+enum Mistake {
+    /// A bare probability of 1 or more in place of a percentage.
+    BareProbability { value: usize },
+    /// A rate in a spelling tools read differently.
+    AmbiguousRate { line: usize, value: usize },
+    /// A size in a spelling tools read differently.
+    AmbiguousSize { line: usize, value: usize },
+    /// A duration beyond what a run can hold.
+    DurationTooLarge { line: usize, value: usize },
+    /// Two flows of the same name.
+    TwinNames,
+    /// A flow that starts at or after the end of the run.
+    StartAfterEnd { beyond_ms: u64 },
+    /// A flow that stops before (or when) it starts.
+    StopBeforeStart { start_ms: u64, earlier_ms: u64 },
+    /// Two queue tables for one direction.
+    TwoQueues,
+    /// No flows at all.
+    NoFlows,
+}
+
+const AMBIGUOUS_PROBABILITIES: &[&str] = &["1", "\"1\"", "1.0", "\"1.0\"", "5", "\"50\""];
+const AMBIGUOUS_RATES: &[&str] = &[
+    "\"1MBps\"",
+    "\"1Mbps\"",
+    "\"10mbps\"",
+    "\"2kbps\"",
+    "\"1MB\"",
+    "\"1Mb/s\"",
+    "\"5KB/s\"",
+];
+const AMBIGUOUS_SIZES: &[&str] = &["\"1500KB\"", "\"4kb\"", "\"1mb\"", "\"2M\"", "\"1500b\""];
+const DURATIONS_TOO_LARGE: &[&str] = &[
+    "\"1e400ms\"",
+    "\"1e30s\"",
+    "\"1e18min\"",
+    "\"99999999999999999999s\"",
+];
+
+fn mistake() -> impl Strategy<Value = Mistake> {
+    prop_oneof![
+        (0..AMBIGUOUS_PROBABILITIES.len()).prop_map(|value| Mistake::BareProbability { value }),
+        (any::<usize>(), 0..AMBIGUOUS_RATES.len())
+            .prop_map(|(line, value)| Mistake::AmbiguousRate { line, value }),
+        (any::<usize>(), 0..AMBIGUOUS_SIZES.len())
+            .prop_map(|(line, value)| Mistake::AmbiguousSize { line, value }),
+        (any::<usize>(), 0..DURATIONS_TOO_LARGE.len())
+            .prop_map(|(line, value)| Mistake::DurationTooLarge { line, value }),
+        Just(Mistake::TwinNames),
+        (0u64..100_000).prop_map(|beyond_ms| Mistake::StartAfterEnd { beyond_ms }),
+        (1u64..5000, 0u64..5000).prop_map(|(start_ms, earlier_ms)| Mistake::StopBeforeStart {
+            start_ms,
+            earlier_ms
+        }),
+        Just(Mistake::TwoQueues),
+        Just(Mistake::NoFlows),
+    ]
+}
+
+/// Gives the `pick`-th line assigning one of `keys` the value `value`:
+/// the new text, the 1-based line and the key. `None` when no line does.
+fn set_value(
+    text: &str,
+    keys: &[&str],
+    pick: usize,
+    value: &str,
+) -> Option<(String, usize, String)> {
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let found: Vec<(usize, &str)> = lines
+        .iter()
+        .enumerate()
+        .filter_map(|(i, l)| {
+            let key = keys.iter().find(|k| l.starts_with(&format!("{k} = \"")))?;
+            Some((i, *key))
+        })
+        .collect();
+    let &(i, key) = found.get(pick % found.len().max(1))?;
+    let mut out: String = lines[..i].concat();
+    out.push_str(&format!("{key} = {value}\n"));
+    out.push_str(&lines[i + 1..].concat());
+    Some((out, i + 1, key.to_string()))
+}
+
+/// Appends `tail` to `text` on lines of its own; returns the text and the
+/// line `tail` starts on.
+fn append(text: &str, tail: &str) -> (String, usize) {
+    let mut out = text.to_string();
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
+    out.push('\n');
+    let line = out.lines().count() + 1;
+    out.push_str(tail);
+    (out, line)
+}
+
+/// Writes `mistake` into `text` (whose run lasts `duration`); returns the
+/// text, and the field and line the refusal must name (field `None` for
+/// a file-wide refusal). `None` when the file has no place for it.
+fn write_mistake(
+    text: &str,
+    duration: Duration,
+    mistake: &Mistake,
+) -> Option<(String, Option<String>, usize)> {
+    let ms = duration.as_millis() as u64;
+    let some = |(t, line, key): (String, usize, String)| Some((t, Some(key), line));
+    match *mistake {
+        Mistake::BareProbability { value } => {
+            let v = AMBIGUOUS_PROBABILITIES[value];
+            if let Some(found) = set_value(text, &["loss", "duplicate"], 0, v) {
+                return some(found);
+            }
+            // No probability in the file: add one to the down link.
+            let at = text.find("[link.down]\n")? + "[link.down]\n".len();
+            let line = text[..at].lines().count() + 1;
+            let out = format!("{}duplicate = {v}\n{}", &text[..at], &text[at..]);
+            Some((out, Some("duplicate".into()), line))
+        }
+        Mistake::AmbiguousRate { line, value } => {
+            some(set_value(text, &["rate"], line, AMBIGUOUS_RATES[value])?)
+        }
+        Mistake::AmbiguousSize { line, value } => some(set_value(
+            text,
+            &[
+                "size",
+                "message_size",
+                "send_buffer",
+                "low_water_mark",
+                "bytes",
+                "limit_bytes",
+            ],
+            line,
+            AMBIGUOUS_SIZES[value],
+        )?),
+        Mistake::DurationTooLarge { line, value } => some(set_value(
+            text,
+            &[
+                "duration", "delay", "interval", "start", "rtt", "target", "on", "off",
+            ],
+            line,
+            DURATIONS_TOO_LARGE[value],
+        )?),
+        Mistake::TwinNames => {
+            let twin = "[[flows]]\nkind = \"ping\"\nname = \"twin\"\n";
+            let (once, _) = append(text, twin);
+            let (out, line) = append(&once, twin);
+            Some((out, Some("name".into()), line))
+        }
+        Mistake::StartAfterEnd { beyond_ms } => {
+            let tail = format!(
+                "[[flows]]\nkind = \"ping\"\nstart = \"{}ms\"\n",
+                ms + beyond_ms
+            );
+            let (out, line) = append(text, &tail);
+            Some((out, Some("start".into()), line))
+        }
+        Mistake::StopBeforeStart {
+            start_ms,
+            earlier_ms,
+        } => {
+            let start = start_ms.min(ms.saturating_sub(1));
+            let stop = start.saturating_sub(earlier_ms);
+            let tail =
+                format!("[[flows]]\nkind = \"ping\"\nstart = \"{start}ms\"\nstop = \"{stop}ms\"\n");
+            let (out, line) = append(text, &tail);
+            Some((out, Some("stop".into()), line))
+        }
+        Mistake::TwoQueues => {
+            if text.contains("queue_up") {
+                return None;
+            }
+            let (out, line) = append(text, "[queue_up.fifo]\n\n[queue_up.codel]\n");
+            Some((out, Some("queue_up".into()), line + 2))
+        }
+        Mistake::NoFlows => {
+            let at = text.find("[[flows]]")?;
+            Some((text[..at].to_string(), None, 0))
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn mistakes_are_refused_naming_field_and_line(
+        file in any::<prop::sample::Index>(),
+        mistake in mistake(),
+    ) {
+        let examples = examples();
+        let text = &examples[file.index(examples.len())];
+        let duration = Scenario::parse(text, "example.toml").expect("an example parses").duration;
+        let Some((bad, field, line)) = write_mistake(text, duration, &mistake) else {
+            return Ok(());
+        };
+        let refused = Scenario::parse(&bad, "bad.toml").and_then(|s| s.require_flows("bad.toml"));
+        let message = match refused {
+            Ok(()) => return Err(TestCaseError::fail(format!("accepted:\n{bad}"))),
+            Err(e) => e.to_string(),
+        };
+        prop_assert!(message.contains("bad.toml"), "{message}");
+        match field {
+            Some(field) => {
+                prop_assert!(message.contains(&field), "{field}: {message}");
+                let at = format!("line {line}");
+                prop_assert!(
+                    message.contains(&format!("{at}:")) || message.contains(&format!("{at},")),
+                    "{at}: {message}\n{bad}"
+                );
+            }
+            None => prop_assert!(message.contains("[[flows]]"), "{message}"),
         }
     }
 }

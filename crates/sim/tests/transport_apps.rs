@@ -128,7 +128,7 @@ fn feed_page(client: &str, ip: IpFamily) -> Run {
          [link.down]\nrate = \"10Mbit\"\ndelay = \"25ms\"\n\
          [link.up]\nrate = \"10Mbit\"\ndelay = \"25ms\"\n\
          [[flows]]\nname = \"feed\"\nkind = \"brisk\"\ncc = \"cubic\"\nrtt = \"100ms\"\n\
-         app = \"feed\"\nobjects = [\"1KB\", \"2KB\", \"2KB\", \"2KB\", \"2KB\"]\n{client}"
+         app = \"feed\"\nobjects = [\"1kB\", \"2kB\", \"2kB\", \"2kB\", \"2kB\"]\n{client}"
     );
     let s = Scenario::parse(&text, "feed-page").unwrap();
     run(

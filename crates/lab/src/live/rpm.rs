@@ -3,7 +3,7 @@
 //! server namespace, its client in the client namespace, loading a
 //! 20 Mbit/s, 20 ms base-RTT path in both directions at once through a
 //! FIFO, CoDel, FQ-CoDel and DualPI2 (the same discipline each way), each
-//! without and with `TCP_NOTSENT_LOWAT` (16 KB) on the server's sockets as
+//! without and with `TCP_NOTSENT_LOWAT` (16 KiB) on the server's sockets as
 //! the draft recommends.
 //!
 //! Each cell is a short test (5 s, 0.5 s intervals), so the draft's
@@ -86,7 +86,7 @@ impl Section for Rpm {
                     same discipline in both directions (a 500-packet FIFO, 300 ms at this \
                     rate; CoDel; FQ-CoDel; DualPI2), downloads and uploads at once, each \
                     cell a 5 s test with 0.5 s intervals, the server's sockets without and \
-                    with a 16 KB TCP_NOTSENT_LOWAT. Wall-clock numbers on a shared machine.",
+                    with a 16 KiB TCP_NOTSENT_LOWAT. Wall-clock numbers on a shared machine.",
         }
     }
 
@@ -199,7 +199,7 @@ impl Section for Rpm {
              base RTT.",
             ("responsiveness", "RPM"),
             &QUEUES.map(|(_, name)| name),
-            vec![("no mark", without), ("16 KB mark", with)],
+            vec![("no mark", without), ("16 KiB mark", with)],
         )?];
         Ok(Findings {
             checks,

@@ -130,7 +130,7 @@ mod tests {
         struct Scenario {
             queue: QueueConfig,
         }
-        let s: Scenario = toml::from_str("[queue.fifo]\nlimit_bytes = \"150KB\"").unwrap();
+        let s: Scenario = toml::from_str("[queue.fifo]\nlimit_bytes = \"150kB\"").unwrap();
         let want = FifoConfig {
             limit_packets: Some(1000),
             limit_bytes: Some(150_000),

@@ -148,7 +148,7 @@ pub trait Queue: Send {
 
 /// Packet and byte limits shared by every discipline; `None` is unlimited.
 /// Configs spell these as two plain fields, `limit_packets = 200` and
-/// `limit_bytes = "150KB"` (not a nested table), and convert with
+/// `limit_bytes = "150kB"` (not a nested table), and convert with
 /// [`Limits::new`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
