@@ -2,12 +2,12 @@
 //! [--qlog DIR [--qlog-events LIST]]`.
 
 use anyhow::{Context, Result};
-use indicatif::{ProgressBar, ProgressStyle};
 use brisk_proto::qlog::{EventClasses, QlogStart};
 use brisk_sim::FlowQlog;
 use brisk_sim::capture::PcapSink;
 use brisk_sim::scenario::{IpFamily, Scenario, parse_duration};
 use brisk_sim::{RunOptions, results::Results};
+use indicatif::{ProgressBar, ProgressStyle};
 use std::fs::File;
 use std::io::{BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -127,9 +127,9 @@ fn progress_bar(duration: Duration) -> ProgressBar {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::new(duration.as_millis() as u64);
-    if let Ok(style) = ProgressStyle::with_template(
-        "simulating {bar:40} {msg} elapsed {elapsed}, eta {eta}",
-    ) {
+    if let Ok(style) =
+        ProgressStyle::with_template("simulating {bar:40} {msg} elapsed {elapsed}, eta {eta}")
+    {
         bar.set_style(style);
     }
     let total = duration.as_secs_f64();
