@@ -144,3 +144,30 @@ rate = "6Mbit"
         assert!((a - b).abs() < 0.02, "{ip:?}: loss {a:.3} against {b:.3}");
     }
 }
+
+#[test]
+fn the_shipped_fifo_overload_reads_the_same_on_and_off_the_grid() {
+    // The repository's first example, as shipped (a ping every 50 ms), and
+    // with the ping moved 37 microseconds off the load's grid.
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/fifo-overload.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains("interval = \"50ms\""), "the example changed");
+    let off = text.replace("interval = \"50ms\"", "interval = \"50.0371ms\"");
+    for ip in FAMILIES {
+        let on = ping_of(&Scenario::parse(&text, "on.toml").unwrap(), ip);
+        let off = ping_of(&Scenario::parse(&off, "off.toml").unwrap(), ip);
+        assert!(
+            (on.loss_rate - off.loss_rate).abs() < 0.04,
+            "{ip:?}: loss {:.3} on the grid, {:.3} off it",
+            on.loss_rate,
+            off.loss_rate
+        );
+        assert!(
+            (on.rtt_ms.p50 - off.rtt_ms.p50).abs() < 0.03 * off.rtt_ms.p50,
+            "{ip:?}: median RTT {:.1} ms on the grid, {:.1} off it",
+            on.rtt_ms.p50,
+            off.rtt_ms.p50
+        );
+    }
+}
