@@ -331,7 +331,7 @@ impl<'c> Engine<'c> {
         while let Some(t) = self.wakeups.next_time().filter(|t| *t <= self.end) {
             self.now = t;
             self.steps += 1;
-            if self.steps % PROGRESS_EVERY_STEPS == 0
+            if self.steps.is_multiple_of(PROGRESS_EVERY_STEPS)
                 && let Some(progress) = self.progress.as_mut()
             {
                 progress(t - Instant::ZERO);
