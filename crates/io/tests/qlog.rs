@@ -59,6 +59,10 @@ async fn traced_exchange(v6: bool) {
     let client = client(v6);
     client.set_qlog(factory(client_buf.clone()));
     let (addr, key) = (server.local_addr(), server.public_key().unwrap());
+    // The client closes only once the server's end of the stream is done:
+    // closing on the echo's last byte could beat the acknowledgement that
+    // the server's shutdown waits for.
+    let (echoed, echo_done) = tokio::sync::oneshot::channel();
     let serve = tokio::spawn(async move {
         let conn = server.accept().await.unwrap();
         let mut s = conn.accept_stream().await.unwrap();
@@ -66,6 +70,7 @@ async fn traced_exchange(v6: bool) {
         s.read_to_end(&mut got).await.unwrap();
         s.write_all(&got).await.unwrap();
         s.shutdown().await.unwrap();
+        echoed.send(()).unwrap();
         conn.closed().await;
     });
     let conn = client.connect(addr, key).await.unwrap();
@@ -75,6 +80,7 @@ async fn traced_exchange(v6: bool) {
     let mut back = Vec::new();
     s.read_to_end(&mut back).await.unwrap();
     assert_eq!(back.len(), 50_000);
+    echo_done.await.unwrap();
     conn.close(0, b"done");
     serve.await.unwrap();
     let after = epoch_ms();
