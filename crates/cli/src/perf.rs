@@ -492,10 +492,13 @@ impl Intervals {
         }
     }
 
-    /// Closes the last, possibly shorter, interval.
+    /// Closes the last, possibly shorter, interval: always when bytes
+    /// moved since the previous one closed, so the intervals add up to the
+    /// total.
     fn finish(&mut self, moved: u64, sender: Option<ConnectionStats>) {
         let now = self.start.elapsed();
-        if self.every.is_some() && now > self.opened + Duration::from_millis(1) {
+        let more = moved > self.bytes_before || now > self.opened + Duration::from_millis(1);
+        if self.every.is_some() && more {
             self.close(now, moved, sender);
         }
     }
@@ -703,5 +706,22 @@ mod tests {
         for pair in iv.list.windows(2) {
             assert_eq!(pair[0]["end_s"], pair[1]["start_s"]);
         }
+    }
+
+    #[test]
+    fn bytes_just_after_the_last_tick_still_count() {
+        // The test ends right after an interval closed: the few bytes
+        // since then make a last, very short interval of their own.
+        let mut iv = Intervals::new(Some(Duration::from_millis(1)), false);
+        iv.start(Instant::now());
+        let mut moved = 0;
+        while iv.list.is_empty() {
+            moved += 1000;
+            iv.tick(moved, None);
+        }
+        moved += 861_953;
+        iv.finish(moved, None);
+        let sum: u64 = iv.list.iter().filter_map(|i| i["bytes"].as_u64()).sum();
+        assert_eq!(sum, moved);
     }
 }
