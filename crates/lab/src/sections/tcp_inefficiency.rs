@@ -1,5 +1,5 @@
 //! "TCP's inefficiency under loss" (OK.ru): one bulk flow over Brisk on
-//! the seed's network (1 Mbit/s, a 50-packet FIFO) with 0%, 1%, 2% and 5%
+//! the slides' network (1 Mbit/s, a 50-packet FIFO) with 0%, 1%, 2% and 5%
 //! random loss on the data direction at 20 ms and 220 ms base RTT, for
 //! Brisk's CUBIC and NewReno (loss-based, standing in for kernel TCP), for
 //! Prague, and for BBR (model-based: the seed's answer to random loss).
