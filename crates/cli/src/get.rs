@@ -6,10 +6,9 @@
 
 use anyhow::{Context, Result, bail};
 use brisk_io::{Endpoint, EndpointConfig, keys};
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 use serde_json::json;
 use sha2::{Digest, Sha256};
-use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -202,19 +201,15 @@ pub fn run(args: GetArgs) -> Result<()> {
     })
 }
 
-/// A byte-count bar on stderr when it is a terminal (and the output is
-/// text); hidden otherwise, so logs and pipes get no control characters.
+/// A byte-count bar on a terminal, when the output is text.
 fn progress_bar(len: u64, json: bool) -> ProgressBar {
-    if json || !std::io::stderr().is_terminal() {
+    if json {
         return ProgressBar::hidden();
     }
-    let bar = ProgressBar::new(len);
-    if let Ok(style) = ProgressStyle::with_template(
+    crate::progress::bar(
+        len,
         "{bar:40} {decimal_bytes}/{decimal_total_bytes} {decimal_bytes_per_sec} eta {eta}",
-    ) {
-        bar.set_style(style);
-    }
-    bar
+    )
 }
 
 /// One `\n`-terminated line of at most a few hundred bytes.

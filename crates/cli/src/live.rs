@@ -7,8 +7,8 @@ use brisk_live::bulk::BulkConfig;
 use brisk_live::router::LoopConfig;
 use brisk_live::{IpMode, LabConfig, LiveResults, LiveRun, Workload};
 use brisk_sim::scenario::Scenario;
-use indicatif::{ProgressBar, ProgressStyle};
-use std::io::{IsTerminal, Write};
+use indicatif::ProgressBar;
+use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -144,16 +144,14 @@ fn bulk_progress(workload: &Workload, json: bool) -> ProgressBar {
     let Workload::Bulk(b) = workload else {
         return ProgressBar::hidden();
     };
-    if json || !std::io::stderr().is_terminal() {
+    if json {
         return ProgressBar::hidden();
     }
-    let bar = ProgressBar::new_spinner();
-    if let Ok(style) = ProgressStyle::with_template("{spinner} bulk tcp transfer: {elapsed} {msg}")
-    {
-        bar.set_style(style);
-    }
+    let bar = crate::progress::spinner(
+        "{spinner} bulk tcp transfer: {elapsed} {msg}",
+        Duration::from_millis(200),
+    );
     bar.set_message(format!("of {:.0} s", b.duration.as_secs_f64()));
-    bar.enable_steady_tick(Duration::from_millis(200));
     bar
 }
 

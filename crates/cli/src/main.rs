@@ -10,6 +10,7 @@ mod lab;
 mod live;
 mod live_summary;
 mod perf;
+mod progress;
 mod qlog;
 mod rpm;
 mod seconds;

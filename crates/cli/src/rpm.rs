@@ -4,8 +4,6 @@
 
 use anyhow::{Context, Result, anyhow};
 use brisk_rpm::{ClientOptions, Direction, Report, Server, ServerOptions};
-use indicatif::{ProgressBar, ProgressStyle};
-use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -111,13 +109,9 @@ async fn measure(args: ClientArgs) -> Result<()> {
         max_connections: usize::from(args.max_connections),
         ..ClientOptions::default()
     };
-    let bar = std::io::stderr().is_terminal().then(|| {
-        let bar = ProgressBar::new_spinner();
-        bar.set_style(
-            ProgressStyle::with_template("{spinner} {elapsed} {wide_msg}")
-                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-        );
-        bar.enable_steady_tick(Duration::from_millis(120));
+    let bar = crate::progress::visible().then(|| {
+        let bar =
+            crate::progress::spinner("{spinner} {elapsed} {wide_msg}", Duration::from_millis(120));
         bar.set_message("fetching the configuration");
         bar
     });

@@ -7,9 +7,9 @@ use brisk_sim::FlowQlog;
 use brisk_sim::capture::PcapSink;
 use brisk_sim::scenario::{IpFamily, Scenario, parse_duration};
 use brisk_sim::{RunOptions, results::Results};
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 use std::fs::File;
-use std::io::{BufWriter, IsTerminal, Write};
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -119,19 +119,12 @@ pub fn run(args: SimArgs) -> Result<()> {
     Ok(())
 }
 
-/// A bar of virtual time on stderr when it is a terminal (cleared when
-/// the run ends); hidden otherwise, so logs and pipes get no control
-/// characters.
+/// A bar of virtual time on a terminal, cleared when the run ends.
 fn progress_bar(duration: Duration) -> ProgressBar {
-    if !std::io::stderr().is_terminal() {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::new(duration.as_millis() as u64);
-    if let Ok(style) =
-        ProgressStyle::with_template("simulating {bar:40} {msg} elapsed {elapsed}, eta {eta}")
-    {
-        bar.set_style(style);
-    }
+    let bar = crate::progress::bar(
+        duration.as_millis() as u64,
+        "simulating {bar:40} {msg} elapsed {elapsed}, eta {eta}",
+    );
     let total = duration.as_secs_f64();
     bar.set_message(format!("of {total:.0} s of virtual time"));
     bar

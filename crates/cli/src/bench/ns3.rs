@@ -8,7 +8,6 @@
 //! the modules and the flags; `scripts/setup` installs it.
 
 use anyhow::{Context, Result, bail};
-use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::ffi::OsString;
@@ -147,20 +146,15 @@ fn compile(cxx: &OsString, flags: &[&str], dir: &Path, out: &Path) -> Result<()>
     let source = dir.join(format!("ns3-dumbbell-{pid}.cc"));
     let partial = dir.join(format!("ns3-dumbbell-{pid}.partial"));
     std::fs::write(&source, SOURCE).with_context(|| format!("writing {}", source.display()))?;
-    let spinner = terminal_bar(ProgressBar::new_spinner());
-    if let Some(s) = &spinner {
-        s.set_message("compiling the ns-3 program (first use; it is cached afterwards)");
-        s.enable_steady_tick(Duration::from_millis(120));
-    }
+    let spinner = crate::progress::spinner("{spinner} {msg}", Duration::from_millis(120));
+    spinner.set_message("compiling the ns-3 program (first use; it is cached afterwards)");
     let result = Command::new(cxx)
         .args(["-O2", "-std=c++17", "-w", "-o"])
         .arg(&partial)
         .arg(&source)
         .args(flags)
         .output();
-    if let Some(s) = spinner {
-        s.finish_and_clear();
-    }
+    spinner.finish_and_clear();
     let _ = std::fs::remove_file(&source);
     let output = result.with_context(|| format!("running {}", cxx.to_string_lossy()))?;
     if !output.status.success() {
@@ -185,14 +179,10 @@ impl Program {
             .stderr(Stdio::piped())
             .spawn()
             .with_context(|| format!("starting {}", self.path.display()))?;
-        let bar = terminal_bar(ProgressBar::new(seconds.ceil() as u64)).inspect(|b| {
-            b.set_style(
-                ProgressStyle::with_template(
-                    "ns-3 {bar:32.cyan/blue} {pos}/{len} simulated s, {elapsed} {wide_msg}",
-                )
-                .unwrap_or_else(|_| ProgressStyle::default_bar()),
-            );
-        });
+        let bar = crate::progress::bar(
+            seconds.ceil() as u64,
+            "ns-3 {bar:32.cyan/blue} {pos}/{len} simulated s, {elapsed} {wide_msg}",
+        );
         let stderr = child.stderr.take().context("ns-3's stderr")?;
         let progress = bar.clone();
         // Reads progress lines as they come and keeps the rest for errors.
@@ -200,11 +190,7 @@ impl Program {
             let mut kept = String::new();
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 match line.strip_prefix("progress ").map(str::parse::<u64>) {
-                    Some(Ok(s)) => {
-                        if let Some(b) = &progress {
-                            b.set_position(s);
-                        }
-                    }
+                    Some(Ok(s)) => progress.set_position(s),
                     _ => {
                         kept.push_str(&line);
                         kept.push('\n');
@@ -223,9 +209,7 @@ impl Program {
         let (status, cpu) = wait_with_cpu(child.id())?;
         let wall = started.elapsed();
         let errors = errors.join().unwrap_or_default();
-        if let Some(b) = bar {
-            b.finish_and_clear();
-        }
+        bar.finish_and_clear();
         if !status.success() {
             bail!("the ns-3 program failed ({status}):\n{}", tail(&errors, 20));
         }
@@ -254,12 +238,6 @@ fn wait_with_cpu(pid: u32) -> Result<(std::process::ExitStatus, Duration)> {
     };
     let cpu = time(usage.ru_utime) + time(usage.ru_stime);
     Ok((std::process::ExitStatus::from_raw(status), cpu))
-}
-
-/// `bar` when stderr is a terminal, else nothing (no progress in logs).
-fn terminal_bar(bar: ProgressBar) -> Option<ProgressBar> {
-    use std::io::IsTerminal;
-    std::io::stderr().is_terminal().then_some(bar)
 }
 
 fn tail(text: &str, lines: usize) -> String {
