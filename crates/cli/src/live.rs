@@ -1,11 +1,12 @@
 //! `brisk live SCENARIO.toml --server 'CMD' --client 'CMD' [--json] [--out DIR]`:
 //! real programs in network namespaces joined by the real-time router.
 
-use crate::live_summary::{self, QueueTables};
+use crate::live_summary;
 use anyhow::{Result, bail};
 use brisk_live::bulk::BulkConfig;
 use brisk_live::router::LoopConfig;
 use brisk_live::{IpMode, LabConfig, LiveResults, LiveRun, Workload};
+use brisk_sim::scenario::QueueTables;
 use brisk_sim::scenario::Scenario;
 use indicatif::ProgressBar;
 use std::io::Write;
@@ -71,7 +72,7 @@ pub struct LiveArgs {
 /// down and written).
 pub fn run(args: LiveArgs) -> Result<()> {
     let scenario = Scenario::load(&args.scenario)?;
-    let tables = QueueTables::read(&args.scenario)?;
+    let tables = scenario.queue_tables.clone();
     for warning in &scenario.warnings {
         eprintln!("warning: {}: {warning}", args.scenario.display());
     }

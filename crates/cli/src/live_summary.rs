@@ -4,42 +4,9 @@
 //! each direction whose measured traffic crossed a queue the scenario left
 //! at its default.
 
-use anyhow::{Context, Result};
 use brisk_live::LiveResults;
 use brisk_sim::results::{LinkResults, QueueResults};
-use std::path::Path;
-
-/// The queue tables a scenario file names: `[queue.KIND]` shapes the down
-/// direction (server to client), `[queue_up.KIND]` the up direction.
-/// Either may be absent, and then that direction gets the default FIFO.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct QueueTables {
-    pub down: Option<String>,
-    pub up: Option<String>,
-}
-
-impl QueueTables {
-    pub fn read(path: &Path) -> Result<QueueTables> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        QueueTables::parse(&text).with_context(|| format!("{}", path.display()))
-    }
-
-    /// The kinds named under `queue` and `queue_up`.
-    pub fn parse(text: &str) -> Result<QueueTables> {
-        let table: toml::Table = text.parse()?;
-        let kind = |key: &str| {
-            table
-                .get(key)
-                .and_then(|v| v.as_table())
-                .and_then(|t| t.keys().next().cloned())
-        };
-        Ok(QueueTables {
-            down: kind("queue"),
-            up: kind("queue_up"),
-        })
-    }
-}
+use brisk_sim::scenario::QueueTables;
 
 /// One direction of the path, named for a reader.
 struct Side<'a> {
@@ -182,20 +149,6 @@ mod tests {
             down: down.map(String::from),
             up: up.map(String::from),
         }
-    }
-
-    #[test]
-    fn queue_tables_are_read_per_direction() {
-        let text = "duration = \"1s\"\n[queue.fq_codel]\n[queue_up.fifo]\nlimit_packets = 10\n";
-        assert_eq!(
-            QueueTables::parse(text).unwrap(),
-            tables(Some("fq_codel"), Some("fifo"))
-        );
-        let only_down = "duration = \"1s\"\n[queue.fq_codel]\n";
-        assert_eq!(
-            QueueTables::parse(only_down).unwrap(),
-            tables(Some("fq_codel"), None)
-        );
     }
 
     #[test]

@@ -88,6 +88,10 @@ pub struct Scenario {
     /// its line; the CLI prints them before running.
     #[serde(skip)]
     pub warnings: Vec<String>,
+    /// The queue kinds the file names per direction; a direction it leaves
+    /// out runs the default FIFO.
+    #[serde(skip)]
+    pub queue_tables: QueueTables,
 }
 
 fn default_seed() -> u64 {
@@ -529,7 +533,8 @@ impl Scenario {
             line,
             message,
         };
-        one_queue_per_direction(text).map_err(|(line, message)| invalid(line, message))?;
+        let queue_tables =
+            one_queue_per_direction(text).map_err(|(line, message)| invalid(line, message))?;
         let mut scenario: Scenario = toml::from_str(text).map_err(|e| ScenarioError::Parse {
             path: origin.to_string(),
             message: e.to_string().trim_end().to_string(),
@@ -578,6 +583,7 @@ impl Scenario {
         }
         scenario.validate(text, origin)?;
         scenario.warnings = scenario.suspicious(text);
+        scenario.queue_tables = queue_tables;
         Ok(scenario)
     }
 
@@ -737,17 +743,34 @@ impl Scenario {
     }
 }
 
-/// Refuses two queue tables for one direction with a message saying so
-/// (serde would say "wanted exactly 1 element"), naming the second one's
-/// line. Text that is not TOML is left to serde, whose message is better.
-fn one_queue_per_direction(text: &str) -> Result<(), (usize, String)> {
+/// The queue tables a scenario file names: `[queue.KIND]` shapes the down
+/// direction, `[queue_up.KIND]` the up direction. Either may be absent,
+/// and then that direction gets the default FIFO.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct QueueTables {
+    pub down: Option<String>,
+    pub up: Option<String>,
+}
+
+/// The queue kind each direction names. Refuses two queue tables for one
+/// direction with a message saying so (serde would say "wanted exactly 1
+/// element"), naming the second one's line. Text that is not TOML is left
+/// to serde, whose message is better.
+fn one_queue_per_direction(text: &str) -> Result<QueueTables, (usize, String)> {
+    let mut named = QueueTables::default();
     let Ok(table) = text.parse::<toml::Table>() else {
-        return Ok(());
+        return Ok(named);
     };
     for key in ["queue", "queue_up"] {
         let Some(toml::Value::Table(queues)) = table.get(key) else {
             continue;
         };
+        let kind = queues.keys().next().cloned();
+        if key == "queue" {
+            named.down = kind;
+        } else {
+            named.up = kind;
+        }
         if queues.len() > 1 {
             let names: Vec<&str> = queues.keys().map(String::as_str).collect();
             let prefix = format!("{key}.");
@@ -766,7 +789,7 @@ fn one_queue_per_direction(text: &str) -> Result<(), (usize, String)> {
             ));
         }
     }
-    Ok(())
+    Ok(named)
 }
 
 /// The `[table]` headers of a TOML text, each with its line.
@@ -935,6 +958,24 @@ rtt = "40ms"
         assert!(e.contains("profile"), "{e}");
         let e = err("duration = \"1s\"\n\nprofile = \"6g\"\n");
         assert!(e.contains("line 3") && e.contains("lte"), "{e}");
+    }
+
+    #[test]
+    fn queue_tables_are_read_per_direction() {
+        let text = "duration = \"1s\"\n[queue.fq_codel]\n[queue_up.fifo]\nlimit_packets = 10\n";
+        let tables = |down: Option<&str>, up: Option<&str>| QueueTables {
+            down: down.map(String::from),
+            up: up.map(String::from),
+        };
+        assert_eq!(
+            Scenario::parse(text, "t.toml").unwrap().queue_tables,
+            tables(Some("fq_codel"), Some("fifo"))
+        );
+        let only_down = "duration = \"1s\"\n[queue.fq_codel]\n";
+        assert_eq!(
+            Scenario::parse(only_down, "t.toml").unwrap().queue_tables,
+            tables(Some("fq_codel"), None)
+        );
     }
 
     #[test]
