@@ -78,6 +78,15 @@ impl Connection {
         st.ep.connection(self.handle).map(|c| c.stats())
     }
 
+    /// The path MTU the network last reported for the peer's address (an
+    /// ICMP "fragmentation needed" or ICMPv6 "packet too big" about a
+    /// datagram sent there), for path MTU discovery. Anyone can forge
+    /// such a report: a hint to probe, not a limit to trust.
+    pub fn reported_path_mtu(&self) -> Option<u32> {
+        let st = self.shared.lock();
+        st.conns.get(&self.handle)?.reported_path_mtu
+    }
+
     /// Sends the connection's qlog events to `sink` from now on.
     pub fn set_qlog(&self, sink: Box<dyn QlogSink>) {
         let mut st = self.shared.lock();

@@ -11,13 +11,25 @@
 //!
 //! Before sleeping, the task may busy-poll its socket for a bounded time
 //! when a reply is imminent ([`crate::busy_poll`]).
+//!
+//! Socket errors (sorted by [`crate::socket_error`]): transient ones and
+//! peers' are counted and survived; each error-queue entry is applied to
+//! the connections of the address it names (a handshake whose own
+//! datagram drew it fails at once; a "too big" records the path MTU it
+//! reports). The queue is read at most [`MAX_ERRORS_PER_TURN`] entries a
+//! turn, so a flood of ICMP errors cannot starve the datagrams behind it,
+//! and also while idle (the socket's `POLLERR`). Only a broken socket or
+//! timer ends the task, with an [`EndpointError`] the handles report.
 
 use crate::busy_poll;
-use crate::socket::{self, Socket};
+use crate::error::EndpointError;
+use crate::socket::{DatagramError, Socket};
+use crate::socket_error::{MAX_ERRORS_PER_TURN, ReportKind};
 use crate::state::{Shared, State};
 use crate::sys::{self, TimerFd};
 use std::future::Future;
 use std::io;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -26,8 +38,9 @@ use tokio::io::unix::AsyncFd;
 
 /// Turns before the task yields to others even when there is more work.
 const MAX_TURNS: usize = 64;
-/// Receive batches per turn.
-const RECV_BATCHES_PER_TURN: usize = 1;
+/// Receive calls per turn: one batch, and one more when the first only
+/// collected a pending error (the kernel reports it ahead of any datagram).
+const RECV_CALLS_PER_TURN: usize = 2;
 /// Times woken readers may run first before the task pulls regardless: a
 /// response that arrives in two pieces wakes its reader twice, and a
 /// reader woken through another task (a server's accept loop that spawns
@@ -79,26 +92,28 @@ impl Driver {
         })
     }
 
-    /// Receives what the socket holds (a few batches); true if anything
-    /// arrived.
-    fn receive(&mut self, cx: &mut Context<'_>, st: &mut State) -> io::Result<bool> {
+    /// Reads the error queue (bounded) if it may hold entries, then
+    /// receives a batch; true if anything was read.
+    fn receive(&mut self, cx: &mut Context<'_>, st: &mut State) -> Result<bool, EndpointError> {
         let mut any = false;
-        for _ in 0..RECV_BATCHES_PER_TURN {
+        if self.socket.errors_pending() {
+            self.socket
+                .drain_errors(MAX_ERRORS_PER_TURN, |e| apply_report(st, &e));
+            any = true;
+        }
+        for _ in 0..RECV_CALLS_PER_TURN {
             let now = st.now();
             let ep = &mut st.ep;
             match self.socket.poll_recv(cx, |from, ecn, data| {
                 ep.handle_datagram(now, from, ecn, data)
             }) {
-                Poll::Ready(Ok(_)) => any = true,
-                Poll::Ready(Err(e)) if is_transient(&e) => {
-                    // An ICMP error: the handshake it is about fails now
-                    // rather than after the handshake timeout.
-                    for error in self.socket.take_errors() {
-                        st.fail_unreachable(&error);
-                    }
+                Poll::Ready(Ok(got)) => {
                     any = true;
+                    if got > 0 {
+                        break;
+                    }
                 }
-                Poll::Ready(Err(e)) => return Err(e),
+                Poll::Ready(Err(e)) => return Err(EndpointError::new("receive", &e)),
                 Poll::Pending => break,
             }
         }
@@ -135,14 +150,17 @@ impl Driver {
         &mut self,
         cx: &mut Context<'_>,
         deadline: Option<(bool, u64)>,
-    ) -> io::Result<bool> {
+    ) -> Result<bool, EndpointError> {
         if let Some((due, deadline_ns)) = deadline {
             if due {
                 return Ok(true);
             }
             let deadline_ns = deadline_ns.max(1);
             if self.armed_ns == 0 || deadline_ns < self.armed_ns {
-                self.timer.get_ref().arm(deadline_ns)?;
+                self.timer
+                    .get_ref()
+                    .arm(deadline_ns)
+                    .map_err(|e| EndpointError::new("arm the timer", &e))?;
                 self.armed_ns = deadline_ns;
                 self.socket.stats.timer_arms += 1;
             }
@@ -159,7 +177,7 @@ impl Driver {
                     }
                     Err(_would_block) => continue,
                 },
-                Poll::Ready(Err(e)) => return Err(e),
+                Poll::Ready(Err(e)) => return Err(EndpointError::new("wait for the timer", &e)),
                 Poll::Pending => return Ok(false),
             }
         }
@@ -169,7 +187,7 @@ impl Driver {
     /// calls (on loopback they also run the receiver's network stack) and
     /// the timer happen outside it, so application tasks can read and
     /// write meanwhile.
-    fn turn(&mut self, cx: &mut Context<'_>, shared: &Shared) -> io::Result<Outcome> {
+    fn turn(&mut self, cx: &mut Context<'_>, shared: &Shared) -> Result<Outcome, EndpointError> {
         let mut progress;
         let deadline;
         {
@@ -220,13 +238,18 @@ impl Driver {
         if !refused.is_empty() {
             let mut st = shared.lock();
             for error in &refused {
-                st.fail_unreachable(error);
+                apply_report(&mut st, error);
             }
         }
         if let Poll::Ready(Err(e)) = flushed {
-            return Err(e);
+            return Err(EndpointError::new("send", &e));
         }
         progress |= self.poll_timer(cx, deadline)?;
+        // With nothing else to do, an ICMP error may still be waiting: its
+        // entry holds receive-buffer room until it is read.
+        if !progress {
+            progress = self.socket.poll_errors(cx);
+        }
         Ok(if progress {
             Outcome::Progress
         } else {
@@ -290,18 +313,11 @@ impl Driver {
                     .socket
                     .try_recv(|from, ecn, data| ep.handle_datagram(now, from, ecn, data))
                 {
-                    Ok(0) => {}
-                    Ok(_) => {
+                    Ok(0) if !self.socket.errors_pending() => {}
+                    // Datagrams, or a pending error the next turn reads;
+                    // a broken socket: the next turn's receive says so.
+                    Ok(_) | Err(_) => {
                         received = true;
-                        break true;
-                    }
-                    Err(e) => {
-                        received = true;
-                        if is_transient(&e) {
-                            for error in self.socket.take_errors() {
-                                st.fail_unreachable(&error);
-                            }
-                        }
                         break true;
                     }
                 }
@@ -337,10 +353,35 @@ enum Outcome {
     Stop(String),
 }
 
-/// Errors a later receive may not repeat: an ICMP error reported on the
-/// socket, a datagram the kernel dropped.
-fn is_transient(e: &io::Error) -> bool {
-    socket::reports_icmp_error(e) || e.kind() == io::ErrorKind::Interrupted
+/// Applies one error-queue entry (or refused send) to the connections of
+/// the address it names. A "too big" report only records the MTU it
+/// names: the datagram was lost, the connection goes on (a spoofed one
+/// must not end it). Any other error fails only the handshake whose own
+/// datagram drew it (matched by the quoted connection ID): an established
+/// connection's short header names nobody an attacker could not also
+/// name, and its loss recovery or idle timeout handles a dead path.
+fn apply_report(st: &mut State, e: &DatagramError) {
+    if e.report.kind() == ReportKind::TooBig {
+        if let Some(mtu) = e.report.mtu() {
+            record_path_mtu(st, e.destination, mtu);
+        }
+        return;
+    }
+    st.fail_unreachable(e);
+}
+
+/// Records `mtu` on every connection to `peer`, for path MTU discovery
+/// to validate and use.
+fn record_path_mtu(st: &mut State, peer: SocketAddr, mtu: u32) {
+    for (h, io) in st.conns.iter_mut() {
+        if st
+            .ep
+            .connection(*h)
+            .is_some_and(|c| c.remote_address() == peer)
+        {
+            io.reported_path_mtu = Some(mtu);
+        }
+    }
 }
 
 impl Future for Driver {
@@ -385,7 +426,11 @@ impl Future for Driver {
                     continue;
                 }
                 Ok(Outcome::Stop(reason)) => reason,
-                Err(e) => format!("socket error: {e}"),
+                Err(e) => {
+                    let reason = e.to_string();
+                    shared.lock().failure.get_or_insert(e);
+                    reason
+                }
             };
             shared.lock().stop(&reason);
             return Poll::Ready(());

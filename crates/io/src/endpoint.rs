@@ -4,7 +4,7 @@
 use crate::config::{EndpointConfig, ServerConfig};
 use crate::connection::Connection;
 use crate::driver::Driver;
-use crate::error::{ConnectError, ConnectionError};
+use crate::error::{ConnectError, ConnectionError, EndpointError};
 use crate::keys;
 use crate::socket::{Socket, SocketStats};
 use crate::state::{Shared, State};
@@ -242,6 +242,13 @@ impl Endpoint {
         let mut st = self.shared.lock();
         st.stopped.get_or_insert_with(|| "aborted".to_owned());
         st.wake_driver();
+    }
+
+    /// Why the endpoint's task stopped, if its socket failed (rather than
+    /// being closed or aborted): after `accept` returned `None`, the
+    /// difference between a shutdown and a failure to report.
+    pub fn failure(&self) -> Option<EndpointError> {
+        self.shared.lock().failure.clone()
     }
 
     /// Resolves once no connection is left (or the endpoint stopped).

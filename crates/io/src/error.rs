@@ -36,6 +36,29 @@ impl From<ConnectionError> for io::Error {
     }
 }
 
+/// Why an endpoint's task stopped on its own: its socket or timer can no
+/// longer be used (a bad descriptor, not a socket, bad arguments). No
+/// packet from a peer causes this; see [`crate::socket_error`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the endpoint's socket failed: {operation}: {message}")]
+pub struct EndpointError {
+    /// What the task was doing ("receive", "send", "arm the timer").
+    pub operation: &'static str,
+    /// The kernel's error number, if it gave one.
+    pub errno: Option<i32>,
+    pub message: String,
+}
+
+impl EndpointError {
+    pub fn new(operation: &'static str, e: &io::Error) -> EndpointError {
+        EndpointError {
+            operation,
+            errno: e.raw_os_error(),
+            message: e.to_string(),
+        }
+    }
+}
+
 /// Why [`crate::Endpoint::connect`] failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConnectError {

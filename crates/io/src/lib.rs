@@ -15,7 +15,9 @@
 //! - [`busy_poll`]: when the task spins on its socket instead of sleeping;
 //! - internals: `state` (what the task and the handles share), `driver`
 //!   (the endpoint task), [`socket`] (batching, GSO/GRO, ECN control
-//!   messages) and `sys`, the one file with `unsafe` system calls.
+//!   messages), [`socket_error`] (which socket errors are transient, a
+//!   peer's, or fatal; ICMP error kinds) and `sys`, the one file with
+//!   `unsafe` system calls.
 
 pub mod busy_poll;
 pub mod config;
@@ -25,6 +27,7 @@ pub mod endpoint;
 pub mod error;
 pub mod keys;
 pub mod socket;
+pub mod socket_error;
 mod state;
 pub mod stream;
 mod sys;
@@ -34,5 +37,5 @@ pub use brisk_proto::{ConnectionStats, TransportConfig};
 pub use config::{EndpointConfig, ServerConfig, SocketConfig};
 pub use connection::Connection;
 pub use endpoint::{Endpoint, EndpointStats};
-pub use error::{ConnectError, ConnectionError};
+pub use error::{ConnectError, ConnectionError, EndpointError};
 pub use stream::Stream;

@@ -13,18 +13,29 @@
 //! - a receive batch that came back short drained the socket, so read
 //!   readiness is cleared at once instead of by one more `recvmmsg` that
 //!   returns `EAGAIN` (tokio keeps a readiness edge that arrived meanwhile).
+//!
+//! Errors (see [`crate::socket_error`]): a receive or send that fails with
+//! a peer's error (a pending ICMP error) marks the error queue for
+//! draining; the queue is also watched for `POLLERR` while the endpoint is
+//! idle, since its entries take room in the receive buffer and a queue
+//! left full makes the kernel drop every datagram. Only an error that
+//! says the socket itself is broken reaches the driver.
 
 use crate::config::SocketConfig;
+use crate::socket_error::{self, Class, ErrorStats, Op, Report};
 use crate::sys::{self, Batch, OutMsg, RecvMeta};
 use brisk_wire::Ecn;
 use socket2::{Domain, Protocol, Socket as RawSocket, Type};
 use std::collections::VecDeque;
+use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
+use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
-use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
+use tokio::io::{Interest, Ready};
 
 /// The largest GSO train: 64 KiB minus IP and UDP headers.
 const MAX_GSO_BYTES: usize = 65_000;
@@ -33,6 +44,9 @@ const MAX_SPARE_BUFFERS: usize = sys::BATCH;
 /// Receive buffer size with GRO (a coalesced train) and without.
 const GRO_BUFFER_BYTES: usize = 65_536;
 const PLAIN_BUFFER_BYTES: usize = 16_384;
+/// Error-queue entries read while one send waits for a pending ICMP error
+/// to clear.
+const SEND_DRAIN_ENTRIES: usize = 64;
 
 /// What the socket layer counted.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -55,8 +69,12 @@ pub struct SocketStats {
     /// (truncated, unknown address family).
     pub send_errors: u64,
     pub recv_dropped: u64,
-    /// ICMP errors read from the error queue (port or host unreachable).
+    /// Error-queue entries read (ICMP errors, and local ones such as a
+    /// datagram larger than the route); by kind in `errors`.
     pub icmp_errors: u64,
+    /// Socket errors by class and kind, the error queue's draining, and
+    /// the kernel's drops.
+    pub errors: ErrorStats,
     /// Whether the offloads are in use (GSO can be switched off at run
     /// time when a send with it fails).
     pub gso: bool,
@@ -85,21 +103,11 @@ pub struct DatagramError {
     pub destination: SocketAddr,
     /// The error (e.g. `ECONNREFUSED` for port unreachable).
     pub error: io::Error,
+    /// What raised it: the ICMP type and code, the MTU of a "too big".
+    pub report: Report,
     /// The start of the datagram's UDP payload (up to 64 bytes),
     /// which tells whose datagram it was.
     pub head: Vec<u8>,
-}
-
-/// Errors the kernel reports from an ICMP message (or for the route): a
-/// receive or send that fails with one may be about an earlier datagram.
-pub fn reports_icmp_error(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        io::ErrorKind::ConnectionRefused
-            | io::ErrorKind::ConnectionReset
-            | io::ErrorKind::HostUnreachable
-            | io::ErrorKind::NetworkUnreachable
-    )
 }
 
 /// Index of a codepoint in [`SocketStats::ecn_received`].
@@ -124,9 +132,12 @@ struct TxMsg {
     data: Vec<u8>,
 }
 
+/// Resolves once the socket reported `POLLERR` (an error-queue entry).
+type ErrorWatch = Pin<Box<dyn Future<Output = ()> + Send>>;
+
 pub struct Socket {
-    /// The socket, registered for read readiness only.
-    io: AsyncFd<std::net::UdpSocket>,
+    /// The socket, registered for read readiness (and errors).
+    io: Arc<AsyncFd<std::net::UdpSocket>>,
     /// A duplicate registered for write readiness, made the first time the
     /// send buffer was full.
     writer: Option<AsyncFd<std::net::UdpSocket>>,
@@ -142,6 +153,12 @@ pub struct Socket {
     /// Send buffers back from the kernel, reused so a datagram is queued
     /// without an allocation and a train without reallocating as it grows.
     spare: Vec<Vec<u8>>,
+    /// The error queue may hold entries: a receive or send reported a
+    /// pending error, `POLLERR` was seen, or the last drain stopped at its
+    /// bound.
+    errors_pending: bool,
+    /// Waits for `POLLERR` while nothing else wakes the endpoint.
+    error_watch: Option<ErrorWatch>,
     pub stats: SocketStats,
 }
 
@@ -182,13 +199,18 @@ impl Socket {
                 sys::PMTUDISC_PROBE,
             );
         }
+        // Each datagram then tells how many the kernel dropped so far.
+        let _ = sys::set_int_option(fd, libc::SOL_SOCKET, sys::SO_RXQ_OVFL, 1);
         let gso = config.gso && sys::get_int_option(fd, libc::SOL_UDP, sys::UDP_SEGMENT).is_ok();
         let gro = config.gro && sys::set_int_option(fd, libc::SOL_UDP, sys::UDP_GRO, 1).is_ok();
         let local = raw
             .local_addr()?
             .as_socket()
             .ok_or_else(|| io::Error::other("socket has no IP address"))?;
-        let io = sys::register_udp(raw.into(), Interest::READABLE)?;
+        let io = Arc::new(sys::register_udp(
+            raw.into(),
+            Interest::READABLE | Interest::ERROR,
+        )?);
         let buf_len = if gro {
             GRO_BUFFER_BYTES
         } else {
@@ -207,6 +229,8 @@ impl Socket {
             tx: VecDeque::new(),
             spare: Vec::new(),
             tx_datagrams: 0,
+            errors_pending: false,
+            error_watch: None,
             stats: SocketStats {
                 gso,
                 gro,
@@ -226,7 +250,10 @@ impl Socket {
 
     /// Receives one batch and calls `deliver(source, ecn, datagram)` for
     /// each datagram (each GRO segment). `Pending` once the socket is
-    /// drained; the waker is then registered for readability.
+    /// drained; the waker is then registered for readability. A transient
+    /// or a peer's error delivers nothing (`Ready(Ok(0))`; a peer's marks
+    /// the error queue for [`Socket::drain_errors`]); only a fatal one is
+    /// returned.
     pub fn poll_recv(
         &mut self,
         cx: &mut Context<'_>,
@@ -252,7 +279,7 @@ impl Socket {
                     guard.clear_ready();
                     continue;
                 }
-                Err(e) => return Poll::Ready(Err(e)),
+                Err(e) => return Poll::Ready(self.recv_error(e)),
             };
             if got < wanted {
                 // The kernel ran out of datagrams before the batch was full.
@@ -275,8 +302,21 @@ impl Socket {
         ) {
             Ok(got) => Ok(self.deliver_batch(got, deliver)),
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(0),
-            Err(e) => Err(e),
+            Err(e) => self.recv_error(e),
         }
+    }
+
+    /// Sorts a failed receive: `Ok(0)` unless the socket is broken.
+    fn recv_error(&mut self, e: io::Error) -> io::Result<usize> {
+        match socket_error::classify(Op::Receive, &e) {
+            Class::Transient => self.stats.errors.transient += 1,
+            Class::Peer => {
+                self.stats.errors.peer += 1;
+                self.errors_pending = true;
+            }
+            Class::Fatal => return Err(e),
+        }
+        Ok(0)
     }
 
     /// Hands the `got` received buffers to `deliver`, GRO trains split
@@ -289,6 +329,10 @@ impl Socket {
         self.stats.recv_calls += 1;
         let mut datagrams = 0;
         for (buf, meta) in self.recv_bufs.iter().zip(&self.recv_metas).take(got) {
+            if let Some(drops) = meta.kernel_drops {
+                let errors = &mut self.stats.errors;
+                errors.kernel_drops = errors.kernel_drops.max(u64::from(drops));
+            }
             let Some(data) = buf.get(..meta.len_bytes) else {
                 self.stats.recv_dropped += 1;
                 continue;
@@ -312,12 +356,55 @@ impl Socket {
         datagrams
     }
 
-    /// ICMP errors the kernel queued (after a receive or a send reported
-    /// one), each with the start of the datagram it is about.
-    pub fn take_errors(&mut self) -> Vec<DatagramError> {
-        let errors = sys::recv_errors(self.io.as_raw_fd());
-        self.stats.icmp_errors += errors.len() as u64;
-        errors
+    /// Whether the error queue may hold entries.
+    pub fn errors_pending(&self) -> bool {
+        self.errors_pending
+    }
+
+    /// Reads up to `max` entries of the error queue, handing each (with
+    /// the start of the datagram it is about) to `on_error`; true if the
+    /// bound stopped it with entries left.
+    pub fn drain_errors(&mut self, max: usize, mut on_error: impl FnMut(DatagramError)) -> bool {
+        let stats = &mut self.stats;
+        let (_, empty) = sys::recv_errors(self.io.as_raw_fd(), max, |e| {
+            stats.icmp_errors += 1;
+            stats.errors.count(&e.report);
+            on_error(e);
+        });
+        if empty {
+            stats.errors.queue_drained += 1;
+        } else {
+            stats.errors.queue_bound_reached += 1;
+        }
+        self.errors_pending = !empty;
+        !empty
+    }
+
+    /// Whether the error queue needs draining; if not, registers the waker
+    /// for the socket's next `POLLERR` (an ICMP error arriving while the
+    /// endpoint is idle).
+    pub fn poll_errors(&mut self, cx: &mut Context<'_>) -> bool {
+        if self.errors_pending {
+            return true;
+        }
+        let watch = self.error_watch.get_or_insert_with(|| {
+            let io = self.io.clone();
+            Box::pin(async move {
+                match io.ready(Interest::ERROR).await {
+                    // Cleared before the queue is read: an entry queued
+                    // after the read raises a new edge.
+                    Ok(mut guard) => guard.clear_ready_matching(Ready::ERROR),
+                    // The reactor is gone (the runtime is shutting down):
+                    // nothing will wake us for errors again.
+                    Err(_) => std::future::pending().await,
+                }
+            })
+        });
+        if watch.as_mut().poll(cx).is_ready() {
+            self.error_watch = None;
+            self.errors_pending = true;
+        }
+        self.errors_pending
     }
 
     /// Queues one datagram, appending it to the last GSO train when it
@@ -362,7 +449,8 @@ impl Socket {
     /// as lost) and reported through `on_error`, as are the ICMP errors a
     /// send reports about earlier datagrams: the kernel returns a pending
     /// ICMP error from the next send without sending, so that send is
-    /// retried once the error queue is drained.
+    /// retried once the error queue is drained. Only an error that says
+    /// the socket is broken ends it with `Err`.
     pub fn poll_flush(
         &mut self,
         cx: &mut Context<'_>,
@@ -418,26 +506,58 @@ impl Socket {
                         }
                     }
                 }
-                Err(e) => {
-                    if reports_icmp_error(&e) && pending_errors_left > 0 {
-                        pending_errors_left -= 1;
-                        let queued = self.take_errors();
-                        if !queued.is_empty() {
-                            queued.into_iter().for_each(&mut on_error);
-                            continue;
+                Err(e) => match socket_error::classify(Op::Send, &e) {
+                    Class::Fatal => return Poll::Ready(Err(e)),
+                    Class::Transient if e.kind() == io::ErrorKind::Interrupted => {}
+                    Class::Transient => {
+                        // The kernel could not buffer it (a full device
+                        // queue: ENOBUFS): lost, as on a congested link.
+                        self.stats.errors.transient += 1;
+                        self.drop_first();
+                    }
+                    Class::Peer => {
+                        self.stats.errors.peer += 1;
+                        let (mut icmp, mut local) = (false, false);
+                        if pending_errors_left > 0 {
+                            pending_errors_left -= 1;
+                            self.drain_errors(SEND_DRAIN_ENTRIES, |d| {
+                                icmp |= d.report.from_icmp();
+                                local |= !d.report.from_icmp();
+                                on_error(d);
+                            });
+                        }
+                        // Only ICMP entries: the error was pending, this
+                        // datagram was not sent; send it again. A local
+                        // entry is the refusal of this datagram, already
+                        // reported.
+                        if !icmp || local {
+                            self.refuse_first(e, !local, &mut on_error);
                         }
                     }
-                    self.refuse_first(e, &mut on_error);
-                }
+                },
             }
         }
         Poll::Ready(Ok(()))
     }
 
+    /// Drops the first queued message, as lost.
+    fn drop_first(&mut self) {
+        if let Some(first) = self.tx.pop_front() {
+            self.tx_datagrams -= first.segments;
+            self.stats.send_errors += first.segments as u64;
+        }
+    }
+
     /// The kernel refused the first queued message. A GSO train refused
     /// with EIO (no checksum offload on the device) or EINVAL turns GSO
-    /// off for good and is split into datagrams; anything else is dropped.
-    fn refuse_first(&mut self, e: io::Error, on_error: &mut impl FnMut(DatagramError)) {
+    /// off for good and is split into datagrams; anything else is dropped,
+    /// and reported unless `report` is false (its error-queue entry was).
+    fn refuse_first(
+        &mut self,
+        e: io::Error,
+        report: bool,
+        on_error: &mut impl FnMut(DatagramError),
+    ) {
         let Some(first) = self.tx.pop_front() else {
             return;
         };
@@ -457,10 +577,16 @@ impl Socket {
         }
         self.tx_datagrams -= first.segments;
         self.stats.send_errors += first.segments as u64;
+        if !report {
+            return;
+        }
+        let report = Report::local(e.raw_os_error().unwrap_or(0));
+        self.stats.errors.count(&report);
         let head_len = first.segment_bytes.min(sys::QUOTED_BYTES);
         on_error(DatagramError {
             destination: first.destination,
             error: e,
+            report,
             head: first.data[..head_len.min(first.data.len())].to_vec(),
         });
     }
@@ -515,6 +641,63 @@ pub fn payload_for_mtu(mtu: usize, addr: SocketAddr) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::socket_error::ReportKind;
+    use std::future::poll_fn;
+    use std::time::Duration;
+
+    /// An address of `bind`'s family with nothing listening on it.
+    fn closed_port(bind: &str) -> SocketAddr {
+        let s = std::net::UdpSocket::bind(bind).unwrap();
+        s.local_addr().unwrap()
+    }
+
+    #[tokio::test]
+    async fn an_icmp_error_is_drained_and_counted_never_returned() {
+        for bind in ["127.0.0.1:0", "[::1]:0"] {
+            let mut s = Socket::bind(bind.parse().unwrap(), &SocketConfig::default()).unwrap();
+            let closed = closed_port(bind);
+            // The port-unreachable raises POLLERR on an idle socket.
+            s.queue(closed, Ecn::NotEct, b"first datagram");
+            poll_fn(|cx| s.poll_flush(cx, |e| panic!("{e:?}")))
+                .await
+                .unwrap();
+            let seen = poll_fn(|cx| match s.poll_errors(cx) {
+                true => Poll::Ready(()),
+                false => Poll::Pending,
+            });
+            tokio::time::timeout(Duration::from_secs(2), seen)
+                .await
+                .expect("POLLERR within 2 s");
+            let mut got = Vec::new();
+            assert!(!s.drain_errors(16, |e| got.push(e)), "entries left");
+            assert_eq!(got.len(), 1, "{got:?}");
+            assert_eq!(got[0].report.kind(), ReportKind::PortUnreachable);
+            assert_eq!(got[0].destination, closed);
+            assert_eq!(got[0].head, b"first datagram");
+            assert!(!s.errors_pending());
+            // A receive that meets the pending error delivers nothing,
+            // marks the queue, and the socket goes on.
+            s.queue(closed, Ecn::NotEct, b"second");
+            poll_fn(|cx| s.poll_flush(cx, |e| panic!("{e:?}")))
+                .await
+                .unwrap();
+            let received = tokio::time::timeout(Duration::from_secs(2), async {
+                loop {
+                    match s.try_recv(|_, _, _| panic!("no datagram was sent here")) {
+                        Ok(0) if !s.errors_pending() => tokio::task::yield_now().await,
+                        other => return other,
+                    }
+                }
+            });
+            assert_eq!(received.await.expect("the error within 2 s").unwrap(), 0);
+            assert!(s.errors_pending());
+            assert_eq!(s.stats.errors.peer, 1);
+            assert!(!s.drain_errors(16, |e| assert_eq!(e.head, b"second")));
+            assert_eq!(s.stats.errors.port_unreachable, 2);
+            assert_eq!(s.stats.icmp_errors, 2);
+            assert_eq!(s.try_recv(|_, _, _| {}).unwrap(), 0);
+        }
+    }
 
     #[test]
     fn loopback_route_mtu_and_payload_sizes() {

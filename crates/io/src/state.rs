@@ -56,6 +56,9 @@ pub(crate) struct ConnIo {
     /// stream handles (the core reports each once, as an event).
     pub resets: HashMap<StreamId, u64>,
     pub stops: HashMap<StreamId, u64>,
+    /// The path MTU the last "too big" error about a datagram to the peer
+    /// named (ICMP "fragmentation needed", ICMPv6 "packet too big").
+    pub reported_path_mtu: Option<u32>,
 }
 
 impl ConnIo {
@@ -95,6 +98,8 @@ pub(crate) struct State {
     pub endpoint_refs: usize,
     /// Set by `abort`, or when the socket failed: the task ends.
     pub stopped: Option<String>,
+    /// Why the task stopped, when its socket failed.
+    pub failure: Option<crate::error::EndpointError>,
     pub idle_wakers: Vec<Waker>,
     /// A reader or acceptor was woken since the driver last looked: its
     /// answer may go out with the ACK the core would send now.
@@ -131,6 +136,7 @@ impl State {
             driver_waker: None,
             endpoint_refs: 1,
             stopped: None,
+            failure: None,
             idle_wakers: Vec::new(),
             readers_woken: false,
             app_woke_driver: false,
@@ -390,6 +396,7 @@ mod tests {
         DatagramError {
             destination,
             error: io::Error::from(io::ErrorKind::ConnectionRefused),
+            report: crate::socket_error::Report::local(libc::ECONNREFUSED),
             head: datagram[..datagram.len().min(64)].to_vec(),
         }
     }

@@ -28,6 +28,8 @@ use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use crate::socket_error::Report;
+
 /// `UDP_SEGMENT` from linux/udp.h (Linux 4.18): GSO segment size.
 pub const UDP_SEGMENT: libc::c_int = 103;
 /// `UDP_GRO` from linux/udp.h (Linux 5.0): coalesce received datagrams.
@@ -37,15 +39,23 @@ pub const UDP_GRO: libc::c_int = 104;
 pub const IP_MTU_DISCOVER: libc::c_int = 10;
 pub const IPV6_MTU_DISCOVER: libc::c_int = 23;
 pub const PMTUDISC_PROBE: libc::c_int = 3;
+/// `SO_RXQ_OVFL` from asm-generic/socket.h (Linux 2.6.33): each received
+/// datagram carries the socket's count of datagrams dropped so far.
+pub const SO_RXQ_OVFL: libc::c_int = 40;
 
 /// The most messages one `sendmmsg` / `recvmmsg` call carries.
 pub const BATCH: usize = 32;
 /// The most segments the kernel accepts in one GSO send (UDP_MAX_SEGMENTS).
 pub const MAX_GSO_SEGMENTS: usize = 64;
 
-/// Room for the control messages of one datagram: up to three `int`-sized
-/// ones (ECN byte, GRO or GSO size), 8-byte aligned.
+/// Room for the control messages of one datagram: up to four `int`-sized
+/// ones (ECN byte, GRO or GSO size, the kernel's drop count), 8-byte
+/// aligned.
 const CMSG_WORDS: usize = 16;
+/// Room for an error-queue entry's control messages: the extended error
+/// (16 bytes) and the ICMP sender's address (up to 28), and the ECN byte
+/// of the quoted datagram.
+const ERR_CMSG_WORDS: usize = 24;
 
 /// One datagram (or GSO train of equal segments) to send.
 #[derive(Debug, Clone, Copy)]
@@ -67,6 +77,9 @@ pub struct RecvMeta {
     /// Segment size of a GRO-coalesced buffer; `len_bytes` otherwise.
     pub stride_bytes: usize,
     pub ecn_bits: u8,
+    /// The socket's running count of datagrams the kernel dropped for a
+    /// full receive buffer (`SO_RXQ_OVFL`), when it is not zero.
+    pub kernel_drops: Option<u32>,
 }
 
 impl Default for RecvMeta {
@@ -76,6 +89,7 @@ impl Default for RecvMeta {
             len_bytes: 0,
             stride_bytes: 0,
             ecn_bits: 0,
+            kernel_drops: None,
         }
     }
 }
@@ -443,6 +457,7 @@ pub fn recv(
             len_bytes: if source.is_some() { len_bytes } else { 0 },
             stride_bytes: len_bytes,
             ecn_bits: 0,
+            kernel_drops: None,
         };
         // SAFETY: the kernel set msg_controllen to what it wrote into our
         // control buffer; CMSG_FIRSTHDR/NXTHDR stay within it and each
@@ -460,6 +475,9 @@ pub fn recv(
                     (libc::IPPROTO_IPV6, libc::IPV6_TCLASS) if payload_len >= 4 => {
                         let v = std::ptr::read_unaligned(data.cast::<libc::c_int>());
                         meta.ecn_bits = (v & 0b11) as u8;
+                    }
+                    (libc::SOL_SOCKET, SO_RXQ_OVFL) if payload_len >= 4 => {
+                        meta.kernel_drops = Some(std::ptr::read_unaligned(data.cast::<u32>()));
                     }
                     (libc::SOL_UDP, UDP_GRO) if payload_len >= 4 => {
                         let v = std::ptr::read_unaligned(data.cast::<libc::c_int>());
@@ -483,65 +501,92 @@ pub fn recv(
 /// header's version-independent part (flags, version, both connection IDs).
 pub const QUOTED_BYTES: usize = 64;
 
-/// Drains the socket's error queue (enabled by `IP_RECVERR` /
-/// `IPV6_RECVERR`): one entry per datagram that drew an ICMP error.
-pub fn recv_errors(fd: RawFd) -> Vec<crate::socket::DatagramError> {
-    let mut found = Vec::new();
-    // The queue is bounded by the receive buffer; the cap only guards
-    // against a kernel that keeps answering.
-    for _ in 0..BATCH {
-        // SAFETY: all-zero is a valid sockaddr_storage and msghdr.
-        let mut name: libc::sockaddr_storage = unsafe { mem::zeroed() };
-        let mut payload = [0u8; QUOTED_BYTES];
-        let mut cmsgs = [0u64; CMSG_WORDS];
-        let mut iov = libc::iovec {
-            iov_base: payload.as_mut_ptr().cast(),
-            iov_len: payload.len(),
-        };
-        // SAFETY: as above.
-        let mut hdr: libc::msghdr = unsafe { mem::zeroed() };
-        hdr.msg_name = (&mut name as *mut libc::sockaddr_storage).cast();
-        hdr.msg_namelen = mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-        hdr.msg_iov = &mut iov;
-        hdr.msg_iovlen = 1;
-        hdr.msg_control = cmsgs.as_mut_ptr().cast();
-        hdr.msg_controllen = (CMSG_WORDS * 8) as _;
-        // SAFETY: every pointer in `hdr` points into this frame's buffers,
-        // with their lengths.
-        let rc = unsafe { libc::recvmsg(fd, &mut hdr, libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT) };
-        if rc < 0 {
-            break;
-        }
-        let mut errno = None;
-        // SAFETY: as in `recv`: the walk stays within msg_controllen and
-        // the payload is read after checking its length.
-        unsafe {
-            let mut cmsg = libc::CMSG_FIRSTHDR(&hdr);
-            while !cmsg.is_null() {
-                let c = &*cmsg;
-                let payload_len = (c.cmsg_len as usize).saturating_sub(libc::CMSG_LEN(0) as usize);
-                let is_err = matches!(
-                    (c.cmsg_level, c.cmsg_type),
-                    (libc::IPPROTO_IP, libc::IP_RECVERR) | (libc::IPPROTO_IPV6, libc::IPV6_RECVERR)
-                );
-                if is_err && payload_len >= mem::size_of::<libc::sock_extended_err>() {
-                    let e: libc::sock_extended_err =
-                        std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast());
-                    errno = Some(e.ee_errno as i32);
-                }
-                cmsg = libc::CMSG_NXTHDR(&hdr, cmsg);
-            }
-        }
-        if let (Some(errno), Some(destination)) = (errno, decode_addr(&name)) {
-            let quoted_len = (rc as usize).min(QUOTED_BYTES);
-            found.push(crate::socket::DatagramError {
-                destination,
-                error: io::Error::from_raw_os_error(errno),
-                head: payload[..quoted_len].to_vec(),
-            });
+/// Reads up to `max` entries of the socket's error queue (enabled by
+/// `IP_RECVERR` / `IPV6_RECVERR`: one entry per datagram that drew an ICMP
+/// error, or that the local stack refused), handing each to `found`.
+/// Returns how many were read and whether the queue is now empty.
+pub fn recv_errors(
+    fd: RawFd,
+    max: usize,
+    mut found: impl FnMut(crate::socket::DatagramError),
+) -> (usize, bool) {
+    for read in 0..max {
+        match recv_error(fd) {
+            Ok(Some(e)) => found(e),
+            // An entry without an address or an extended error: counted
+            // as read, nothing to report.
+            Ok(None) => {}
+            // EAGAIN: empty. Anything else cannot be about one entry;
+            // the next receive reports it if it persists.
+            Err(_) => return (read, true),
         }
     }
-    found
+    (max, false)
+}
+
+/// Reads one error-queue entry; `Ok(None)` if it names no address or
+/// carries no extended error.
+fn recv_error(fd: RawFd) -> io::Result<Option<crate::socket::DatagramError>> {
+    // SAFETY: all-zero is a valid sockaddr_storage and msghdr.
+    let mut name: libc::sockaddr_storage = unsafe { mem::zeroed() };
+    let mut payload = [0u8; QUOTED_BYTES];
+    // Room for the extended error and its offender address, and the
+    // IP_TOS / IPV6_TCLASS message a dual-stack socket may add.
+    let mut cmsgs = [0u64; ERR_CMSG_WORDS];
+    let mut iov = libc::iovec {
+        iov_base: payload.as_mut_ptr().cast(),
+        iov_len: payload.len(),
+    };
+    // SAFETY: as above.
+    let mut hdr: libc::msghdr = unsafe { mem::zeroed() };
+    hdr.msg_name = (&mut name as *mut libc::sockaddr_storage).cast();
+    hdr.msg_namelen = mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    hdr.msg_iov = &mut iov;
+    hdr.msg_iovlen = 1;
+    hdr.msg_control = cmsgs.as_mut_ptr().cast();
+    hdr.msg_controllen = (ERR_CMSG_WORDS * 8) as _;
+    // SAFETY: every pointer in `hdr` points into this frame's buffers,
+    // with their lengths.
+    let rc = unsafe { libc::recvmsg(fd, &mut hdr, libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut report = None;
+    // SAFETY: as in `recv`: the walk stays within msg_controllen and
+    // the payload is read after checking its length.
+    unsafe {
+        let mut cmsg = libc::CMSG_FIRSTHDR(&hdr);
+        while !cmsg.is_null() {
+            let c = &*cmsg;
+            let payload_len = (c.cmsg_len as usize).saturating_sub(libc::CMSG_LEN(0) as usize);
+            let is_err = matches!(
+                (c.cmsg_level, c.cmsg_type),
+                (libc::IPPROTO_IP, libc::IP_RECVERR) | (libc::IPPROTO_IPV6, libc::IPV6_RECVERR)
+            );
+            if is_err && payload_len >= mem::size_of::<libc::sock_extended_err>() {
+                let e: libc::sock_extended_err =
+                    std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast());
+                report = Some(Report {
+                    errno: e.ee_errno as i32,
+                    origin: e.ee_origin,
+                    icmp_type: e.ee_type,
+                    icmp_code: e.ee_code,
+                    info: e.ee_info,
+                });
+            }
+            cmsg = libc::CMSG_NXTHDR(&hdr, cmsg);
+        }
+    }
+    let (Some(report), Some(destination)) = (report, decode_addr(&name)) else {
+        return Ok(None);
+    };
+    let quoted_len = (rc as usize).min(QUOTED_BYTES);
+    Ok(Some(crate::socket::DatagramError {
+        destination,
+        error: io::Error::from_raw_os_error(report.errno),
+        report,
+        head: payload[..quoted_len].to_vec(),
+    }))
 }
 
 /// Times the calling thread was switched out involuntarily (preempted by
