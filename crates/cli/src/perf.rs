@@ -168,8 +168,17 @@ fn serve(args: ServerArgs) -> Result<()> {
                 }
             });
         }
-        Ok(())
+        Err(server_stopped(&server))
     })
+}
+
+/// Why a server's accept loop ended: it never does unless its endpoint
+/// stopped, which for a server is always a failure worth a non-zero exit.
+pub fn server_stopped(server: &Endpoint) -> anyhow::Error {
+    match server.failure() {
+        Some(e) => anyhow::anyhow!(e),
+        None => anyhow::anyhow!("the endpoint on {} stopped", server.local_addr()),
+    }
 }
 
 async fn serve_stream(mut s: Stream) -> std::io::Result<()> {

@@ -55,7 +55,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
         while let Some(conn) = server.accept().await {
             tokio::spawn(serve_connection(conn, root.clone()));
         }
-        Ok(())
+        Err(crate::perf::server_stopped(&server))
     })
 }
 
