@@ -16,7 +16,9 @@ use brisk_io::socket_error::{ErrorStats, ReportKind};
 use brisk_io::{Connection, Endpoint, Stream};
 use common::*;
 use netns::{Capture, Forged, Forger, Netns, root_or_skip};
+use sha2::{Digest, Sha256};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -115,9 +117,13 @@ fn kinds(s: &ErrorStats) -> [u64; 7] {
     ]
 }
 
+/// A request for this many bytes is an upload instead: the client sends
+/// until it closes, the server answers with the byte count and SHA-256.
+const UPLOAD: u64 = u64::MAX;
+
 /// Serves `n` bytes of `pattern(n, n)` per stream (the request is the
-/// 8-byte `n`), holding the second half back until `gate` opens; keeps
-/// each accepted connection in `accepted`.
+/// 8-byte `n`), holding the second half back until `gate` opens, or takes
+/// an upload ([`UPLOAD`]); keeps each accepted connection in `accepted`.
 fn spawn_gated_server(
     server: Endpoint,
     gate: watch::Receiver<bool>,
@@ -139,6 +145,22 @@ fn spawn_gated_server(
 async fn serve(mut s: Stream, mut gate: watch::Receiver<bool>) {
     let mut len = [0u8; 8];
     if s.read_exact(&mut len).await.is_err() {
+        return;
+    }
+    if u64::from_be_bytes(len) == UPLOAD {
+        let mut hash = Sha256::new();
+        let mut count = 0u64;
+        let mut buf = vec![0u8; 64 << 10];
+        while let Ok(got) = s.read(&mut buf).await {
+            if got == 0 {
+                break;
+            }
+            hash.update(&buf[..got]);
+            count += got as u64;
+        }
+        let _ = s.write_all(&count.to_be_bytes()).await;
+        let _ = s.write_all(&hash.finalize()).await;
+        let _ = s.shutdown().await;
         return;
     }
     let n = u64::from_be_bytes(len) as usize;
@@ -259,8 +281,34 @@ async fn reports_reach(server: &Endpoint, n: u64) -> ErrorStats {
     }
 }
 
-/// The transfer survives every error kind of the client's family, and
-/// the server serves a new client afterwards.
+/// Uploads until `stop` is set, then checks the server's count and hash.
+async fn upload_until(conn: Connection, stop: Arc<AtomicBool>) -> u64 {
+    let mut s = conn.open_stream().await.expect("open a stream");
+    s.write_all(&UPLOAD.to_be_bytes()).await.unwrap();
+    let chunk = pattern(16 << 10, 7);
+    let mut hash = Sha256::new();
+    let mut sent = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        s.write_all(&chunk).await.expect("upload");
+        hash.update(&chunk);
+        sent += chunk.len() as u64;
+    }
+    s.shutdown().await.expect("finish the upload");
+    let mut answer = Vec::new();
+    s.read_to_end(&mut answer)
+        .await
+        .expect("the server's answer");
+    assert_eq!(answer.len(), 8 + 32, "the server's answer");
+    assert_eq!(answer[..8], sent.to_be_bytes(), "bytes the server received");
+    assert!(answer[8..] == hash.finalize()[..], "the upload's hash");
+    sent
+}
+
+/// The transfers survive every error kind of the client's family, and
+/// the server serves a new client afterwards. Two transfers run: a
+/// download held half-way, and an upload at full speed while the errors
+/// arrive, so the server meets them in its receive and send calls too,
+/// not only in its error queue.
 async fn every_kind(bind: SocketAddr, v6: bool) {
     let capture = Capture::start(v6);
     let s = setup(bind, v6, false).await;
@@ -269,15 +317,32 @@ async fn every_kind(bind: SocketAddr, v6: bool) {
     let mut got = vec![0u8; TRANSFER_BYTES / 2];
     stream.read_exact(&mut got).await.expect("the first half");
     let head = captured(capture, s.server_addr, client_addr).await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let upload = tokio::spawn(upload_until(s.conn.clone(), stop.clone()));
+    // The upload is under way before the first error.
+    while s.server.stats().socket.datagrams_received < 200 {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
     let errors = if v6 { icmpv6_errors() } else { icmp_errors() };
     let mut expected = ErrorStats::default();
     for kind in errors.iter().filter_map(|(_, kind)| *kind) {
         tally(&mut expected, kind);
         tally(&mut expected, kind);
     }
+    let received_before = s.server.stats().socket.datagrams_received;
     forge_all(errors, s.server_addr, client_addr, head).await;
-    // The server read every one while its transfer waited.
+    let received_during = s.server.stats().socket.datagrams_received - received_before;
+    stop.store(true, Ordering::Relaxed);
+    let uploaded = upload.await.expect("the upload");
+    // The server read every one.
     let seen = reports_reach(&s.server, expected.reports()).await;
+    eprintln!(
+        "{}: {} forged errors; the server received {received_during} datagrams meanwhile, \
+         met {} of the errors in a receive or send call, the upload moved {uploaded} bytes",
+        if v6 { "ICMPv6" } else { "ICMP" },
+        expected.reports(),
+        seen.peer,
+    );
     assert_eq!(kinds(&seen), kinds(&expected), "{seen:?}");
     let mtu = s.accepted.lock().unwrap()[0].reported_path_mtu();
     assert_eq!(mtu, Some(u32::from(FORGED_MTU)));
