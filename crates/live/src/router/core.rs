@@ -310,8 +310,8 @@ impl RouterCore {
     /// two sides.
     fn enter(&mut self, now: Instant, dir: Direction, data: Vec<u8>) {
         let data = match (&mut self.rebind, dir) {
-            (Some(r), Direction::Up) => r.from_client(now, data),
-            (Some(r), Direction::Down) => r.to_client(now, data),
+            (Some(r), Direction::Up) => r.client_to_server(now, data),
+            (Some(r), Direction::Down) => r.server_to_client(now, data),
             (None, _) => data,
         };
         let Ok(mut packet) = Packet::new(0, now, data) else {

@@ -52,7 +52,7 @@ impl Rebinder {
     }
 
     /// A datagram from the client: after the rebinding, from its new port.
-    pub(crate) fn from_client(&mut self, now: Instant, data: Vec<u8>) -> Vec<u8> {
+    pub(crate) fn client_to_server(&mut self, now: Instant, data: Vec<u8>) -> Vec<u8> {
         if now < self.at || self.offset == 0 {
             return data;
         }
@@ -62,7 +62,7 @@ impl Rebinder {
     }
 
     /// A datagram to the client: replies to the new port reach the old one.
-    pub(crate) fn to_client(&mut self, now: Instant, data: Vec<u8>) -> Vec<u8> {
+    pub(crate) fn server_to_client(&mut self, now: Instant, data: Vec<u8>) -> Vec<u8> {
         if now < self.at || self.offset == 0 {
             return data;
         }
@@ -128,26 +128,26 @@ mod tests {
                 port_offset: 1000,
             });
             let up = ip::udp_datagram(client, server, Ecn::Ect1, b"hello").unwrap();
-            let before = r.from_client(Instant::from_millis(1999), up.clone());
+            let before = r.client_to_server(Instant::from_millis(1999), up.clone());
             assert_eq!(before, up, "untouched before the rebinding");
-            let after = r.from_client(Instant::from_millis(2000), up);
+            let after = r.client_to_server(Instant::from_millis(2000), up);
             let (src, dst, ecn, payload) = ip::parse_udp(&after).unwrap();
             assert_eq!(src, SocketAddr::new(client.ip(), 41000));
             assert_eq!((dst, ecn, payload), (server, Ecn::Ect1, &b"hello"[..]));
             // The server answers the new port; the client gets its own.
             let down = ip::udp_datagram(server, src, Ecn::NotEct, b"hi").unwrap();
-            let back = r.to_client(Instant::from_millis(2001), down);
+            let back = r.server_to_client(Instant::from_millis(2001), down);
             assert_eq!(ip::parse_udp(&back).unwrap().1, client);
             // An answer to the old port is not rewritten.
             let stale = ip::udp_datagram(server, client, Ecn::NotEct, b"x").unwrap();
             assert_eq!(
-                r.to_client(Instant::from_millis(2002), stale.clone()),
+                r.server_to_client(Instant::from_millis(2002), stale.clone()),
                 stale
             );
             assert_eq!(r.rewritten(), 2);
             // Not UDP: passed as it is.
             assert_eq!(
-                r.from_client(Instant::from_millis(3000), vec![0x45, 0]),
+                r.client_to_server(Instant::from_millis(3000), vec![0x45, 0]),
                 vec![0x45, 0]
             );
         }
