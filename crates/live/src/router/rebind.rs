@@ -67,14 +67,13 @@ impl Rebinder {
             return data;
         }
         self.rewrite(data, |me, src, dst| {
-            // Only the mapped port is translated back; anything else was
-            // not sent through the new binding.
-            let port = dst.port().wrapping_sub(me.offset);
-            if me.mapped(port) == dst.port() {
-                (src, SocketAddr::new(dst.ip(), port))
-            } else {
-                (src, dst)
-            }
+            // Every port moves back by the offset, so a reply to the old
+            // port lands on a port the client does not use: the old
+            // binding is gone, as at a real NAT.
+            (
+                src,
+                SocketAddr::new(dst.ip(), dst.port().wrapping_sub(me.offset)),
+            )
         })
     }
 
@@ -138,13 +137,11 @@ mod tests {
             let down = ip::udp_datagram(server, src, Ecn::NotEct, b"hi").unwrap();
             let back = r.server_to_client(Instant::from_millis(2001), down);
             assert_eq!(ip::parse_udp(&back).unwrap().1, client);
-            // An answer to the old port is not rewritten.
+            // An answer to the old port no longer reaches the client.
             let stale = ip::udp_datagram(server, client, Ecn::NotEct, b"x").unwrap();
-            assert_eq!(
-                r.server_to_client(Instant::from_millis(2002), stale.clone()),
-                stale
-            );
-            assert_eq!(r.rewritten(), 2);
+            let lost = r.server_to_client(Instant::from_millis(2002), stale);
+            assert_ne!(ip::parse_udp(&lost).unwrap().1, client);
+            assert_eq!(r.rewritten(), 3);
             // Not UDP: passed as it is.
             assert_eq!(
                 r.client_to_server(Instant::from_millis(3000), vec![0x45, 0]),
