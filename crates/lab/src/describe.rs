@@ -171,6 +171,12 @@ fn impairments(l: &LinkConfig) -> Vec<String> {
             percent(ge.loss),
             short(ge.burst_packets)
         )),
+        Some(LossModel::Fade(f)) => out.push(format!(
+            "{} loss in fades (mean fade {}, mean gap {})",
+            percent(f.mean_loss()),
+            duration(f.bad),
+            duration(f.good)
+        )),
         None => {}
     }
     match l.jitter {

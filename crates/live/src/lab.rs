@@ -17,10 +17,10 @@ use crate::netns::{self, Netns};
 use crate::process::{Program, Streams};
 use crate::registry::{self, Registration};
 use crate::results::{self, LiveResults, RunFacts};
-use crate::router::RouterCore;
 use crate::router::event_loop::{self, LoopConfig, RouterOutcome};
 use crate::router::nat64::Gateway;
 use crate::router::resolver::{self, Resolver};
+use crate::router::{Rebind, RouterCore};
 use crate::topology::{self, Addressing, IpMode};
 use crate::tun::Tun;
 use crate::{signal, sys};
@@ -52,6 +52,8 @@ pub struct LabConfig {
     pub router: LoopConfig,
     /// Where runs register (see [`registry`]).
     pub registry_dir: PathBuf,
+    /// Change the client's NAT binding mid-run (see [`Rebind`]).
+    pub rebind: Option<Rebind>,
 }
 
 impl LabConfig {
@@ -68,6 +70,7 @@ impl LabConfig {
             bottleneck_capture_bytes: None,
             router: LoopConfig::default(),
             registry_dir: PathBuf::from(registry::RUN_DIR),
+            rebind: None,
         }
     }
 }
@@ -150,6 +153,9 @@ impl Lab {
         let clock = Clock::start();
         let mut core =
             RouterCore::new(&config.scenario, config.seed, addressing, gateway, resolver);
+        if let Some(r) = config.rebind {
+            core.rebind_client(r);
+        }
         if let Some(limit) = config.bottleneck_capture_bytes {
             core.capture_bottleneck(BottleneckCapture::new(
                 config.scenario.capture.snaplen,

@@ -21,10 +21,16 @@
 //! there is any, else the newest unacknowledged data again. The probe
 //! timeout is `max(2 * smoothed_rtt, smoothed_rtt + 4 * rttvar) +
 //! max_ack_delay`, the TLP timer of RFC 8985 §7.2 made no shorter than
-//! RFC 9002's PTO; it doubles only across consecutive timeouts, and stops
-//! doubling at `max_probe_timeout` (2 s): mobile links freeze for seconds
-//! and then work again, and an unbounded backoff would leave a revived path
-//! idle for as long as it was frozen.
+//! RFC 9002's PTO; it doubles only across consecutive timeouts, at most
+//! `max_probe_doublings` times (2: four probe timeouts, a few round trips),
+//! and never beyond `max_probe_timeout` (1 s) unless the probe timeout
+//! itself is longer. Mobile links freeze and fade and then work again: an
+//! unbounded backoff leaves a revived path idle for as long as it was
+//! frozen, and a sender that probes rarely turns a loss burst counted in
+//! packets into one counted in seconds, long enough for the idle timeout
+//! to give up on a path that still delivers most of what is sent. Probes
+//! are one or two packets per timeout, so the bound costs a dead path a
+//! few packets per second until the idle timeout closes it.
 
 use crate::rtt::{RttEstimator, TIMER_GRANULARITY};
 use crate::sent_packets::{SentPacket, SentPackets};
@@ -50,6 +56,9 @@ pub struct LossConfig {
     /// radio freeze is probed again within this long.
     #[serde(with = "crate::config::millis")]
     pub max_probe_timeout: Duration,
+    /// Consecutive probe timeouts double the timeout at most this many
+    /// times, so a stalled sender keeps probing every few round trips.
+    pub max_probe_doublings: u32,
 }
 
 impl Default for LossConfig {
@@ -59,7 +68,8 @@ impl Default for LossConfig {
             max_reordering_packets: 30,
             max_reordering_delay: Duration::from_millis(50),
             persistent_congestion_threshold: 3,
-            max_probe_timeout: Duration::from_secs(2),
+            max_probe_timeout: Duration::from_secs(1),
+            max_probe_doublings: 2,
         }
     }
 }
@@ -308,7 +318,11 @@ impl LossDetection {
     /// The probe timeout with the backoff of consecutive timeouts.
     pub fn pto(&self, rtt: &RttEstimator, max_ack_delay: Duration) -> Duration {
         let base = pto_base_nanos(rtt, max_ack_delay);
-        let backed_off = base.saturating_mul(1 << self.pto_count.min(MAX_PTO_EXPONENT));
+        let doublings = self
+            .pto_count
+            .min(self.config.max_probe_doublings)
+            .min(MAX_PTO_EXPONENT);
+        let backed_off = base.saturating_mul(1 << doublings);
         Duration::from_nanos(backed_off.min(base.max(nanos(self.config.max_probe_timeout))))
     }
 
@@ -401,7 +415,7 @@ mod tests {
             assert_eq!(LossDetection::pto_base(&rtt, mad), base);
             let mut l = LossDetection::new(LossConfig::default());
             l.pto_count = rng.random_range(0..20);
-            let backed_off = base * (1u32 << l.pto_count.min(MAX_PTO_EXPONENT));
+            let backed_off = base * (1u32 << l.pto_count.min(2));
             let want = backed_off.min(base.max(l.config.max_probe_timeout));
             assert_eq!(l.pto(&rtt, mad), want);
         }
@@ -540,14 +554,39 @@ mod tests {
         assert_eq!(l.pto_deadline(&rtt, 25 * MS), None, "nothing sent");
         l.on_eliciting_sent(t(1000));
         assert_eq!(l.on_pto(), 1);
+        assert_eq!(l.pto(&rtt, 25 * MS), 2 * 325 * MS);
+        assert_eq!(l.pto_deadline(&rtt, 25 * MS), Some(t(1000) + 2 * 325 * MS));
         assert_eq!(l.on_pto(), 2);
-        assert_eq!(l.pto(&rtt, 25 * MS), 4 * 325 * MS);
-        assert_eq!(l.pto_deadline(&rtt, 25 * MS), Some(t(1000) + 4 * 325 * MS));
+        assert_eq!(l.pto(&rtt, 25 * MS), 1000 * MS, "backoff capped at 1 s");
         l.on_pto();
-        assert_eq!(l.pto(&rtt, 25 * MS), 2000 * MS, "backoff capped at 2 s");
+        assert_eq!(l.pto(&rtt, 25 * MS), 1000 * MS);
         l.on_ack(5, false);
         assert_eq!(l.pto_count(), 3, "an ACK of nothing new keeps the backoff");
         l.on_ack(5, true);
         assert_eq!(l.pto_count(), 0);
+    }
+
+    #[test]
+    fn a_stalled_sender_keeps_probing_every_four_probe_timeouts() {
+        // 20 ms path: base = max(40, 20 + 4 * 10) + 25 = 85 ms.
+        let mut r = RttEstimator::new(Duration::from_millis(333));
+        r.update(20 * MS, Duration::ZERO, t(0));
+        let mut l = LossDetection::new(LossConfig::default());
+        assert_eq!(l.pto(&r, 25 * MS), 85 * MS);
+        let gaps: Vec<Duration> = (0..6)
+            .map(|_| {
+                l.on_pto();
+                l.pto(&r, 25 * MS)
+            })
+            .collect();
+        assert_eq!(gaps[0], 170 * MS);
+        assert!(gaps[1..].iter().all(|&g| g == 340 * MS), "{gaps:?}");
+        // A path whose probe timeout alone exceeds the cap keeps it.
+        let mut slow = RttEstimator::new(Duration::from_millis(333));
+        slow.update(800 * MS, Duration::ZERO, t(0));
+        assert_eq!(
+            l.pto(&slow, 25 * MS),
+            LossDetection::pto_base(&slow, 25 * MS)
+        );
     }
 }

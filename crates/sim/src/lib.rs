@@ -159,7 +159,7 @@ fn build_app(
             Box::new(ConstantRate::new(
                 setup.addrs,
                 spec.rate.unwrap_or(1_000_000),
-                spec.size.unwrap_or(1500) as usize,
+                spec.size.unwrap_or(scenario::DEFAULT_SOURCE_SIZE) as usize,
                 header,
                 ecn,
                 setup.start,
@@ -170,7 +170,7 @@ fn build_app(
         }
         FlowKind::Ping => Box::new(Ping::new(
             setup.addrs,
-            spec.interval.unwrap_or(Duration::from_millis(100)),
+            spec.interval.unwrap_or(scenario::DEFAULT_PING_INTERVAL),
             spec.size.unwrap_or(header as u64 + 56) as usize,
             header,
             ecn,

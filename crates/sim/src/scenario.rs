@@ -394,6 +394,21 @@ pub const MAX_FEED_OBJECTS: usize = 100;
 pub const MAX_SETUP_ROUND_TRIPS: u32 = 10;
 /// The smallest message: its header (length, sequence number, time).
 pub const MIN_MESSAGE_BYTES: u64 = 20;
+/// IP datagram size of cbr and on_off flows that give no `size`.
+pub const DEFAULT_SOURCE_SIZE: u64 = 1500;
+/// Probe interval of ping flows that give no `interval`.
+pub const DEFAULT_PING_INTERVAL: Duration = Duration::from_millis(100);
+/// The longest run: the simulator keeps per-flow series for the whole
+/// run, so memory grows with virtual time; a day of it is already far
+/// beyond any experiment here (they run seconds to minutes).
+pub const MAX_RUN_DURATION: Duration = Duration::from_secs(24 * 3600);
+/// The most flows in one run: each has its own pair of hosts, metrics and
+/// series (about 0.4 MB apiece).
+pub const MAX_FLOWS: usize = 1000;
+/// The most datagrams the built-in sources (cbr, on_off, ping) may send
+/// in one run, all flows together: each is an event the engine handles,
+/// and a rate typed with a wrong unit would otherwise run for hours.
+pub const MAX_SOURCE_PACKETS: u64 = 100_000_000;
 
 impl FlowSpec {
     fn present_fields(&self) -> Vec<&'static str> {
@@ -639,9 +654,34 @@ impl Scenario {
             line: line_of(text, offset),
             message,
         };
+        let duration_at = text.find("duration").unwrap_or(0);
         if self.duration.is_zero() {
-            return Err(invalid(0, "`duration` must be greater than zero".into()));
+            return Err(invalid(
+                duration_at,
+                "`duration` must be greater than zero".into(),
+            ));
         }
+        if self.duration > MAX_RUN_DURATION {
+            return Err(invalid(
+                duration_at,
+                format!(
+                    "`duration` {:?} is longer than the simulator's limit of {} h: split the study into shorter runs (per-flow series grow with the run)",
+                    self.duration,
+                    MAX_RUN_DURATION.as_secs() / 3600
+                ),
+            ));
+        }
+        if self.flows.len() > MAX_FLOWS {
+            let at = self.flows[MAX_FLOWS].span().start;
+            return Err(invalid(
+                at,
+                format!(
+                    "{} flows is more than the limit of {MAX_FLOWS} per run (each flow has its own hosts, metrics and series)",
+                    self.flows.len()
+                ),
+            ));
+        }
+        let mut source_packets = 0u64;
         let min_rtt = self.link.down.delay + self.link.up.delay;
         let mut labels: Vec<(String, usize)> = Vec::new();
         for (i, spanned) in self.flows.iter().enumerate() {
@@ -730,8 +770,42 @@ impl Scenario {
                     format!("{who}: periods must be greater than zero"),
                 ));
             }
+            let active = f.stop.unwrap_or(self.duration).min(self.duration) - start;
+            let packets = self.source_packets(f, active);
+            source_packets = source_packets.saturating_add(packets);
+            if source_packets > MAX_SOURCE_PACKETS {
+                let field = if f.kind == FlowKind::Ping {
+                    "interval"
+                } else {
+                    "rate"
+                };
+                return Err(invalid(
+                    at,
+                    format!(
+                        "{who}: the sources would send {source_packets} datagrams in {active:?} with this flow, more than the limit of {MAX_SOURCE_PACKETS} per run: lower `{field}`, raise `size` or shorten the run"
+                    ),
+                ));
+            }
         }
         Ok(())
+    }
+
+    /// How many datagrams a built-in source sends while `active` (0 for
+    /// brisk flows, whose controller is held to the link's rate).
+    fn source_packets(&self, f: &FlowSpec, active: Duration) -> u64 {
+        let size = f.size.unwrap_or(DEFAULT_SOURCE_SIZE).max(1) as f64;
+        let packets = match f.kind {
+            FlowKind::Cbr | FlowKind::OnOff => {
+                f.rate.unwrap_or(0) as f64 * active.as_secs_f64() / (8.0 * size)
+            }
+            FlowKind::Ping => {
+                let interval = f.interval.unwrap_or(DEFAULT_PING_INTERVAL).as_secs_f64();
+                active.as_secs_f64() / interval.max(1e-9)
+            }
+            FlowKind::Brisk => 0.0,
+        };
+        // Saturates at u64::MAX for absurd values.
+        packets.ceil() as u64
     }
 
     /// Bytes of IP + UDP header on this scenario's address family.
@@ -867,6 +941,59 @@ rtt = "40ms"
         assert!(e.contains("line 3") && e.contains("tcp"), "{e}");
         let e = err("[[flows]]\nkind = \"ping\"\n");
         assert!(e.contains("duration"), "{e}");
+    }
+
+    #[test]
+    fn inputs_that_would_hang_or_exhaust_memory_are_refused_with_field_and_line() {
+        // A rate with a wrong unit: the source alone would be billions of
+        // datagrams.
+        let e = err("duration = \"10s\"\n[[flows]]\nkind = \"cbr\"\nrate = \"1e30bit\"\n");
+        assert!(e.contains("line 4") && e.contains("rate"), "{e}");
+        let e = err("duration = \"10s\"\n[[flows]]\nkind = \"cbr\"\nrate = \"1000Gbit\"\n");
+        assert!(
+            e.contains("line 2") && e.contains("lower `rate`") && e.contains("100000000"),
+            "{e}"
+        );
+        let e = err("duration = \"10s\"\n[[flows]]\nkind = \"ping\"\ninterval = \"10ns\"\n");
+        assert!(e.contains("line 2") && e.contains("`interval`"), "{e}");
+        // The same sources over a short run are fine.
+        assert!(
+            Scenario::parse(
+                "duration = \"10s\"\n[[flows]]\nkind = \"cbr\"\nrate = \"10Gbit\"\n",
+                "ok.toml"
+            )
+            .is_ok()
+        );
+        let e = err(
+            "duration = \"1s\"\n[link.down]\noutage_every = { period = \"2ns\", duration = \"1ns\" }\n[[flows]]\nkind = \"ping\"\n",
+        );
+        assert!(
+            e.contains("line 3") && e.contains("outage period") && e.contains("floor"),
+            "{e}"
+        );
+        let e = err("\nduration = \"1000000min\"\n[[flows]]\nkind = \"ping\"\n");
+        assert!(
+            e.contains("line 2") && e.contains("`duration`") && e.contains("24 h"),
+            "{e}"
+        );
+        assert!(
+            Scenario::parse(
+                "duration = \"1440min\"\n[[flows]]\nkind = \"ping\"\n",
+                "ok.toml"
+            )
+            .is_ok()
+        );
+        let mut text = String::from("duration = \"1s\"\n");
+        for _ in 0..=MAX_FLOWS {
+            text.push_str("[[flows]]\nkind = \"ping\"\n");
+        }
+        // Unnamed flows get distinct labels, so only the count is wrong.
+        let e = err(&text);
+        let line = 2 + 2 * MAX_FLOWS;
+        assert!(
+            e.contains(&format!("line {line}")) && e.contains("1001 flows"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -30,7 +30,6 @@ use crate::claim::{Claim, Source};
 use crate::section::{Cell, Findings, Runs, ScenarioRun, Section, SectionError, Table, plot};
 use crate::verdict::{Bound, Check};
 use brisk_netmodel::RateModel;
-use brisk_netmodel::link::LossModel;
 use brisk_trace::plot::{Axis, BarChart, BarSeries, Frame, bar_chart};
 
 pub struct TcpInefficiency;
@@ -296,11 +295,7 @@ impl Measured {
             RateModel::Constant { bps } if *bps > 0 => *bps as f64,
             _ => return Err(unsuitable("the down link must have one constant rate")),
         };
-        let loss = match &run.scenario.link.down.loss {
-            None => 0.0,
-            Some(LossModel::Random { probability }) => *probability,
-            Some(LossModel::GilbertElliott(g)) => g.loss,
-        };
+        let loss = run.scenario.link.down.loss.map_or(0.0, |l| l.mean_loss());
         let rtt_s = run.base_rtt(BULK)?.as_secs_f64();
         let flow = run.flow(BULK)?;
         let retransmitted = flow

@@ -19,7 +19,9 @@
 //! - [`l4s`]: Prague and kernel CUBIC sharing a DualPI2 (or FIFO)
 //!   bottleneck at once (WWDC 2023);
 //! - [`loss`]: goodput under random loss, kernel TCP and Brisk one at a
-//!   time (OK.ru's "TCP is dead" table).
+//!   time (OK.ru's "TCP is dead" table);
+//! - [`transfer`]: a fixed-size download checked by SHA-256, for the
+//!   fault matrix.
 //!
 //! Everything measured is wall-clock time on the real network stack, so
 //! the numbers vary a little from run to run; callers compare them with
@@ -32,6 +34,7 @@ pub mod l4s;
 pub mod loss;
 pub mod lowat;
 pub mod nat64;
+pub mod transfer;
 pub mod write_sizing;
 
 use crate::error::LiveError;

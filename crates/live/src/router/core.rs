@@ -20,6 +20,7 @@
 use super::fidelity::DirectionFidelity;
 use super::flows::{FlowTable, dir_index};
 use super::nat64::Gateway;
+use super::rebind::{Rebind, Rebinder};
 use super::resolver::Resolver;
 use crate::capture::BottleneckCapture;
 use crate::topology::Addressing;
@@ -131,6 +132,8 @@ pub struct RouterCore {
     records_dropped: u64,
     /// Every packet leaving either link, when asked for.
     bottleneck: Option<BottleneckCapture>,
+    /// The client's NAT binding change, when asked for.
+    rebind: Option<Rebinder>,
 }
 
 impl RouterCore {
@@ -166,7 +169,19 @@ impl RouterCore {
             records: None,
             records_dropped: 0,
             bottleneck: None,
+            rebind: None,
         }
+    }
+
+    /// From `r.at` on, rewrite the client's UDP source port as a NAT
+    /// whose binding changed would (see [`Rebind`]).
+    pub fn rebind_client(&mut self, r: Rebind) {
+        self.rebind = Some(Rebinder::new(r));
+    }
+
+    /// Datagrams whose client port the rebinding rewrote, both ways.
+    pub fn rebound_datagrams(&self) -> u64 {
+        self.rebind.as_ref().map_or(0, Rebinder::rewritten)
     }
 
     /// Keep every packet as it leaves either link (see
@@ -294,6 +309,11 @@ impl RouterCore {
     /// Puts a datagram on the link of `dir` if it goes between the lab's
     /// two sides.
     fn enter(&mut self, now: Instant, dir: Direction, data: Vec<u8>) {
+        let data = match (&mut self.rebind, dir) {
+            (Some(r), Direction::Up) => r.client_to_server(now, data),
+            (Some(r), Direction::Down) => r.server_to_client(now, data),
+            (None, _) => data,
+        };
         let Ok(mut packet) = Packet::new(0, now, data) else {
             self.refused.malformed += 1;
             return;

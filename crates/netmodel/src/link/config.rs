@@ -12,6 +12,7 @@
 //! jitter = "2ms"                 # uniform +-2ms; or { normal = "2ms" }
 //! reorder_on_jitter = false
 //! loss = "1%"                    # or { gilbert_elliott = { loss = "2%", burst_packets = 5 } }
+//!                                # or { fade = { good = "500ms", bad = "20ms" } }
 //! loss_after_idle = { idle = "5s", packets = 3 }
 //! reorder = { probability = "1%", depth_packets = 30 }   # or depth = "50ms"
 //! duplicate = "0.1%"
@@ -26,6 +27,7 @@
 //! reader with its field and line.
 
 use super::ecn_rewrite::EcnRewrite;
+use super::fade::Fade;
 use super::jitter::Jitter;
 use super::loss::{GilbertElliott, IdleLoss, LossModel};
 use super::outage::{Outage, PeriodicOutage};
@@ -72,8 +74,10 @@ pub struct LinkConfig {
     pub reorder_on_jitter: bool,
     /// `loss`: random loss after the transmitter. `"1%"` loses each packet
     /// independently; `{ gilbert_elliott = { loss = "2%", burst_packets = 5 } }`
-    /// loses in bursts with that mean rate and mean burst length. Default
-    /// none.
+    /// loses in bursts with that mean rate and mean burst length (in
+    /// packets); `{ fade = { good = "500ms", bad = "20ms" } }` loses
+    /// everything during fades of 20 ms on average, 500 ms apart on
+    /// average (both exponential), whatever is sent. Default none.
     pub loss: Option<LossModel>,
     /// `loss_after_idle`: `{ idle = "5s", packets = 3 }` loses the first 3
     /// packets sent after the link was idle for 5 s or more, like a radio
@@ -135,6 +139,8 @@ pub enum LinkConfigError {
     Probability { field: &'static str, value: f64 },
     #[error("reorder depth_packets must be at least 1")]
     ZeroReorderDepth,
+    #[error("{0}")]
+    Fade(String),
 }
 
 impl LinkConfig {
@@ -173,6 +179,9 @@ impl LinkConfig {
         match self.loss {
             Some(LossModel::Random { probability }) => check("loss", probability)?,
             Some(LossModel::GilbertElliott(ge)) => check("gilbert_elliott loss", ge.loss)?,
+            Some(LossModel::Fade(f)) => {
+                Fade::new(f.good, f.bad).map_err(LinkConfigError::Fade)?;
+            }
             None => {}
         }
         if let Some(r) = self.reorder {
@@ -329,8 +338,8 @@ impl<'de> Deserialize<'de> for Jitter {
 }
 
 impl Shorthand for LossModel {
-    const EXPECTING: &'static str = "a probability such as \"1%\", or a table { gilbert_elliott = { loss = \"2%\", burst_packets = 5 } }";
-    const FORMS: &'static [&'static str] = &["random", "gilbert_elliott"];
+    const EXPECTING: &'static str = "a probability such as \"1%\", or a table { gilbert_elliott = { loss = \"2%\", burst_packets = 5 } } or { fade = { good = \"500ms\", bad = \"20ms\" } }";
+    const FORMS: &'static [&'static str] = &["random", "gilbert_elliott", "fade"];
 
     fn from_scalar(s: &str) -> Result<Self, String> {
         units::parse_probability(s).map(|probability| LossModel::Random { probability })
@@ -340,6 +349,18 @@ impl Shorthand for LossModel {
         if form == "random" {
             let probability = map.next_value::<Prob>()?.0;
             return Ok(LossModel::Random { probability });
+        }
+        if form == "fade" {
+            #[derive(Deserialize)]
+            #[serde(deny_unknown_fields)]
+            struct Raw {
+                good: Dur,
+                bad: Dur,
+            }
+            let f = map.next_value::<Raw>()?;
+            return Fade::new(f.good.0, f.bad.0)
+                .map(LossModel::Fade)
+                .map_err(de::Error::custom);
         }
         #[derive(Deserialize)]
         #[serde(deny_unknown_fields)]
@@ -459,6 +480,28 @@ mod tests {
             assert_eq!(a, b, "{short}");
             assert_ne!(a, LinkConfig::default(), "{short}");
         }
+    }
+
+    #[test]
+    fn fades_parse_and_bad_means_are_refused_with_their_line() {
+        let c: LinkConfig =
+            toml::from_str("loss = { fade = { good = \"500ms\", bad = \"20ms\" } }").unwrap();
+        assert_eq!(
+            c.loss,
+            Some(LossModel::Fade(Fade {
+                good: Duration::from_millis(500),
+                bad: Duration::from_millis(20)
+            }))
+        );
+        assert_eq!(c.validate(), Ok(()));
+        let e = toml::from_str::<LinkConfig>("\nloss = { fade = { good = \"1s\", bad = \"0s\" } }")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("fade bad") && e.contains("line 2"), "{e}");
+        let e = toml::from_str::<LinkConfig>("loss = { fade = { good = \"1s\" } }")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("bad"), "{e}");
     }
 
     #[test]

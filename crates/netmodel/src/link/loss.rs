@@ -1,5 +1,5 @@
-//! Random loss on the radio hop: independent (Bernoulli) or bursty
-//! (Gilbert-Elliott).
+//! Random loss on the radio hop: independent (Bernoulli), bursty per
+//! packet (Gilbert-Elliott), or bursty in time (fades, [`super::fade`]).
 //!
 //! Loss is drawn after the transmitter, when a packet has been serialized:
 //! a radio frame that is lost still used the air time, so lost packets
@@ -7,7 +7,9 @@
 //! would with a clean link. (netem drops before its delay line instead; for
 //! a bottleneck that is the radio itself, after is the physical choice.)
 
+use super::fade::{Fade, FadeState};
 use crate::Rng;
+use brisk_time::Instant;
 use rand::Rng as _;
 use serde::Deserialize;
 use std::time::Duration;
@@ -15,7 +17,8 @@ use std::time::Duration;
 /// How packets are lost.
 ///
 /// In a scenario: `loss = "1%"` (random, also `{ random = "1%" }`) or
-/// `loss = { gilbert_elliott = { loss = "2%", burst_packets = 5 } }`.
+/// `loss = { gilbert_elliott = { loss = "2%", burst_packets = 5 } }` or
+/// `loss = { fade = { good = "500ms", bad = "20ms" } }`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum LossModel {
     /// Each packet is lost independently with this probability.
@@ -23,6 +26,20 @@ pub enum LossModel {
     /// Bursty loss with a mean rate and a mean burst length; see
     /// [`GilbertElliott`].
     GilbertElliott(GilbertElliott),
+    /// Bursty loss whose bursts last a time; see [`Fade`].
+    Fade(Fade),
+}
+
+impl LossModel {
+    /// The long-run loss rate (for a fade: for a sender that sends
+    /// evenly in time).
+    pub fn mean_loss(&self) -> f64 {
+        match self {
+            LossModel::Random { probability } => *probability,
+            LossModel::GilbertElliott(ge) => ge.loss,
+            LossModel::Fade(f) => f.mean_loss(),
+        }
+    }
 }
 
 /// The two-state Gilbert-Elliott channel, set by what one can measure: the
@@ -105,6 +122,8 @@ pub enum LossCause {
     Random,
     /// A Gilbert-Elliott loss burst.
     Burst,
+    /// A fade: the channel was in its Bad state, for a time.
+    Fade,
     /// The packet left the transmitter during an outage with
     /// `outage_drops = true`.
     Outage,
@@ -118,15 +137,29 @@ pub(crate) struct LossState {
     model: LossModel,
     /// Gilbert-Elliott: in the Bad state. The chain starts Good.
     bad: bool,
+    /// Fade: the time-based chain.
+    fade: Option<FadeState>,
 }
 
 impl LossState {
     pub(crate) fn new(model: LossModel) -> LossState {
-        LossState { model, bad: false }
+        let fade = match model {
+            LossModel::Fade(f) => Some(FadeState::new(f)),
+            _ => None,
+        };
+        LossState {
+            model,
+            bad: false,
+            fade,
+        }
     }
 
-    /// Steps the model for one packet; `Some` if the packet is lost.
-    pub(crate) fn draw(&mut self, rng: &mut Rng) -> Option<LossCause> {
+    /// Steps the model for one packet leaving at `now`; `Some` if the
+    /// packet is lost.
+    pub(crate) fn draw(&mut self, now: Instant, rng: &mut Rng) -> Option<LossCause> {
+        if let Some(f) = self.fade.as_mut() {
+            return f.in_fade(now, rng).then_some(LossCause::Fade);
+        }
         match self.model {
             LossModel::Random { probability } => (probability > 0.0
                 && rng.random::<f64>() < probability)
@@ -142,6 +175,7 @@ impl LossState {
                 }
                 self.bad.then_some(LossCause::Burst)
             }
+            LossModel::Fade(_) => None,
         }
     }
 }
@@ -168,10 +202,10 @@ mod tests {
     fn zero_loss_never_draws_a_loss() {
         let mut s = LossState::new(LossModel::Random { probability: 0.0 });
         let mut rng = crate::rng(1, 0);
-        assert!((0..1000).all(|_| s.draw(&mut rng).is_none()));
+        assert!((0..1000).all(|_| s.draw(Instant::ZERO, &mut rng).is_none()));
         let mut g = LossState::new(LossModel::GilbertElliott(
             GilbertElliott::new(0.0, 3.0).unwrap(),
         ));
-        assert!((0..1000).all(|_| g.draw(&mut rng).is_none()));
+        assert!((0..1000).all(|_| g.draw(Instant::ZERO, &mut rng).is_none()));
     }
 }

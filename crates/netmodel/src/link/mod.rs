@@ -15,7 +15,7 @@
 //! 2. the transmitter ([`rate`]): constant, scheduled or mahimahi-trace
 //!    capacity, frozen during [`outage`]s unless `outage_drops`;
 //! 3. [`loss`]: outage losses in `outage_drops` mode, losses after idle,
-//!    then random or Gilbert-Elliott loss; after the transmitter, so lost
+//!    then random, Gilbert-Elliott or [`fade`] loss; after the transmitter, so lost
 //!    packets used capacity;
 //! 4. [`ecn_rewrite`] at the hop;
 //! 5. duplication;
@@ -27,6 +27,7 @@
 
 pub mod config;
 pub mod ecn_rewrite;
+pub mod fade;
 mod in_flight;
 pub mod jitter;
 pub mod loss;
@@ -38,6 +39,7 @@ mod transmitter;
 
 pub use config::{LinkConfig, LinkConfigError};
 pub use ecn_rewrite::EcnRewrite;
+pub use fade::Fade;
 pub use jitter::Jitter;
 pub use loss::{GilbertElliott, IdleLoss, LossCause, LossModel};
 pub use outage::{Outage, PeriodicOutage};
@@ -346,7 +348,7 @@ impl Link {
             self.idle_losses_left -= 1;
             Some(LossCause::AfterIdle)
         } else {
-            self.loss.as_mut().and_then(|l| l.draw(&mut self.rng))
+            self.loss.as_mut().and_then(|l| l.draw(at, &mut self.rng))
         };
         if let Some(cause) = cause {
             self.stats.lost_packets += 1;

@@ -35,12 +35,22 @@ pub struct PeriodicOutage {
     pub first: Duration,
 }
 
+/// The shortest period of `outage_every`: the link visits every window
+/// it passes, and a radio that fails more often than every millisecond is
+/// better written as loss.
+pub const MIN_OUTAGE_PERIOD: Duration = Duration::from_millis(1);
+
 impl PeriodicOutage {
     pub fn new(
         period: Duration,
         duration: Duration,
         first: Option<Duration>,
     ) -> Result<PeriodicOutage, String> {
+        if period < MIN_OUTAGE_PERIOD {
+            return Err(format!(
+                "outage period {period:?} is below the floor of {MIN_OUTAGE_PERIOD:?} (for faster failures use `loss`)"
+            ));
+        }
         if duration >= period {
             return Err(format!(
                 "outage duration {duration:?} must be shorter than its period {period:?}"
@@ -224,5 +234,8 @@ mod tests {
         assert_eq!(s.next_start_after(ms(0)), Some(ms(1000)));
         assert_eq!(s.next_start_after(ms(1000)), Some(ms(2000)));
         assert!(PeriodicOutage::new(d(100), d(100), None).is_err());
+        let e = PeriodicOutage::new(Duration::from_nanos(2), Duration::from_nanos(1), None);
+        assert!(e.unwrap_err().contains("floor of 1ms"));
+        assert!(PeriodicOutage::new(MIN_OUTAGE_PERIOD, Duration::ZERO, None).is_ok());
     }
 }

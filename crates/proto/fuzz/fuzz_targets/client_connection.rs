@@ -1,41 +1,11 @@
-//! Arbitrary input to an established client connection, two ways: raw
-//! datagrams (which must fail authentication) and payloads handed to the
-//! frame handlers as if they had authenticated, which exercises ACK, STREAM,
-//! flow-control and close processing with hostile values. Each record is
-//! a mode byte, a 2-byte length and the bytes. Nothing may panic.
+//! Arbitrary input to an established client connection; the body lives in
+//! `tests/support/fuzz_client_connection.rs`, which the stable replay test
+//! (`tests/fuzz_corpus.rs`) runs on the seed corpus too.
 #![no_main]
 
+#[path = "../../tests/support/fuzz_common.rs"]
 mod common;
+#[path = "../../tests/support/fuzz_client_connection.rs"]
+mod client_connection;
 
-use brisk_wire::Ecn;
-use libfuzzer_sys::fuzz_target;
-use std::time::Duration;
-
-fuzz_target!(|data: &[u8]| {
-    let (mut client, mut server, h, mut now) = common::connected();
-    let mut rest = data;
-    while rest.len() >= 3 {
-        let mode = rest[0];
-        let len = usize::from(u16::from_be_bytes([rest[1], rest[2]])) % 1500;
-        rest = &rest[3..];
-        let (d, tail) = rest.split_at(len.min(rest.len()));
-        rest = tail;
-        match mode % 3 {
-            0 => client.handle_datagram(now, common::SERVER, Ecn::from_bits(mode >> 2), d),
-            1 => {
-                if let Some(c) = client.connection_mut(h) {
-                    c.fuzz_authenticated_payload(now, d);
-                }
-            }
-            _ => {
-                now += Duration::from_millis(u64::from(mode));
-                client.handle_timeout(now);
-            }
-        }
-        common::exchange(&mut client, &mut server, &mut now, 3);
-        if let Some(c) = client.connection(h) {
-            let _ = c.stats();
-            let _ = c.poll_timeout();
-        }
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| client_connection::run(data));

@@ -1,31 +1,11 @@
-//! Arbitrary datagrams to a server endpoint: garbage, Initials, short
-//! headers for unknown connections. Input: datagrams separated by their
-//! 2-byte length prefixes. Nothing may panic, and the endpoint must keep
-//! no state for datagrams that do not complete a handshake message.
+//! Arbitrary datagrams to a server endpoint; the body lives in
+//! `tests/support/fuzz_server_endpoint.rs`, which the stable replay test
+//! (`tests/fuzz_corpus.rs`) runs on the seed corpus too.
 #![no_main]
 
+#[path = "../../tests/support/fuzz_common.rs"]
 mod common;
+#[path = "../../tests/support/fuzz_server_endpoint.rs"]
+mod server_endpoint;
 
-use brisk_time::Instant;
-use brisk_wire::Ecn;
-use libfuzzer_sys::fuzz_target;
-use std::time::Duration;
-
-fuzz_target!(|data: &[u8]| {
-    let mut server = common::server_endpoint();
-    let mut now = Instant::ZERO;
-    let mut rest = data;
-    while rest.len() >= 3 {
-        let len = usize::from(u16::from_be_bytes([rest[0], rest[1]])) % 1500;
-        let ecn = Ecn::from_bits(rest[2]);
-        rest = &rest[3..];
-        let (d, tail) = rest.split_at(len.min(rest.len()));
-        rest = tail;
-        server.handle_datagram(now, common::CLIENT, ecn, d);
-        while server.poll_transmit(now).is_some() {}
-        while server.poll_event().is_some() {}
-        now += Duration::from_millis(3);
-        server.handle_timeout(now);
-    }
-    assert!(server.handles().count() as u64 <= server.stats().connections_accepted);
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| server_endpoint::run(data));

@@ -55,6 +55,12 @@ use std::net::SocketAddr;
 use std::time::Duration;
 use timer::{Timer, TimerTable};
 
+/// The shortest silence of a sending peer before we PING it
+/// (`Connection::silence_deadline`): longer than any pause a sender's own
+/// probe timeout leaves on a working path, so a healthy transfer never
+/// sees one.
+const SILENCE_BEFORE_PING: Duration = Duration::from_secs(1);
+
 /// One UDP payload to send.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Transmit {
@@ -221,6 +227,9 @@ pub struct Connection {
     /// An ack-eliciting packet left since we last received one (RFC 9000
     /// §10.1: only the first such packet restarts the idle timer).
     eliciting_sent_since_rx: bool,
+    /// When the peer was last heard from, and whether that packet carried
+    /// stream data (the peer was sending, not only answering or probing).
+    last_heard: Option<(Instant, bool)>,
     timers: TimerTable,
     /// When `update_timers` last ran. Its inputs change only on input
     /// (datagrams, timeouts) and when a packet leaves, each of which ends
@@ -383,6 +392,7 @@ impl Connection {
             idle_timeout: config.max_idle_timeout,
             peer_max_ack_delay: config.max_ack_delay,
             eliciting_sent_since_rx: false,
+            last_heard: None,
             timers: TimerTable::default(),
             timers_updated_at: None,
             events: VecDeque::new(),
@@ -922,6 +932,12 @@ impl Connection {
                     self.log_ecn_state(now);
                 }
                 Timer::KeepAlive => self.ping_pending = true,
+                Timer::Silence => {
+                    // One PING per silence: from here the probe timeout
+                    // retries it until the peer answers.
+                    self.ping_pending = true;
+                    self.last_heard = self.last_heard.map(|(at, _)| (at, false));
+                }
             }
         }
         self.update_timers(now);
@@ -973,6 +989,46 @@ impl Connection {
         }
     }
 
+    /// The peer was heard from: an authenticated, new packet arrived.
+    fn on_peer_heard(&mut self, now: Instant, carries_data: bool) {
+        self.restart_idle_timer(now);
+        self.eliciting_sent_since_rx = false;
+        if carries_data || self.last_heard.is_none_or(|(at, _)| at < now) {
+            self.last_heard = Some((now, carries_data));
+        }
+    }
+
+    /// When to PING a peer that was sending stream data and fell silent
+    /// while nothing of ours is in flight.
+    ///
+    /// The side that receives a transfer sends nothing that asks for an
+    /// answer, so when loss hits both directions only the sender's probes
+    /// keep the path in use. Loss that comes in bursts counted in packets
+    /// (a radio that recovers after some frames, whatever their spacing)
+    /// then stretches over the sender's probe interval, and the receiver
+    /// hears nothing for as long. The receiver's own PING, retried by its
+    /// probe timeout until answered, doubles what crosses the path in such
+    /// a silence and tells the sender the receiver is still there. The
+    /// silence is `max(3 probe timeouts, 1 s)`, at most a quarter of the
+    /// idle timeout. Only a peer whose last packet carried stream data is
+    /// pinged (a PING answers no PING), and only once per silence: a
+    /// connection both sides left idle sees one PING and its ACK, and then
+    /// times out as it should.
+    fn silence_deadline(&self) -> Option<Instant> {
+        let (at, sending) = self.last_heard?;
+        if !sending
+            || self.idle_timeout.is_zero()
+            || self.state != ConnState::Established
+            || self.sent.has_eliciting_in_flight()
+        {
+            return None;
+        }
+        let quiet = (LossDetection::pto_base(&self.rtt, self.peer_max_ack_delay) * 3)
+            .max(SILENCE_BEFORE_PING)
+            .min(self.idle_timeout / 4);
+        Some(at + quiet)
+    }
+
     /// Re-arms every timer from the current state.
     fn update_timers(&mut self, now: Instant) {
         self.timers_updated_at = Some(now);
@@ -996,6 +1052,7 @@ impl Connection {
         self.timers.set_opt(Timer::AckDelay, ack);
         self.timers
             .set_opt(Timer::Ecn, self.ecn.poll_timeout().filter(|&t| t > now));
+        self.timers.set_opt(Timer::Silence, self.silence_deadline());
         if let Some(i) = self.config.keep_alive_interval
             && self.keys.is_some()
             && self.timers.get(Timer::KeepAlive).is_none()

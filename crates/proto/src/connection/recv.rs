@@ -352,6 +352,8 @@ impl Connection {
         };
         if self.acks.is_duplicate(pn) {
             self.stats.dropped.duplicate += 1;
+            // Stale, but it authenticated: the path still delivers.
+            self.restart_idle_timer(now);
             return;
         }
         self.handle_payload(now, remote, ecn, pn, &plain, Some(&plain), packet_len);
@@ -425,6 +427,7 @@ impl Connection {
         let mut kept: [Option<Frame<'_>>; KEPT_FRAMES] = [None, None];
         let mut after_kept: &[u8] = &[];
         let mut ends_stream = false;
+        let mut carries_data = false;
         let mut frames = FrameIter::new(plain);
         let mut count = 0;
         while let Some(f) = frames.next() {
@@ -433,6 +436,7 @@ impl Connection {
                     any = true;
                     ack_eliciting |= f.is_ack_eliciting();
                     ends_stream |= matches!(f, Frame::Stream(StreamFrame { fin: true, .. }));
+                    carries_data |= matches!(f, Frame::Stream(_));
                     if let Some(slot) = kept.get_mut(count) {
                         *slot = Some(f);
                         after_kept = frames.rest();
@@ -465,8 +469,7 @@ impl Connection {
             self.hs.last_msg = None;
             self.hs.send_pending = false;
         }
-        self.restart_idle_timer(now);
-        self.eliciting_sent_since_rx = false;
+        self.on_peer_heard(now, carries_data);
         if let Some(q) = self
             .qlog
             .as_mut()

@@ -20,10 +20,13 @@ pub(crate) enum Timer {
     Ecn = 5,
     /// Send a PING to keep the path (and NAT bindings) alive.
     KeepAlive = 6,
+    /// A peer that was sending fell silent: send a PING (see
+    /// `Connection::silence_deadline`).
+    Silence = 7,
 }
 
 impl Timer {
-    pub(crate) const ALL: [Timer; 7] = [
+    pub(crate) const ALL: [Timer; 8] = [
         Timer::Idle,
         Timer::LossDetection,
         Timer::AckDelay,
@@ -31,6 +34,7 @@ impl Timer {
         Timer::Close,
         Timer::Ecn,
         Timer::KeepAlive,
+        Timer::Silence,
     ];
 }
 
@@ -39,13 +43,13 @@ impl Timer {
 /// the earliest is a branch-free `min`, asked after every event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct TimerTable {
-    at: [Instant; 7],
+    at: [Instant; 8],
 }
 
 impl Default for TimerTable {
     fn default() -> Self {
         TimerTable {
-            at: [Instant::FAR_FUTURE; 7],
+            at: [Instant::FAR_FUTURE; 8],
         }
     }
 }
@@ -101,6 +105,6 @@ mod tests {
         assert_eq!(t.next(), Some(Instant::from_millis(30_000)));
         t.stop_all();
         assert_eq!(t.get(Timer::Idle), None);
-        assert_eq!(Timer::ALL.len(), 7);
+        assert_eq!(Timer::ALL.len(), 8);
     }
 }
