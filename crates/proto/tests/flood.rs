@@ -409,8 +409,7 @@ fn a_restarted_server_resets_its_old_connections_at_once() {
             c.write(id, b"still there?").expect("write");
             let reset = |p: &mut Pair| {
                 p.client_events
-                    .iter()
-                    .any(|e| *e == Event::ConnectionLost(ConnectionError::StatelessReset))
+                    .contains(&Event::ConnectionLost(ConnectionError::StatelessReset))
             };
             let seen = p.run_until(asked + 2_000 * MS, reset);
             assert_eq!(seen, same_key, "{family:?} same_key={same_key}");
@@ -442,7 +441,7 @@ fn resets_shrink_are_rate_limited_and_never_answer_tiny_packets() {
         let mut len = r.contents.len();
         let mut at = now;
         while len > MIN_RESET_LEN {
-            at = at + 1_000 * MS;
+            at += 1_000 * MS;
             let mut echo = vec![0x40u8; len];
             echo[1..9].copy_from_slice(&[8; 8]);
             server.handle_datagram(at, from, Ecn::NotEct, &echo);
