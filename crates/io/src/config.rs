@@ -106,7 +106,11 @@ pub struct ServerConfig {
     /// Deliver early data from IK first flights (replayable: act on it
     /// only idempotently).
     pub accept_early_data: bool,
+    /// Connections past their handshake the server takes; past this a
+    /// client is refused at once, with a reason.
     pub max_connections: usize,
+    /// Retry, half-open and rate budgets against forged handshakes.
+    pub admission: brisk_proto::AdmissionConfig,
     pub endpoint: EndpointConfig,
 }
 
@@ -117,6 +121,7 @@ impl ServerConfig {
             keypair,
             accept_early_data: true,
             max_connections: 10_000,
+            admission: brisk_proto::AdmissionConfig::default(),
             endpoint: EndpointConfig::default(),
         }
     }

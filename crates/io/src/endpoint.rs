@@ -42,6 +42,7 @@ impl Endpoint {
         let mut proto = brisk_proto::ServerConfig::new(config.keypair.clone());
         proto.accept_early_data = config.accept_early_data;
         proto.max_connections = config.max_connections;
+        proto.admission = config.admission.clone();
         proto.transport = config.endpoint.transport.clone();
         // A server cannot ask the route to each client: off loopback it
         // assumes the smallest interface MTU.
@@ -99,6 +100,12 @@ impl Endpoint {
     /// factory runs on the endpoint task: it should not block for long.
     pub fn set_qlog(&self, factory: brisk_proto::qlog::QlogFactory) {
         self.shared.lock().ep.set_qlog(factory);
+    }
+
+    /// Server: handshakes half-open now (not yet both established and
+    /// address-proved); forged ones age out after the half-open timeout.
+    pub fn half_open(&self) -> usize {
+        self.shared.lock().ep.half_open()
     }
 
     /// The server's static public key (what clients pin).

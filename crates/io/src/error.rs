@@ -27,6 +27,9 @@ impl From<ConnectionError> for io::Error {
             ConnectionError::Lost(brisk_proto::ConnectionError::TimedOut) => {
                 io::ErrorKind::TimedOut
             }
+            ConnectionError::Lost(brisk_proto::ConnectionError::Refused { .. }) => {
+                io::ErrorKind::ConnectionRefused
+            }
             ConnectionError::Lost(_) => io::ErrorKind::ConnectionReset,
             ConnectionError::LocallyClosed => io::ErrorKind::NotConnected,
             ConnectionError::EndpointStopped(_) => io::ErrorKind::BrokenPipe,

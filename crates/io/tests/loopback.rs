@@ -428,14 +428,15 @@ async fn server_restart(v6: bool) {
     spawn_source_server(second.clone());
     let new = client.connect(addr, key).await.unwrap();
     assert_eq!(fetch(&new, 5000).await, pattern(5000, 5000));
-    // The old connection's packets reach a server that does not know it;
-    // it fails with the idle timeout and nothing hangs.
+    // The old connection's packets reach a server that does not know it
+    // but holds the same key: it answers with a stateless reset, and the
+    // old connection fails with that, well within its idle timeout.
     let err = tokio::time::timeout(Duration::from_secs(5), old.closed())
         .await
         .expect("the old connection must fail within the idle timeout");
     assert_eq!(
         err,
-        ConnectionError::Lost(brisk_proto::ConnectionError::TimedOut)
+        ConnectionError::Lost(brisk_proto::ConnectionError::StatelessReset)
     );
     assert!(second.stats().proto.unknown_connection > 0);
 }

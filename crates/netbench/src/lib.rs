@@ -27,6 +27,7 @@ pub mod bulk;
 pub mod contender;
 pub mod cpu;
 mod error;
+pub mod flood;
 pub mod harness;
 pub mod quic;
 pub mod report;

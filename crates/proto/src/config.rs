@@ -111,8 +111,12 @@ pub struct ServerConfig {
     /// Deliver early data from IK first messages. The application must only
     /// act on it in ways that are safe to repeat: it can be replayed.
     pub accept_early_data: bool,
-    /// New handshakes are refused beyond this many live connections.
+    /// Initials are refused, with a Refuse packet the client reports at
+    /// once, while this many connections are past their handshake.
+    /// Half-open handshakes have their own budget (`admission`).
     pub max_connections: usize,
+    /// How handshakes from unvalidated addresses are let in.
+    pub admission: AdmissionConfig,
     pub transport: TransportConfig,
 }
 
@@ -122,7 +126,63 @@ impl ServerConfig {
             keypair,
             accept_early_data: true,
             max_connections: 10_000,
+            admission: AdmissionConfig::default(),
             transport: TransportConfig::default(),
+        }
+    }
+}
+
+/// When a server asks a client to prove its address (a Retry) before
+/// spending a Diffie-Hellman operation on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RetryPolicy {
+    /// Never: every Initial costs a handshake (lowest latency, no
+    /// protection against forged Initials beyond the budgets).
+    Never,
+    /// Once this many handshakes are half-open, or the handshake rate
+    /// budget is spent: one extra round trip only under load.
+    UnderLoad { half_open: usize },
+    /// Always: every connection costs one extra round trip.
+    Always,
+}
+
+/// Budgets that keep forged handshakes from costing the server more than
+/// the attacker (docs/PROTOCOL.md §3.7).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AdmissionConfig {
+    pub retry: RetryPolicy,
+    /// Handshakes not yet both established and address-validated; past
+    /// this the oldest is dropped for the new one, so they never crowd out
+    /// established connections, which `max_connections` counts apart.
+    pub max_half_open: usize,
+    /// A half-open handshake is dropped after this long (the idle timeout
+    /// applies once the client has proved its address).
+    #[serde(with = "millis")]
+    pub half_open_timeout: Duration,
+    /// Handshakes (each two to four Diffie-Hellman operations) started
+    /// per second at most, on average; Initials beyond it get a Retry, or
+    /// are dropped if they already carry a token.
+    pub handshakes_per_s: u64,
+    /// Handshakes that may start at once.
+    pub handshake_burst: u64,
+    /// Retry and Refuse packets sent per second at most.
+    pub stateless_replies_per_s: u64,
+    /// Stateless resets sent per second at most.
+    pub resets_per_s: u64,
+}
+
+impl Default for AdmissionConfig {
+    fn default() -> Self {
+        AdmissionConfig {
+            retry: RetryPolicy::UnderLoad { half_open: 64 },
+            max_half_open: 1024,
+            half_open_timeout: Duration::from_secs(5),
+            handshakes_per_s: 2_000,
+            handshake_burst: 64,
+            stateless_replies_per_s: 200_000,
+            resets_per_s: 1_000,
         }
     }
 }

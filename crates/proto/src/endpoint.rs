@@ -2,20 +2,28 @@
 //!
 //! It routes each datagram by destination connection ID, so a connection
 //! survives the peer's address changing; creates server connections for
-//! valid Initials; answers unknown versions with version negotiation; and
+//! valid Initials, once admission control lets them in (Retry, Refuse,
+//! half-open and rate budgets: `admission`); answers unknown versions with
+//! version negotiation and unknown connections with a stateless reset; and
 //! drops everything else without keeping state. Like a connection it is
 //! sans-IO: `handle_datagram` (or `handle_datagram_owned`) /
 //! `handle_timeout` in, `poll_transmit` / `poll_timeout` / `poll_event`
 //! out. The endpoint owns its connections; reach one with
 //! [`Endpoint::connection_mut`].
 
+use crate::admission::{Admission, MAX_STATELESS_QUEUE};
 use crate::config::{ClientConfig, ServerConfig};
-use crate::connection::{Connection, Event, InitialInfo, Transmit, TransmitMeta, parse_hs_payload};
+use crate::connection::{
+    Connection, Event, InitialInfo, Transmit, TransmitMeta, parse_hs_payload, parse_initial_token,
+};
 use crate::error::ConnectError;
+use crate::error::code;
 use crate::packet::{
     ConnectionId, Header, HeaderView, LOCAL_CID_LEN, LongType, SUPPORTED_VERSIONS,
 };
 use crate::qlog::QlogFactory;
+use crate::retry::StatelessPacket;
+use crate::stateless_reset::{RESET_TOKEN_LEN, reset_packet, trailing_token};
 use brisk_time::Instant;
 use brisk_wire::Ecn;
 use bytes::BytesMut;
@@ -50,6 +58,22 @@ pub struct EndpointStats {
     pub refused: u64,
     pub version_negotiations_sent: u64,
     pub connections_accepted: u64,
+    /// Retry packets sent: Initials answered before any key agreement.
+    pub retries_sent: u64,
+    /// Initials whose retry token was forged, expired or for another
+    /// address.
+    pub invalid_tokens: u64,
+    /// Initials with a valid token dropped because the handshake rate
+    /// budget was spent (the client resends).
+    pub handshakes_deferred: u64,
+    /// Half-open handshakes dropped to make room for newer ones.
+    pub half_open_evicted: u64,
+    pub resets_sent: u64,
+    /// Stateless resets that ended one of our client connections.
+    pub resets_received: u64,
+    /// Retry, Refuse and reset packets not sent because of their rate
+    /// limit or a full queue.
+    pub stateless_dropped: u64,
 }
 
 #[derive(Debug)]
@@ -71,12 +95,18 @@ pub struct Endpoint {
     cursor: Option<ConnectionHandle>,
     stats: EndpointStats,
     qlog: Option<QlogFactory>,
+    /// Server: what decides whether an Initial costs a handshake.
+    admission: Option<Admission>,
+    /// Client: the reset tokens servers announced, to recognise a
+    /// stateless reset among datagrams for no known connection.
+    reset_tokens: BTreeMap<[u8; RESET_TOKEN_LEN], ConnectionHandle>,
 }
 
 impl Endpoint {
     /// A client-only endpoint when `server` is `None`. All randomness
     /// (connection IDs, ephemeral keys) comes from `seed`.
     pub fn new(seed: u64, server: Option<ServerConfig>) -> Self {
+        let admission = server.as_ref().map(|s| Admission::new(s, seed));
         Endpoint {
             rng: ChaCha20Rng::seed_from_u64(seed),
             server,
@@ -90,7 +120,15 @@ impl Endpoint {
             cursor: None,
             stats: EndpointStats::default(),
             qlog: None,
+            admission,
+            reset_tokens: BTreeMap::new(),
         }
+    }
+
+    /// Server: handshakes half-open now (not yet both established and
+    /// address-proved).
+    pub fn half_open(&self) -> usize {
+        self.admission.as_ref().map_or(0, |a| a.half_open.len())
     }
 
     pub fn stats(&self) -> EndpointStats {
@@ -171,8 +209,12 @@ impl Endpoint {
     /// The connection copies it once, to decrypt; a caller that owns the
     /// buffer spares that copy with [`Endpoint::handle_datagram_owned`].
     pub fn handle_datagram(&mut self, now: Instant, remote: SocketAddr, ecn: Ecn, data: &[u8]) {
-        if let Some(c) = self.route(now, remote, data) {
+        let long = data.first().is_some_and(|b| b & 0x80 != 0);
+        if let Some(h) = self.route(now, remote, data)
+            && let Some(c) = self.connections.get_mut(&h)
+        {
             c.handle_datagram(now, remote, ecn, data);
+            self.after_datagram(h, long);
         }
     }
 
@@ -186,16 +228,45 @@ impl Endpoint {
         ecn: Ecn,
         data: BytesMut,
     ) {
-        if let Some(c) = self.route(now, remote, &data) {
+        let long = data.first().is_some_and(|b| b & 0x80 != 0);
+        if let Some(h) = self.route(now, remote, &data)
+            && let Some(c) = self.connections.get_mut(&h)
+        {
             c.handle_datagram_owned(now, remote, ecn, data);
+            self.after_datagram(h, long);
+        }
+    }
+
+    /// Book-keeping after connection `h` read a datagram: a client learns
+    /// its server's reset token from a handshake packet; a server's
+    /// handshake may have left the half-open set.
+    fn after_datagram(&mut self, h: ConnectionHandle, long: bool) {
+        let Some(c) = self.connections.get(&h) else {
+            return;
+        };
+        if long && let Some(t) = c.peer_reset_token() {
+            self.reset_tokens.insert(t, h);
+        }
+        if let Some(a) = self.admission.as_mut()
+            && !a.half_open.is_empty()
+            && !c.is_half_open()
+        {
+            a.half_open.remove(&h);
         }
     }
 
     /// The connection `data` is for, if any; deals with everything else
     /// (counting malformed and unknown datagrams, answering unknown
-    /// versions, accepting new connections) itself.
-    fn route(&mut self, now: Instant, remote: SocketAddr, data: &[u8]) -> Option<&mut Connection> {
+    /// versions and connections, stateless packets, accepting new
+    /// connections) itself.
+    fn route(&mut self, now: Instant, remote: SocketAddr, data: &[u8]) -> Option<ConnectionHandle> {
         self.stats.datagrams_received += 1;
+        if StatelessPacket::is_stateless_type(data)
+            && let Ok(p) = StatelessPacket::parse(data)
+        {
+            self.handle_stateless(now, p);
+            return None;
+        }
         let Ok(view) = HeaderView::new_checked(data, LOCAL_CID_LEN) else {
             self.stats.malformed += 1;
             return None;
@@ -217,7 +288,10 @@ impl Endpoint {
             },
         };
         if let Some(h) = routed {
-            return self.connections.get_mut(&h);
+            return Some(h);
+        }
+        if !view.is_long() && self.take_stateless_reset(data) {
+            return None;
         }
         if self.server.is_none() {
             self.stats.unknown_connection += 1;
@@ -229,6 +303,9 @@ impl Endpoint {
         }
         if !initial {
             self.stats.unknown_connection += 1;
+            if !view.is_long() {
+                self.send_stateless_reset(now, remote, dcid, data.len());
+            }
             return None;
         }
         self.accept_initial(now, remote, &view, data.len());
@@ -278,13 +355,9 @@ impl Endpoint {
             self.stats.short_initial += 1;
             return;
         }
-        let Some(server) = self.server.as_ref() else {
+        let (Some(server), Some(adm)) = (self.server.as_ref(), self.admission.as_mut()) else {
             return;
         };
-        if self.connections.len() >= server.max_connections {
-            self.stats.refused += 1;
-            return;
-        }
         let (Some(dcid), Some(scid)) = (
             ConnectionId::new(view.dcid()),
             ConnectionId::new(view.scid()),
@@ -296,6 +369,55 @@ impl Endpoint {
             self.stats.malformed += 1;
             return;
         };
+        // Everything up to the handshake is stateless and costs at most
+        // one HMAC: refuse when full, ask for proof of address when loaded.
+        let established = self.connections.len().saturating_sub(adm.half_open.len());
+        if established >= server.max_connections {
+            self.stats.refused += 1;
+            let refuse = StatelessPacket::Refuse {
+                version: view.version(),
+                dcid: scid,
+                scid: dcid,
+                error_code: code::CONNECTION_REFUSED,
+                reason: "too many connections".into(),
+            };
+            self.send_stateless(now, remote, &refuse);
+            return;
+        }
+        let token = parse_initial_token(view.payload());
+        let validated = token.is_some_and(|t| adm.tokens.validate(now, t, remote, &dcid, &scid));
+        if token.is_some() && !validated {
+            self.stats.invalid_tokens += 1;
+        }
+        if !validated && adm.wants_retry(now) {
+            let retry = StatelessPacket::Retry {
+                version: view.version(),
+                dcid: scid,
+                scid: dcid,
+                token: adm.tokens.mint(now, remote, &dcid, &scid).to_vec(),
+            };
+            if self.send_stateless(now, remote, &retry) {
+                self.stats.retries_sent += 1;
+            }
+            return;
+        }
+        if !adm.handshakes.try_take(now) {
+            self.stats.handshakes_deferred += 1;
+            return;
+        }
+        if adm.half_open.len() >= adm.config.max_half_open.max(1)
+            && let Some(oldest) = adm.half_open.pop_first()
+        {
+            if let Some(c) = self.connections.get_mut(&oldest) {
+                c.abandon_half_open();
+            }
+            self.stats.half_open_evicted += 1;
+        }
+        let allowance = adm.allowances.for_ip(remote.ip());
+        let local = self.fresh_cid();
+        let Some(adm) = self.admission.as_ref() else {
+            return;
+        };
         let info = InitialInfo {
             version: view.version(),
             dcid,
@@ -303,8 +425,10 @@ impl Endpoint {
             pattern,
             message,
             datagram_len: len,
+            address_validated: validated,
+            allowance,
+            reset_token: Some(adm.reset_key.token(&local)),
         };
-        let local = self.fresh_cid();
         let seed = self.seed();
         let Some(server) = self.server.as_ref() else {
             return;
@@ -315,12 +439,108 @@ impl Endpoint {
                     conn.start_qlog(now, f);
                     conn.log_long_received(now, LongType::Initial, view);
                 }
+                let half_open = conn.is_half_open();
                 let h = self.insert(conn);
+                if half_open && let Some(adm) = self.admission.as_mut() {
+                    adm.half_open.insert(h);
+                }
                 self.by_initial.insert(dcid, h);
                 self.accept_queue.push_back(h);
                 self.stats.connections_accepted += 1;
             }
-            Err(_) => self.stats.handshake_failed += 1,
+            Err(_) => {
+                self.stats.handshake_failed += 1;
+                if let Some(adm) = self.admission.as_mut() {
+                    adm.failures.try_take(now);
+                }
+            }
+        }
+    }
+
+    /// Queues a Retry or Refuse within the rate limit; false if it was
+    /// dropped.
+    fn send_stateless(&mut self, now: Instant, remote: SocketAddr, p: &StatelessPacket) -> bool {
+        let Some(adm) = self.admission.as_mut() else {
+            return false;
+        };
+        if self.stateless.len() >= MAX_STATELESS_QUEUE || !adm.replies.try_take(now) {
+            self.stats.stateless_dropped += 1;
+            return false;
+        }
+        let mut contents = Vec::new();
+        p.emit(&mut contents);
+        self.stateless.push_back(Transmit {
+            destination: remote,
+            ecn: Ecn::NotEct,
+            contents,
+        });
+        true
+    }
+
+    /// A short-header packet for a connection this server does not know
+    /// (it restarted, or forgot it): answer with a stateless reset, within
+    /// the rate limit, and never to a packet too small to be shrunk.
+    fn send_stateless_reset(
+        &mut self,
+        now: Instant,
+        remote: SocketAddr,
+        dcid: ConnectionId,
+        len: usize,
+    ) {
+        let Some(adm) = self.admission.as_mut() else {
+            return;
+        };
+        if len <= crate::stateless_reset::MIN_RESET_LEN {
+            return;
+        }
+        if self.stateless.len() >= MAX_STATELESS_QUEUE || !adm.resets.try_take(now) {
+            self.stats.stateless_dropped += 1;
+            return;
+        }
+        let Some(contents) = reset_packet(&adm.reset_key, &dcid, len, &mut adm.rng) else {
+            return;
+        };
+        self.stats.resets_sent += 1;
+        self.stateless.push_back(Transmit {
+            destination: remote,
+            ecn: Ecn::NotEct,
+            contents,
+        });
+    }
+
+    /// A datagram for no known connection that ends in a reset token a
+    /// server gave one of our client connections: that connection is over.
+    fn take_stateless_reset(&mut self, data: &[u8]) -> bool {
+        if self.reset_tokens.is_empty() {
+            return false;
+        }
+        let Some(h) = trailing_token(data).and_then(|t| self.reset_tokens.remove(&t)) else {
+            return false;
+        };
+        if let Some(c) = self.connections.get_mut(&h) {
+            c.handle_stateless_reset();
+            self.stats.resets_received += 1;
+        }
+        true
+    }
+
+    /// A Retry or Refuse for one of our client connections.
+    fn handle_stateless(&mut self, now: Instant, p: StatelessPacket) {
+        let Some(&h) = self.by_cid.get(p.dcid()) else {
+            self.stats.unknown_connection += 1;
+            return;
+        };
+        let Some(c) = self.connections.get_mut(&h) else {
+            return;
+        };
+        match &p {
+            StatelessPacket::Retry { scid, token, .. } => c.handle_retry(now, scid, token),
+            StatelessPacket::Refuse {
+                scid,
+                error_code,
+                reason,
+                ..
+            } => c.handle_refusal(scid, *error_code, reason),
         }
     }
 
@@ -430,6 +650,12 @@ impl Endpoint {
             self.by_cid.remove(&c.local_cid());
             self.last_route = None;
             self.by_initial.remove(&c.initial_dcid());
+            if let Some(t) = c.peer_reset_token() {
+                self.reset_tokens.remove(&t);
+            }
+            if let Some(a) = self.admission.as_mut() {
+                a.half_open.remove(&h);
+            }
         }
     }
 }

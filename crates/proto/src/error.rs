@@ -31,6 +31,14 @@ pub enum ConnectionError {
     TransportError { code: u64, reason: String },
     #[error("the server speaks none of our versions")]
     VersionMismatch,
+    /// The server answered the handshake with a Refuse packet (for
+    /// example because it has as many connections as it takes).
+    #[error("server refused the connection: {reason}")]
+    Refused { code: u64, reason: String },
+    /// The server no longer knows the connection (it restarted or dropped
+    /// its state) and said so with a stateless reset.
+    #[error("the server reset the connection: it no longer knows it (restarted or lost its state)")]
+    StatelessReset,
     #[error("handshake failed: {0}")]
     Handshake(#[from] HandshakeError),
 }

@@ -24,10 +24,16 @@
 //!   [`ecn_validation`];
 //! - [`streams`]: multiplexing, flow control, priorities;
 //! - [`connection`], [`endpoint`], [`config`], [`stats`], [`error`];
+//! - under attack: `admission` (retry or refuse before any key agreement,
+//!   half-open and rate budgets), [`retry`] (tokens, Retry and Refuse
+//!   packets), [`rate_limit`], [`amplification`] (the 3x limit per
+//!   address), [`stateless_reset`];
 //! - [`qlog`]: events for `brisk-trace`'s qlog writer.
 
 pub mod ack_frequency;
 pub mod ack_tracker;
+mod admission;
+pub mod amplification;
 pub mod config;
 pub mod congestion;
 pub mod connection;
@@ -41,14 +47,17 @@ pub mod loss;
 pub mod pacing;
 pub mod packet;
 pub mod qlog;
+pub mod rate_limit;
+pub mod retry;
 pub mod rtt;
 pub mod sent_packets;
+pub mod stateless_reset;
 pub mod stats;
 pub mod streams;
 pub mod transport_params;
 pub mod varint;
 
-pub use config::{ClientConfig, ServerConfig, TransportConfig};
+pub use config::{AdmissionConfig, ClientConfig, RetryPolicy, ServerConfig, TransportConfig};
 pub use connection::{ConnState, Connection, Event, Idempotent, Transmit, TransmitMeta};
 pub use endpoint::{ConnectionHandle, Endpoint, EndpointStats};
 pub use error::{ConnectError, ConnectionError, EarlyDataError};

@@ -8,6 +8,7 @@
 
 use crate::crypto::PacketCipher;
 use crate::packet::ConnectionId;
+use crate::stateless_reset::RESET_TOKEN_LEN;
 use crate::varint::{self, DecodeError, Reader};
 use std::time::Duration;
 
@@ -23,6 +24,7 @@ mod id {
     pub const MAX_UDP_PAYLOAD: u64 = 0x09;
     pub const EARLY_DATA_ACCEPTED: u64 = 0x0a;
     pub const PACKET_CIPHERS: u64 = 0x0b;
+    pub const STATELESS_RESET_TOKEN: u64 = 0x0c;
     /// Extensions take ids from 0x10: 0x10 DATAGRAM, 0x11 FEC, 0x13
     /// connection migration (active CID limit), 0x14 stream priorities on
     /// the wire and 0x15 PMTU probing are set aside.
@@ -58,6 +60,10 @@ pub struct TransportParams {
     /// The shortest ack delay this side can keep to; announcing it means
     /// the peer may send ACK_FREQUENCY frames, asking for no less.
     pub min_ack_delay: Option<Duration>,
+    /// Server only: the token that ends a stateless reset for its
+    /// connection ID (`stateless_reset`), so a client learns at once that
+    /// a restarted server no longer knows the connection.
+    pub stateless_reset_token: Option<[u8; RESET_TOKEN_LEN]>,
 }
 
 impl Default for TransportParams {
@@ -75,6 +81,7 @@ impl Default for TransportParams {
             early_data_accepted: false,
             packet_ciphers: vec![PacketCipher::ChaCha20Poly1305],
             min_ack_delay: None,
+            stateless_reset_token: None,
         }
     }
 }
@@ -131,6 +138,9 @@ impl TransportParams {
         put_bytes(out, id::PACKET_CIPHERS, &ciphers);
         if let Some(d) = self.min_ack_delay {
             put_int(out, id::MIN_ACK_DELAY_US, d.as_micros() as u64);
+        }
+        if let Some(t) = &self.stateless_reset_token {
+            put_bytes(out, id::STATELESS_RESET_TOKEN, t);
         }
     }
 
@@ -200,6 +210,13 @@ impl TransportParams {
                 id::MIN_ACK_DELAY_US => {
                     p.min_ack_delay = Some(Duration::from_micros(int(&mut v)?));
                 }
+                id::STATELESS_RESET_TOKEN => {
+                    let t = v
+                        .rest()
+                        .try_into()
+                        .map_err(|_| DecodeError::Malformed("stateless reset token length"))?;
+                    p.stateless_reset_token = Some(t);
+                }
                 _ => {}
             }
         }
@@ -229,6 +246,7 @@ mod tests {
             early_data_accepted: true,
             packet_ciphers: vec![PacketCipher::Aes256Gcm, PacketCipher::ChaCha20Poly1305],
             min_ack_delay: Some(Duration::from_micros(1_000)),
+            stateless_reset_token: Some([0x5a; RESET_TOKEN_LEN]),
             ..TransportParams::default()
         }
     }
@@ -281,6 +299,10 @@ mod tests {
         // Value shorter than its length / trailing bytes in an integer.
         assert!(TransportParams::parse(&[0x07, 0x00, 0x01, 0x02, 0x05]).is_err());
         assert!(TransportParams::parse(&[0x07, 0x00, 0x01, 0x02, 0x05, 0x05]).is_err());
+        // A stateless reset token of 15 bytes.
+        let mut short_token = vec![0x07, 0x00, 0x0c, 15];
+        short_token.extend_from_slice(&[1; 15]);
+        assert!(TransportParams::parse(&short_token).is_err());
         // max_udp_payload under 1200.
         assert!(TransportParams::parse(&[0x07, 0x00, 0x09, 0x01, 0x05]).is_err());
         // min_ack_delay of 30 ms above the default 25 ms max_ack_delay, and

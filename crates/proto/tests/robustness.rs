@@ -211,6 +211,11 @@ fn server_refuses_connections_beyond_its_limit() {
         let server_key = cfg.client.server_static_key;
         let mut p = Pair::new(cfg);
         assert!(p.connect());
+        // The client's first 1-RTT packet proves its address: the
+        // connection leaves the half-open budget for the established one.
+        let settled = p.now + 100 * MS;
+        p.run_until(settled, |p| p.server.half_open() == 0);
+        assert_eq!(p.server.half_open(), 0, "{family:?}");
         // A second client's first flight is refused without state.
         let mut other = Endpoint::new(99, None);
         other

@@ -16,17 +16,20 @@
 //! `poll_timeout` again: every call may change the next wake-up.
 //!
 //! Files: [`timer`] the timer table, `recv` datagrams, packets and frames
-//! in, `send` packet assembly out, `tests` ACK_FREQUENCY between two
-//! endpoints.
+//! in, `send` packet assembly out, `stateless` what the endpoint hands on
+//! from packets that belong to no connection state (Retry, Refuse,
+//! stateless reset), `tests` ACK_FREQUENCY between two endpoints.
 
 mod recv;
 mod send;
+mod stateless;
 #[cfg(test)]
 mod tests;
 pub(crate) mod timer;
 
 use crate::ack_frequency::AckFrequency;
 use crate::ack_tracker::AckTracker;
+use crate::amplification::Allowance;
 use crate::config::{ClientConfig, ServerConfig, TransportConfig};
 use crate::congestion::{CcAlgorithm, Controller};
 use crate::crypto::{KEY_LEN, Keypair, PacketCipher, PacketKey};
@@ -166,6 +169,8 @@ struct HandshakeProgress {
     local_params: TransportParams,
     /// The 1-RTT cipher, once agreed.
     cipher: Option<PacketCipher>,
+    /// Client: Retry packets acted on.
+    retries: u8,
 }
 
 /// Bytes of a first flight that early data may fill.
@@ -201,8 +206,12 @@ pub struct Connection {
     remote_static: Option<[u8; KEY_LEN]>,
     /// Server: the client proved it receives at its address.
     validated: bool,
-    unvalidated_rx_bytes: u64,
-    unvalidated_tx_bytes: u64,
+    /// Server, until validated: what may be sent to the client's address,
+    /// shared with its other unvalidated connections.
+    allowance: Allowance,
+    /// Server: the idle timeout while the handshake is half-open (not yet
+    /// both established and validated).
+    half_open_timeout: Option<Duration>,
     next_pn: u64,
     /// AEAD blocks sealed under our 1-RTT key, against the cipher's
     /// confidentiality limit.
@@ -262,6 +271,12 @@ pub(crate) struct InitialInfo<'a> {
     pub pattern: Pattern,
     pub message: &'a [u8],
     pub datagram_len: usize,
+    /// The Initial carried a valid retry token: the address is proved.
+    pub address_validated: bool,
+    /// What the client's address may still be sent.
+    pub allowance: Allowance,
+    /// Announced to the client for a stateless reset of this connection.
+    pub reset_token: Option<[u8; crate::stateless_reset::RESET_TOKEN_LEN]>,
 }
 
 fn local_params(config: &TransportConfig, local_cid: ConnectionId) -> TransportParams {
@@ -280,6 +295,7 @@ fn local_params(config: &TransportConfig, local_cid: ConnectionId) -> TransportP
         min_ack_delay: config
             .ack_frequency
             .then_some(MIN_ACK_DELAY.min(config.max_ack_delay)),
+        stateless_reset_token: None,
     }
 }
 
@@ -364,6 +380,7 @@ impl Connection {
                 early: None,
                 local_params: local_params(&config, local_cid),
                 cipher: None,
+                retries: 0,
             },
             keys: None,
             rx_bufs: VecDeque::new(),
@@ -371,8 +388,8 @@ impl Connection {
             peer_params: None,
             remote_static: None,
             validated: side == Side::Client,
-            unvalidated_rx_bytes: 0,
-            unvalidated_tx_bytes: 0,
+            allowance: Allowance::default(),
+            half_open_timeout: None,
             next_pn: 0,
             sealed_blocks: 0,
             sent: SentPackets::default(),
@@ -495,7 +512,12 @@ impl Connection {
             noise,
         );
         conn.remote_cid = initial.scid;
-        conn.unvalidated_rx_bytes = initial.datagram_len as u64;
+        conn.validated = initial.address_validated;
+        conn.allowance = initial.allowance;
+        if !conn.validated {
+            conn.allowance.on_received(initial.datagram_len as u64);
+        }
+        conn.half_open_timeout = Some(config.admission.half_open_timeout);
         conn.stats.datagrams_received = 1;
         conn.stats.bytes_received = initial.datagram_len as u64;
         conn.apply_peer_params(payload.params);
@@ -524,6 +546,7 @@ impl Connection {
         conn.hs.local_params.packet_ciphers = vec![cipher];
         conn.hs.local_params.original_dcid = Some(initial.dcid);
         conn.hs.local_params.early_data_accepted = accepted;
+        conn.hs.local_params.stateless_reset_token = initial.reset_token;
         let reply = HandshakePayload {
             params: conn.hs.local_params.clone(),
             early: None,
@@ -539,6 +562,8 @@ impl Connection {
         if noise.is_finished() {
             conn.on_handshake_complete(now);
         }
+        // Half-open: the short timeout until the client proves itself.
+        conn.restart_idle_timer(now);
         Ok(conn)
     }
 
@@ -982,7 +1007,17 @@ impl Connection {
     }
 
     fn restart_idle_timer(&mut self, now: Instant) {
-        if self.idle_timeout > Duration::ZERO {
+        let half_open = self
+            .half_open_timeout
+            .filter(|_| self.is_half_open())
+            .map(|h| h.max(self.closing_period()));
+        if let Some(t) = half_open {
+            let t = match self.idle_timeout {
+                Duration::ZERO => t,
+                idle => t.min(idle),
+            };
+            self.timers.set(Timer::Idle, now + t);
+        } else if self.idle_timeout > Duration::ZERO {
             // Never time out faster than three probes (RFC 9000 §10.1).
             let t = self.idle_timeout.max(self.closing_period());
             self.timers.set(Timer::Idle, now + t);
@@ -1080,6 +1115,43 @@ impl Connection {
     }
 }
 
+/// Set in an Initial's pattern byte when a retry token (varint length,
+/// bytes) follows it (docs/PROTOCOL.md §3.7).
+pub(crate) const INITIAL_TOKEN_FLAG: u8 = 0x80;
+
+/// The retry token of an Initial's payload, if it carries one.
+pub(crate) fn parse_initial_token(payload: &[u8]) -> Option<&[u8]> {
+    let mut r = varint::Reader::new(payload);
+    if r.u8().ok()? & INITIAL_TOKEN_FLAG == 0 {
+        return None;
+    }
+    let len = r.varint_len().ok()?;
+    r.bytes(len).ok()
+}
+
+/// An Initial's payload (pattern byte, message) with `token` put in
+/// front of the message.
+pub(crate) fn with_initial_token(payload: &[u8], token: &[u8]) -> Option<Vec<u8>> {
+    let (&pattern, rest) = payload.split_first()?;
+    let rest = match parse_initial_token(payload) {
+        // Replace a token sent before.
+        Some(old) => {
+            let mut r = varint::Reader::new(rest);
+            let len = r.varint_len().ok()?;
+            debug_assert_eq!(len, old.len());
+            r.bytes(len).ok()?;
+            r.rest()
+        }
+        None => rest,
+    };
+    let mut out = Vec::with_capacity(payload.len() + token.len() + 2);
+    out.push(pattern | INITIAL_TOKEN_FLAG);
+    varint::write(&mut out, token.len() as u64);
+    out.extend_from_slice(token);
+    out.extend_from_slice(rest);
+    Some(out)
+}
+
 /// A long packet's payload: (Initial only) the pattern byte, then the
 /// Noise message with its length.
 fn hs_payload(pattern: Option<Pattern>, msg: &[u8]) -> Vec<u8> {
@@ -1093,11 +1165,17 @@ fn hs_payload(pattern: Option<Pattern>, msg: &[u8]) -> Vec<u8> {
 }
 
 /// Splits a long packet's payload into (pattern, Noise message); the zero
-/// padding after the message is ignored.
+/// padding after the message is ignored, and so is an Initial's retry
+/// token (see [`parse_initial_token`]).
 pub(crate) fn parse_hs_payload(initial: bool, payload: &[u8]) -> Option<(Option<Pattern>, &[u8])> {
     let mut r = varint::Reader::new(payload);
     let pattern = if initial {
-        Some(Pattern::from_id(r.u8().ok()?)?)
+        let b = r.u8().ok()?;
+        if b & INITIAL_TOKEN_FLAG != 0 {
+            let len = r.varint_len().ok()?;
+            r.bytes(len).ok()?;
+        }
+        Some(Pattern::from_id(b & !INITIAL_TOKEN_FLAG)?)
     } else {
         None
     };

@@ -92,8 +92,10 @@ impl Connection {
             self.stats.dropped.unexpected += 1;
             return;
         }
-        if !self.validated {
-            self.unvalidated_rx_bytes += total as u64;
+        // Only what came from the client's own address buys replies to it:
+        // copies of its packets sent from elsewhere must not.
+        if !self.validated && remote.ip() == self.remote.ip() {
+            self.allowance.on_received(total as u64);
         }
         let mut at = 0;
         while at < total {

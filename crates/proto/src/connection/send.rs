@@ -1,7 +1,8 @@
 //! Datagrams out: the handshake message when due, then one 1-RTT packet
 //! filled in priority order (ACK, HANDSHAKE_DONE, control frames, stream
 //! data), within the congestion window, the pacer and, for a server that has
-//! not yet validated the client's address, three times the bytes received.
+//! not yet validated the client's address, three times the bytes received
+//! from that address (over all its unvalidated connections).
 
 use super::timer::Timer;
 use super::{ConnState, Connection, Transmit, TransmitMeta, hs_payload};
@@ -57,7 +58,7 @@ impl Connection {
             self.stats.datagrams_sent += 1;
             self.stats.bytes_sent += len;
             if !self.validated {
-                self.unvalidated_tx_bytes += len;
+                self.allowance.on_sent(len);
             }
         }
         if t.is_some() || self.timers_updated_at != Some(now) {
@@ -82,8 +83,9 @@ impl Connection {
         if self.validated {
             return mds;
         }
-        let allowed = (3 * self.unvalidated_rx_bytes).saturating_sub(self.unvalidated_tx_bytes);
-        (allowed as usize).min(mds)
+        // Shared with every unvalidated connection to the same address.
+        let allowed = self.allowance.remaining();
+        usize::try_from(allowed).map_or(mds, |a| a.min(mds))
     }
 
     /// Appends the next datagram to `out`. The writers below take `budget`
