@@ -187,7 +187,7 @@ impl<C: Controller + ?Sized> PathSim<C> {
                     MDS,
                     self.cc.pacing_window(),
                     self.rtt.smoothed(),
-                    self.cc.in_slow_start(),
+                    self.cc.pacing(),
                 );
                 if at > self.now {
                     return Some(at);
