@@ -56,7 +56,8 @@ enum State {
     /// opportunities ([`super::bursts`]).
     Bursty {
         rate: RateModel,
-        clock: OpportunityClock,
+        /// Boxed: its random stream is larger than the other states.
+        clock: Box<OpportunityClock>,
         /// The packet in transit and its bytes still to send.
         sending: Option<(Packet, usize)>,
     },
@@ -77,7 +78,7 @@ impl Transmitter {
             (RateModel::Constant { .. } | RateModel::Schedule(_), Some((b, rng))) => {
                 State::Bursty {
                     rate: rate.clone(),
-                    clock: OpportunityClock::new(b, rng),
+                    clock: Box::new(OpportunityClock::new(b, rng)),
                     sending: None,
                 }
             }
