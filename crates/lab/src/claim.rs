@@ -1,14 +1,15 @@
 //! Claims: what a source (a talk or a paper) says, in our words, with its
 //! numbers.
 //!
-//! The five sources are the talks Brisk was started from (see
-//! `docs/LAB.md`); every report section names the one it checks, by title,
+//! The sources are the five talks Brisk was started from (see
+//! `docs/LAB.md`) and the public L4S test reports the "where it usually
+//! breaks" section replays; every report section names the one it checks, by title,
 //! speaker, event and year, so a reader can find it without this
 //! repository. ("Seed" in the report means only the random seed.)
 
 use serde::Serialize;
 
-/// One of the five source talks.
+/// One of the sources: the five talks, and the public L4S test reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Source {
@@ -23,16 +24,20 @@ pub enum Source {
     /// Juho Snellman (Teclo), keynote at SIGCOMM 2015's HotMiddlebox
     /// workshop.
     Teclo,
+    /// Pete Heist and Jonathan Morton's public L4S test results, with the
+    /// L4S team's own reports on the same cases.
+    L4sTests,
 }
 
 impl Source {
     /// Every source, in the order the project lists them.
-    pub const ALL: [Source; 5] = [
+    pub const ALL: [Source; 6] = [
         Source::Wwdc2015,
         Source::Wwdc2023,
         Source::Oku,
         Source::Okru,
         Source::Teclo,
+        Source::L4sTests,
     ];
 
     /// The citation the report prints: title, then speaker, event and year
@@ -57,6 +62,11 @@ impl Source {
             Source::Teclo => {
                 "“Mobile TCP optimization: lessons learned in production” (Juho Snellman, \
                  Teclo, keynote at the SIGCOMM 2015 HotMiddlebox workshop)"
+            }
+            Source::L4sTests => {
+                "“L4S Tests” (Pete Heist and Jonathan Morton, public test results of \
+                 TCP Prague through DualPI2 and classic AQMs, 2020 to 2021, with the L4S \
+                 team's reports on the same cases)"
             }
         }
     }

@@ -358,10 +358,12 @@ fn flow(f: &FlowSpec, i: usize, s: &Scenario) -> FlowWords {
             size(s.header_bytes() + 56)
         ),
         FlowKind::Brisk => brisk(f),
+        FlowKind::UdpPrague => "reference UDP Prague bulk (the udp_prague crate)".to_string(),
     };
     let ecn = match (f.kind, f.ecn) {
         (FlowKind::Brisk, Some(EcnSpec::NotEct)) => "ECN off",
         (FlowKind::Brisk, _) => "ECN on",
+        (FlowKind::UdpPrague, _) => "ECT(1)",
         (_, e) => ecn_spec(e),
     };
     let mut line = format!("{what}, {ecn}");

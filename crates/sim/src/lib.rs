@@ -178,6 +178,17 @@ fn build_app(
             setup.stop,
             send_jitter(spec, seed, index),
         )),
+        #[cfg(feature = "reference-prague")]
+        FlowKind::UdpPrague => Box::new(flows::udp_prague::UdpPragueFlow::new(
+            setup.addrs,
+            setup.start,
+            setup.stop,
+        )),
+        // `Scenario::validate` refuses the kind in a build without the
+        // feature; a scenario built in code that skips validation gets a
+        // flow that sends nothing.
+        #[cfg(not(feature = "reference-prague"))]
+        FlowKind::UdpPrague => Box::new(flows::Idle),
         FlowKind::Brisk => Box::new(BriskFlow::new(brisk_config(
             s,
             spec,

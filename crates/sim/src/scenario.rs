@@ -137,6 +137,10 @@ pub enum FlowKind {
     Ping,
     /// The Brisk transport carrying one of the [`BriskApp`] workloads.
     Brisk,
+    /// The L4S team's reference UDP Prague controller, a bulk sender and
+    /// an ACK-per-packet receiver; only in builds with the
+    /// `reference-prague` feature.
+    UdpPrague,
 }
 
 impl FlowKind {
@@ -146,6 +150,7 @@ impl FlowKind {
             FlowKind::OnOff => "on_off",
             FlowKind::Ping => "ping",
             FlowKind::Brisk => "brisk",
+            FlowKind::UdpPrague => "udp_prague",
         }
     }
 }
@@ -384,8 +389,16 @@ fn allowed_fields(kind: FlowKind) -> &'static [&'static str] {
             "send_buffer",
             "low_water_mark",
         ],
+        FlowKind::UdpPrague => &[],
     }
 }
+
+/// Why a `udp_prague` flow cannot run in a build without the feature.
+pub const REFERENCE_NOT_BUILT: &str = "kind \"udp_prague\" (the reference UDP Prague \
+     controller) is not in this build: its crate includes GPL-2.0-only code, so it is \
+     built only with the reference-prague feature; rebuild with \
+     `--features brisk-sim/reference-prague` (for the lab: \
+     `--features brisk-lab/reference-prague`)";
 
 /// Feed objects are fetched on streams the receiver opens, within the
 /// transport's default limit on concurrent streams.
@@ -724,10 +737,13 @@ impl Scenario {
                     ("on", f.on.is_some()),
                     ("off", f.off.is_some()),
                 ],
-                FlowKind::Ping | FlowKind::Brisk => &[],
+                FlowKind::Ping | FlowKind::Brisk | FlowKind::UdpPrague => &[],
             };
             if let Some((field, _)) = required.iter().find(|(_, ok)| !ok) {
                 return Err(invalid(at, format!("{who}: field `{field}` is required")));
+            }
+            if f.kind == FlowKind::UdpPrague && !cfg!(feature = "reference-prague") {
+                return Err(invalid(at, format!("{who}: {REFERENCE_NOT_BUILT}")));
             }
             if f.kind == FlowKind::Brisk {
                 f.validate_brisk()
@@ -1072,6 +1088,21 @@ rtt = "40ms"
         )
         .unwrap();
         assert_eq!(s.flows[0].get_ref().ecn, Some(EcnSpec::NotEct));
+    }
+
+    #[test]
+    fn the_reference_kind_says_how_to_build_it_when_missing() {
+        let text = "duration = \"1s\"\n[[flows]]\nkind = \"udp_prague\"\n";
+        let parsed = Scenario::parse(text, "t.toml");
+        if cfg!(feature = "reference-prague") {
+            assert!(parsed.is_ok(), "{parsed:?}");
+        } else {
+            let e = parsed.unwrap_err().to_string();
+            assert!(
+                e.contains("reference-prague") && e.contains("GPL-2.0") && e.contains("flows[0]"),
+                "{e}"
+            );
+        }
     }
 
     #[test]

@@ -56,8 +56,8 @@ impl Section for L4sDualpi2 {
                    p50 and 1.91 ms at p99 beside a CUBIC flow.",
             scope: "Brisk (brisk-io, Prague, ECT(1)) and Linux TCP (CUBIC, tcp_ecn = 1) in \
                     network namespaces, downloading at the same time for 10 s through the \
-                    live lab's router: 10 Mbit/s, 20 ms base RTT, DualPI2 with a 3-packet \
-                    step and no classic protection, then a 1000-packet FIFO. Queue delay, \
+                    live lab's router: 10 Mbit/s, 20 ms base RTT, DualPI2 with Linux's \
+                    defaults (1 ms step, 10% classic protection), then a 1000-packet FIFO. Queue delay, \
                     CE and path RTT per flow are the router's; the table adds Prague's own \
                     RTT samples. Wall-clock numbers on a shared machine.",
         }

@@ -13,7 +13,8 @@
 //! [`fast_open`], [`happy_eyeballs`], [`nat64_literal`]; and two with
 //! Brisk itself on real sockets beside kernel TCP, whose files are the
 //! networks to run (not off and on): [`l4s_dualpi2`] (Prague beside CUBIC
-//! through DualPI2, then a FIFO) and [`loss_goodput`] (goodput under
+//! through DualPI2, then a FIFO), [`l4s_slow`] (Prague alone through slow
+//! default DualPI2 links) and [`loss_goodput`] (goodput under
 //! random loss, one sender at a time, three networks); and [`rpm`],
 //! responsiveness (RPM) over HTTP/2 through four queues, without and with
 //! the server's `TCP_NOTSENT_LOWAT`.
@@ -21,6 +22,7 @@
 mod fast_open;
 mod happy_eyeballs;
 mod l4s_dualpi2;
+mod l4s_slow;
 mod loss_goodput;
 mod nat64_literal;
 mod notsent_lowat;
@@ -45,6 +47,7 @@ pub fn all() -> &'static [&'static dyn crate::section::Section] {
         &happy_eyeballs::HappyEyeballs,
         &nat64_literal::Nat64Literal,
         &l4s_dualpi2::L4sDualpi2,
+        &l4s_slow::L4sSlow,
         &loss_goodput::LossGoodput,
         &rpm::Rpm,
     ]

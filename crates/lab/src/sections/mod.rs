@@ -6,10 +6,12 @@
 
 mod bufferbloat;
 mod bufferbloat_flow;
+mod l4s_breaks;
 mod l4s_call;
 mod l4s_queue;
 mod mobile;
 mod mobile_feed;
+mod reference_peer;
 mod send_buffer;
 mod tcp_inefficiency;
 
@@ -22,6 +24,7 @@ pub fn all() -> &'static [&'static dyn Section] {
         &bufferbloat::Bufferbloat,
         &l4s_queue::L4sQueue,
         &l4s_call::L4sCall,
+        &l4s_breaks::L4sBreaks,
         &send_buffer::SendBuffer,
         &mobile::Mobile,
         &tcp_inefficiency::TcpInefficiency,

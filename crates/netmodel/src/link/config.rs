@@ -20,12 +20,14 @@
 //! outage_every = { period = "10s", duration = "300ms" }
 //! outage_drops = false
 //! ecn = "pass"                   # "bleach", "ce_only", "ect1_to_ect0"
+//! bursts = { interval = "4ms", jitter = "1ms" }   # aggregating radio
 //! ```
 //!
 //! Fields that take several forms accept a bare value for the common case
 //! or a one-key table naming the form; a bad value is reported by the TOML
 //! reader with its field and line.
 
+use super::bursts::Bursts;
 use super::ecn_rewrite::EcnRewrite;
 use super::fade::Fade;
 use super::jitter::Jitter;
@@ -109,6 +111,13 @@ pub struct LinkConfig {
     /// `"bleach"` (everything to Not-ECT), `"ce_only"` (every ECT becomes
     /// CE), `"ect1_to_ect0"`. IPv4 checksums are kept valid.
     pub ecn: EcnRewrite,
+    /// `bursts`: `{ interval = "4ms", jitter = "1ms" }` makes the
+    /// transmitter send only at transmit opportunities, one per interval
+    /// (each moved by up to the jitter, at most half the interval), each
+    /// sending at once what `rate` accumulated since the previous one, as
+    /// an aggregating Wi-Fi radio does. Needs a constant or scheduled
+    /// `rate`. Default none: packets leave as they are serialized.
+    pub bursts: Option<Bursts>,
 }
 
 impl Default for LinkConfig {
@@ -126,6 +135,7 @@ impl Default for LinkConfig {
             outage_every: None,
             outage_drops: false,
             ecn: EcnRewrite::Pass,
+            bursts: None,
         }
     }
 }
@@ -141,6 +151,10 @@ pub enum LinkConfigError {
     ZeroReorderDepth,
     #[error("{0}")]
     Fade(String),
+    #[error("bursts need a constant or scheduled rate; a mahimahi trace has its own timing")]
+    BurstsWithTrace,
+    #[error("{0}")]
+    Bursts(String),
 }
 
 impl LinkConfig {
@@ -189,6 +203,15 @@ impl LinkConfig {
             if r.depth == ReorderDepth::Packets(0) {
                 return Err(LinkConfigError::ZeroReorderDepth);
             }
+        }
+        if let Some(b) = self.bursts {
+            if matches!(
+                self.rate,
+                RateModel::Mahimahi(_) | RateModel::MahimahiFile(_)
+            ) {
+                return Err(LinkConfigError::BurstsWithTrace);
+            }
+            Bursts::new(b.interval, b.jitter).map_err(LinkConfigError::Bursts)?;
         }
         Ok(())
     }
@@ -539,5 +562,30 @@ mod tests {
             ..LinkConfig::default()
         };
         assert_eq!(c.validate(), Err(LinkConfigError::ZeroReorderDepth));
+    }
+
+    #[test]
+    fn bursts_parse_and_refuse_what_cannot_run() {
+        let c: LinkConfig =
+            toml::from_str("bursts = { interval = \"4ms\", jitter = \"1ms\" }").unwrap();
+        assert_eq!(
+            c.bursts,
+            Some(Bursts::new(Duration::from_millis(4), Duration::from_millis(1)).unwrap())
+        );
+        assert_eq!(c.validate(), Ok(()));
+        let c: LinkConfig = toml::from_str("bursts = { interval = \"4ms\" }").unwrap();
+        assert_eq!(c.bursts.map(|b| b.jitter), Some(Duration::ZERO));
+        let e = toml::from_str::<LinkConfig>("bursts = { interval = \"4ms\", jitter = \"3ms\" }")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("half the interval"), "{e}");
+        let e = toml::from_str::<LinkConfig>("bursts = { every = \"4ms\" }")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("every"), "{e}");
+        let mut c: LinkConfig =
+            toml::from_str("rate = { mahimahi = \"x\" }\nbursts = { interval = \"4ms\" }").unwrap();
+        c.load_trace("1\n2\n").unwrap();
+        assert_eq!(c.validate(), Err(LinkConfigError::BurstsWithTrace));
     }
 }

@@ -13,7 +13,8 @@
 //! The pipeline, in order (each stage in its own module):
 //! 1. the queue discipline ([`crate::queue`]);
 //! 2. the transmitter ([`rate`]): constant, scheduled or mahimahi-trace
-//!    capacity, frozen during [`outage`]s unless `outage_drops`;
+//!    capacity, optionally sent in [`bursts`] at transmit opportunities,
+//!    frozen during [`outage`]s unless `outage_drops`;
 //! 3. [`loss`]: outage losses in `outage_drops` mode, losses after idle,
 //!    then random, Gilbert-Elliott or [`fade`] loss; after the transmitter, so lost
 //!    packets used capacity;
@@ -25,6 +26,7 @@
 //! [`config`] holds [`LinkConfig`] and its scenario syntax; [`profiles`]
 //! names ready-made mobile and Wi-Fi settings from published sources.
 
+pub mod bursts;
 pub mod config;
 pub mod ecn_rewrite;
 pub mod fade;
@@ -37,6 +39,7 @@ pub mod rate;
 pub mod reorder;
 mod transmitter;
 
+pub use bursts::Bursts;
 pub use config::{LinkConfig, LinkConfigError};
 pub use ecn_rewrite::EcnRewrite;
 pub use fade::Fade;
@@ -150,16 +153,21 @@ impl Link {
     /// Builds a link direction. `rng` feeds every random impairment; give
     /// each link its own stream ([`crate::rng`]). A config that names a
     /// mahimahi file it has not loaded yields a link that never transmits
-    /// ([`LinkConfig::validate`] reports it).
-    pub fn new(config: LinkConfig, queue: Box<dyn Queue>, rng: Rng) -> Link {
+    /// ([`LinkConfig::validate`] reports it). With `bursts`, the
+    /// opportunities draw from a stream seeded by `rng`'s first draw.
+    pub fn new(config: LinkConfig, queue: Box<dyn Queue>, mut rng: Rng) -> Link {
         let outages = OutageSchedule::new(&config.outages, config.outage_every);
         let (freeze, drop_outages) = if config.outage_drops {
             (OutageSchedule::default(), outages)
         } else {
             (outages, OutageSchedule::default())
         };
+        let bursts = config.bursts.map(|b| {
+            use rand::SeedableRng as _;
+            (b, Rng::seed_from_u64(rng.random()))
+        });
         let mut link = Link {
-            tx: Transmitter::new(&config.rate, freeze),
+            tx: Transmitter::new(&config.rate, freeze, bursts),
             drop_outages,
             loss: config.loss.map(LossState::new),
             last_sent: Instant::ZERO,

@@ -1,8 +1,10 @@
 //! The transmitter: takes packets from the queue head and serializes them
 //! per the rate model, honouring outages when they freeze the link.
 
+use super::bursts::{Bursts, OpportunityClock};
 use super::outage::OutageSchedule;
 use super::rate::{MAHIMAHI_OPPORTUNITY_BYTES, MahimahiTrace, RateModel};
+use crate::Rng;
 use crate::packet::Packet;
 use crate::queue::Queue;
 use brisk_time::Instant;
@@ -50,24 +52,47 @@ enum State {
         /// The packet in transit and its bytes still to send.
         sending: Option<(Packet, usize)>,
     },
+    /// A constant or scheduled rate delivered in bursts at transmit
+    /// opportunities ([`super::bursts`]).
+    Bursty {
+        rate: RateModel,
+        /// Boxed: its random stream is larger than the other states.
+        clock: Box<OpportunityClock>,
+        /// The packet in transit and its bytes still to send.
+        sending: Option<(Packet, usize)>,
+    },
     /// A trace file that was never loaded: no capacity at all.
     Stalled,
 }
 
 impl Transmitter {
-    pub(crate) fn new(rate: &RateModel, freeze: OutageSchedule) -> Transmitter {
-        let state = match rate {
-            RateModel::Constant { .. } | RateModel::Schedule(_) => State::Continuous {
+    /// `bursts` comes with the random stream its opportunities draw from;
+    /// a trace keeps its own timing and ignores it
+    /// ([`crate::LinkConfig::validate`] refuses the pair).
+    pub(crate) fn new(
+        rate: &RateModel,
+        freeze: OutageSchedule,
+        bursts: Option<(Bursts, Rng)>,
+    ) -> Transmitter {
+        let state = match (rate, bursts) {
+            (RateModel::Constant { .. } | RateModel::Schedule(_), Some((b, rng))) => {
+                State::Bursty {
+                    rate: rate.clone(),
+                    clock: Box::new(OpportunityClock::new(b, rng)),
+                    sending: None,
+                }
+            }
+            (RateModel::Constant { .. } | RateModel::Schedule(_), None) => State::Continuous {
                 rate: rate.clone(),
                 free_at: Instant::ZERO,
                 sending: None,
             },
-            RateModel::Mahimahi(trace) => State::Trace {
+            (RateModel::Mahimahi(trace), _) => State::Trace {
                 trace: trace.clone(),
                 next: 0,
                 sending: None,
             },
-            RateModel::MahimahiFile(_) => State::Stalled,
+            (RateModel::MahimahiFile(_), _) => State::Stalled,
         };
         Transmitter { freeze, state }
     }
@@ -106,6 +131,7 @@ impl Transmitter {
         match &self.state {
             State::Continuous { sending, .. } => sending.is_none(),
             State::Trace { sending, .. } => sending.is_none(),
+            State::Bursty { sending, .. } => sending.is_none(),
             State::Stalled => true,
         }
     }
@@ -120,6 +146,9 @@ impl Transmitter {
             State::Trace { trace, next, .. } => {
                 *next = (*next).max(trace.first_opportunity(now, false));
             }
+            // Likewise for bursts: a packet arriving at the instant of an
+            // opportunity waits for the next.
+            State::Bursty { clock, .. } => clock.skip_to(now, false),
             State::Stalled => {}
         }
     }
@@ -141,6 +170,9 @@ impl Transmitter {
                 next,
                 sending,
             } => (sending.is_some() || queue_has_packets()).then(|| trace.opportunity_at(*next)),
+            State::Bursty { clock, sending, .. } => {
+                (sending.is_some() || queue_has_packets()).then(|| clock.next())
+            }
             State::Stalled => None,
         }
     }
@@ -197,33 +229,66 @@ impl Transmitter {
                     return false;
                 }
                 *next += 1;
-                let mut budget = MAHIMAHI_OPPORTUNITY_BYTES;
-                while budget > 0 {
-                    if sending.is_none() {
-                        let Some(packet) = queue.dequeue(at) else {
-                            break;
-                        };
-                        out.push(dequeued(at, &packet));
-                        let len = packet.len();
-                        *sending = Some((packet, len));
-                    }
-                    let Some((_, left)) = sending.as_mut() else {
-                        break;
-                    };
-                    let used = budget.min(*left);
-                    *left -= used;
-                    budget -= used;
-                    if let Some((packet, _)) = sending.take_if(|s| s.1 == 0) {
-                        // Air time at the trace's mean rate.
-                        let busy =
-                            Duration::from_secs_f64(packet.len() as f64 * 8.0 / trace.mean_bps());
-                        out.push(TxOutput::Sent { at, packet, busy });
-                    }
+                // Air time at the trace's mean rate.
+                let mean_bps = trace.mean_bps();
+                send_budget(at, MAHIMAHI_OPPORTUNITY_BYTES, queue, sending, out, |len| {
+                    Duration::from_secs_f64(len as f64 * 8.0 / mean_bps)
+                });
+            }
+            State::Bursty {
+                rate,
+                clock,
+                sending,
+            } => {
+                if let Some(up) = frozen_until {
+                    // The radio is down: these opportunities are lost.
+                    clock.skip_to(up, true);
+                    return false;
                 }
+                let budget = clock.budget_bytes(rate);
+                clock.advance();
+                let bps = rate.piece(at).0;
+                send_budget(at, budget, queue, sending, out, |len| {
+                    Duration::from_nanos((len as u64 * 8_000_000_000).div_ceil(bps))
+                });
             }
             State::Stalled => {}
         }
         false
+    }
+}
+
+/// Spends `budget` bytes at the opportunity `at`: finishes the packet in
+/// transit, then takes packets from the queue head until the budget runs
+/// out; a packet it cannot finish keeps its remaining bytes in `sending`.
+/// Every packet finished leaves at `at`, with the air time `air(len)`.
+fn send_budget(
+    at: Instant,
+    mut budget: usize,
+    queue: &mut dyn Queue,
+    sending: &mut Option<(Packet, usize)>,
+    out: &mut Vec<TxOutput>,
+    air: impl Fn(usize) -> Duration,
+) {
+    while budget > 0 {
+        if sending.is_none() {
+            let Some(packet) = queue.dequeue(at) else {
+                break;
+            };
+            out.push(dequeued(at, &packet));
+            let len = packet.len();
+            *sending = Some((packet, len));
+        }
+        let Some((_, left)) = sending.as_mut() else {
+            break;
+        };
+        let used = budget.min(*left);
+        *left -= used;
+        budget -= used;
+        if let Some((packet, _)) = sending.take_if(|s| s.1 == 0) {
+            let busy = air(packet.len());
+            out.push(TxOutput::Sent { at, packet, busy });
+        }
     }
 }
 
@@ -340,7 +405,7 @@ mod tests {
         // Opportunities at 1, 2, 2, 4 ms, looping every 4 ms.
         let trace = MahimahiTrace::parse("1\n2\n2\n4\n").unwrap();
         let rate = RateModel::Mahimahi(trace);
-        let open = Transmitter::new(&rate, OutageSchedule::default());
+        let open = Transmitter::new(&rate, OutageSchedule::default(), None);
         let bytes = |n: u64| Some(n * MAHIMAHI_OPPORTUNITY_BYTES as u64);
         // [0, 4 ms): the opportunities at 1, 2 and 2 ms.
         assert_eq!(open.offered_bytes(ms(4)), bytes(3));
@@ -354,12 +419,13 @@ mod tests {
             }],
             None,
         );
-        let frozen = Transmitter::new(&rate, freeze);
+        let frozen = Transmitter::new(&rate, freeze, None);
         assert_eq!(frozen.offered_bytes(ms(40)), bytes(36));
         // A rate model's busy time is its measure instead.
         let constant = Transmitter::new(
             &RateModel::Constant { bps: 1_000_000 },
             OutageSchedule::default(),
+            None,
         );
         assert_eq!(constant.offered_bytes(ms(40)), None);
     }

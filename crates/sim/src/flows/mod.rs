@@ -4,13 +4,16 @@
 //! receiver host, behind one sans-IO interface ([`FlowApp`]). The built-in
 //! sources need no transport; a transport plugs in the same way, wrapping
 //! its own state machines ([`brisk`]: the Brisk transport and its
-//! applications).
+//! applications; `udp_prague`, with the `reference-prague` feature: the
+//! L4S team's reference UDP Prague controller as a peer).
 
 pub mod brisk;
 mod cbr;
 mod ping;
 mod send_clock;
 mod template;
+#[cfg(feature = "reference-prague")]
+pub mod udp_prague;
 
 pub use brisk::{BriskConfig, BriskFlow, BriskWorkload, SendPath, TransportReport};
 pub use cbr::ConstantRate;

@@ -1,0 +1,115 @@
+//! The bursty link model in the live lab's router (root only; skipped
+//! without it unless `CI=true`): UDP probes through a down link that sends
+//! only at a transmit opportunity every 20 ms wait for the next one, so
+//! their round trips spread over the 20 ms above the base, where a plain
+//! link keeps them within a millisecond or two. Both address families.
+
+use brisk_live::echo::{self, EchoServer, PingConfig};
+use brisk_live::{IpMode, Lab, LabConfig};
+use brisk_sim::scenario::Scenario;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// Whether this machine can run live labs; says so when it cannot.
+fn can_run_live(test: &str) -> bool {
+    if brisk_live::sys::has_net_admin() {
+        return true;
+    }
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("{test}: the live tests need root (CAP_NET_ADMIN) in CI");
+    }
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stderr(),
+        "{test}: SKIPPED: needs root (CAP_NET_ADMIN) for namespaces and TUN devices"
+    );
+    false
+}
+
+const BASE_MS: f64 = 10.0;
+const INTERVAL_MS: f64 = 20.0;
+
+/// Round trips of 150 probes, every 7 ms (out of step with the 20 ms
+/// opportunities), in ms, sorted; and how late the router says it ran.
+fn probe(mode: IpMode, bursts: bool) -> (Vec<f64>, f64) {
+    let burst_line = if bursts {
+        "bursts = { interval = \"20ms\" }\n"
+    } else {
+        ""
+    };
+    let text = format!(
+        "duration = \"10s\"\n[link.down]\nrate = \"10Mbit\"\ndelay = \"5ms\"\n{burst_line}\
+         [link.up]\nrate = \"10Mbit\"\ndelay = \"5ms\"\n"
+    );
+    let mut config = LabConfig::new(Scenario::parse(&text, "bursts.toml").expect("parses"));
+    config.ip = mode;
+    let lab = Lab::up(config).expect("lab comes up");
+    let server = SocketAddr::new(lab.server_bind_addr(), echo::ECHO_PORT);
+    let _echo = EchoServer::start(lab.server_ns(), server).expect("echo server");
+    let report = echo::ping(
+        lab.client_ns(),
+        SocketAddr::new(lab.server_addr(), echo::ECHO_PORT),
+        PingConfig {
+            interval: Duration::from_millis(7),
+            count: 150,
+            ..PingConfig::default()
+        },
+    )
+    .expect("ping runs");
+    let results = lab.finish(None, None).expect("lab finishes");
+    assert_eq!(report.received, report.sent, "no probe may be lost");
+    let f = &results.fidelity;
+    let late = f.down.delay_error_ms.p99 + f.up.delay_error_ms.p99;
+    let mut rtts: Vec<f64> = report
+        .rtts
+        .iter()
+        .map(|d| d.as_secs_f64() * 1000.0)
+        .collect();
+    rtts.sort_by(f64::total_cmp);
+    (rtts, late)
+}
+
+fn at(sorted: &[f64], q: f64) -> f64 {
+    sorted[((q * sorted.len() as f64) as usize).min(sorted.len() - 1)]
+}
+
+#[test]
+fn probes_wait_for_the_next_transmit_opportunity_in_the_live_router() {
+    if !can_run_live("probes_wait_for_the_next_transmit_opportunity_in_the_live_router") {
+        return;
+    }
+    for mode in [IpMode::V4, IpMode::V6] {
+        let (plain, late_plain) = probe(mode, false);
+        let (bursty, late) = probe(mode, true);
+        let spread = |s: &[f64]| at(s, 0.9) - at(s, 0.1);
+        eprintln!(
+            "{mode:?}: plain p10 {:.2} p90 {:.2} ms; bursts p10 {:.2} p50 {:.2} p90 {:.2} max {:.2} ms; \
+             router late {late_plain:.2} / {late:.2} ms",
+            at(&plain, 0.1),
+            at(&plain, 0.9),
+            at(&bursty, 0.1),
+            at(&bursty, 0.5),
+            at(&bursty, 0.9),
+            at(&bursty, 1.0),
+        );
+        // Waits spread uniformly over the interval: the middle 80% of
+        // round trips span most of it, against a millisecond or two.
+        assert!(
+            spread(&bursty) > 0.6 * INTERVAL_MS,
+            "{mode:?}: bursts spread {:.2} ms",
+            spread(&bursty)
+        );
+        assert!(
+            spread(&plain) < 0.25 * INTERVAL_MS + late_plain,
+            "{mode:?}: plain spread {:.2} ms",
+            spread(&plain)
+        );
+        // No probe waits more than one interval beyond the base (plus the
+        // hosts and the router's own lateness), and none beats the base.
+        assert!(at(&bursty, 0.0) >= BASE_MS, "{mode:?}: {bursty:?}");
+        assert!(
+            at(&bursty, 0.99) < BASE_MS + INTERVAL_MS + 3.0 + late,
+            "{mode:?}: {bursty:?}"
+        );
+    }
+}
