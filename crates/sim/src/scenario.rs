@@ -807,7 +807,8 @@ impl Scenario {
     }
 
     /// How many datagrams a built-in source sends while `active` (0 for
-    /// brisk flows, whose controller is held to the link's rate).
+    /// brisk and reference Prague flows, whose controllers are held to the
+    /// link's rate).
     fn source_packets(&self, f: &FlowSpec, active: Duration) -> u64 {
         let size = f.size.unwrap_or(DEFAULT_SOURCE_SIZE).max(1) as f64;
         let packets = match f.kind {
@@ -818,7 +819,7 @@ impl Scenario {
                 let interval = f.interval.unwrap_or(DEFAULT_PING_INTERVAL).as_secs_f64();
                 active.as_secs_f64() / interval.max(1e-9)
             }
-            FlowKind::Brisk => 0.0,
+            FlowKind::Brisk | FlowKind::UdpPrague => 0.0,
         };
         // Saturates at u64::MAX for absurd values.
         packets.ceil() as u64
