@@ -42,6 +42,7 @@ pub mod pacing;
 pub mod packet;
 pub mod qlog;
 pub mod rtt;
+mod schedule;
 pub mod sent_packets;
 pub mod stats;
 pub mod streams;
