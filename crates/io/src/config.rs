@@ -111,8 +111,20 @@ pub struct ServerConfig {
     pub max_connections: usize,
     /// Retry, half-open and rate budgets against forged handshakes.
     pub admission: brisk_proto::AdmissionConfig,
+    /// Heap the server's connections may pin through their buffers
+    /// together: each connection's send budget plus its receive window.
+    /// `Some`: windows and send budgets shrink so that `max_connections`
+    /// of them fit (down to [`MIN_CONNECTION_BUFFER`] each; below that,
+    /// fewer connections are admitted). `None`: each connection has the
+    /// transport's own limits (4 MiB each way by default).
+    pub memory_budget_bytes: Option<u64>,
     pub endpoint: EndpointConfig,
 }
+
+/// The smallest send budget and receive window a memory budget gives a
+/// connection: a few dozen full datagrams, enough for a request and its
+/// response to flow without a window update in between.
+pub const MIN_CONNECTION_BUFFER: u64 = 64 << 10;
 
 impl ServerConfig {
     pub fn new(listen: SocketAddr, keypair: Keypair) -> Self {
@@ -122,14 +134,75 @@ impl ServerConfig {
             accept_early_data: true,
             max_connections: 10_000,
             admission: brisk_proto::AdmissionConfig::default(),
+            memory_budget_bytes: None,
             endpoint: EndpointConfig::default(),
         }
+    }
+
+    /// The transport settings and connection limit under the memory
+    /// budget: `(transport, max_connections)`.
+    pub fn within_budget(&self) -> (TransportConfig, usize) {
+        let mut transport = self.endpoint.transport.clone();
+        let Some(budget) = self.memory_budget_bytes else {
+            return (transport, self.max_connections);
+        };
+        let connections = self.max_connections.max(1) as u64;
+        // Half of each connection's share for sending, half for receiving.
+        let each_way = (budget / connections / 2).max(MIN_CONNECTION_BUFFER);
+        let max_connections = (budget / (2 * each_way)).min(connections) as usize;
+        let s = &mut transport.streams;
+        s.connection_send_buffer_limit = s.connection_send_buffer_limit.min(each_way);
+        s.send_buffer_limit = s.send_buffer_limit.min(s.connection_send_buffer_limit);
+        s.connection_receive_window = s.connection_receive_window.min(each_way);
+        s.stream_receive_window = s.stream_receive_window.min(s.connection_receive_window);
+        (transport, max_connections)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn server_with(budget: Option<u64>, max_connections: usize) -> ServerConfig {
+        let mut c = ServerConfig::new(
+            "127.0.0.1:0".parse().unwrap(),
+            Keypair::from_private([1; 32]),
+        );
+        c.memory_budget_bytes = budget;
+        c.max_connections = max_connections;
+        c
+    }
+
+    #[test]
+    fn a_memory_budget_shrinks_windows_then_admits_fewer_connections() {
+        let defaults = TransportConfig::default().streams;
+        let (t, n) = server_with(None, 10_000).within_budget();
+        assert_eq!((t.streams, n), (defaults.clone(), 10_000));
+        // 1 GiB over 100 connections leaves the 4 MiB defaults alone.
+        let (t, n) = server_with(Some(1 << 30), 100).within_budget();
+        assert_eq!((t.streams, n), (defaults.clone(), 100));
+        // 1 GiB over 10,000: about 52 KiB each way is below the floor, so
+        // the floor holds and 8,192 connections fit.
+        let (t, n) = server_with(Some(1 << 30), 10_000).within_budget();
+        assert_eq!(
+            t.streams.connection_send_buffer_limit,
+            MIN_CONNECTION_BUFFER
+        );
+        assert_eq!(t.streams.connection_receive_window, MIN_CONNECTION_BUFFER);
+        assert_eq!(t.streams.send_buffer_limit, MIN_CONNECTION_BUFFER);
+        assert_eq!(t.streams.stream_receive_window, MIN_CONNECTION_BUFFER);
+        assert_eq!(n, 8_192);
+        // 4 GiB over 1,000: 2 MiB each way, all 1,000 admitted.
+        let (t, n) = server_with(Some(4 << 30), 1_000).within_budget();
+        let each_way = (4u64 << 30) / 1_000 / 2;
+        assert_eq!(t.streams.connection_receive_window, each_way);
+        assert_eq!(
+            t.streams.stream_receive_window,
+            defaults.stream_receive_window
+        );
+        assert_eq!(n, 1_000);
+        assert!(n as u64 * 2 * each_way <= 4 << 30);
+    }
 
     #[test]
     fn datagram_size_follows_the_address_family_unless_set() {

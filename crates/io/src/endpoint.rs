@@ -41,9 +41,8 @@ impl Endpoint {
     pub fn server(config: ServerConfig) -> io::Result<Endpoint> {
         let mut proto = brisk_proto::ServerConfig::new(config.keypair.clone());
         proto.accept_early_data = config.accept_early_data;
-        proto.max_connections = config.max_connections;
+        (proto.transport, proto.max_connections) = config.within_budget();
         proto.admission = config.admission.clone();
-        proto.transport = config.endpoint.transport.clone();
         // A server cannot ask the route to each client: off loopback it
         // assumes the smallest interface MTU.
         let mtu = if config.listen.ip().is_loopback() {

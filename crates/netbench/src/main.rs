@@ -4,8 +4,10 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
+use brisk_netbench::many::{self, BriskFleet, ManyPlan, ManyReport, QuinnFleet};
 use brisk_netbench::report::{Report, Settings};
 use brisk_netbench::rpc::RpcPlan;
 use brisk_netbench::{
@@ -60,6 +62,14 @@ struct Args {
     /// compares the setting against the default in one run.
     #[arg(long, default_value_t = 50)]
     bp_us: u64,
+    /// Instead of the tests above: quinn and Brisk each with this many
+    /// connections to one server (comma-separated counts, e.g.
+    /// 1000,10000): memory per connection, requests/s and p99 latency.
+    #[arg(long, value_delimiter = ',')]
+    many: Vec<usize>,
+    /// Requests in flight at once in the `--many` case.
+    #[arg(long, default_value_t = 64)]
+    many_concurrency: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -119,6 +129,9 @@ fn main() -> ExitCode {
             .then_some(RpcPlan { warmup, measure }),
         limit,
     };
+    if !args.many.is_empty() {
+        return run_many(&args, ip, measure, limit);
+    }
     let ip_version = if args.v6 { 6 } else { 4 };
     let settings = Settings::new(ip_version, args.rounds, plan.bulk_bytes, plan.rpc);
     let brisk = match args.brisk_busy_poll_us {
@@ -173,5 +186,48 @@ fn main() -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
+    }
+}
+
+/// The `--many` case: quinn, then Brisk, at each connection count.
+fn run_many(args: &Args, ip: IpAddr, measure: Duration, limit: Duration) -> ExitCode {
+    let mut results = Vec::new();
+    let mut failed = false;
+    let plan = |connections| ManyPlan {
+        connections,
+        concurrency: args.many_concurrency,
+        measure,
+        limit,
+    };
+    for &n in &args.many {
+        for (name, run) in [
+            ("quinn", many::run(Arc::new(QuinnFleet), ip, plan(n))),
+            ("brisk", many::run(Arc::new(BriskFleet), ip, plan(n))),
+        ] {
+            match run {
+                Ok(result) => results.push(result),
+                Err(error) => {
+                    eprintln!("brisk-netbench: {name} with {n} connections: {error}");
+                    failed = true;
+                }
+            }
+        }
+    }
+    let report = ManyReport::new(plan(0), results);
+    if args.json {
+        match serde_json::to_string_pretty(&report) {
+            Ok(json) => println!("{json}"),
+            Err(error) => {
+                eprintln!("brisk-netbench: JSON: {error}");
+                return ExitCode::FAILURE;
+            }
+        }
+    } else {
+        print!("{report}");
+    }
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
     }
 }

@@ -18,7 +18,7 @@ use tokio::io::Join;
 use crate::{BenchError, Contender, Test};
 
 /// The server name in the certificate and in the client's connect call.
-const SERVER_NAME: &str = "localhost";
+pub(crate) const SERVER_NAME: &str = "localhost";
 
 /// How long `close` waits for the close frame to go out.
 const CLOSE_WAIT: Duration = Duration::from_secs(1);
@@ -78,12 +78,7 @@ impl Contender for Quinn {
         ip: IpAddr,
         _test: Test,
     ) -> Result<(QuinnServer, QuinnTicket), BenchError> {
-        let certified = rcgen::generate_simple_self_signed(vec![SERVER_NAME.to_owned()])
-            .map_err(BenchError::transport("quinn: self-signed certificate"))?;
-        let cert = certified.cert.der().clone();
-        let key = PrivatePkcs8KeyDer::from(certified.key_pair.serialize_der());
-        let config = ServerConfig::with_single_cert(vec![cert.clone()], key.into())
-            .map_err(BenchError::transport("quinn: server TLS config"))?;
+        let (config, cert) = server_config()?;
         let endpoint = Endpoint::server(config, SocketAddr::new(ip, 0))
             .map_err(BenchError::io("quinn: server endpoint"))?;
         let addr = endpoint
@@ -121,12 +116,7 @@ impl Contender for Quinn {
     }
 
     async fn connect(&self, ticket: QuinnTicket, _test: Test) -> Result<QuinnClient, BenchError> {
-        let mut roots = rustls::RootCertStore::empty();
-        roots
-            .add(ticket.cert)
-            .map_err(BenchError::transport("quinn: trust the server certificate"))?;
-        let config = ClientConfig::with_root_certificates(Arc::new(roots))
-            .map_err(BenchError::transport("quinn: client TLS config"))?;
+        let config = client_config(ticket.cert)?;
         let local = SocketAddr::new(ticket.addr.ip(), 0);
         let endpoint = Endpoint::client(local).map_err(BenchError::io("quinn: client endpoint"))?;
         let connection = endpoint
@@ -157,4 +147,26 @@ impl Contender for Quinn {
         // Best effort: the result is already measured.
         let _ = tokio::time::timeout(CLOSE_WAIT, client.endpoint.wait_idle()).await;
     }
+}
+
+/// A server configuration with a fresh self-signed certificate for
+/// [`SERVER_NAME`], and that certificate.
+pub(crate) fn server_config() -> Result<(ServerConfig, CertificateDer<'static>), BenchError> {
+    let certified = rcgen::generate_simple_self_signed(vec![SERVER_NAME.to_owned()])
+        .map_err(BenchError::transport("quinn: self-signed certificate"))?;
+    let cert = certified.cert.der().clone();
+    let key = PrivatePkcs8KeyDer::from(certified.key_pair.serialize_der());
+    let config = ServerConfig::with_single_cert(vec![cert.clone()], key.into())
+        .map_err(BenchError::transport("quinn: server TLS config"))?;
+    Ok((config, cert))
+}
+
+/// A client configuration that trusts exactly `cert`.
+pub(crate) fn client_config(cert: CertificateDer<'static>) -> Result<ClientConfig, BenchError> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(cert)
+        .map_err(BenchError::transport("quinn: trust the server certificate"))?;
+    ClientConfig::with_root_certificates(Arc::new(roots))
+        .map_err(BenchError::transport("quinn: client TLS config"))
 }

@@ -23,6 +23,7 @@ use crate::packet::{
 };
 use crate::qlog::QlogFactory;
 use crate::retry::StatelessPacket;
+use crate::schedule::Schedule;
 use crate::stateless_reset::{RESET_TOKEN_LEN, reset_packet, trailing_token};
 use brisk_time::Instant;
 use brisk_wire::Ecn;
@@ -93,6 +94,9 @@ pub struct Endpoint {
     stateless: VecDeque<Transmit>,
     /// Round-robin position of `poll_transmit`.
     cursor: Option<ConnectionHandle>,
+    /// Scheduling state, so that the work of one call does not grow with
+    /// the number of idle connections.
+    sched: Schedule,
     stats: EndpointStats,
     qlog: Option<QlogFactory>,
     /// Server: what decides whether an Initial costs a handshake.
@@ -118,6 +122,7 @@ impl Endpoint {
             accept_queue: VecDeque::new(),
             stateless: VecDeque::new(),
             cursor: None,
+            sched: Schedule::default(),
             stats: EndpointStats::default(),
             qlog: None,
             admission,
@@ -145,8 +150,13 @@ impl Endpoint {
         self.connections.get(&h)
     }
 
+    /// The connection `h`, to act on. Whatever the caller does to it (a
+    /// write, a close) is taken into account by the next `poll_*` or
+    /// `handle_*` call, and `poll_timeout` reads its timer afresh until then.
     pub fn connection_mut(&mut self, h: ConnectionHandle) -> Option<&mut Connection> {
-        self.connections.get_mut(&h)
+        let c = self.connections.get_mut(&h)?;
+        self.sched.touch(h);
+        Some(c)
     }
 
     /// Live connections, in handle order.
@@ -176,6 +186,7 @@ impl Endpoint {
         self.next_handle += 1;
         self.by_cid.insert(conn.local_cid(), h);
         self.connections.insert(h, conn);
+        self.sched.touch(h);
         h
     }
 
@@ -216,6 +227,7 @@ impl Endpoint {
             c.handle_datagram(now, remote, ecn, data);
             self.after_datagram(h, long);
         }
+        self.settle();
     }
 
     /// Like [`Endpoint::handle_datagram`], for a datagram the caller hands
@@ -235,6 +247,7 @@ impl Endpoint {
             c.handle_datagram_owned(now, remote, ecn, data);
             self.after_datagram(h, long);
         }
+        self.settle();
     }
 
     /// Book-keeping after connection `h` read a datagram: a client learns
@@ -288,6 +301,7 @@ impl Endpoint {
             },
         };
         if let Some(h) = routed {
+            self.sched.touch(h);
             return Some(h);
         }
         if !view.is_long() && self.take_stateless_reset(data) {
@@ -410,6 +424,7 @@ impl Endpoint {
         {
             if let Some(c) = self.connections.get_mut(&oldest) {
                 c.abandon_half_open();
+                self.sched.touch(oldest);
             }
             self.stats.half_open_evicted += 1;
         }
@@ -520,6 +535,7 @@ impl Endpoint {
         if let Some(c) = self.connections.get_mut(&h) {
             c.handle_stateless_reset();
             self.stats.resets_received += 1;
+            self.sched.touch(h);
         }
         true
     }
@@ -533,6 +549,7 @@ impl Endpoint {
         let Some(c) = self.connections.get_mut(&h) else {
             return;
         };
+        self.sched.touch(h);
         match &p {
             StatelessPacket::Retry { scid, token, .. } => c.handle_retry(now, scid, token),
             StatelessPacket::Refuse {
@@ -574,70 +591,116 @@ impl Endpoint {
                 ecn: t.ecn,
             });
         }
-        // One connection (a client's usual case) has no turn to take: skip
-        // the two range walks of the round robin.
-        if self.connections.len() == 1 {
-            let mut only = self.connections.first_entry()?;
-            let h = *only.key();
-            let t = only.get_mut().poll_transmit_append(now, buf)?;
-            self.cursor = Some(h);
-            return Some(t);
-        }
-        // Round robin from the connection after the last one that sent:
-        // first the handles from there up, then the ones below.
+        self.settle();
+        self.sched.mark_due(now);
+        // Round robin over the connections that may have something to
+        // send, from the one after the last that sent: first the handles
+        // from there up, then the ones below.
         let start = self.cursor.map_or(0, |h| h.0.saturating_add(1));
-        // One tree walk per half, not one lookup per connection tried.
-        for (from, below) in [(start, u64::MAX), (0, start)] {
-            let half = ConnectionHandle(from)..ConnectionHandle(below);
-            for (&h, c) in self.connections.range_mut(half) {
-                if let Some(t) = c.poll_transmit_append(now, buf) {
+        let mut from = start;
+        let mut wrapped = false;
+        loop {
+            let below = if wrapped { start } else { u64::MAX };
+            let Some(h) = self.sched.next_ready(from, below) else {
+                if wrapped || start == 0 {
+                    return None;
+                }
+                (from, wrapped) = (0, true);
+                continue;
+            };
+            from = h.0.saturating_add(1);
+            let Some(c) = self.connections.get_mut(&h) else {
+                self.sched.forget(h);
+                continue;
+            };
+            let sent = c.poll_transmit_append(now, buf);
+            let deadline = c.poll_timeout();
+            self.sched.rearm(h, deadline);
+            // Sending may queue events (a stream that became writable).
+            self.sched.events_ready.insert(h);
+            match sent {
+                Some(t) => {
                     self.cursor = Some(h);
                     return Some(t);
                 }
+                None => {
+                    self.sched.send_ready.remove(&h);
+                }
             }
         }
-        None
     }
 
+    /// The earliest deadline of any connection: the next time
+    /// `handle_timeout` has work.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        if self.connections.len() == 1 {
-            // The usual case, asked after every event: no iterator.
-            return self.connections.first_key_value()?.1.poll_timeout();
-        }
-        self.connections
-            .values()
-            .filter_map(Connection::poll_timeout)
-            .min()
+        let touched = &self.sched.touched;
+        // Connections touched through `connection_mut` since the last call
+        // may have moved their deadline: read theirs afresh.
+        let fresh = touched
+            .iter()
+            .filter_map(|h| self.connections.get(h)?.poll_timeout())
+            .min();
+        let armed = self
+            .sched
+            .timers
+            .iter()
+            .find(|(_, h)| !touched.contains(h))
+            .map(|&(t, _)| t);
+        armed.into_iter().chain(fresh).min()
     }
 
+    /// Runs the timers of every connection whose deadline has come, each
+    /// once, found in the deadline order rather than by visiting all.
     pub fn handle_timeout(&mut self, now: Instant) {
-        for c in self.connections.values_mut() {
-            if c.poll_timeout().is_some_and(|t| t <= now) {
+        self.settle();
+        let mut due = std::mem::take(&mut self.sched.due);
+        self.sched.take_due(now, &mut due);
+        for &h in &due {
+            if let Some(c) = self.connections.get_mut(&h) {
                 c.handle_timeout(now);
             }
+            self.sched.touch(h);
         }
+        due.clear();
+        self.sched.due = due;
+        self.settle();
     }
 
     /// The next event of any connection. After [`Event::Closed`] the
     /// connection is forgotten.
     pub fn poll_event(&mut self) -> Option<(ConnectionHandle, Event)> {
-        // Nothing is the usual answer: it returns at the first `?`, without
-        // moving an event through a shared variable.
-        let (h, e) = if self.connections.len() == 1 {
-            // A client's usual case, asked after every datagram: one
-            // descent to the only entry instead of a whole-range iterator.
-            let mut only = self.connections.first_entry()?;
-            let e = only.get_mut().poll_event()?;
-            (*only.key(), e)
-        } else {
-            self.connections
-                .iter_mut()
-                .find_map(|(h, c)| c.poll_event().map(|e| (*h, e)))?
-        };
-        if e == Event::Closed {
-            self.forget(h);
+        self.settle();
+        loop {
+            let h = self.sched.events_ready.first().copied()?;
+            let Some(c) = self.connections.get_mut(&h) else {
+                self.sched.forget(h);
+                continue;
+            };
+            let Some(e) = c.poll_event() else {
+                self.sched.events_ready.remove(&h);
+                continue;
+            };
+            if e == Event::Closed {
+                self.forget(h);
+            }
+            return Some((h, e));
         }
-        Some((h, e))
+    }
+
+    /// Brings the schedule up to date with the connections touched since
+    /// the last call: their deadlines, and that they may have something to
+    /// send or report.
+    fn settle(&mut self) {
+        while let Some(h) = self.sched.touched.pop() {
+            let deadline = self.connections.get(&h).and_then(Connection::poll_timeout);
+            if self.connections.contains_key(&h) {
+                self.sched.rearm(h, deadline);
+                self.sched.send_ready.insert(h);
+                self.sched.events_ready.insert(h);
+            } else {
+                self.sched.forget(h);
+            }
+        }
     }
 
     /// Drops a closed connection and its routes. Out of line: moving a
@@ -646,6 +709,7 @@ impl Endpoint {
     #[cold]
     #[inline(never)]
     fn forget(&mut self, h: ConnectionHandle) {
+        self.sched.forget(h);
         if let Some(c) = self.connections.remove(&h) {
             self.by_cid.remove(&c.local_cid());
             self.last_route = None;
@@ -656,6 +720,11 @@ impl Endpoint {
             if let Some(a) = self.admission.as_mut() {
                 a.half_open.remove(&h);
             }
+        }
+        // An emptied tree keeps its root node, which holds connections
+        // inline (tens of kilobytes): give it back once the last is gone.
+        if self.connections.is_empty() {
+            self.connections = BTreeMap::new();
         }
     }
 }

@@ -50,6 +50,7 @@ pub mod qlog;
 pub mod rate_limit;
 pub mod retry;
 pub mod rtt;
+mod schedule;
 pub mod sent_packets;
 pub mod stateless_reset;
 pub mod stats;

@@ -800,11 +800,7 @@ impl Connection {
         }
         let mds = self.mds() as u64;
         let window = self.cc.window().saturating_sub(self.sent.bytes_in_flight()) + 2 * mds;
-        let room = self
-            .config
-            .streams
-            .send_buffer_limit
-            .saturating_sub(self.streams.send_buffered_bytes(id));
+        let room = self.streams.send_room(id);
         window
             .saturating_sub(self.streams.unsent_bytes(id))
             .min(room)

@@ -74,6 +74,11 @@ pub struct StreamsConfig {
     pub connection_receive_window: u64,
     /// Bytes one stream may hold, unacknowledged plus unsent.
     pub send_buffer_limit: u64,
+    /// Bytes all streams of the connection may hold together, so a peer
+    /// that opens many streams and reads none pins at most this much of
+    /// our memory; never below `send_buffer_limit`, so one stream can
+    /// always fill its own buffer.
+    pub connection_send_buffer_limit: u64,
     /// A stream is writable only while fewer bytes than this wait unsent.
     pub low_water_mark: u64,
 }
@@ -86,6 +91,7 @@ impl Default for StreamsConfig {
             stream_receive_window: 1 << 20,
             connection_receive_window: 4 << 20,
             send_buffer_limit: 1 << 20,
+            connection_send_buffer_limit: 4 << 20,
             low_water_mark: 16 << 10,
         }
     }
@@ -253,6 +259,11 @@ pub struct Streams {
     max_stream_data_due: BTreeSet<StreamId>,
     data_blocked_reported: Option<u64>,
     open_blocked: [bool; 2],
+    /// Bytes all sending halves hold (unacknowledged plus unsent).
+    send_buffered: u64,
+    /// Streams a write found short of connection-wide buffer room: they
+    /// hear Writable once acknowledgements free some.
+    budget_blocked: BTreeSet<StreamId>,
     stats: StreamsStats,
 }
 
@@ -266,6 +277,9 @@ impl Streams {
         config.max_streams_uni = config.max_streams_uni.min(StreamId::MAX_COUNT);
         config.stream_receive_window = config.stream_receive_window.min(MAX_OFFSET);
         config.connection_receive_window = config.connection_receive_window.min(MAX_OFFSET);
+        config.connection_send_buffer_limit = config
+            .connection_send_buffer_limit
+            .max(config.send_buffer_limit);
         let peer = PeerLimits::granted_by(&config);
         Streams {
             side,
@@ -290,6 +304,8 @@ impl Streams {
             max_stream_data_due: BTreeSet::new(),
             data_blocked_reported: None,
             open_blocked: [false; 2],
+            send_buffered: 0,
+            budget_blocked: BTreeSet::new(),
             stats: StreamsStats::default(),
         }
     }
@@ -329,9 +345,20 @@ impl Streams {
     /// True only while `id`'s unsent bytes are below the low-water mark and
     /// a write would be accepted (buffer room, stream flow-control credit).
     pub fn is_writable(&self, id: StreamId) -> bool {
-        self.send_half(id).is_some_and(|s| {
-            s.is_writable(self.config.low_water_mark, self.config.send_buffer_limit)
-        })
+        self.send_half(id)
+            .is_some_and(|s| s.is_writable(self.config.low_water_mark, self.send_limit(s)))
+    }
+
+    /// Bytes all streams hold for sending: unacknowledged plus unsent.
+    pub fn connection_send_buffered_bytes(&self) -> u64 {
+        self.send_buffered
+    }
+
+    /// Buffer room `id` has left, within its own limit and the
+    /// connection's.
+    pub fn send_room(&self, id: StreamId) -> u64 {
+        self.send_half(id)
+            .map_or(0, |s| self.send_limit(s).saturating_sub(s.buffered()))
     }
 
     /// Bytes `id` holds for sending: unacknowledged plus unsent.
@@ -371,8 +398,10 @@ impl Streams {
     /// Buffers what the buffer limit and the peer's stream window allow;
     /// `Ok(0)` means try again after a Writable event.
     pub fn write(&mut self, id: StreamId, data: &[u8]) -> Result<usize, StreamError> {
-        let limit = self.config.send_buffer_limit;
+        let room = self.connection_send_room();
+        let stream_limit = self.config.send_buffer_limit;
         let s = self.app_send(id)?;
+        let limit = stream_limit.min(s.buffered().saturating_add(room));
         let n = s.write(data, limit)?;
         let blocked = if n < data.len() {
             s.take_data_blocked()
@@ -380,6 +409,10 @@ impl Streams {
             None
         };
         let (fresh, priority) = (s.has_fresh(), s.priority());
+        self.send_buffered += n as u64;
+        if n < data.len() && limit < stream_limit {
+            self.budget_blocked.insert(id);
+        }
         if fresh {
             self.scheduler.push(id, priority, Queue::Fresh);
         }
@@ -407,7 +440,11 @@ impl Streams {
     /// never transmitted again; the peer gets RESET_STREAM.
     pub fn reset(&mut self, id: StreamId, error_code: u64) -> Result<(), StreamError> {
         let s = self.app_send(id)?;
-        if let Some(final_size) = s.reset() {
+        let before = s.buffered();
+        let reset = s.reset();
+        let after = s.buffered();
+        self.release_send_buffer(before.saturating_sub(after));
+        if let Some(final_size) = reset {
             self.cancel_send(id);
             self.control.push_back(ControlFrame::ResetStream {
                 id,
@@ -584,7 +621,8 @@ impl Streams {
         budget: Budget,
         conn_blocked: &mut bool,
     ) -> Option<ChunkInfo> {
-        let (lowat, limit) = (self.config.low_water_mark, self.config.send_buffer_limit);
+        let (lowat, stream_limit) = (self.config.low_water_mark, self.config.send_buffer_limit);
+        let room = self.connection_send_room();
         for _ in 0..self.scheduler.queue_len(level, q) {
             let id = self.scheduler.front(level, q)?;
             let Some(s) = self.streams.get_mut(&id).and_then(|s| s.send.as_mut()) else {
@@ -614,6 +652,7 @@ impl Streams {
                 *conn_blocked |= q == Queue::Fresh && more && credit == 0;
                 continue;
             };
+            let limit = stream_limit.min(s.buffered().saturating_add(room));
             let writable = s.take_writable_edge(lowat, limit);
             let len = chunk.len;
             match q {
@@ -635,9 +674,16 @@ impl Streams {
         let Some(s) = self.streams.get_mut(&id).and_then(|s| s.send.as_mut()) else {
             return;
         };
+        let before = s.buffered();
         let out = s.on_acked(offset, len, fin);
-        let (lowat, limit) = (self.config.low_water_mark, self.config.send_buffer_limit);
-        if s.take_writable_edge(lowat, limit) {
+        let freed = before.saturating_sub(s.buffered());
+        self.release_send_buffer(freed);
+        let room = self.connection_send_room();
+        let (lowat, stream_limit) = (self.config.low_water_mark, self.config.send_buffer_limit);
+        let Some(s) = self.streams.get_mut(&id).and_then(|s| s.send.as_mut()) else {
+            return;
+        };
+        if s.take_writable_edge(lowat, stream_limit.min(s.buffered().saturating_add(room))) {
             self.writable.insert(id);
         }
         self.stats.bytes_acked += out.newly_acked;
@@ -745,7 +791,11 @@ impl Streams {
         let Some(s) = self.streams.get_mut(&id).and_then(|s| s.send.as_mut()) else {
             return Ok(());
         };
-        if let Some(final_size) = s.stop(error_code) {
+        let before = s.buffered();
+        let stopped = s.stop(error_code);
+        let after = s.buffered();
+        self.release_send_buffer(before.saturating_sub(after));
+        if let Some(final_size) = stopped {
             self.cancel_send(id);
             self.control.push_back(ControlFrame::ResetStream {
                 id,
@@ -884,10 +934,11 @@ impl Streams {
                 r.rearm_readable();
             }
         }
-        let (lowat, limit) = (self.config.low_water_mark, self.config.send_buffer_limit);
+        let (lowat, stream_limit) = (self.config.low_water_mark, self.config.send_buffer_limit);
+        let room = self.connection_send_room();
         while let Some(id) = self.writable.pop_first() {
             if let Some(s) = self.streams.get_mut(&id).and_then(|s| s.send.as_mut()) {
-                if s.is_writable(lowat, limit) {
+                if s.is_writable(lowat, stream_limit.min(s.buffered().saturating_add(room))) {
                     return Some(StreamEvent::Writable(id));
                 }
                 s.rearm_writable();
@@ -997,11 +1048,43 @@ impl Streams {
     }
 
     fn update_writable(&mut self, id: StreamId) {
-        let (lowat, limit) = (self.config.low_water_mark, self.config.send_buffer_limit);
+        let (lowat, stream_limit) = (self.config.low_water_mark, self.config.send_buffer_limit);
+        let room = self.connection_send_room();
         if let Some(s) = self.streams.get_mut(&id).and_then(|s| s.send.as_mut())
-            && s.take_writable_edge(lowat, limit)
+            && s.take_writable_edge(lowat, stream_limit.min(s.buffered().saturating_add(room)))
         {
             self.writable.insert(id);
+        }
+    }
+
+    /// Room left in the connection-wide send buffer.
+    fn connection_send_room(&self) -> u64 {
+        self.config
+            .connection_send_buffer_limit
+            .saturating_sub(self.send_buffered)
+    }
+
+    /// What one stream may hold: its own limit, or less when the other
+    /// streams leave less of the connection's room.
+    fn send_limit(&self, s: &SendStream) -> u64 {
+        self.config
+            .send_buffer_limit
+            .min(s.buffered().saturating_add(self.connection_send_room()))
+    }
+
+    /// `bytes` of send buffer were freed (acknowledged, or dropped by a
+    /// reset): streams a write found short of connection-wide room may
+    /// take more now, and are told so.
+    fn release_send_buffer(&mut self, bytes: u64) {
+        if bytes == 0 {
+            return;
+        }
+        self.send_buffered = self.send_buffered.saturating_sub(bytes);
+        while let Some(id) = self.budget_blocked.pop_first() {
+            if let Some(s) = self.streams.get_mut(&id).and_then(|s| s.send.as_mut()) {
+                s.rearm_writable();
+                self.writable.insert(id);
+            }
         }
     }
 
@@ -1037,7 +1120,10 @@ impl Streams {
         if !done {
             return;
         }
-        self.streams.remove(&id);
+        if let Some(send) = self.streams.remove(&id).and_then(|s| s.send) {
+            self.release_send_buffer(send.buffered());
+        }
+        self.budget_blocked.remove(&id);
         self.scheduler.remove(id);
         self.readable.remove(&id);
         self.writable.remove(&id);

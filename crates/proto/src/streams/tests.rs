@@ -91,6 +91,57 @@ fn pattern(len: usize, salt: u8) -> Vec<u8> {
 }
 
 #[test]
+fn streams_share_the_connections_send_budget_and_hear_when_it_frees() {
+    const STREAM: u64 = 64 << 10;
+    let (mut client, mut server) = pair(StreamsConfig::default());
+    client.config.send_buffer_limit = STREAM;
+    client.config.connection_send_buffer_limit = 2 * STREAM;
+    let ids: Vec<StreamId> = (0..8).map(|_| client.open(true, P).unwrap()).collect();
+    let data = pattern(STREAM as usize, 1);
+    let written: Vec<usize> = ids
+        .iter()
+        .map(|&id| client.write(id, &data).unwrap())
+        .collect();
+    // Two streams fill the budget; the other six take nothing, whatever
+    // their own room.
+    assert_eq!(written[..2], [STREAM as usize; 2]);
+    assert!(written[2..].iter().all(|&n| n == 0), "{written:?}");
+    assert_eq!(client.connection_send_buffered_bytes(), 2 * STREAM);
+    assert!(!client.is_writable(ids[2]));
+    assert_eq!(client.send_room(ids[2]), 0);
+    events(&mut client);
+    // Delivered and acknowledged: the budget is free again, and the
+    // streams the budget stopped are told.
+    settle(&mut client, &mut server);
+    assert_eq!(client.connection_send_buffered_bytes(), 0);
+    let writable: Vec<StreamId> = events(&mut client)
+        .into_iter()
+        .filter_map(|e| match e {
+            StreamEvent::Writable(id) => Some(id),
+            _ => None,
+        })
+        .collect();
+    for id in &ids[2..] {
+        assert!(writable.contains(id), "{id:?} not told: {writable:?}");
+    }
+    assert_eq!(client.write(ids[2], &data).unwrap(), STREAM as usize);
+    // A reset gives its stream's bytes back at once.
+    client.reset(ids[2], 7).unwrap();
+    assert_eq!(client.connection_send_buffered_bytes(), 0);
+}
+
+#[test]
+fn one_stream_may_always_fill_its_own_buffer() {
+    let config = StreamsConfig {
+        send_buffer_limit: 1 << 20,
+        connection_send_buffer_limit: 1 << 10,
+        ..StreamsConfig::default()
+    };
+    let s = Streams::new(Side::Client, config);
+    assert_eq!(s.config().connection_send_buffer_limit, 1 << 20);
+}
+
+#[test]
 fn open_respects_the_peers_max_streams() {
     let (mut client, _) = pair(StreamsConfig {
         max_streams_bidi: 2,
