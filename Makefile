@@ -9,14 +9,15 @@ lab: setup
 	cargo run --release -p brisk-cli -- lab
 
 # Every test: format, lints, the workspace's tests (the live lab's need
-# root and skip without it, unless CI=true), the simulator and the lab
-# again with the reference UDP Prague peer (a non-default feature: its
-# crate includes GPL-2.0-only code), and the quick lab suite with its
-# report checked section by section.
+# root and skip without it, unless CI=true), the tests of the reference
+# UDP Prague peer (a non-default feature: its crate includes GPL-2.0-only
+# code), and the quick lab suite with its report checked section by
+# section.
 test: setup
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo test --workspace --release
 	cargo clippy -p brisk-sim -p brisk-lab --all-targets --features brisk-lab/reference-prague -- -D warnings
-	cargo test --release -p brisk-sim -p brisk-lab --features brisk-lab/reference-prague
+	cargo test --release -p brisk-sim --features reference-prague --test reference_prague
+	cargo test --release -p brisk-lab --features reference-prague --test reference_peer
 	.ci/lab-check
