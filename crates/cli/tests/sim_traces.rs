@@ -107,7 +107,8 @@ fn qlog_and_plots_beside_unchanged_results() {
             // The virtual clock: the client starts at the flow's start, the
             // server when the Initial arrives: one way delay and a
             // transmission later through the empty queue, later still when
-            // the second flow's Initial meets the first flow's full queue.
+            // the second flow's Initial meets the first flow's queue or is
+            // lost to it.
             assert_eq!(reference_ms(&client), start_ms);
             let late = reference_ms(&server) - start_ms;
             let initials = client
@@ -115,7 +116,8 @@ fn qlog_and_plots_beside_unchanged_results() {
                 .iter()
                 .filter(|e| e["data"]["header"]["packet_type"] == "initial")
                 .count();
-            if initials == 1 {
+            // Only the first flow meets an empty queue.
+            if initials == 1 && flow == "bulk_one" {
                 assert!(
                     (10.0..12.0).contains(&late),
                     "server starts {late} ms later"
