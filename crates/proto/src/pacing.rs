@@ -14,12 +14,6 @@
 //! Burst: the bucket holds 250 µs worth of data at the current rate and
 //! never less than two datagrams, so a sender on a fast path is not woken
 //! for every packet, and an idle period earns no more than one such burst.
-//!
-//! A controller may ask for other values through [`PacingParams`]
-//! (`Controller::pacing`): Prague paces at exactly its window per RTT and
-//! with single-datagram bursts, because an L4S queue marks any packet that
-//! waits longer than about a millisecond, and below 12 Mbit/s the second
-//! packet of a back-to-back pair of 1500 bytes always does.
 
 use std::time::Duration;
 
@@ -34,29 +28,6 @@ pub const MAX_BURST_TIME: Duration = Duration::from_micros(250);
 /// The smallest burst, in datagrams.
 pub const MIN_BURST_PACKETS: u64 = 2;
 
-/// How a controller wants its window spread: the gain on `cwnd / srtt` and
-/// the smallest burst the bucket may hold.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct PacingParams {
-    pub gain: f64,
-    pub min_burst_packets: u64,
-}
-
-impl PacingParams {
-    /// The defaults above: gain 2 in slow start, 1.25 after; bursts of at
-    /// least two datagrams.
-    pub fn classic(slow_start: bool) -> Self {
-        Self {
-            gain: if slow_start {
-                SLOW_START_GAIN
-            } else {
-                CONGESTION_AVOIDANCE_GAIN
-            },
-            min_burst_packets: MIN_BURST_PACKETS,
-        }
-    }
-}
-
 /// A token-bucket pacer for one path.
 #[derive(Clone, Debug)]
 pub struct Pacer {
@@ -69,11 +40,10 @@ pub struct Pacer {
     rate_bytes_per_sec: f64,
     /// When `tokens` was last brought up to date.
     last_refill: Option<Instant>,
-    /// The `(cwnd, srtt, gain bits, minimum burst)` the rate and capacity
-    /// were computed from: they change per ACK, the pacer is asked per
-    /// packet, so the float divisions are skipped while the inputs stay the
-    /// same.
-    rate_inputs: Option<(u64, Duration, u64, u64)>,
+    /// The `(cwnd, srtt, slow_start)` the rate and capacity were computed
+    /// from: they change per ACK, the pacer is asked per packet, so the
+    /// float divisions are skipped while the inputs stay the same.
+    rate_inputs: Option<(u64, Duration, bool)>,
 }
 
 impl Pacer {
@@ -93,17 +63,17 @@ impl Pacer {
 
     /// When a packet of `bytes` may leave: `now` if the bucket holds enough,
     /// otherwise the moment it will have refilled enough at the rate set by
-    /// `cwnd`, `srtt` and `params`. A zero `srtt` disables pacing.
+    /// `cwnd` and `srtt`. A zero `srtt` disables pacing.
     pub fn next_send_time(
         &mut self,
         now: Instant,
         bytes: u64,
         cwnd: u64,
         srtt: Duration,
-        params: PacingParams,
+        slow_start: bool,
     ) -> Instant {
         self.refill(now);
-        self.set_rate(cwnd, srtt, params);
+        self.set_rate(cwnd, srtt, slow_start);
         if self.rate_bytes_per_sec <= 0.0 {
             return now;
         }
@@ -149,8 +119,8 @@ impl Pacer {
         self.last_refill = Some(now.max(self.last_refill.unwrap_or(now)));
     }
 
-    fn set_rate(&mut self, cwnd: u64, srtt: Duration, params: PacingParams) {
-        let inputs = Some((cwnd, srtt, params.gain.to_bits(), params.min_burst_packets));
+    fn set_rate(&mut self, cwnd: u64, srtt: Duration, slow_start: bool) {
+        let inputs = Some((cwnd, srtt, slow_start));
         if self.rate_inputs == inputs {
             // Same rate and capacity; `refill` and `on_sent` keep the
             // tokens within the capacity.
@@ -162,16 +132,13 @@ impl Pacer {
             self.rate_bytes_per_sec = 0.0;
             return;
         }
-        let gain = if params.gain.is_finite() && params.gain > 0.0 {
-            params.gain
+        let gain = if slow_start {
+            SLOW_START_GAIN
         } else {
-            1.0
+            CONGESTION_AVOIDANCE_GAIN
         };
         self.rate_bytes_per_sec = gain * cwnd.max(1) as f64 / srtt_secs;
-        let min_burst = params
-            .min_burst_packets
-            .max(1)
-            .saturating_mul(self.max_datagram_size) as f64;
+        let min_burst = MIN_BURST_PACKETS.saturating_mul(self.max_datagram_size) as f64;
         self.capacity = (self.rate_bytes_per_sec * MAX_BURST_TIME.as_secs_f64()).max(min_burst);
         self.tokens = self.tokens.min(self.capacity);
     }
@@ -196,7 +163,7 @@ mod tests {
         let mut now = start;
         (0..packets)
             .map(|_| {
-                now = p.next_send_time(now, MDS, cwnd, srtt, PacingParams::classic(ss));
+                now = p.next_send_time(now, MDS, cwnd, srtt, ss);
                 p.on_sent(now, MDS);
                 now
             })
@@ -283,39 +250,6 @@ mod tests {
         assert_eq!(longest_run as u64, burst / MDS);
     }
 
-    /// Prague's parameters: exactly the window per RTT, and no two
-    /// datagrams back to back at a rate where 250 us holds less than two.
-    #[test]
-    fn gain_one_and_single_datagram_bursts_space_every_packet() {
-        let mut p = Pacer::new(MDS);
-        let srtt = Duration::from_millis(20);
-        // 10 datagrams per 20 ms: 4.8 Mbit/s, one datagram every 2 ms.
-        let cwnd = 10 * MDS;
-        let params = PacingParams {
-            gain: 1.0,
-            min_burst_packets: 1,
-        };
-        let start = Instant::from_secs_f64(1.0);
-        let mut now = start;
-        let mut times = Vec::new();
-        for _ in 0..10 {
-            now = p.next_send_time(now, MDS, cwnd, srtt, params);
-            p.on_sent(now, MDS);
-            times.push(now);
-        }
-        assert_eq!(p.rate_bps(), 4_800_000);
-        assert_eq!(p.burst_bytes(), MDS);
-        assert_eq!(times[0], start);
-        for pair in times.windows(2) {
-            let gap = (pair[1] - pair[0]).as_secs_f64();
-            assert!((gap - 0.002).abs() < 2e-9, "gap {gap}");
-        }
-        // The default parameters let the first two go together.
-        let mut q = Pacer::new(MDS);
-        let classic = send_all(&mut q, start, 3, cwnd, srtt, false);
-        assert_eq!(classic[1], start);
-    }
-
     #[test]
     fn idle_time_earns_at_most_one_burst() {
         let mut p = Pacer::new(MDS);
@@ -334,30 +268,31 @@ mod tests {
     fn zero_srtt_or_window_does_not_panic() {
         let mut p = Pacer::new(0);
         let now = Instant::from_millis(5);
-        let (ss, ca) = (PacingParams::classic(true), PacingParams::classic(false));
-        assert_eq!(p.next_send_time(now, 1200, 0, Duration::ZERO, ss), now);
-        let t = p.next_send_time(now, 1200, 0, Duration::from_millis(1), ca);
+        assert_eq!(p.next_send_time(now, 1200, 0, Duration::ZERO, true), now);
+        let t = p.next_send_time(now, 1200, 0, Duration::from_millis(1), false);
         assert!(t >= now);
         p.on_sent(t, 1200);
         assert!(p.rate_bps() > 0);
         let mut huge = Pacer::new(u64::MAX);
-        let t = huge.next_send_time(now, u64::MAX, u64::MAX, Duration::MAX, ca);
+        let t = huge.next_send_time(now, u64::MAX, u64::MAX, Duration::MAX, false);
         huge.on_sent(t, u64::MAX);
         let _ = huge.next_send_time(
             Instant::FAR_FUTURE,
             u64::MAX,
             u64::MAX,
             Duration::from_nanos(1),
-            PacingParams {
-                gain: f64::NAN,
-                min_burst_packets: u64::MAX,
-            },
+            true,
         );
         // Time running backwards is ignored rather than panicking.
         p.on_sent(Instant::ZERO, 1200);
         assert!(
-            p.next_send_time(Instant::ZERO, 1200, 12_000, Duration::from_millis(10), ca)
-                >= Instant::ZERO
+            p.next_send_time(
+                Instant::ZERO,
+                1200,
+                12_000,
+                Duration::from_millis(10),
+                false
+            ) >= Instant::ZERO
         );
     }
 }

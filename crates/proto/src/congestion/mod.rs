@@ -32,7 +32,6 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-use crate::pacing::PacingParams;
 use brisk_time::Instant;
 use brisk_wire::Ecn;
 use serde::{Deserialize, Serialize};
@@ -159,13 +158,6 @@ pub trait Controller: Send + fmt::Debug {
     /// fractional window below the minimum (Prague on low-BDP paths).
     fn pacing_window(&self) -> u64 {
         self.window()
-    }
-    /// The pacer's gain on `pacing_window / srtt` and its smallest burst.
-    /// The default is RFC 9002's: gain 2 in slow start, 1.25 after, bursts
-    /// of two datagrams; Prague asks for exactly its window per RTT and
-    /// single-datagram bursts.
-    fn pacing(&self) -> PacingParams {
-        PacingParams::classic(self.in_slow_start())
     }
     /// The codepoint this controller wants on its packets: ECT(1) for a
     /// scalable (L4S) controller, ECT(0) for a classic one.

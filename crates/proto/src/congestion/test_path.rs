@@ -187,7 +187,7 @@ impl<C: Controller + ?Sized> PathSim<C> {
                     MDS,
                     self.cc.pacing_window(),
                     self.rtt.smoothed(),
-                    self.cc.pacing(),
+                    self.cc.in_slow_start(),
                 );
                 if at > self.now {
                     return Some(at);
