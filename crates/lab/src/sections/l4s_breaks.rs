@@ -65,9 +65,9 @@ const STEP_RECOVERY_MAX_S: f64 = 2.0;
 const STEP_RTT_MARGIN_MS: f64 = 100.0;
 
 const STEP_CASES: [(&str, &str); 2] = [
-    ("classic-step-plain", "classic FQ-CoDel, 50 → 1 Mbit/s"),
+    ("classic-drop", "classic FQ-CoDel, 50 → 1 Mbit/s"),
     (
-        "classic-step-ect1-to-ect0",
+        "classic-drop-ect0",
         "classic FQ-CoDel, 50 → 1 Mbit/s, ECT(1) rewritten to ECT(0)",
     ),
 ];
@@ -116,8 +116,8 @@ impl Section for L4sBreaks {
             "cubic-100",
             "rtt-10-160",
             "bursts-4ms",
-            "classic-step-plain",
-            "classic-step-ect1-to-ect0",
+            "classic-drop",
+            "classic-drop-ect0",
         ]
     }
 
