@@ -11,13 +11,17 @@ lab: setup
 # Every test: format, lints, the workspace's tests (the live lab's need
 # root and skip without it, unless CI=true), the tests of the reference
 # UDP Prague peer (a non-default feature: its crate includes GPL-2.0-only
-# code), and the quick lab suite with its report checked section by
-# section.
+# code), the transport's fuzz targets on their seed corpora (they need
+# the fuzzing hooks), and the quick lab suite with its report checked
+# section by section. Tests build in the `ci` profile: release
+# optimisation without link-time optimisation, which links the many test
+# binaries in a fraction of the time.
 test: setup
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
-	cargo test --workspace --release
+	cargo test --workspace --profile ci
 	cargo clippy -p brisk-sim -p brisk-lab --all-targets --features brisk-lab/reference-prague -- -D warnings
-	cargo test --release -p brisk-sim --features reference-prague --test reference_prague
-	cargo test --release -p brisk-lab --features reference-prague --test reference_peer
-	.ci/lab-check
+	cargo test --profile ci -p brisk-sim --features reference-prague --test reference_prague
+	cargo test --profile ci -p brisk-lab --features reference-prague --test reference_peer
+	cargo test --profile ci -p brisk-proto --features fuzzing --test fuzz_corpus
+	BRISK_PROFILE=ci .ci/lab-check
