@@ -92,10 +92,12 @@ fn probes_wait_for_the_next_transmit_opportunity_in_the_live_router() {
             at(&bursty, 0.9),
             at(&bursty, 1.0),
         );
-        // Waits spread uniformly over the interval: the middle 80% of
-        // round trips span most of it, against a millisecond or two.
+        // Waits spread over the interval: the middle 80% of round trips
+        // span 16 ms when the 7 ms sends are on time, and at least half of
+        // it when a loaded host bunches them, against a millisecond or two
+        // for the plain link.
         assert!(
-            spread(&bursty) > 0.6 * INTERVAL_MS,
+            spread(&bursty) > 0.5 * INTERVAL_MS,
             "{mode:?}: bursts spread {:.2} ms",
             spread(&bursty)
         );
