@@ -21,6 +21,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use brisk_io::{Endpoint, EndpointConfig, KEY_LEN, ServerConfig, keys};
+use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::BenchError;
@@ -120,11 +121,19 @@ pub struct FloodPlan {
     pub ip: IpAddr,
     pub pattern: Forged,
     pub transfer_bytes: u64,
+    /// The transfer's sending rate, bits per second: one the server
+    /// sustains unloaded on a small share of a core, so a slowdown under
+    /// flood is the flood's doing, not the transfer's own CPU demand.
+    pub transfer_rate_bps: u64,
     pub flood: Duration,
     /// The `brisk-flood` binary.
     pub attacker: PathBuf,
     pub newcomer_every: Duration,
-    /// How long after the flood the memory is read again.
+    /// The server's half-open timeout: forged handshakes it admitted are
+    /// gone this long after the flood.
+    pub half_open_timeout: Duration,
+    /// How long after the flood the memory is read again (at least the
+    /// half-open timeout).
     pub settle: Duration,
 }
 
@@ -134,14 +143,25 @@ pub struct FloodReport {
     pub pattern: Forged,
     pub ip: IpAddr,
     pub transfer_bytes: u64,
+    pub transfer_rate_bps: u64,
     pub unloaded_secs: f64,
     pub flooded_secs: f64,
+    /// Whether the SHA-256 the server computed over both transfers
+    /// matched what the client sent.
+    pub digests_match: bool,
     pub newcomers_tried: u32,
     pub newcomers_connected: u32,
     pub newcomer_slowest_ms: f64,
+    /// Bytes the process's allocations hold (see [`heap_live_kib`]).
+    pub heap_before_kib: u64,
+    pub heap_peak_kib: u64,
+    pub heap_after_kib: u64,
     pub rss_before_kib: u64,
     pub rss_peak_kib: u64,
     pub rss_after_kib: u64,
+    /// Datagrams the kernel dropped at the server's full socket buffer.
+    pub server_kernel_drops: u64,
+
     pub attack: AttackReport,
     pub retries_sent: u64,
     pub handshakes: u64,
@@ -157,21 +177,34 @@ impl FloodReport {
         self.rss_after_kib as f64 / self.rss_before_kib.max(1) as f64
     }
 
+    pub fn heap_growth_after(&self) -> f64 {
+        self.heap_after_kib as f64 / self.heap_before_kib.max(1) as f64
+    }
+
     /// One paragraph a network engineer can read.
     pub fn summary(&self) -> String {
         format!(
             "forged {pattern:?} Initials over {ip}: {rate:.0} datagrams/s ({mb:.0} MB in {secs:.1} s) \
-             from one process\n  transfer of {size} MB: {u:.3} s unloaded, {f:.3} s under flood \
-             ({ratio:.2}x; goal 1.5x)\n  new clients: {ok} of {tried} connected during the flood, \
+             from one process\n  transfer of {size} MB sent at {mbps} Mbit/s: {u:.3} s unloaded, \
+             {f:.3} s under flood ({ratio:.2}x; goal 1.5x), SHA-256 {digest}\n  new clients: {ok} of {tried} connected during the flood, \
              slowest {slow:.0} ms\n  server: {retries} Retry packets, {hs} handshakes, \
-             {half} half-open after\n  process memory (RSS): {b} KiB before, {p} KiB peak, \
-             {a} KiB after ({g:+.1}%; goal within 10%)",
+             {half} half-open after, {drops} datagrams dropped at its full socket \
+             buffer\n  \
+             process memory, allocated: {hb} KiB before, {hp} KiB peak, {ha} KiB after \
+             ({hg:+.1}%; goal within 10%)\n  process memory, resident after malloc_trim: \
+             {b} KiB before, {p} KiB peak, {a} KiB after ({g:+.1}%)",
             pattern = self.pattern,
             ip = self.ip,
             rate = self.attack.datagrams_per_sec(),
             mb = self.attack.bytes as f64 / 1e6,
             secs = self.attack.secs,
             size = self.transfer_bytes / 1_000_000,
+            mbps = self.transfer_rate_bps / 1_000_000,
+            digest = if self.digests_match {
+                "matches"
+            } else {
+                "DIFFERS"
+            },
             u = self.unloaded_secs,
             f = self.flooded_secs,
             ratio = self.slowdown(),
@@ -181,12 +214,39 @@ impl FloodReport {
             retries = self.retries_sent,
             hs = self.handshakes,
             half = self.half_open_after,
+            drops = self.server_kernel_drops,
+            hb = self.heap_before_kib,
+            hp = self.heap_peak_kib,
+            ha = self.heap_after_kib,
+            hg = (self.heap_growth_after() - 1.0) * 100.0,
             b = self.rss_before_kib,
             p = self.rss_peak_kib,
             a = self.rss_after_kib,
             g = (self.rss_growth_after() - 1.0) * 100.0,
         )
     }
+}
+
+/// What the process's allocations hold now, in KiB: glibc's in-use heap
+/// chunks plus its mmapped blocks (`mallinfo2`). This is the memory
+/// goal's measure: unlike the resident set it leaves out pages the
+/// allocator keeps free and thread stacks, so it moves only with what the
+/// endpoints actually keep.
+pub fn heap_live_kib() -> u64 {
+    // SAFETY: mallinfo2 only reads glibc's arena statistics.
+    let info = unsafe { libc::mallinfo2() };
+    (info.uordblks.saturating_add(info.hblkhd) / 1024) as u64
+}
+
+/// The process's resident set in KiB once the allocator has handed its
+/// free pages back (`malloc_trim`): what the live data occupies, not
+/// what glibc keeps cached in its arenas after a burst of allocations.
+pub fn settled_rss_kib() -> Result<u64, BenchError> {
+    // SAFETY: malloc_trim only walks glibc's own arenas under their locks.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+    rss_kib()
 }
 
 /// The process's resident set in KiB (VmRSS of /proc/self/status).
@@ -201,41 +261,91 @@ pub fn rss_kib() -> Result<u64, BenchError> {
 }
 
 const CHUNK: usize = 64 * 1024;
+/// How long a newcomer's endpoint is given to close its connection (or
+/// give up on the handshake) before the memory is read again.
+const NEWCOMER_DRAIN: Duration = Duration::from_secs(10);
 
-/// Sends `bytes` on a fresh connection and waits for the server's count.
+/// Fills `chunk` with the bytes at stream offset `at` of the transfer: a
+/// splitmix64 sequence, so a reordered, dropped or repeated piece changes
+/// the digest the server returns.
+fn fill_payload(chunk: &mut [u8], at: u64) {
+    for (i, word) in chunk.chunks_mut(8).enumerate() {
+        let mut z = (at / 8 + i as u64)
+            .wrapping_add(1)
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        let bytes = z.to_le_bytes();
+        word.copy_from_slice(&bytes[..word.len()]);
+    }
+}
+
+/// The server's side of a transfer: reads the stream to its end and
+/// answers with the byte count (8 bytes, big-endian) and the SHA-256 of
+/// what it read.
+pub async fn serve_hashed(mut s: brisk_io::Stream) -> std::io::Result<()> {
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; CHUNK];
+    let mut count = 0u64;
+    loop {
+        let n = s.read(&mut buf).await?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+        count += n as u64;
+    }
+    let mut answer = count.to_be_bytes().to_vec();
+    answer.extend_from_slice(&hasher.finalize());
+    s.write_all(&answer).await?;
+    s.shutdown().await
+}
+
+/// One transfer's outcome.
+struct Transferred {
+    took: Duration,
+    digest_matches: bool,
+}
+
+/// Sends `bytes` on the established `conn` at `rate_bps` at most (each
+/// 64 KiB write waits for its slot on a fixed schedule) and waits for the
+/// server's count and digest. The clock runs from the first write to the
+/// server's answer, so it covers delivery of every byte.
 async fn transfer(
-    client: &Endpoint,
-    addr: SocketAddr,
-    key: [u8; KEY_LEN],
+    conn: &brisk_io::Connection,
     bytes: u64,
-) -> Result<Duration, BenchError> {
-    let start = Instant::now();
-    let conn = client
-        .connect(addr, key)
-        .await
-        .map_err(BenchError::transport("flood: connect"))?;
+    rate_bps: u64,
+) -> Result<Transferred, BenchError> {
     let mut s = conn
         .open_stream()
         .await
         .map_err(BenchError::transport("flood: open stream"))?;
-    let chunk = vec![0xa5u8; CHUNK];
-    let mut left = bytes;
-    while left > 0 {
-        let n = left.min(CHUNK as u64) as usize;
+    let mut chunk = vec![0u8; CHUNK];
+    let mut hasher = Sha256::new();
+    let start = tokio::time::Instant::now();
+    let mut sent = 0u64;
+    while sent < bytes {
+        let due = Duration::from_secs_f64(sent as f64 * 8.0 / rate_bps.max(1) as f64);
+        tokio::time::sleep_until(start + due).await;
+        let n = (bytes - sent).min(CHUNK as u64) as usize;
+        fill_payload(&mut chunk[..n], sent);
+        hasher.update(&chunk[..n]);
         s.write_all(&chunk[..n])
             .await
             .map_err(BenchError::io("flood: write"))?;
-        left -= n as u64;
+        sent += n as u64;
     }
     s.shutdown()
         .await
         .map_err(BenchError::io("flood: finish"))?;
-    let mut count = [0u8; 8];
-    s.read_exact(&mut count)
+    let mut answer = [0u8; 40];
+    s.read_exact(&mut answer)
         .await
         .map_err(BenchError::io("flood: read the count"))?;
     let took = start.elapsed();
-    conn.close(0, b"done");
+    let mut count = [0u8; 8];
+    count.copy_from_slice(&answer[..8]);
     let received_bytes = u64::from_be_bytes(count);
     if received_bytes != bytes {
         return Err(BenchError::ShortTransfer {
@@ -243,40 +353,97 @@ async fn transfer(
             received_bytes,
         });
     }
-    Ok(took)
+    Ok(Transferred {
+        took,
+        digest_matches: answer[8..] == hasher.finalize()[..],
+    })
 }
 
 /// Runs the plan: an unloaded transfer, then the same transfer and a
 /// stream of new clients under the attacker's flood.
+///
+/// The server runs on a thread of its own (its own single-threaded
+/// runtime), the clients on this one: as on two hosts, the flood's work
+/// on the server does not hold up the client application's writes, and
+/// the kernel shares the cores between the threads.
 pub fn measure(plan: &FloodPlan) -> Result<FloodReport, BenchError> {
+    let (_, keypair) = keys::generate().map_err(BenchError::transport("flood: server key"))?;
+    let key = keypair.public();
+    let mut config = ServerConfig::new(SocketAddr::new(plan.ip, 0), keypair);
+    config.admission.half_open_timeout = plan.half_open_timeout;
+    let (started, server) = std::sync::mpsc::channel();
+    let serving = std::thread::spawn(move || serve(config, started));
+    let server = server
+        .recv()
+        .map_err(|_| BenchError::Protocol("flood: the server thread ended early"))?
+        .map_err(BenchError::io("flood: server"))?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(BenchError::io("tokio runtime"))?;
-    rt.block_on(measure_async(plan))
+    let report = rt.block_on(measure_async(plan, &server, key));
+    // Stopping the endpoint ends the server thread's accept loop.
+    server.abort();
+    drop(server);
+    serving
+        .join()
+        .map_err(|_| BenchError::Protocol("flood: the server thread panicked"))?;
+    report
 }
 
-async fn measure_async(plan: &FloodPlan) -> Result<FloodReport, BenchError> {
-    let (_, keypair) = keys::generate().map_err(BenchError::transport("flood: server key"))?;
-    let key = keypair.public();
-    let config = ServerConfig::new(SocketAddr::new(plan.ip, 0), keypair);
-    let server = Arc::new(Endpoint::server(config).map_err(BenchError::io("flood: server"))?);
-    let addr = server.local_addr();
-    let acceptor = server.clone();
-    let accepting = tokio::spawn(async move {
-        while let Some(conn) = acceptor.accept().await {
+/// The server thread: starts the endpoint, hands a handle to it back
+/// through `started`, and serves each stream (see [`serve_hashed`])
+/// until the endpoint stops.
+fn serve(config: ServerConfig, started: std::sync::mpsc::Sender<std::io::Result<Endpoint>>) {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            let _ = started.send(Err(e));
+            return;
+        }
+    };
+    rt.block_on(async move {
+        let server = match Endpoint::server(config) {
+            Ok(server) => server,
+            Err(e) => {
+                let _ = started.send(Err(e));
+                return;
+            }
+        };
+        if started.send(Ok(server.clone())).is_err() {
+            return;
+        }
+        while let Some(conn) = server.accept().await {
             tokio::spawn(async move {
-                if let Ok(s) = conn.accept_stream().await {
-                    let _ = crate::bulk::serve_stream(s).await;
+                while let Ok(s) = conn.accept_stream().await {
+                    tokio::spawn(serve_hashed(s));
                 }
             });
         }
     });
+}
+
+async fn measure_async(
+    plan: &FloodPlan,
+    server: &Endpoint,
+    key: [u8; KEY_LEN],
+) -> Result<FloodReport, BenchError> {
+    let addr = server.local_addr();
     let bind = SocketAddr::new(plan.ip, 0);
     let client = Endpoint::client(bind).map_err(BenchError::io("flood: client"))?;
+    // One connection carries the warm-up, the unloaded baseline and the
+    // transfer under flood: it is in progress when the flood begins.
+    let conn = client
+        .connect(addr, key)
+        .await
+        .map_err(BenchError::transport("flood: connect"))?;
+    let rate = plan.transfer_rate_bps;
     // Warm up (allocator, page cache, a newcomer's endpoint), then the
     // unloaded baseline.
-    transfer(&client, addr, key, plan.transfer_bytes.min(8 << 20)).await?;
+    transfer(&conn, plan.transfer_bytes.min(8 << 20), rate).await?;
     {
         let warm = Endpoint::client_with(bind, EndpointConfig::default())
             .map_err(BenchError::io("flood: warm-up client"))?;
@@ -284,9 +451,10 @@ async fn measure_async(plan: &FloodPlan) -> Result<FloodReport, BenchError> {
             c.close(0, b"warm-up");
         }
     }
-    let unloaded = transfer(&client, addr, key, plan.transfer_bytes).await?;
+    let unloaded = transfer(&conn, plan.transfer_bytes, rate).await?;
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let rss_before = rss_kib()?;
+    let rss_before = settled_rss_kib()?;
+    let heap_before = heap_live_kib();
 
     let child = Command::new(&plan.attacker)
         .args([
@@ -307,14 +475,16 @@ async fn measure_async(plan: &FloodPlan) -> Result<FloodReport, BenchError> {
         .map_err(BenchError::io("flood: start the attacker"))?;
     let flood_start = Instant::now();
     let peak = Arc::new(AtomicU64::new(rss_before));
+    let heap_peak = Arc::new(AtomicU64::new(heap_before));
     let sampling = Arc::new(AtomicBool::new(true));
     let sampler = {
-        let (peak, sampling) = (peak.clone(), sampling.clone());
+        let (peak, heap_peak, sampling) = (peak.clone(), heap_peak.clone(), sampling.clone());
         tokio::spawn(async move {
             while sampling.load(Ordering::Relaxed) {
                 if let Ok(r) = rss_kib() {
                     peak.fetch_max(r, Ordering::Relaxed);
                 }
+                heap_peak.fetch_max(heap_live_kib(), Ordering::Relaxed);
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
         })
@@ -328,33 +498,46 @@ async fn measure_async(plan: &FloodPlan) -> Result<FloodReport, BenchError> {
             out
         })
     };
-    // New clients, one every `newcomer_every`, for as long as the flood
-    // lasts, beside the transfer.
+    // New clients, one every `newcomer_every` for as long as the flood
+    // lasts, each on its own endpoint and without waiting for the one
+    // before, beside the transfer.
     let newcomers = {
         let flooding = flooding.clone();
         let every = plan.newcomer_every;
         tokio::spawn(async move {
-            let (mut tried, mut connected, mut slowest) = (0u32, 0u32, Duration::ZERO);
+            let mut attempts = Vec::new();
             tokio::time::sleep(every).await;
             while flooding.load(Ordering::Relaxed) {
-                let Ok(newcomer) = Endpoint::client_with(bind, EndpointConfig::default()) else {
-                    break;
-                };
-                tried += 1;
-                let asked = Instant::now();
-                if let Ok(c) = newcomer.connect(addr, key).await {
+                attempts.push(tokio::spawn(async move {
+                    let newcomer = Endpoint::client_with(bind, EndpointConfig::default()).ok()?;
+                    let asked = Instant::now();
+                    let connected = newcomer.connect(addr, key).await;
+                    let took = asked.elapsed();
+                    if let Ok(c) = &connected {
+                        c.close(0, b"hello");
+                    }
+                    let connected = connected.is_ok();
+                    // Its socket and buffers (a failed attempt's too) are
+                    // gone before the memory is read again.
+                    let _ = tokio::time::timeout(NEWCOMER_DRAIN, newcomer.wait_idle()).await;
+                    connected.then_some(took)
+                }));
+                tokio::time::sleep(every).await;
+            }
+            let (mut connected, mut slowest) = (0u32, Duration::ZERO);
+            let tried = u32::try_from(attempts.len()).unwrap_or(u32::MAX);
+            for attempt in attempts {
+                if let Ok(Some(took)) = attempt.await {
                     connected += 1;
-                    slowest = slowest.max(asked.elapsed());
-                    c.close(0, b"hello");
+                    slowest = slowest.max(took);
                 }
-                tokio::time::sleep(every.saturating_sub(asked.elapsed())).await;
             }
             (tried, connected, slowest)
         })
     };
     // Let the flood reach its rate before the transfer starts.
     tokio::time::sleep(Duration::from_millis(300).min(plan.flood / 4)).await;
-    let flooded = transfer(&client, addr, key, plan.transfer_bytes).await;
+    let flooded = transfer(&conn, plan.transfer_bytes, rate).await;
     let flood_secs = flood_start.elapsed();
     let output = waiter
         .await
@@ -376,20 +559,26 @@ async fn measure_async(plan: &FloodPlan) -> Result<FloodReport, BenchError> {
     tokio::time::sleep(plan.settle).await;
     sampling.store(false, Ordering::Relaxed);
     let _ = sampler.await;
-    let rss_after = rss_kib()?;
-    let stats = server.stats().proto;
+    let rss_after = settled_rss_kib()?;
+    let heap_after = heap_live_kib();
+    conn.close(0, b"done");
+    let server_stats = server.stats();
+    let stats = server_stats.proto;
     let half_open_after = server.half_open();
-    server.close(0, b"bench over");
-    accepting.abort();
     Ok(FloodReport {
         pattern: plan.pattern,
         ip: plan.ip,
         transfer_bytes: plan.transfer_bytes,
-        unloaded_secs: unloaded.as_secs_f64(),
-        flooded_secs: flooded.as_secs_f64(),
+        transfer_rate_bps: rate,
+        unloaded_secs: unloaded.took.as_secs_f64(),
+        flooded_secs: flooded.took.as_secs_f64(),
+        digests_match: unloaded.digest_matches && flooded.digest_matches,
         newcomers_tried: tried,
         newcomers_connected: connected,
         newcomer_slowest_ms: slowest.as_secs_f64() * 1e3,
+        heap_before_kib: heap_before,
+        heap_peak_kib: heap_peak.load(Ordering::Relaxed),
+        heap_after_kib: heap_after,
         rss_before_kib: rss_before,
         rss_peak_kib: peak.load(Ordering::Relaxed),
         rss_after_kib: rss_after,
@@ -397,5 +586,6 @@ async fn measure_async(plan: &FloodPlan) -> Result<FloodReport, BenchError> {
         retries_sent: stats.retries_sent,
         handshakes: stats.connections_accepted + stats.handshake_failed,
         half_open_after,
+        server_kernel_drops: server_stats.socket.errors.kernel_drops,
     })
 }

@@ -2,8 +2,28 @@
 //! attacking process, IPv4 and IPv6, XX and IK): a large transfer and new
 //! clients keep working, and memory returns to where it was.
 //!
-//! The default run floods for 3 s; the long run, 20 s of each forgery
-//! with a 200 MB transfer, is one command:
+//! The setup, exactly: this test process runs the server, the transfer's
+//! client and the newcomers on one tokio thread; the `brisk-flood`
+//! process sends forged Initials from 32 sockets as fast as one thread
+//! can, so on a 2-core machine each side has about one core. The
+//! transfer goes over one connection set up before the flood, client to
+//! server, at a fixed 200 Mbit/s the application paces (64 KiB writes on
+//! a fixed schedule): a rate the server sustains unloaded on a small share
+//! of its core, as a path-limited transfer would, so its time under flood
+//! measures what the flood takes from established traffic rather than the
+//! transfer's own CPU demand (a CPU-bound loopback transfer sharing one
+//! core with the flood's receive work slows by construction). The same
+//! transfer runs unloaded first, then 300 ms into the flood; the server
+//! answers each with the SHA-256 of what it read. Memory is what the
+//! process's allocations hold (glibc's `mallinfo2`), before the flood and
+//! after the half-open timeout that follows it: the resident set, printed
+//! beside it (after `malloc_trim`), also counts pages the allocator keeps
+//! and a thread stack the harness starts, which no endpoint owns.
+//!
+//! The default run floods for 3 s with a 30 MB transfer and a 1 s
+//! half-open timeout, XX over IPv4 and IK over IPv6 (about 11 s each);
+//! the long run, 20 s of each forgery over each family with a 400 MB
+//! transfer and the default 5 s timeout, is one command:
 //! `cargo test --release -p brisk-netbench --test flood -- --ignored handshake_flood_long_run --nocapture`
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -12,16 +32,28 @@ use std::time::Duration;
 
 use brisk_netbench::flood::{FloodPlan, FloodReport, Forged, measure};
 
-fn plan(ip: IpAddr, pattern: Forged, bytes: u64, flood_secs: u64) -> FloodPlan {
+/// The transfer's paced rate, bits per second.
+const RATE_BPS: u64 = 200_000_000;
+
+/// `half_open_secs` is the server's half-open timeout; memory is read
+/// again a second after it.
+fn plan(
+    ip: IpAddr,
+    pattern: Forged,
+    bytes: u64,
+    flood_secs: u64,
+    half_open_secs: u64,
+) -> FloodPlan {
     FloodPlan {
         ip,
         pattern,
         transfer_bytes: bytes,
+        transfer_rate_bps: RATE_BPS,
         flood: Duration::from_secs(flood_secs),
         attacker: PathBuf::from(env!("CARGO_BIN_EXE_brisk-flood")),
         newcomer_every: Duration::from_millis(250),
-        // The half-open timeout (5 s) and a second more.
-        settle: Duration::from_secs(6),
+        half_open_timeout: Duration::from_secs(half_open_secs),
+        settle: Duration::from_secs(half_open_secs + 1),
     }
 }
 
@@ -42,11 +74,11 @@ fn families() -> Vec<IpAddr> {
     f
 }
 
-/// What must hold whatever the machine's speed: every newcomer gets in,
-/// the forgeries cost Retry packets rather than handshakes, no forged
-/// handshake is left.
+/// What must hold whatever the machine's load: the transfer arrives
+/// intact, every newcomer gets in, the forgeries cost Retry packets
+/// rather than handshakes, and no forged handshake is left.
 fn check(r: &FloodReport) {
-    println!("{}", r.summary());
+    assert!(r.digests_match, "the transfer arrived altered: {r:?}");
     assert!(r.attack.datagrams > 1_000, "the attacker barely sent");
     assert_eq!(r.newcomers_connected, r.newcomers_tried, "{r:?}");
     assert!(r.newcomers_tried > 0);
@@ -56,34 +88,56 @@ fn check(r: &FloodReport) {
         "forgeries bought handshakes: {r:?}"
     );
     assert_eq!(r.half_open_after, 0, "{r:?}");
-    // The server's memory after the flood (goal: within 10% of before) is
-    // a benchmark figure, printed in the summary above: resident memory
-    // also holds what the allocator keeps, which varies by machine.
 }
 
 #[test]
 fn handshake_flood_short() {
-    for ip in families() {
-        for pattern in [Forged::Xx, Forged::Ik] {
-            let r = measure(&plan(ip, pattern, 50_000_000, 3)).expect("flood run");
-            check(&r);
+    // Both forgeries and both address families, in two runs so the test
+    // stays within its time budget: the long run covers all four pairs.
+    let mut runs = vec![(IpAddr::V4(Ipv4Addr::LOCALHOST), Forged::Xx)];
+    match v6_loopback() {
+        Some(v6) => runs.push((v6, Forged::Ik)),
+        None => {
+            eprintln!("skipping IPv6: no ::1 on this host");
+            runs.push((IpAddr::V4(Ipv4Addr::LOCALHOST), Forged::Ik));
         }
+    }
+    for (ip, pattern) in runs {
+        let r = measure(&plan(ip, pattern, 30_000_000, 3, 1)).expect("flood run");
+        println!("{}", r.summary());
+        check(&r);
     }
 }
 
-/// The 20-second flood of each kind with a 200 MB transfer; prints the
-/// figures docs/PROTOCOL.md quotes.
+/// The 20-second flood of each kind with a 400 MB transfer, held to the
+/// goals: the transfer within 1.5 times its unloaded time, the allocated
+/// memory back within 10% of before. The default run above only prints
+/// these two figures: on a machine whose cores other work shares, the
+/// server's thread gets less than a core and misses them.
 #[test]
 #[ignore = "long run: 20 s floods; run by name"]
 fn handshake_flood_long_run() {
+    // Every pair runs before the goals are checked, so one miss still
+    // prints the figures of all four.
+    let mut reports = Vec::new();
     for ip in families() {
         for pattern in [Forged::Xx, Forged::Ik] {
-            let r = measure(&plan(ip, pattern, 200_000_000, 20)).expect("flood run");
-            check(&r);
-            println!(
-                "transfer slowdown under flood: {:.2}x (goal 1.5x)",
-                r.slowdown()
-            );
+            let r = measure(&plan(ip, pattern, 400_000_000, 20, 5)).expect("flood run");
+            println!("{}", r.summary());
+            reports.push(r);
         }
+    }
+    for r in &reports {
+        check(r);
+        assert!(
+            r.slowdown() <= 1.5,
+            "the flood slowed the transfer {:.2}x: {r:?}",
+            r.slowdown()
+        );
+        assert!(
+            r.heap_growth_after() <= 1.10,
+            "memory after the flood is {:+.1}% of before: {r:?}",
+            (r.heap_growth_after() - 1.0) * 100.0
+        );
     }
 }
