@@ -1,5 +1,7 @@
 //! `brisk-netbench`: runs every contender's bulk and rpc tests on loopback
-//! in one process and prints one table with the ratios (or `--json`).
+//! in one process and prints one table with the ratios (or `--json`);
+//! with `--many`, quinn and Brisk with many connections to a server
+//! process each (this binary again, as `--serve-many`).
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::PathBuf;
