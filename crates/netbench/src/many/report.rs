@@ -123,18 +123,19 @@ impl std::fmt::Display for ManyReport {
         )?;
         writeln!(
             f,
-            "{:<6} {:>7} {:>12} {:>10} {:>10} {:>10} {:>8}",
-            "stack", "N", "requests/s", "p50 (ms)", "p99 (ms)", "requests", "failed"
+            "{:<6} {:>7} {:>12} {:>10} {:>10} {:>10} {:>10} {:>8}",
+            "stack", "N", "requests/s", "p50 (ms)", "p99 (ms)", "max (ms)", "requests", "failed"
         )?;
         for r in &self.results {
             writeln!(
                 f,
-                "{:<6} {:>7} {:>12.0} {:>10.3} {:>10.3} {:>10} {:>8}",
+                "{:<6} {:>7} {:>12.0} {:>10.3} {:>10.3} {:>10.1} {:>10} {:>8}",
                 r.contender,
                 r.connections,
                 r.requests_per_sec,
                 r.p50_ms,
                 r.p99_ms,
+                r.max_ms,
                 r.requests,
                 r.failed_requests
             )?;
@@ -172,7 +173,8 @@ impl std::fmt::Display for ManyReport {
              (counted by its allocator); RSS: its resident set, which also holds what the \
              allocator keeps after frees. heap left: the server's heap over its level before \
              the first connection once the client closed every connection. hs: one \
-             handshake, from connect to established at the client."
+             handshake, from connect to established at the client. requests/s: \
+             those completed within the measured time; requests: all completed."
         )
     }
 }
