@@ -15,8 +15,10 @@
 //! - [`tcp`], [`quic`], [`brisk`]: kernel TCP (tokio), quinn 0.11 (rustls,
 //!   ring) and Brisk through `brisk-io`.
 //! - [`harness`]: one thread and one current-thread runtime per end.
-//! - [`many`]: 1,000 or 10,000 connections to one server: resident memory
-//!   per connection, requests per second and p99 latency across them.
+//! - [`many`]: 1,000 or 10,000 connections to one server process: its
+//!   heap and resident memory per idle connection and after close,
+//!   handshake time, requests per second and p50/p99 latency.
+//! - [`heap`]: live heap bytes through a counting global allocator.
 //! - [`cpu`]: process CPU time from `getrusage`.
 //! - [`report`]: the table, the ratios and the JSON form.
 //! - [`size`]: byte counts such as `1GiB` on the command line.
@@ -31,6 +33,7 @@ pub mod cpu;
 mod error;
 pub mod flood;
 pub mod harness;
+pub mod heap;
 pub mod many;
 pub mod quic;
 pub mod report;

@@ -1,12 +1,14 @@
 //! `brisk-netbench`: runs every contender's bulk and rpc tests on loopback
-//! in one process and prints one table with the ratios (or `--json`).
+//! in one process and prints one table with the ratios (or `--json`);
+//! with `--many`, quinn and Brisk with many connections to a server
+//! process each (this binary again, as `--serve-many`).
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
+use brisk_netbench::heap::CountingAllocator;
 use brisk_netbench::many::{self, BriskFleet, ManyPlan, ManyReport, QuinnFleet};
 use brisk_netbench::report::{Report, Settings};
 use brisk_netbench::rpc::RpcPlan;
@@ -14,6 +16,10 @@ use brisk_netbench::{
     Outcome, Plan, brisk::Brisk, quic::Quinn, run_contender, size, tcp::KernelTcp,
 };
 use clap::{Parser, ValueEnum};
+
+/// Counts live heap bytes, so the `--many` server can report its own.
+#[global_allocator]
+static ALLOCATOR: CountingAllocator = CountingAllocator;
 
 /// Brisk vs quinn vs kernel TCP on loopback: bulk throughput per
 /// CPU-second and request/response latency, side by side.
@@ -41,7 +47,8 @@ struct Args {
     /// Use ::1 instead of 127.0.0.1.
     #[arg(long)]
     v6: bool,
-    /// Contenders to run, baseline first (ratios compare later with earlier).
+    /// Contenders to run, baseline first (ratios compare later with earlier);
+    /// with `--many`, only quinn and brisk count, and quinn runs first.
     #[arg(long, value_enum, value_delimiter = ',', default_values_t = [Which::Tcp, Which::Quinn, Which::Brisk])]
     only: Vec<Which>,
     /// Tests to run.
@@ -63,13 +70,24 @@ struct Args {
     #[arg(long, default_value_t = 50)]
     bp_us: u64,
     /// Instead of the tests above: quinn and Brisk each with this many
-    /// connections to one server (comma-separated counts, e.g.
-    /// 1000,10000): memory per connection, requests/s and p99 latency.
-    #[arg(long, value_delimiter = ',')]
-    many: Vec<usize>,
+    /// connections to one server process (comma-separated counts, e.g.
+    /// 1000,10000): the server's memory per connection, handshake time,
+    /// requests/s and p50/p99 latency, for `--rpc-secs` each.
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..))]
+    many: Vec<u64>,
     /// Requests in flight at once in the `--many` case.
-    #[arg(long, default_value_t = 64)]
-    many_concurrency: usize,
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..))]
+    many_concurrency: u64,
+    /// Internal: run as the `--many` case's server process for this stack
+    /// (the benchmark starts it itself).
+    #[arg(long, hide = true, value_enum)]
+    serve_many: Option<ManyStack>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ManyStack {
+    Brisk,
+    Quinn,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -129,6 +147,9 @@ fn main() -> ExitCode {
             .then_some(RpcPlan { warmup, measure }),
         limit,
     };
+    if let Some(stack) = args.serve_many {
+        return serve_many(stack, ip, &args.many);
+    }
     if !args.many.is_empty() {
         return run_many(&args, ip, measure, limit);
     }
@@ -189,23 +210,59 @@ fn main() -> ExitCode {
     }
 }
 
-/// The `--many` case: quinn, then Brisk, at each connection count.
+/// The `--many` case's server process (started by [`run_many`]).
+fn serve_many(stack: ManyStack, ip: IpAddr, many: &[u64]) -> ExitCode {
+    let connections = many
+        .first()
+        .map_or(1, |&n| usize::try_from(n).unwrap_or(usize::MAX));
+    let served = match stack {
+        ManyStack::Brisk => many::server::serve_child(BriskFleet, ip, connections),
+        ManyStack::Quinn => many::server::serve_child(QuinnFleet, ip, connections),
+    };
+    match served {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("brisk-netbench: many server: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The `--many` case: quinn, then Brisk, at each connection count, each
+/// against a server process of its own (this binary again).
 fn run_many(args: &Args, ip: IpAddr, measure: Duration, limit: Duration) -> ExitCode {
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(error) => {
+            eprintln!("brisk-netbench: where is this binary: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
     let mut results = Vec::new();
     let mut failed = false;
-    let plan = |connections| ManyPlan {
-        connections,
-        concurrency: args.many_concurrency,
+    let plan = |connections: u64| ManyPlan {
+        connections: usize::try_from(connections).unwrap_or(usize::MAX),
+        concurrency: usize::try_from(args.many_concurrency).unwrap_or(usize::MAX),
         measure,
         limit,
+        progress: true,
     };
+    // quinn first, as the baseline, whatever order `--only` gives.
+    let stacks = [Which::Quinn, Which::Brisk]
+        .into_iter()
+        .filter(|s| args.only.contains(s));
+    let stacks: Vec<Which> = stacks.collect();
     for &n in &args.many {
-        for (name, run) in [
-            ("quinn", many::run(Arc::new(QuinnFleet), ip, plan(n))),
-            ("brisk", many::run(Arc::new(BriskFleet), ip, plan(n))),
-        ] {
+        for &stack in &stacks {
+            let (name, run) = match stack {
+                Which::Quinn => ("quinn", many::run(QuinnFleet, &exe, ip, plan(n))),
+                _ => ("brisk", many::run(BriskFleet, &exe, ip, plan(n))),
+            };
             match run {
-                Ok(result) => results.push(result),
+                Ok(result) => {
+                    failed |= result.failed_requests > 0;
+                    results.push(result);
+                }
                 Err(error) => {
                     eprintln!("brisk-netbench: {name} with {n} connections: {error}");
                     failed = true;
@@ -213,16 +270,26 @@ fn run_many(args: &Args, ip: IpAddr, measure: Duration, limit: Duration) -> Exit
             }
         }
     }
-    let report = ManyReport::new(plan(0), results);
-    if args.json {
-        match serde_json::to_string_pretty(&report) {
-            Ok(json) => println!("{json}"),
+    let report = ManyReport::new(if args.v6 { 6 } else { 4 }, plan(0), results);
+    if args.json || args.json_out.is_some() {
+        let json = match serde_json::to_string_pretty(&report) {
+            Ok(json) => json,
             Err(error) => {
                 eprintln!("brisk-netbench: JSON: {error}");
                 return ExitCode::FAILURE;
             }
+        };
+        if let Some(path) = &args.json_out
+            && let Err(error) = std::fs::write(path, format!("{json}\n"))
+        {
+            eprintln!("brisk-netbench: writing {}: {error}", path.display());
+            return ExitCode::FAILURE;
         }
-    } else {
+        if args.json {
+            println!("{json}");
+        }
+    }
+    if !args.json {
         print!("{report}");
     }
     if failed {
