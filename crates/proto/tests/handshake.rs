@@ -229,6 +229,40 @@ fn handshake_recovers_from_each_lost_flight() {
     }
 }
 
+/// Drops the first `n` datagrams going `dir`.
+fn drop_first(dir: Dir, n: usize) -> Tap {
+    let mut seen = 0;
+    Box::new(move |d, _| {
+        if d != dir {
+            return true;
+        }
+        seen += 1;
+        seen > n
+    })
+}
+
+#[test]
+fn handshake_resends_keep_coming_within_a_connect_timeout() {
+    for family in FAMILIES {
+        let mut p = Pair::new(PairConfig::new(family, 9));
+        // Four first messages lost in a row: the fifth must arrive within
+        // the 5 s a client waits, so the resends stay about a second
+        // apart (unbounded doubling would send it at 15 s).
+        p.tap = Some(drop_first(Dir::ToServer, 4));
+        assert!(
+            p.run_until(Instant::from_millis(30_000), |p| p
+                .client_conn()
+                .is_established()),
+            "{family:?}"
+        );
+        assert!(
+            p.now < Instant::from_millis(5_000),
+            "{family:?}: established at {:?}",
+            p.now
+        );
+    }
+}
+
 #[test]
 fn unknown_versions_get_version_negotiation() {
     use brisk_proto::packet::{HeaderView, LOCAL_CID_LEN, VERSION_1};

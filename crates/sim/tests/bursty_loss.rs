@@ -1,5 +1,6 @@
 //! Bursty loss on both directions never kills a Brisk transfer: per-packet
-//! Gilbert-Elliott bursts and time-based fades, over many seeds, with every
+//! Gilbert-Elliott bursts and time-based fades (and, beside them, random
+//! loss of 10% and 20%), over many seeds, with every
 //! congestion controller, on IPv4 and IPv6. Each transfer must complete
 //! with every byte checked against the sender's pattern.
 //!
@@ -152,6 +153,19 @@ fn fades_of_200_ms_at_10_percent_both_ways() {
         r#"loss = { fade = { good = "1800ms", bad = "200ms" } }"#,
         &FAMILIES,
     );
+}
+
+/// Random loss as heavy as the bursts' on both directions: the fault
+/// matrix's 10% and 20% cases, which the live lab once lost to its own
+/// server leaving 5 s after queueing the data (see docs/LIVE.md).
+#[test]
+fn random_loss_of_10_percent_both_ways() {
+    all_complete(1_000_000, r#"loss = "10%""#, &FAMILIES);
+}
+
+#[test]
+fn random_loss_of_20_percent_both_ways() {
+    all_complete(500_000, r#"loss = "20%""#, &FAMILIES);
 }
 
 /// The report's own case: 20 MB, 5% in bursts of 5 packets both ways.

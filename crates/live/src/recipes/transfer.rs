@@ -26,8 +26,6 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 /// The port the server listens on (UDP).
 pub const TRANSFER_PORT: u16 = 4434;
 const CHUNK_BYTES: usize = 64 * 1024;
-/// How long the server waits for the client's close once all is sent.
-const CLOSE_WAIT: Duration = Duration::from_secs(5);
 
 /// One download.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,12 +69,12 @@ pub fn run(lab: &Lab, config: &TransferConfig) -> Result<TransferReport, RecipeE
     let keypair = Keypair::from_private([config.seed as u8 | 1; 32]);
     let server_key = keypair.public();
     let bind = SocketAddr::new(lab.server_bind_addr(), TRANSFER_PORT);
-    let (bytes, seed) = (config.bytes, config.seed);
+    let sent = config.clone();
     let migrations = Arc::new(AtomicU64::new(0));
     let server = {
         let migrations = migrations.clone();
         Background::start(lab.server_ns(), "brisk-transfer-server", move |ready| {
-            serve(bind, keypair, cc, bytes, seed, migrations, ready)
+            serve(bind, keypair, cc, sent, migrations, ready)
         })?
     };
     let target = SocketAddr::new(lab.server_addr(), TRANSFER_PORT);
@@ -115,14 +113,13 @@ async fn serve(
     bind: SocketAddr,
     keypair: Keypair,
     cc: CcAlgorithm,
-    bytes: u64,
-    seed: u64,
+    config: TransferConfig,
     migrations: Arc<AtomicU64>,
     ready: super::Ready,
 ) {
-    let mut config = ServerConfig::new(bind, keypair);
-    config.endpoint.transport.cc = cc;
-    let server = match Endpoint::server(config) {
+    let mut server_config = ServerConfig::new(bind, keypair);
+    server_config.endpoint.transport.cc = cc;
+    let server = match Endpoint::server(server_config) {
         Ok(s) => s,
         Err(e) => return ready.fail(format!("brisk server on {bind}: {e}")),
     };
@@ -135,9 +132,9 @@ async fn serve(
         let mut request = [0u8; 1];
         stream.read_exact(&mut request).await?;
         let mut hasher = Sha256::new();
-        let mut state = seed | 1;
+        let mut state = config.seed | 1;
         let mut buf = vec![0u8; CHUNK_BYTES];
-        let mut left = bytes;
+        let mut left = config.bytes;
         while left > 0 {
             let n = left.min(CHUNK_BYTES as u64) as usize;
             fill(&mut state, &mut buf[..n]);
@@ -149,10 +146,12 @@ async fn serve(
         stream.finish()?;
         io::Result::Ok(())
     };
-    // The client closes once it has read and checked everything; its own
-    // result says whether the transfer worked.
+    // The writes above end once the data is queued, long before it is
+    // delivered on a slow or lossy path: the connection stays up until the
+    // client closes it, having read and checked everything (its own result
+    // says whether the transfer worked), or until the transfer's time limit.
     if send.await.is_ok() {
-        let _ = tokio::time::timeout(CLOSE_WAIT, conn.closed()).await;
+        let _ = tokio::time::timeout(config.limit, conn.closed()).await;
     }
     if let Some(s) = conn.stats() {
         migrations.store(s.migrations, Ordering::Relaxed);

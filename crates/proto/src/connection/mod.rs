@@ -985,12 +985,24 @@ impl Connection {
         }
     }
 
+    /// When to resend our last handshake message. Consecutive resends back
+    /// off as the probe timeout does (`LossConfig::max_probe_doublings` and
+    /// `max_probe_timeout`), not without bound: with the initial RTT's one
+    /// second, unbounded doubling puts the fourth attempt 7 s in, past a
+    /// 5 s connect timeout, so heavy random loss on both directions (one
+    /// attempt in three fails at 20%) made a connect fail 1 time in 200.
+    /// A handshake message a second toward a silent server costs nothing.
     fn hs_retransmit_deadline(&self) -> Option<Instant> {
         if self.hs.confirmed || self.hs.last_msg.is_none() || self.hs.send_pending {
             return None;
         }
-        let backoff = 1u32 << self.hs.pto_count.min(16);
-        Some(self.hs.last_sent_at? + LossDetection::pto_base(&self.rtt, Duration::ZERO) * backoff)
+        let base = LossDetection::pto_base(&self.rtt, Duration::ZERO);
+        let loss = &self.config.loss;
+        let doublings = self.hs.pto_count.min(loss.max_probe_doublings).min(16);
+        let backed_off = base
+            .saturating_mul(1 << doublings)
+            .min(base.max(loss.max_probe_timeout));
+        Some(self.hs.last_sent_at? + backed_off)
     }
 
     fn pto_deadline(&self) -> Option<Instant> {
