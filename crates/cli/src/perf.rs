@@ -42,7 +42,11 @@ pub struct PerfArgs {
 
 #[derive(clap::Subcommand)]
 enum PerfCommand {
-    /// Answer perf clients.
+    /// Answer perf clients. Early data in a client's first flight is not
+    /// acted on: every perf request makes the server send or count bytes,
+    /// and a first flight can be replayed by anyone who captured it, so a
+    /// request is served only once it arrives on its stream after the
+    /// handshake (half a round trip later).
     Server(ServerArgs),
     /// Measure throughput or request/response latency against a server.
     Client(ClientArgs),
@@ -146,6 +150,11 @@ pub fn run(args: PerfArgs) -> Result<()> {
 fn serve(args: ServerArgs) -> Result<()> {
     let mut config = ServerConfig::new(args.listen, keys::load_secret(&args.key)?);
     config.endpoint.transport.cc = parse_cc(&args.cc)?;
+    // No perf request is safe to repeat (a `D` makes the server send up
+    // to 2^64 bytes), and a replayed first flight would be accepted as a
+    // new connection each time. Refused early data still reaches the
+    // stream as ordinary data once the client has proved its address.
+    config.accept_early_data = false;
     runtime()?.block_on(async move {
         let server = Endpoint::server(config)
             .with_context(|| format!("cannot listen on {}", args.listen))?;

@@ -30,8 +30,8 @@ use brisk_wire::Ecn;
 use bytes::BytesMut;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
-use std::collections::{BTreeMap, VecDeque};
-use std::net::SocketAddr;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::net::{IpAddr, SocketAddr};
 
 /// The smallest datagram that may open a connection (RFC 9000 §14.1): it
 /// makes the 3x amplification allowance worth a full reply, and proves the
@@ -104,6 +104,15 @@ pub struct Endpoint {
     /// Client: the reset tokens servers announced, to recognise a
     /// stateless reset among datagrams for no known connection.
     reset_tokens: BTreeMap<[u8; RESET_TOKEN_LEN], ConnectionHandle>,
+    /// Server: half-open connections that last had nothing to send, by
+    /// the address they wait on. Their allowance is shared by every
+    /// unvalidated connection to that address, so a datagram from it for
+    /// another connection (or a new handshake) may let them send; only the
+    /// one it reached is touched by it, so these are woken too.
+    starved: BTreeMap<IpAddr, BTreeSet<ConnectionHandle>>,
+    /// The address each connection in `starved` is kept under (its own
+    /// may have changed since), to take it out when it goes.
+    starved_at: BTreeMap<ConnectionHandle, IpAddr>,
 }
 
 impl Endpoint {
@@ -127,6 +136,8 @@ impl Endpoint {
             qlog: None,
             admission,
             reset_tokens: BTreeMap::new(),
+            starved: BTreeMap::new(),
+            starved_at: BTreeMap::new(),
         }
     }
 
@@ -224,8 +235,9 @@ impl Endpoint {
         if let Some(h) = self.route(now, remote, data)
             && let Some(c) = self.connections.get_mut(&h)
         {
+            let raises_allowance = counts_for_allowance(c, remote);
             c.handle_datagram(now, remote, ecn, data);
-            self.after_datagram(h, long);
+            self.after_datagram(h, long, raises_allowance.then_some(remote.ip()));
         }
         self.settle();
     }
@@ -244,16 +256,21 @@ impl Endpoint {
         if let Some(h) = self.route(now, remote, &data)
             && let Some(c) = self.connections.get_mut(&h)
         {
+            let raises_allowance = counts_for_allowance(c, remote);
             c.handle_datagram_owned(now, remote, ecn, data);
-            self.after_datagram(h, long);
+            self.after_datagram(h, long, raises_allowance.then_some(remote.ip()));
         }
         self.settle();
     }
 
     /// Book-keeping after connection `h` read a datagram: a client learns
     /// its server's reset token from a handshake packet; a server's
-    /// handshake may have left the half-open set.
-    fn after_datagram(&mut self, h: ConnectionHandle, long: bool) {
+    /// handshake may have left the half-open set; the datagram raised the
+    /// allowance of `allowance_of` if given.
+    fn after_datagram(&mut self, h: ConnectionHandle, long: bool, allowance_of: Option<IpAddr>) {
+        if let Some(ip) = allowance_of {
+            self.wake_starved(ip);
+        }
         let Some(c) = self.connections.get(&h) else {
             return;
         };
@@ -462,6 +479,8 @@ impl Endpoint {
                 self.by_initial.insert(dcid, h);
                 self.accept_queue.push_back(h);
                 self.stats.connections_accepted += 1;
+                // Its Initial counts towards the address's allowance.
+                self.wake_starved(remote.ip());
             }
             Err(_) => {
                 self.stats.handshake_failed += 1;
@@ -615,6 +634,12 @@ impl Endpoint {
             };
             let sent = c.poll_transmit_append(now, buf);
             let deadline = c.poll_timeout();
+            if sent.is_none() && c.is_half_open() {
+                let ip = c.remote_address().ip();
+                self.unstarve(h);
+                self.starved.entry(ip).or_default().insert(h);
+                self.starved_at.insert(h, ip);
+            }
             self.sched.rearm(h, deadline);
             // Sending may queue events (a stream that became writable).
             self.sched.events_ready.insert(h);
@@ -687,6 +712,31 @@ impl Endpoint {
         }
     }
 
+    /// A datagram from `ip` raised the allowance its unvalidated
+    /// connections share: those that had nothing to send look again.
+    fn wake_starved(&mut self, ip: IpAddr) {
+        if self.starved.is_empty() {
+            return;
+        }
+        for h in self.starved.remove(&ip).unwrap_or_default() {
+            self.starved_at.remove(&h);
+            self.sched.touch(h);
+        }
+    }
+
+    /// Takes `h` out of `starved`.
+    fn unstarve(&mut self, h: ConnectionHandle) {
+        let Some(ip) = self.starved_at.remove(&h) else {
+            return;
+        };
+        if let Some(set) = self.starved.get_mut(&ip) {
+            set.remove(&h);
+            if set.is_empty() {
+                self.starved.remove(&ip);
+            }
+        }
+    }
+
     /// Brings the schedule up to date with the connections touched since
     /// the last call: their deadlines, and that they may have something to
     /// send or report.
@@ -721,10 +771,18 @@ impl Endpoint {
                 a.half_open.remove(&h);
             }
         }
+        self.unstarve(h);
         // An emptied tree keeps its root node, which holds connections
         // inline (tens of kilobytes): give it back once the last is gone.
         if self.connections.is_empty() {
             self.connections = BTreeMap::new();
         }
     }
+}
+
+/// Whether a datagram from `remote` adds to `c`'s amplification allowance
+/// (the connection counts it when it arrives from the address it waits to
+/// validate), and so to that of every unvalidated connection to the address.
+fn counts_for_allowance(c: &Connection, remote: SocketAddr) -> bool {
+    c.is_half_open() && remote.ip() == c.remote_address().ip()
 }

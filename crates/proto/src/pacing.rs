@@ -27,18 +27,21 @@ pub const CONGESTION_AVOIDANCE_GAIN: f64 = 1.25;
 pub const MAX_BURST_TIME: Duration = Duration::from_micros(250);
 /// The smallest burst, in datagrams.
 pub const MIN_BURST_PACKETS: u64 = 2;
+/// Nanoseconds a release time is moved on at most past its estimate (one
+/// or two in practice; the bound only keeps absurd rates from looping).
+const RELEASE_STEPS: u32 = 4;
 
 /// A token-bucket pacer for one path.
 #[derive(Clone, Debug)]
 pub struct Pacer {
     max_datagram_size: u64,
-    /// Bytes that may leave now.
+    /// Bytes the bucket held at `last_refill`.
     tokens: f64,
     /// Bucket size in bytes at the current rate.
     capacity: f64,
     /// Bytes per second; zero until the first `next_send_time`.
     rate_bytes_per_sec: f64,
-    /// When `tokens` was last brought up to date.
+    /// When `tokens` was last set: a packet left or the rate changed.
     last_refill: Option<Instant>,
     /// The `(cwnd, srtt, slow_start)` the rate and capacity were computed
     /// from: they change per ACK, the pacer is asked per packet, so the
@@ -62,8 +65,14 @@ impl Pacer {
     }
 
     /// When a packet of `bytes` may leave: `now` if the bucket holds enough,
-    /// otherwise the moment it will have refilled enough at the rate set by
-    /// `cwnd` and `srtt`. A zero `srtt` disables pacing.
+    /// otherwise the first nanosecond at which it will have refilled enough
+    /// at the rate set by `cwnd` and `srtt`. A zero `srtt` disables pacing.
+    ///
+    /// Asking changes nothing but the rate (when `cwnd`, `srtt` or the
+    /// phase changed): the answer is the same however often, or whether at
+    /// all, the pacer was asked in between, so a poll that finds nothing to
+    /// send leaves no trace. And at the instant returned the same question
+    /// is answered with that instant, so a timer set to it never fires early.
     pub fn next_send_time(
         &mut self,
         now: Instant,
@@ -72,26 +81,36 @@ impl Pacer {
         srtt: Duration,
         slow_start: bool,
     ) -> Instant {
-        self.refill(now);
-        self.set_rate(cwnd, srtt, slow_start);
+        self.set_rate(now, cwnd, srtt, slow_start);
         if self.rate_bytes_per_sec <= 0.0 {
             return now;
         }
         // A packet larger than the bucket waits for a full bucket.
         let needed = (bytes as f64).min(self.capacity);
-        let missing = needed - self.tokens;
+        let missing = needed - self.tokens_at(now);
         if missing <= 0.0 {
             return now;
         }
-        // Round up to the next nanosecond so the bucket is surely full enough.
-        let wait_ns = (missing / self.rate_bytes_per_sec * 1e9).ceil();
-        now + Duration::from_nanos(wait_ns as u64)
+        // The estimate, rounded down, then moved on to the first nanosecond
+        // at which `tokens_at` itself finds enough: rounding the estimate up
+        // instead overshoots by a nanosecond when it lands on a whole one,
+        // and the sum's own rounding can fall short of it by a fraction of a
+        // byte, which woke the connection a nanosecond early for nothing.
+        let wait_ns = (missing / self.rate_bytes_per_sec * 1e9).floor() as u64;
+        let mut at = now + Duration::from_nanos(wait_ns);
+        for _ in 0..RELEASE_STEPS {
+            if self.tokens_at(at) >= needed {
+                break;
+            }
+            at += Duration::from_nanos(1);
+        }
+        at
     }
 
     /// A packet of `bytes` left at `now`.
     pub fn on_sent(&mut self, now: Instant, bytes: u64) {
-        self.refill(now);
-        self.tokens = (self.tokens - bytes as f64).max(0.0);
+        self.tokens = (self.tokens_at(now) - bytes as f64).max(0.0);
+        self.last_refill = Some(now.max(self.last_refill.unwrap_or(now)));
     }
 
     /// The pacing rate in bits per second, as last computed.
@@ -104,28 +123,31 @@ impl Pacer {
         self.capacity as u64
     }
 
-    fn refill(&mut self, now: Instant) {
-        // The float division is skipped when nothing can accrue: asked
-        // again at the same instant (a sender polls several times per
-        // event), or with the bucket full (the rate is never negative), an
-        // ACK-clocked sender's usual state.
-        if let Some(last) = self.last_refill
-            && now > last
-            && self.tokens < self.capacity
-        {
-            let elapsed = (now - last).as_secs_f64();
-            self.tokens = (self.tokens + elapsed * self.rate_bytes_per_sec).min(self.capacity);
+    /// The bucket at `now`: what it held at `last_refill` plus what the
+    /// rate added since, up to its size. Computed from that one moment
+    /// rather than accumulated call by call, so it does not depend on when
+    /// it was asked before. (A full bucket or no time passed skips the
+    /// arithmetic, an ACK-clocked sender's usual case.)
+    fn tokens_at(&self, now: Instant) -> f64 {
+        match self.last_refill {
+            Some(last) if now > last && self.tokens < self.capacity => {
+                let elapsed = (now - last).as_secs_f64();
+                (self.tokens + elapsed * self.rate_bytes_per_sec).min(self.capacity)
+            }
+            _ => self.tokens,
         }
-        self.last_refill = Some(now.max(self.last_refill.unwrap_or(now)));
     }
 
-    fn set_rate(&mut self, cwnd: u64, srtt: Duration, slow_start: bool) {
+    fn set_rate(&mut self, now: Instant, cwnd: u64, srtt: Duration, slow_start: bool) {
         let inputs = Some((cwnd, srtt, slow_start));
         if self.rate_inputs == inputs {
-            // Same rate and capacity; `refill` and `on_sent` keep the
-            // tokens within the capacity.
+            // Same rate and capacity; `on_sent` keeps the tokens within the
+            // capacity.
             return;
         }
+        // What accrued so far accrued at the old rate.
+        self.tokens = self.tokens_at(now);
+        self.last_refill = Some(now.max(self.last_refill.unwrap_or(now)));
         self.rate_inputs = inputs;
         let srtt_secs = srtt.as_secs_f64();
         if srtt_secs <= 0.0 {
@@ -262,6 +284,40 @@ mod tests {
         let immediate = times.iter().filter(|&&t| t == after_idle).count() as u64;
         assert_eq!(immediate, MIN_BURST_PACKETS);
         assert!(times[9] > after_idle);
+    }
+
+    /// The release time is the instant at which the pacer itself says
+    /// "now", and asking in between (a poll that found nothing to send)
+    /// changes no later answer: over seeded windows, RTTs and ask times.
+    #[test]
+    fn release_times_are_exact_and_asking_leaves_no_trace() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        for _ in 0..2_000 {
+            let cwnd = rng.random_range(2..2_000) * MDS + rng.random_range(0..MDS);
+            let srtt = Duration::from_nanos(rng.random_range(100_000..500_000_000));
+            let ss = rng.random_bool(0.5);
+            let mut asked = Pacer::new(MDS);
+            let mut quiet = Pacer::new(MDS);
+            let mut now = Instant::from_nanos(rng.random_range(0..1_000_000_000));
+            for _ in 0..20 {
+                let at = quiet.next_send_time(now, MDS, cwnd, srtt, ss);
+                // The other pacer is asked at a moment in between as well.
+                assert_eq!(asked.next_send_time(now, MDS, cwnd, srtt, ss), at);
+                let between = now + (at - now) / 3 + Duration::from_nanos(rng.random_range(0..7));
+                if between < at {
+                    assert_eq!(asked.next_send_time(between, MDS, cwnd, srtt, ss), at);
+                }
+                assert_eq!(
+                    quiet.next_send_time(at, MDS, cwnd, srtt, ss),
+                    at,
+                    "woke early"
+                );
+                quiet.on_sent(at, MDS);
+                asked.on_sent(at, MDS);
+                now = at;
+            }
+        }
     }
 
     #[test]
