@@ -227,10 +227,20 @@ impl State {
                     io.closed = true;
                     io.fail(ConnectionError::LocallyClosed);
                     if io.refs == 0 {
-                        self.conns.remove(&h);
+                        self.forget(h);
                     }
                 }
             }
+        }
+    }
+
+    /// Drops connection `h`'s application state. The map gives back its
+    /// room once three quarters of it are empty, so a burst of thousands
+    /// of connections does not pin its slots after they are gone.
+    fn forget(&mut self, h: ConnectionHandle) {
+        self.conns.remove(&h);
+        if self.conns.len() < self.conns.capacity() / 4 {
+            self.conns.shrink_to(self.conns.len() * 2);
         }
     }
 
@@ -284,6 +294,9 @@ impl State {
             };
             !io.writers.is_empty() || !io.low_water.is_empty() || c.bytes_in_flight() > 0
         });
+        if self.active.len() < self.active.capacity() / 4 {
+            self.active.shrink_to(self.active.len() * 2);
+        }
     }
 
     /// Each active connection as the busy-poll policy sees it (one not
@@ -377,7 +390,7 @@ impl State {
             return;
         }
         if io.closed {
-            self.conns.remove(&h);
+            self.forget(h);
             return;
         }
         let now = self.now();
