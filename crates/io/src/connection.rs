@@ -46,7 +46,7 @@ impl Connection {
             if let Some(e) = Self::error(&st, self.handle) {
                 return Poll::Ready(Err(e));
             }
-            let Some(io) = st.conns.get_mut(&self.handle) else {
+            let Some(io) = st.io_mut(self.handle) else {
                 return Poll::Ready(Err(ConnectionError::LocallyClosed));
             };
             if io.connected {
@@ -108,6 +108,7 @@ impl Connection {
             if let Some(e) = Self::error(&st, self.handle) {
                 return Poll::Ready(Err(e));
             }
+            st.touch(self.handle);
             let opened = st
                 .ep
                 .connection_mut(self.handle)
@@ -115,7 +116,7 @@ impl Connection {
             match opened {
                 Some(Ok(id)) => Poll::Ready(Ok(id)),
                 Some(Err(_)) => {
-                    if let Some(io) = st.conns.get_mut(&self.handle) {
+                    if let Some(io) = st.io_mut(self.handle) {
                         io.open_waker = Some(cx.waker().clone());
                     }
                     Poll::Pending
@@ -141,7 +142,7 @@ impl Connection {
             if let Some(e) = Self::error(&st, self.handle) {
                 return Poll::Ready(Err(e));
             }
-            if let Some(io) = st.conns.get_mut(&self.handle) {
+            if let Some(io) = st.io_mut(self.handle) {
                 io.accept_waker = Some(cx.waker().clone());
             }
             Poll::Pending
@@ -184,7 +185,7 @@ impl Connection {
             if !still_open {
                 return Poll::Ready(Err(ConnectionError::LocallyClosed));
             }
-            if let Some(io) = st.conns.get_mut(&self.handle) {
+            if let Some(io) = st.io_mut(self.handle) {
                 io.low_water.insert(id, cx.waker().clone());
             }
             Poll::Pending
@@ -210,7 +211,7 @@ impl Connection {
             if let Some(e) = Self::error(&st, self.handle) {
                 return Poll::Ready(e);
             }
-            if let Some(io) = st.conns.get_mut(&self.handle)
+            if let Some(io) = st.io_mut(self.handle)
                 && !io.closed_wakers.iter().any(|w| w.will_wake(cx.waker()))
             {
                 io.closed_wakers.push(cx.waker().clone());

@@ -222,6 +222,7 @@ impl Driver {
             // Sending can raise events too (a stream whose data left).
             st.dispatch_events();
             st.sweep_writers();
+            st.forget_quiet();
             st.check_idle();
             st.socket_stats = self.socket.stats;
             if st.is_finished() && self.socket.queued_datagrams() == 0 {

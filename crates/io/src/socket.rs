@@ -41,6 +41,10 @@ use tokio::io::{Interest, Ready};
 const MAX_GSO_BYTES: usize = 65_000;
 /// Send buffers kept for reuse, at most (one batch's worth).
 const MAX_SPARE_BUFFERS: usize = sys::BATCH;
+/// Bytes of send buffers kept for reuse, at most: four full GSO trains.
+/// Buffers are sized to what they carry, so a turn's queue is bounded by
+/// the datagrams in it, and what stays after a burst is bounded here.
+const MAX_SPARE_BYTES: usize = 4 * MAX_GSO_BYTES;
 /// Receive buffer size with GRO (a coalesced train) and without.
 const GRO_BUFFER_BYTES: usize = 65_536;
 const PLAIN_BUFFER_BYTES: usize = 16_384;
@@ -153,6 +157,8 @@ pub struct Socket {
     /// Send buffers back from the kernel, reused so a datagram is queued
     /// without an allocation and a train without reallocating as it grows.
     spare: Vec<Vec<u8>>,
+    /// The capacity of the `spare` buffers, in bytes.
+    spare_bytes: usize,
     /// The error queue may hold entries: a receive or send reported a
     /// pending error, `POLLERR` was seen, or the last drain stopped at its
     /// bound.
@@ -228,6 +234,7 @@ impl Socket {
             recv_metas: vec![RecvMeta::default(); sys::BATCH],
             tx: VecDeque::new(),
             spare: Vec::new(),
+            spare_bytes: 0,
             tx_datagrams: 0,
             errors_pending: false,
             error_watch: None,
@@ -421,14 +428,25 @@ impl Socket {
             && last.segments < sys::MAX_GSO_SEGMENTS
             && last.data.len() + contents.len() <= MAX_GSO_BYTES
         {
+            // Grow a train by doubling up to the largest one, not past it.
+            let needed = last.data.len() + contents.len();
+            if needed > last.data.capacity() {
+                let target = (last.data.capacity() * 2).clamp(needed, MAX_GSO_BYTES);
+                last.data.reserve_exact(target - last.data.len());
+            }
             last.data.extend_from_slice(contents);
             last.segments += 1;
             last.closed = contents.len() < last.segment_bytes;
             return;
         }
+        // A fresh buffer holds this datagram only: most messages that start
+        // no train (another destination each) stay single, and a train
+        // grows its buffer as datagrams join.
         let mut data = match self.spare.pop() {
-            Some(buf) => buf,
-            None if self.gso => Vec::with_capacity(MAX_GSO_BYTES),
+            Some(buf) => {
+                self.spare_bytes -= buf.capacity();
+                buf
+            }
             None => Vec::with_capacity(contents.len()),
         };
         data.clear();
@@ -501,7 +519,11 @@ impl Socket {
                         if m.segments > 1 {
                             self.stats.gso_trains += 1;
                         }
-                        if self.spare.len() < MAX_SPARE_BUFFERS {
+                        let bytes = m.data.capacity();
+                        if self.spare.len() < MAX_SPARE_BUFFERS
+                            && self.spare_bytes + bytes <= MAX_SPARE_BYTES
+                        {
+                            self.spare_bytes += bytes;
                             self.spare.push(m.data);
                         }
                     }

@@ -10,7 +10,7 @@ use brisk_proto::connection::Event;
 use brisk_proto::streams::{StreamEvent, StreamId};
 use brisk_proto::{ConnectionHandle, Endpoint as ProtoEndpoint};
 use brisk_time::Instant;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::Waker;
@@ -90,6 +90,12 @@ pub(crate) struct State {
     /// `CLOCK_MONOTONIC` at the endpoint's start: the core's time zero.
     base_ns: u64,
     pub conns: HashMap<ConnectionHandle, ConnIo>,
+    /// Connections that may have a parked writer or an answer on its way:
+    /// marked when an application handle acts on one or the core reports
+    /// an event for it, dropped by the driver once it has neither. The
+    /// per-turn writer sweep and the busy-poll decision visit only these,
+    /// so a turn costs the same however many connections sit idle.
+    active: HashSet<ConnectionHandle>,
     /// Server connections not yet handed to `accept`.
     pub incoming: VecDeque<ConnectionHandle>,
     pub accept_wakers: Vec<Waker>,
@@ -118,6 +124,7 @@ impl State {
         &mut self,
         h: ConnectionHandle,
     ) -> Result<&mut brisk_proto::Connection, ConnectionError> {
+        self.active.insert(h);
         if let Some(e) = self.conns.get(&h).and_then(|io| io.error.clone()) {
             return Err(e);
         }
@@ -126,11 +133,26 @@ impl State {
             .ok_or(ConnectionError::LocallyClosed)
     }
 
+    /// The application state of connection `h`, for a handle about to
+    /// act on it (park a waker, write, read): the connection becomes one
+    /// the driver looks at each turn until it is quiet again.
+    pub fn io_mut(&mut self, h: ConnectionHandle) -> Option<&mut ConnIo> {
+        self.active.insert(h);
+        self.conns.get_mut(&h)
+    }
+
+    /// Marks connection `h` for the driver's per-turn checks (a read that
+    /// may free flow-control credit, a stream opened).
+    pub fn touch(&mut self, h: ConnectionHandle) {
+        self.active.insert(h);
+    }
+
     pub fn new(ep: ProtoEndpoint, local_addr: SocketAddr) -> State {
         State {
             ep,
             base_ns: sys::monotonic_ns(),
             conns: HashMap::new(),
+            active: HashSet::new(),
             incoming: VecDeque::new(),
             accept_wakers: Vec::new(),
             driver_waker: None,
@@ -187,6 +209,7 @@ impl State {
     /// Hands the core's events to the tasks waiting for them.
     pub fn dispatch_events(&mut self) {
         while let Some((h, event)) = self.ep.poll_event() {
+            self.active.insert(h);
             let Some(io) = self.conns.get_mut(&h) else {
                 continue;
             };
@@ -204,10 +227,20 @@ impl State {
                     io.closed = true;
                     io.fail(ConnectionError::LocallyClosed);
                     if io.refs == 0 {
-                        self.conns.remove(&h);
+                        self.forget(h);
                     }
                 }
             }
+        }
+    }
+
+    /// Drops connection `h`'s application state. The map gives back its
+    /// room once three quarters of it are empty, so a burst of thousands
+    /// of connections does not pin its slots after they are gone.
+    fn forget(&mut self, h: ConnectionHandle) {
+        self.conns.remove(&h);
+        if self.conns.len() < self.conns.capacity() / 4 {
+            self.conns.shrink_to(self.conns.len() * 2);
         }
     }
 
@@ -217,7 +250,10 @@ impl State {
     /// Blocked writers are re-checked the same way: acknowledgements free
     /// buffer room without a Writable event.
     pub fn sweep_writers(&mut self) {
-        for (h, io) in self.conns.iter_mut() {
+        for h in &self.active {
+            let Some(io) = self.conns.get_mut(h) else {
+                continue;
+            };
             if io.low_water.is_empty() && io.writers.is_empty() {
                 continue;
             }
@@ -243,9 +279,32 @@ impl State {
         }
     }
 
-    /// Each connection as the busy-poll policy sees it.
+    /// Drops from the active set the connections with no parked writer
+    /// and nothing in flight: neither the sweep nor the busy-poll policy
+    /// has anything to find there until a handle or an event marks them
+    /// again.
+    pub fn forget_quiet(&mut self) {
+        let (conns, ep) = (&self.conns, &self.ep);
+        self.active.retain(|h| {
+            let Some(io) = conns.get(h) else {
+                return false;
+            };
+            let Some(c) = ep.connection(*h) else {
+                return false;
+            };
+            !io.writers.is_empty() || !io.low_water.is_empty() || c.bytes_in_flight() > 0
+        });
+        if self.active.len() < self.active.capacity() / 4 {
+            self.active.shrink_to(self.active.len() * 2);
+        }
+    }
+
+    /// Each active connection as the busy-poll policy sees it (one not
+    /// active has no writer and nothing in flight, so it neither awaits
+    /// an answer nor keeps the endpoint busy).
     pub fn conn_views(&self) -> impl Iterator<Item = ConnView> + '_ {
-        self.conns.iter().filter_map(|(h, io)| {
+        self.active.iter().filter_map(|h| {
+            let io = self.conns.get(h)?;
             let c = self.ep.connection(*h)?;
             let streams = c.streams();
             let reader_waiting = !io.readers.is_empty() || io.accept_waker.is_some();
@@ -331,7 +390,7 @@ impl State {
             return;
         }
         if io.closed {
-            self.conns.remove(&h);
+            self.forget(h);
             return;
         }
         let now = self.now();

@@ -127,6 +127,8 @@ impl AsyncRead for Stream {
         let shared = this.conn.shared.clone();
         let mut st = shared.lock();
         let h = this.conn.handle;
+        // A read may free flow-control credit the core then announces.
+        st.touch(h);
         let result = st
             .ep
             .connection_mut(h)
@@ -148,7 +150,7 @@ impl AsyncRead for Stream {
                 if let Some(e) = error {
                     return Poll::Ready(Err(e.into()));
                 }
-                if let Some(io) = st.conns.get_mut(&h) {
+                if let Some(io) = st.io_mut(h) {
                     io.readers.insert(this.id, cx.waker().clone());
                 }
                 Poll::Pending
@@ -191,7 +193,7 @@ impl AsyncWrite for Stream {
         };
         match c.write(this.id, buf) {
             Ok(0) => {
-                if let Some(io) = st.conns.get_mut(&h) {
+                if let Some(io) = st.io_mut(h) {
                     io.writers.insert(this.id, cx.waker().clone());
                 }
                 Poll::Pending
@@ -231,7 +233,7 @@ impl AsyncWrite for Stream {
                 Poll::Ready(Err(io::ErrorKind::BrokenPipe.into()))
             }
             Some(_) => {
-                if let Some(io) = st.conns.get_mut(&h) {
+                if let Some(io) = st.io_mut(h) {
                     io.writers.insert(this.id, cx.waker().clone());
                 }
                 Poll::Pending
