@@ -182,19 +182,33 @@ fn main() -> ExitCode {
         }
     }
     let report = Report::new(settings, &order, bulk, rpc, failures);
+    if !emit(&args, &report) {
+        return ExitCode::FAILURE;
+    }
+    if report.failures.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// Prints `report` as a table, or as JSON to standard output and/or the
+/// `--json-out` file; false (having said why) if the JSON could not be made
+/// or written.
+fn emit(args: &Args, report: &(impl serde::Serialize + std::fmt::Display)) -> bool {
     if args.json || args.json_out.is_some() {
-        let json = match serde_json::to_string_pretty(&report) {
+        let json = match serde_json::to_string_pretty(report) {
             Ok(json) => json,
             Err(error) => {
                 eprintln!("brisk-netbench: JSON: {error}");
-                return ExitCode::FAILURE;
+                return false;
             }
         };
         if let Some(path) = &args.json_out
             && let Err(error) = std::fs::write(path, format!("{json}\n"))
         {
             eprintln!("brisk-netbench: writing {}: {error}", path.display());
-            return ExitCode::FAILURE;
+            return false;
         }
         if args.json {
             println!("{json}");
@@ -203,11 +217,7 @@ fn main() -> ExitCode {
     if !args.json {
         print!("{report}");
     }
-    if report.failures.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
+    true
 }
 
 /// The `--many` case's server process (started by [`run_many`]).
@@ -271,26 +281,8 @@ fn run_many(args: &Args, ip: IpAddr, measure: Duration, limit: Duration) -> Exit
         }
     }
     let report = ManyReport::new(if args.v6 { 6 } else { 4 }, plan(0), results);
-    if args.json || args.json_out.is_some() {
-        let json = match serde_json::to_string_pretty(&report) {
-            Ok(json) => json,
-            Err(error) => {
-                eprintln!("brisk-netbench: JSON: {error}");
-                return ExitCode::FAILURE;
-            }
-        };
-        if let Some(path) = &args.json_out
-            && let Err(error) = std::fs::write(path, format!("{json}\n"))
-        {
-            eprintln!("brisk-netbench: writing {}: {error}", path.display());
-            return ExitCode::FAILURE;
-        }
-        if args.json {
-            println!("{json}");
-        }
-    }
-    if !args.json {
-        print!("{report}");
+    if !emit(args, &report) {
+        return ExitCode::FAILURE;
     }
     if failed {
         ExitCode::FAILURE
