@@ -184,7 +184,7 @@ impl FloodReport {
     /// One paragraph a network engineer can read.
     pub fn summary(&self) -> String {
         format!(
-            "forged {pattern:?} Initials over {ip}: {rate:.0} datagrams/s ({mb:.0} MB in {secs:.1} s) \
+            "forged Noise {pattern} handshake initiations over {ip}: {rate:.0} datagrams/s ({mb:.0} MB in {secs:.1} s) \
              from one process\n  transfer of {size} MB sent at {mbps} Mbit/s: {u:.3} s unloaded, \
              {f:.3} s under flood ({ratio:.2}x; goal 1.5x), SHA-256 {digest}\n  new clients: {ok} of {tried} connected during the flood, \
              slowest {slow:.0} ms\n  server: {retries} Retry packets, {hs} handshakes, \
@@ -193,7 +193,10 @@ impl FloodReport {
              process memory, allocated: {hb} KiB before, {hp} KiB peak, {ha} KiB after \
              ({hg:+.1}%; goal within 10%)\n  process memory, resident after malloc_trim: \
              {b} KiB before, {p} KiB peak, {a} KiB after ({g:+.1}%)",
-            pattern = self.pattern,
+            pattern = match self.pattern {
+                Forged::Ik => "IK",
+                Forged::Xx => "XX",
+            },
             ip = self.ip,
             rate = self.attack.datagrams_per_sec(),
             mb = self.attack.bytes as f64 / 1e6,
