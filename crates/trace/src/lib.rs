@@ -19,8 +19,12 @@
 //!   schema, for qvis and other qlog tools; [`qlog_check`] reads one back
 //!   and checks it against the schema and qvis's loader.
 
+#![forbid(unsafe_code)]
+
 pub mod pcap;
+#[cfg(feature = "plot")]
 pub mod plot;
 pub mod qlog;
 pub mod qlog_check;
+#[cfg(feature = "stats")]
 pub mod stats;
