@@ -3,6 +3,9 @@
 //! Layer: the edge. Parses arguments, reads files, prints and writes
 //! results; everything else lives in the library crates.
 
+// System calls live in the few modules that allow `unsafe` below.
+#![deny(unsafe_code)]
+
 mod bench;
 mod get;
 mod keygen;

@@ -27,6 +27,8 @@
 //!
 //! See docs/LAB.md for the suite layout and how to add a section.
 
+#![forbid(unsafe_code)]
+
 pub mod claim;
 pub mod describe;
 pub mod html;

@@ -31,6 +31,9 @@
 //!   Brisk on real sockets (`brisk-io`) beside kernel TCP: Prague through
 //!   DualPI2, goodput under random loss.
 
+// System calls live in the few modules that allow `unsafe` below.
+#![deny(unsafe_code)]
+
 pub mod bulk;
 pub mod capture;
 pub mod clock;

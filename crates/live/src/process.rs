@@ -4,6 +4,8 @@
 //! whole tree it starts can be killed at once) and killed if the lab
 //! process dies. A [`Program`] is a guard: dropping it kills its group.
 
+#![allow(unsafe_code)]
+
 use crate::error::LiveError;
 use crate::netns::Netns;
 use crate::sys;

@@ -1,6 +1,8 @@
 //! Ctrl-C and SIGTERM end a run cleanly: the handler only sets a flag,
 //! which the lab's wait loop reads; teardown then runs as on a normal exit.
 
+#![allow(unsafe_code)]
+
 use std::sync::atomic::{AtomicI32, Ordering};
 
 /// The last stop signal received, or 0.

@@ -33,6 +33,8 @@
 //! never-panic property tests; `fuzz/` is a cargo-fuzz crate outside the
 //! workspace sharing the same checks.
 
+#![forbid(unsafe_code)]
+
 pub mod dns;
 pub mod dns64;
 pub mod icmp;

@@ -30,6 +30,8 @@
 //!   address), [`stateless_reset`];
 //! - [`qlog`]: events for `brisk-trace`'s qlog writer.
 
+#![forbid(unsafe_code)]
+
 pub mod ack_frequency;
 pub mod ack_tracker;
 mod admission;

@@ -5,6 +5,8 @@
 //! `stats` holds the draft's arithmetic as pure functions; `server` and
 //! `client` are the network edges on hyper, rustls and tokio.
 
+#![forbid(unsafe_code)]
+
 mod body;
 pub mod client;
 pub mod config;

@@ -12,6 +12,9 @@
 //! the bottleneck as a pcap file; [`bench`] the reference loads speed is
 //! measured on; `wakeups` the engine's agenda.
 
+// System calls live in the few modules that allow `unsafe` below.
+#![deny(unsafe_code)]
+
 pub mod bench;
 pub mod capture;
 pub mod engine;

@@ -33,6 +33,9 @@
 //! - [`server`], [`client`]: the H2O experiment (a small high-priority
 //!   response queued behind a large one) with each option on or off.
 
+// System calls live in the few modules that allow `unsafe` below.
+#![deny(unsafe_code)]
+
 pub mod app;
 pub mod client;
 pub mod connect;

@@ -1,6 +1,8 @@
 //! Per-family name resolution, so Happy Eyeballs sees the AAAA and A
 //! answers as they arrive rather than both at once.
 
+#![allow(unsafe_code)]
+
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;

@@ -6,6 +6,8 @@
 //! [`SockoptError::Unsupported`] so callers can report it instead of
 //! silently running without the option.
 
+#![allow(unsafe_code)]
+
 use std::io;
 
 /// Anything that owns a socket descriptor.

@@ -6,6 +6,8 @@
 //! OS monotonic clock onto the same type at the edge. Durations are
 //! `std::time::Duration`.
 
+#![forbid(unsafe_code)]
+
 use std::fmt;
 use std::ops::{Add, AddAssign, Sub, SubAssign};
 use std::time::Duration;

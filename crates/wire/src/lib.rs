@@ -27,6 +27,8 @@
 //! (`fixtures.rs`); `tests/` holds the proptests (round trips, never panic);
 //! `fuzz/` is a cargo-fuzz crate (`parse_any`) outside the workspace.
 
+#![forbid(unsafe_code)]
+
 pub mod checksum;
 pub mod ecn;
 pub mod ip;

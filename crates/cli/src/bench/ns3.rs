@@ -7,6 +7,8 @@
 //! compiled with `$CXX`, else `g++`. Debian's `libns3-dev` provides both
 //! the modules and the flags; `scripts/setup` installs it.
 
+#![allow(unsafe_code)]
+
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};

@@ -18,6 +18,8 @@
 //! force (a static build against another libc would bypass it); a flow
 //! refuses to run without it rather than mixing the two clocks.
 
+#![allow(unsafe_code)]
+
 use brisk_time::Instant;
 use std::cell::Cell;
 use std::sync::OnceLock;
