@@ -517,17 +517,6 @@ impl Streams {
         Ok(())
     }
 
-    /// Changes the low-water mark of every stream, e.g. to follow the
-    /// congestion window as H2O does (a mark near what one round trip can
-    /// carry keeps the pipe full with the least stale data).
-    pub fn set_low_water_mark(&mut self, bytes: u64) {
-        self.config.low_water_mark = bytes;
-        let ids: Vec<StreamId> = self.streams.keys().copied().collect();
-        for id in ids {
-            self.update_writable(id);
-        }
-    }
-
     // ---- transport side ----
 
     /// Applies the peer's transport parameters. Call before any stream data

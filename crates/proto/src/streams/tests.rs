@@ -924,17 +924,6 @@ fn a_lower_mark_makes_data_fresher() {
     assert!(small <= (4096 + 1000) / rate as u64 + 1);
 }
 
-#[test]
-fn set_low_water_mark_reevaluates_writability() {
-    let (mut client, _) = pair(StreamsConfig::default());
-    let id = client.open(false, P).unwrap();
-    client.write(id, &[0; 20_000]).unwrap();
-    assert!(!client.is_writable(id));
-    client.set_low_water_mark(32_768);
-    assert!(client.is_writable(id));
-    assert_eq!(events(&mut client), vec![StreamEvent::Writable(id)]);
-}
-
 /// A tiny deterministic generator for the property tests' path decisions.
 struct Xorshift(u64);
 
