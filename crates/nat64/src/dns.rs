@@ -10,25 +10,38 @@
 use core::fmt;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
+/// An IPv4 address record (RFC 1035).
 pub const TYPE_A: u16 = 1;
+/// An alias: the canonical name to look up instead (RFC 1035).
 pub const TYPE_CNAME: u16 = 5;
+/// An IPv6 address record (RFC 3596); what DNS64 synthesizes.
 pub const TYPE_AAAA: u16 = 28;
 /// EDNS(0) pseudo-record (RFC 6891).
 pub const TYPE_OPT: u16 = 41;
+/// A query for every type (also the wildcard class `*`); the DNS64
+/// answers it with the A and AAAA records.
 pub const TYPE_ANY: u16 = 255;
+/// The Internet class, the one the DNS64 answers (besides `*`).
 pub const CLASS_IN: u16 = 1;
 
+/// Success, possibly with no answers (the name exists, the type does not).
 pub const RCODE_NOERROR: u8 = 0;
+/// The query could not be parsed.
 pub const RCODE_FORMERR: u8 = 1;
+/// The server failed to answer.
 pub const RCODE_SERVFAIL: u8 = 2;
+/// The name does not exist.
 pub const RCODE_NXDOMAIN: u8 = 3;
+/// The opcode or query kind is not supported.
 pub const RCODE_NOTIMP: u8 = 4;
+/// The server will not answer this query (policy).
 pub const RCODE_REFUSED: u8 = 5;
 
 /// Bytes of the fixed header.
 pub const HEADER_LEN: usize = 12;
 /// RFC 1035 §2.3.4: a name's wire form, length bytes included.
 pub const MAX_NAME_LEN: usize = 255;
+/// RFC 1035 §2.3.4: the most bytes of one label.
 pub const MAX_LABEL_LEN: usize = 63;
 /// Records (all sections) a parse accepts before giving up.
 pub const MAX_RECORDS: usize = 1024;
@@ -40,26 +53,39 @@ const MAX_COMPRESSION_ENTRIES: usize = 256;
 /// Why bytes are not a DNS message (or a message cannot be built).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum DnsError {
+    /// A section ends before the header's counts or a length says it should.
     #[error("message truncated")]
     Truncated,
+    /// Over 65,535 bytes, the most a DNS message can be.
     #[error("message longer than 65535 bytes")]
     TooLong,
+    /// A compression pointer that does not point strictly before the name
+    /// it continues (the only way a name could loop).
     #[error("compression pointer does not point backwards")]
     BadPointer,
+    /// A name follows more than 64 compression pointers.
     #[error("too many compression pointers in one name")]
     TooManyPointers,
+    /// A label over 63 bytes (RFC 1035 §2.3.4).
     #[error("label longer than 63 bytes")]
     LabelTooLong,
+    /// A name over 255 bytes in wire form (RFC 1035 §2.3.4).
     #[error("name longer than 255 bytes")]
     NameTooLong,
+    /// Two dots in a row in a name's text form: only the root is empty.
     #[error("empty label inside a name")]
     EmptyLabel,
+    /// A length byte whose top two bits are 01 or 10: extended and reserved
+    /// label types, which no deployed server sends.
     #[error("reserved label type")]
     BadLabelType,
+    /// More records than the parser accepts in all sections together.
     #[error("more than {MAX_RECORDS} records")]
     TooManyRecords,
+    /// An A record not 4 bytes, an AAAA not 16, or a CNAME not a name.
     #[error("record data does not match its type")]
     BadRdata,
+    /// Bytes follow the last record the header counts.
     #[error("bytes after the last record")]
     TrailingBytes,
 }
@@ -106,6 +132,8 @@ impl Name {
         Ok(Name { labels })
     }
 
+    /// The labels, root excluded, each without its length byte and as sent
+    /// (case kept).
     pub fn labels(&self) -> &[Vec<u8>] {
         &self.labels
     }
@@ -152,9 +180,11 @@ impl fmt::Display for Name {
 /// Message header (RFC 1035 §4.1.1, plus RFC 4035's AD and CD bits).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Header {
+    /// Query ID, copied into the response so the client can match it.
     pub id: u16,
     /// Response (true) or query.
     pub qr: bool,
+    /// The kind of query, four bits: 0 is a standard query.
     pub opcode: u8,
     /// Authoritative answer.
     pub aa: bool,
@@ -209,10 +239,14 @@ impl Header {
     }
 }
 
+/// One entry of the question section: what is asked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Question {
+    /// The name asked about.
     pub name: Name,
+    /// The record type asked for (`TYPE_A`, `TYPE_AAAA`, ...).
     pub qtype: u16,
+    /// The class, `CLASS_IN` in practice.
     pub qclass: u16,
 }
 
@@ -221,13 +255,23 @@ pub struct Question {
 /// the message it came from).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RData {
+    /// An IPv4 address (type A).
     A(Ipv4Addr),
+    /// An IPv6 address (type AAAA).
     Aaaa(Ipv6Addr),
+    /// The canonical name (type CNAME).
     Cname(Name),
-    Other { rtype: u16, data: Vec<u8> },
+    /// Any other type, its data bytes as received.
+    Other {
+        /// The record type number.
+        rtype: u16,
+        /// The data bytes as received.
+        data: Vec<u8>,
+    },
 }
 
 impl RData {
+    /// The record type number the data belongs to.
     pub fn rtype(&self) -> u16 {
         match self {
             RData::A(_) => TYPE_A,
@@ -238,23 +282,31 @@ impl RData {
     }
 }
 
+/// A resource record of the answer, authority or additional section.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Record {
+    /// The owner name.
     pub name: Name,
     /// The class; for OPT, the sender's UDP payload size.
     pub class: u16,
     /// Seconds; for OPT, extended rcode, version and flags.
     pub ttl: u32,
+    /// The type and its data.
     pub data: RData,
 }
 
 /// A whole DNS message.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Message {
+    /// ID, flags and response code; the section counts come from the vectors.
     pub header: Header,
+    /// What is asked (one question in practice).
     pub questions: Vec<Question>,
+    /// Records that answer the question.
     pub answers: Vec<Record>,
+    /// Records naming the authority (e.g. the SOA of a negative answer).
     pub authorities: Vec<Record>,
+    /// Extra records, including the EDNS(0) OPT pseudo-record.
     pub additionals: Vec<Record>,
 }
 

@@ -54,6 +54,8 @@ struct Edns {
 /// The answer to one question, before it becomes a message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Answer {
+    /// The response code (`RCODE_NOERROR` with no records: the name exists but
+    /// has no record of that type).
     pub rcode: u8,
     /// Record data with its TTL in seconds, all for the question's name.
     pub records: Vec<(RData, u32)>,
@@ -89,6 +91,7 @@ impl Dns64 {
         self
     }
 
+    /// The prefix AAAA records are synthesized under.
     pub fn prefix(&self) -> Nat64Prefix {
         self.prefix
     }

@@ -5,7 +5,7 @@ use super::*;
 
 /// `dig AAAA ipv4only.arpa`: id 0x2ebb, RD and AD set, EDNS (1232-byte
 /// buffer) with a client cookie.
-pub const DIG_AAAA_IPV4ONLY: &[u8] = &[
+pub(crate) const DIG_AAAA_IPV4ONLY: &[u8] = &[
     0x2e, 0xbb, 0x01, 0x20, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, // header
     0x08, b'i', b'p', b'v', b'4', b'o', b'n', b'l', b'y', 0x04, b'a', b'r', b'p', b'a',
     0x00, // name
@@ -15,14 +15,14 @@ pub const DIG_AAAA_IPV4ONLY: &[u8] = &[
 ];
 
 /// `dig +noedns +nocookie A Example.COM`: id 0x410b, mixed case kept.
-pub const DIG_A_EXAMPLE_NOEDNS: &[u8] = &[
+pub(crate) const DIG_A_EXAMPLE_NOEDNS: &[u8] = &[
     0x41, 0x0b, 0x01, 0x20, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, // header
     0x07, b'E', b'x', b'a', b'm', b'p', b'l', b'e', 0x03, b'C', b'O', b'M', 0x00, // name
     0x00, 0x01, 0x00, 0x01, // A IN
 ];
 
 /// `dig AAAA server.brisk.test`: id 0x990c, EDNS and cookie.
-pub const DIG_AAAA_SERVER: &[u8] = &[
+pub(crate) const DIG_AAAA_SERVER: &[u8] = &[
     0x99, 0x0c, 0x01, 0x20, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, // header
     0x06, b's', b'e', b'r', b'v', b'e', b'r', 0x05, b'b', b'r', b'i', b's', b'k', 0x04, b't', b'e',
     b's', b't', 0x00, // name

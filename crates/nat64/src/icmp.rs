@@ -13,19 +13,31 @@ pub const PROTO_ICMP: u8 = 1;
 /// IPv6 next-header number of ICMPv6.
 pub const PROTO_ICMPV6: u8 = 58;
 
+/// ICMPv4 type: echo reply (ping answer).
 pub const V4_ECHO_REPLY: u8 = 0;
+/// ICMPv4 type: destination unreachable (codes say why).
 pub const V4_DEST_UNREACHABLE: u8 = 3;
+/// ICMPv4 type: echo request (ping).
 pub const V4_ECHO_REQUEST: u8 = 8;
+/// ICMPv4 type: TTL exceeded in transit (what traceroute reads).
 pub const V4_TIME_EXCEEDED: u8 = 11;
+/// ICMPv4 type: a header field is invalid; the pointer names its byte.
 pub const V4_PARAMETER_PROBLEM: u8 = 12;
 /// Destination unreachable code 4: fragmentation needed and DF set.
 pub const V4_CODE_FRAG_NEEDED: u8 = 4;
 
+/// ICMPv6 type: destination unreachable (codes say why).
 pub const V6_DEST_UNREACHABLE: u8 = 1;
+/// ICMPv6 type: packet too big, carrying the next hop's MTU (path MTU
+/// discovery, RFC 8201).
 pub const V6_PACKET_TOO_BIG: u8 = 2;
+/// ICMPv6 type: hop limit exceeded in transit.
 pub const V6_TIME_EXCEEDED: u8 = 3;
+/// ICMPv6 type: a header field is invalid; the pointer names its byte.
 pub const V6_PARAMETER_PROBLEM: u8 = 4;
+/// ICMPv6 type: echo request (ping).
 pub const V6_ECHO_REQUEST: u8 = 128;
+/// ICMPv6 type: echo reply.
 pub const V6_ECHO_REPLY: u8 = 129;
 
 /// RFC 1812 §4.3.2.3: an ICMPv4 error carries as much of the offending
@@ -46,7 +58,9 @@ const MTU_PLATEAUS: [u16; 11] = [
 /// What an ICMP message is, as far as a NAT cares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IcmpKind {
+    /// A ping; the NAT maps its identifier like a port.
     EchoRequest,
+    /// A ping's answer; mapped back by its identifier.
     EchoReply,
     /// An error carrying the start of the datagram that caused it.
     Error,
@@ -55,6 +69,7 @@ pub enum IcmpKind {
     Other,
 }
 
+/// What an ICMPv4 type is to the NAT; unknown types are `Other`.
 pub fn kind_v4(icmp_type: u8) -> IcmpKind {
     match icmp_type {
         V4_ECHO_REQUEST => IcmpKind::EchoRequest,
@@ -64,6 +79,7 @@ pub fn kind_v4(icmp_type: u8) -> IcmpKind {
     }
 }
 
+/// What an ICMPv6 type is to the NAT; unknown types are `Other`.
 pub fn kind_v6(icmp_type: u8) -> IcmpKind {
     match icmp_type {
         V6_ECHO_REQUEST => IcmpKind::EchoRequest,
@@ -80,14 +96,25 @@ pub fn kind_v6(icmp_type: u8) -> IcmpKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MappedError {
     /// Type and code; the rest of the header is zero.
-    Plain { icmp_type: u8, code: u8 },
+    Plain {
+        /// The other family's ICMP type.
+        icmp_type: u8,
+        /// Its code.
+        code: u8,
+    },
     /// Packet Too Big / fragmentation needed: the MTU still has to be
     /// adjusted for the header size difference and the translator's links.
-    TooBig { advertised_mtu: u32 },
+    TooBig {
+        /// The MTU the original error reported, in bytes.
+        advertised_mtu: u32,
+    },
     /// Parameter problem with the pointer already moved to the other header.
     Pointer {
+        /// The other family's parameter-problem type.
         icmp_type: u8,
+        /// Its code.
         code: u8,
+        /// Byte offset of the offending field in the translated header.
         pointer: u8,
     },
 }

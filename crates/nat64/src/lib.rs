@@ -34,6 +34,7 @@
 //! workspace sharing the same checks.
 
 #![forbid(unsafe_code)]
+#![warn(missing_docs, unreachable_pub)]
 
 pub mod dns;
 pub mod dns64;

@@ -88,7 +88,9 @@ pub struct Nat64Config {
     pub pool: Vec<Ipv4Addr>,
     /// Ports (and ICMP identifiers) handed out on each pool address.
     pub ports: RangeInclusive<u16>,
+    /// Session lifetimes per protocol and TCP state.
     pub timeouts: Timeouts,
+    /// Which IPv4 hosts may reach a bound pool address.
     pub filtering: Filtering,
     /// Sessions across all protocols and hosts.
     pub max_sessions: usize,
@@ -97,6 +99,7 @@ pub struct Nat64Config {
     /// Loop IPv6-to-pool traffic back to IPv6 (RFC 6146 §3.8) instead of
     /// dropping it.
     pub hairpinning: bool,
+    /// Link MTUs and header choices for the translation itself.
     pub translate: TranslateConfig,
     /// ICMP errors the NAT originates per second (RFC 4443 §2.4(f) asks
     /// for a limit); a burst of one second's worth is allowed. Zero sends
@@ -127,12 +130,16 @@ impl Nat64Config {
 /// Why a [`Nat64Config`] was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
+    /// No IPv4 address to share.
     #[error("the IPv4 pool is empty")]
     EmptyPool,
+    /// No port to hand out (start above end).
     #[error("the port range is empty")]
     EmptyPortRange,
+    /// `max_sessions` or `max_sessions_per_host` is 0: nothing could pass.
     #[error("session limits must be at least 1")]
     ZeroLimit,
+    /// A link MTU below the minimum its IP version guarantees.
     #[error("MTUs must be at least 1280 (IPv6) and 576 (IPv4)")]
     MtuTooSmall,
 }
@@ -140,30 +147,45 @@ pub enum ConfigError {
 /// Why a datagram was not forwarded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum Nat64Drop {
+    /// The datagram itself cannot be translated (malformed, fragment, ...).
     #[error(transparent)]
     Translate(#[from] TranslateError),
+    /// An IPv6 datagram whose destination has no IPv4 address embedded.
     #[error("IPv6 destination is not under the NAT64 prefix")]
     NotForPrefix,
+    /// An IPv4 datagram not addressed to the NAT's pool.
     #[error("IPv4 destination is not a pool address")]
     NotForPool,
     #[error(
         "source address must not be translated (under the prefix, in the pool, or not unicast)"
     )]
+    /// A source that must not be translated: under the prefix, in the pool,
+    /// or not unicast.
     BadSource,
+    /// A multicast, broadcast or otherwise non-unicast IPv4 destination.
     #[error("destination is not a unicast IPv4 address")]
     BadDestination,
+    /// An inbound datagram for a pool port no IPv6 host holds.
     #[error("no binding for this inbound packet (unsolicited)")]
     NoBinding,
+    /// A datagram that would need a new session but cannot open one (a TCP
+    /// segment other than SYN, an ICMP other than echo request).
     #[error("no session, and only a SYN or echo request opens one")]
     NoSession,
+    /// The IPv4 sender was never contacted from this binding
+    /// (address-dependent filtering).
     #[error("refused by address-dependent filtering")]
     Filtered,
+    /// `max_sessions` reached.
     #[error("session table full")]
     TableFull,
+    /// The IPv6 host reached `max_sessions_per_host`.
     #[error("this IPv6 host holds its maximum of sessions")]
     HostLimit,
+    /// Every port of every pool address is bound.
     #[error("no free port on any pool address")]
     PoolExhausted,
+    /// IPv6 to a pool address with hairpinning off.
     #[error("destination is a pool address and hairpinning is off")]
     HairpinDisabled,
     /// Not a loss: the datagram was for another IPv6 host behind this NAT
@@ -175,22 +197,41 @@ pub enum Nat64Drop {
 /// Drop counters, one per reason.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DropCounts {
+    /// Unparsable datagrams, ICMP errors about ICMP errors, routing headers
+    /// with segments left.
     pub malformed: u64,
+    /// Datagrams with a wrong IPv4 header or ICMP checksum.
     pub bad_checksum: u64,
+    /// IP fragments, which this NAT does not reassemble.
     pub fragment: u64,
+    /// Upper layers other than TCP, UDP and ICMP.
     pub unknown_protocol: u64,
+    /// ICMP types RFC 7915 drops (neighbour discovery, timestamps, ...).
     pub untranslatable_icmp: u64,
+    /// Datagrams whose TTL or hop limit ran out here (an ICMP error is sent).
     pub hop_limit: u64,
+    /// Datagrams over the next link's MTU that may not be fragmented: from
+    /// IPv6, or IPv4 with DF set (an ICMP error is sent).
     pub too_big: u64,
+    /// See [`Nat64Drop::NotForPrefix`].
     pub not_for_prefix: u64,
+    /// See [`Nat64Drop::NotForPool`].
     pub not_for_pool: u64,
+    /// Untranslatable source or non-unicast destination.
     pub bad_address: u64,
+    /// Unsolicited inbound datagrams.
     pub no_binding: u64,
+    /// See [`Nat64Drop::NoSession`].
     pub no_session: u64,
+    /// Refused by address-dependent filtering.
     pub filtered: u64,
+    /// Refused because the session table was full.
     pub table_full: u64,
+    /// Refused because the IPv6 host held its maximum of sessions.
     pub host_limit: u64,
+    /// Refused because no pool port was free.
     pub pool_exhausted: u64,
+    /// IPv6 to a pool address with hairpinning off.
     pub hairpin_disabled: u64,
 }
 
@@ -257,30 +298,38 @@ pub struct Nat64Stats {
     pub hairpinned: u64,
     /// Extra IPv6 fragments queued for `poll_transmit`.
     pub fragments_sent: u64,
+    /// ICMP errors the NAT originated: time exceeded, packet too big or
+    /// fragmentation needed.
     pub icmp_errors_sent: u64,
     /// ICMP errors not sent because of the rate limit or a full queue.
     pub icmp_errors_suppressed: u64,
     /// Datagrams lost because `poll_transmit` was not drained.
     pub transmit_overflow: u64,
+    /// Sessions opened since start.
     pub sessions_created: u64,
+    /// Sessions closed by their timeout since start.
     pub sessions_expired: u64,
     /// Sessions now.
     pub sessions: usize,
     /// Bindings (BIB entries) now.
     pub bindings: usize,
+    /// Drops, by reason.
     pub drops: DropCounts,
 }
 
 /// A datagram for the router to send, and on which side.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Transmit {
+    /// The side to send on: IPv6 (inside) or IPv4 (outside).
     pub side: Side,
+    /// A whole IP datagram with valid checksums.
     pub datagram: Vec<u8>,
 }
 
 /// One session, as [`Nat64::sessions`] reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SessionInfo {
+    /// TCP, UDP or ICMP.
     pub proto: Proto,
     /// The IPv6 host's address and port (or ICMP identifier).
     pub v6: (Ipv6Addr, u16),
@@ -290,6 +339,7 @@ pub struct SessionInfo {
     pub remote: (Ipv4Addr, u16),
     /// `None` for UDP and ICMP.
     pub tcp: Option<TcpState>,
+    /// When the session ends unless traffic refreshes it.
     pub expires: Instant,
 }
 
@@ -331,6 +381,7 @@ pub struct Nat64 {
 }
 
 impl Nat64 {
+    /// An empty NAT; refuses a configuration that could not pass a packet.
     pub fn new(config: Nat64Config) -> Result<Self, ConfigError> {
         if config.pool.is_empty() {
             return Err(ConfigError::EmptyPool);
@@ -365,6 +416,7 @@ impl Nat64 {
         })
     }
 
+    /// The configuration it was built with.
     pub fn config(&self) -> &Nat64Config {
         &self.config
     }
@@ -446,6 +498,7 @@ impl Nat64 {
         }
     }
 
+    /// Counters now, with the current table sizes.
     pub fn stats(&self) -> Nat64Stats {
         Nat64Stats {
             sessions: self.sessions.len(),

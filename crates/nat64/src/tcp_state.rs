@@ -13,7 +13,9 @@ use crate::translate::TcpControl;
 /// Which side of the NAT a packet came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Side {
+    /// The IPv4 (outside) side.
     V4,
+    /// The IPv6 (inside) side.
     V6,
 }
 
@@ -24,6 +26,7 @@ pub enum TcpState {
     V4Init,
     /// An IPv6 SYN opened the session; waiting for the IPv4 SYN.
     V6Init,
+    /// Both SYNs seen: the long lifetime applies.
     Established,
     /// The IPv4 side sent FIN.
     V4FinRcv,

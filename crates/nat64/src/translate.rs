@@ -38,7 +38,9 @@ use brisk_wire::udp::UdpPacket;
 use brisk_wire::{Ecn, WireError, checksum};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
+/// IP protocol number of TCP.
 pub const PROTO_TCP: u8 = 6;
+/// IP protocol number of UDP.
 pub const PROTO_UDP: u8 = 17;
 
 const EXT_HOP_BY_HOP: u8 = 0;
@@ -81,26 +83,54 @@ impl Default for TranslateConfig {
 /// Why a datagram was not translated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum TranslateError {
+    /// The IP, TCP, UDP or ICMP header does not parse; the text names the field.
     #[error("malformed datagram: {0}")]
     Malformed(#[from] WireError),
+    /// A checksum does not verify: translating would hide the corruption.
     #[error("bad IPv4 header or ICMP checksum")]
     BadChecksum,
+    /// An IP fragment; this translator does not reassemble.
     #[error("fragments are not translated")]
     Fragment,
+    /// An upper layer other than TCP, UDP or ICMP: the NAT keeps state for
+    /// these three only.
     #[error("protocol {0} cannot be translated")]
     UnknownProtocol(u8),
+    /// An ICMP type or code RFC 7915 maps to nothing (it is dropped).
     #[error("ICMP type {icmp_type} code {code} has no counterpart")]
-    UntranslatableIcmp { icmp_type: u8, code: u8 },
+    UntranslatableIcmp {
+        /// The ICMP or ICMPv6 type.
+        icmp_type: u8,
+        /// The code.
+        code: u8,
+    },
+    /// An ICMP error quoting another ICMP error (RFC 7915 forbids translating
+    /// it).
     #[error("an ICMP error quotes another ICMP error")]
     ErrorAboutError,
+    /// An IPv6 routing header with segments left: the datagram is not yet at
+    /// its final destination (RFC 7915 §5.1).
     #[error("routing header with segments left")]
     SegmentsLeft,
+    /// TTL or hop limit would reach zero here; the caller sends Time Exceeded.
     #[error("hop limit exhausted")]
     HopLimitExceeded,
+    /// An IPv6 datagram too big for the IPv4 link; the caller sends Packet Too
+    /// Big with `mtu`.
     #[error("too big for the IPv4 link: report MTU {mtu} to the IPv6 sender")]
-    PacketTooBig { mtu: u32 },
+    PacketTooBig {
+        /// The MTU to report, in bytes, as the IPv6 sender must use it.
+        mtu: u32,
+    },
+    /// An IPv4 datagram with DF set too big for the IPv6 link; the caller sends
+    /// Fragmentation Needed with `mtu`.
     #[error("DF set and too big for the IPv6 link: report MTU {mtu} to the IPv4 sender")]
-    FragmentationNeeded { mtu: u16 },
+    FragmentationNeeded {
+        /// The MTU to report, in bytes, as the IPv4 sender must use it.
+        mtu: u16,
+    },
+    /// The caller's plan does not match the datagram (a flow rewrite for an
+    /// ICMP error, or the reverse): a bug in the caller, not the packet.
     #[error("the plan does not match the datagram (flow vs ICMP error)")]
     PlanMismatch,
 }
@@ -110,7 +140,9 @@ type Result<T> = core::result::Result<T, TranslateError>;
 /// The transport protocols a NAT64 keeps state for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Proto {
+    /// TCP, keyed by ports.
     Tcp,
+    /// UDP, keyed by ports.
     Udp,
     /// ICMP queries (echo), keyed by their identifier.
     Icmp,
@@ -120,25 +152,35 @@ pub enum Proto {
 /// identifier, which plays the querier's port.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Flow<A> {
+    /// TCP, UDP or ICMP echo.
     pub proto: Proto,
+    /// Source address.
     pub src: A,
+    /// Destination address.
     pub dst: A,
+    /// Source port, or the echo identifier.
     pub src_port: u16,
+    /// Destination port, or the echo identifier.
     pub dst_port: u16,
 }
 
 /// The TCP control bits the NAT's state machine follows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct TcpControl {
+    /// SYN: opens (or, from the other side, answers) a session.
     pub syn: bool,
+    /// FIN: one direction is closing.
     pub fin: bool,
+    /// RST: the session ends at once.
     pub rst: bool,
 }
 
 /// Echo direction, for ICMP query flows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Echo {
+    /// Echo request (ping).
     Request,
+    /// Echo reply.
     Reply,
 }
 
@@ -147,14 +189,20 @@ pub enum Echo {
 pub enum Content<A> {
     /// TCP, UDP or ICMP echo.
     Flow {
+        /// Addresses, protocol and ports (or echo identifier).
         flow: Flow<A>,
+        /// SYN, FIN and RST, all false for UDP and ICMP.
         tcp: TcpControl,
+        /// Request or reply for ICMP echo; `None` for TCP and UDP.
         echo: Option<Echo>,
     },
     /// An ICMP error quoting `inner`, the packet that caused it, with that
     /// packet's own source and destination (so it usually runs the other
     /// way from the error).
-    Error { inner: Flow<A> },
+    Error {
+        /// The quoted packet's flow, as that packet carried it.
+        inner: Flow<A>,
+    },
 }
 
 /// New addresses and ports for a flow. For ICMP echo the identifier is
@@ -162,9 +210,13 @@ pub enum Content<A> {
 /// identifier belongs to the querier, whichever way the message goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rewrite<A> {
+    /// New source address.
     pub src: A,
+    /// New destination address.
     pub dst: A,
+    /// New source port (echo request: the new identifier).
     pub src_port: u16,
+    /// New destination port (echo reply: the new identifier).
     pub dst_port: u16,
 }
 
@@ -175,7 +227,14 @@ pub enum Plan<A> {
     Flow(Rewrite<A>),
     /// An ICMP error gets new outer addresses, and the packet it quotes its
     /// own rewrite.
-    Error { src: A, dst: A, inner: Rewrite<A> },
+    Error {
+        /// New source of the error itself.
+        src: A,
+        /// New destination of the error: the quoted packet's sender.
+        dst: A,
+        /// The rewrite of the quoted packet.
+        inner: Rewrite<A>,
+    },
 }
 
 /// The quoted packet inside an ICMP error, located within the outer bytes.
@@ -405,18 +464,23 @@ impl<'a> Ipv6Datagram<'a> {
         })
     }
 
+    /// Source address.
     pub fn src(&self) -> Ipv6Addr {
         self.src
     }
+    /// Destination address.
     pub fn dst(&self) -> Ipv6Addr {
         self.dst
     }
+    /// Hop limit as received.
     pub fn hop_limit(&self) -> u8 {
         self.hop_limit
     }
+    /// ECN codepoint, carried over unchanged (RFC 7915 §5.1).
     pub fn ecn(&self) -> Ecn {
         Ecn::from_bits(self.traffic_class)
     }
+    /// What the datagram carries: a flow packet or an ICMP error.
     pub fn content(&self) -> &Content<Ipv6Addr> {
         &self.content
     }
@@ -649,18 +713,23 @@ impl<'a> Ipv4Datagram<'a> {
         })
     }
 
+    /// Source address.
     pub fn src(&self) -> Ipv4Addr {
         self.src
     }
+    /// Destination address.
     pub fn dst(&self) -> Ipv4Addr {
         self.dst
     }
+    /// TTL as received.
     pub fn ttl(&self) -> u8 {
         self.ttl
     }
+    /// ECN codepoint, carried over unchanged (RFC 7915 §4.1).
     pub fn ecn(&self) -> Ecn {
         Ecn::from_bits(self.tos)
     }
+    /// What the datagram carries: a flow packet or an ICMP error.
     pub fn content(&self) -> &Content<Ipv4Addr> {
         &self.content
     }

@@ -70,16 +70,82 @@ impl Pattern {
 /// Why a handshake step failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum HandshakeError {
-    #[error("noise: {0}")]
+    /// Noise could not be set up with our key, prologue or the server key
+    /// we were given: a local configuration fault, nothing the peer sent.
+    #[error("cannot set up the Noise handshake: {0}")]
+    Setup(String),
+    /// The peer's message did not decrypt. Noise authenticates every
+    /// message against the prologue and the static keys, so this is a
+    /// client that expected another server key (IK), or a version,
+    /// pattern or connection ID altered between the two sides.
+    #[error(
+        "handshake message failed authentication: wrong server key, or the version or connection IDs were altered in transit"
+    )]
+    Decrypt,
+    /// The peer's message is shorter than its pattern step needs, or one
+    /// of its X25519 public keys is unusable (a low-order point).
+    #[error(
+        "malformed handshake message of {len_bytes} bytes: truncated, or an unusable X25519 public key"
+    )]
+    MalformedMessage {
+        /// Length of the Noise message as received.
+        len_bytes: usize,
+    },
+    /// A message was read or written out of the pattern's order (for
+    /// example a second reply after the handshake finished).
+    #[error("handshake message out of turn for the Noise pattern")]
+    OutOfTurn,
+    /// Any other failure inside Noise (when writing: a payload over
+    /// 65,535 bytes, or no randomness); the text is Noise's own.
+    #[error("Noise rejected the handshake step: {0}")]
     Noise(String),
-    #[error("handshake payload: {0}")]
+    /// The decrypted payload does not parse as transport parameters plus
+    /// optional early data (docs/PROTOCOL.md §3).
+    #[error("malformed handshake payload (transport parameters or early data): {0}")]
     Payload(#[from] DecodeError),
+    /// The client's transport parameters name another source connection
+    /// ID than its Initial's header: the parameters were not written for
+    /// this packet, so the server refuses them.
+    #[error(
+        "transport parameters give source connection ID {params:?}, but the Initial's header carries {header:?}"
+    )]
+    SourceCidMismatch {
+        /// The source connection ID in the long header.
+        header: ConnectionId,
+        /// The `source_cid` transport parameter.
+        params: ConnectionId,
+    },
+    /// The client offered no packet cipher the server accepts.
     #[error("no packet cipher both sides accept")]
     NoCommonCipher,
+    /// The Noise state was gone before the handshake's last step; an
+    /// internal fault, reported rather than panicking.
+    #[error("handshake state missing before the handshake finished (internal fault)")]
+    StateMissing,
 }
 
-fn noise(e: snow::Error) -> HandshakeError {
-    HandshakeError::Noise(e.to_string())
+impl HandshakeError {
+    /// Sorts a Noise error on reading a `len_bytes` message from the peer.
+    fn on_read(e: snow::Error, len_bytes: usize) -> Self {
+        match e {
+            snow::Error::Decrypt => HandshakeError::Decrypt,
+            snow::Error::Input | snow::Error::Dh => HandshakeError::MalformedMessage { len_bytes },
+            snow::Error::State(_) => HandshakeError::OutOfTurn,
+            other => HandshakeError::Noise(other.to_string()),
+        }
+    }
+
+    /// Sorts a Noise error on writing our own message.
+    fn on_write(e: snow::Error) -> Self {
+        match e {
+            snow::Error::State(_) => HandshakeError::OutOfTurn,
+            other => HandshakeError::Noise(other.to_string()),
+        }
+    }
+}
+
+fn setup(e: snow::Error) -> HandshakeError {
+    HandshakeError::Setup(e.to_string())
 }
 
 /// The prologue both sides feed to Noise.
@@ -122,17 +188,17 @@ impl Handshake {
         prologue: &[u8],
         seed: [u8; 32],
     ) -> Result<Self, HandshakeError> {
-        let params = pattern.noise_name().parse().map_err(noise)?;
+        let params = pattern.noise_name().parse().map_err(setup)?;
         let mut b = snow::Builder::with_resolver(params, Box::new(SeededResolver::new(seed)))
             .local_private_key(local.private())
-            .map_err(noise)?
+            .map_err(setup)?
             .prologue(prologue)
-            .map_err(noise)?;
+            .map_err(setup)?;
         if let Some(k) = server_key {
-            b = b.remote_public_key(k).map_err(noise)?;
+            b = b.remote_public_key(k).map_err(setup)?;
         }
         Ok(Handshake {
-            state: b.build_initiator().map_err(noise)?,
+            state: b.build_initiator().map_err(setup)?,
             pattern,
         })
     }
@@ -144,14 +210,14 @@ impl Handshake {
         prologue: &[u8],
         seed: [u8; 32],
     ) -> Result<Self, HandshakeError> {
-        let params = pattern.noise_name().parse().map_err(noise)?;
+        let params = pattern.noise_name().parse().map_err(setup)?;
         let state = snow::Builder::with_resolver(params, Box::new(SeededResolver::new(seed)))
             .local_private_key(local.private())
-            .map_err(noise)?
+            .map_err(setup)?
             .prologue(prologue)
-            .map_err(noise)?
+            .map_err(setup)?
             .build_responder()
-            .map_err(noise)?;
+            .map_err(setup)?;
         Ok(Handshake { state, pattern })
     }
 
@@ -162,7 +228,10 @@ impl Handshake {
     /// Writes the next message carrying `payload`.
     pub fn write(&mut self, payload: &[u8]) -> Result<Vec<u8>, HandshakeError> {
         let mut out = vec![0u8; MAX_NOISE_MSG];
-        let n = self.state.write_message(payload, &mut out).map_err(noise)?;
+        let n = self
+            .state
+            .write_message(payload, &mut out)
+            .map_err(HandshakeError::on_write)?;
         out.truncate(n);
         Ok(out)
     }
@@ -172,7 +241,10 @@ impl Handshake {
     /// rejected.
     pub fn read(&mut self, msg: &[u8]) -> Result<Vec<u8>, HandshakeError> {
         let mut out = vec![0u8; MAX_NOISE_MSG];
-        let n = self.state.read_message(msg, &mut out).map_err(noise)?;
+        let n = self
+            .state
+            .read_message(msg, &mut out)
+            .map_err(|e| HandshakeError::on_read(e, msg.len()))?;
         out.truncate(n);
         Ok(out)
     }
@@ -326,7 +398,27 @@ mod tests {
         .unwrap();
         let mut s = Handshake::responder(Pattern::Ik, &server, &pro, [4; 32]).unwrap();
         let m1 = c.write(b"").unwrap();
-        assert!(s.read(&m1).is_err());
+        assert_eq!(s.read(&m1), Err(HandshakeError::Decrypt));
+    }
+
+    #[test]
+    fn read_errors_say_what_failed() {
+        let (client, server) = (keys(1), keys(2));
+        let pro = prologue(1, Pattern::Ik, &cid(1), &cid(2));
+        let mut c =
+            Handshake::initiator(Pattern::Ik, &client, Some(&server.public()), &pro, [3; 32])
+                .unwrap();
+        let m1 = c.write(b"").unwrap();
+        // Cut inside the client's encrypted static key.
+        let mut s = Handshake::responder(Pattern::Ik, &server, &pro, [4; 32]).unwrap();
+        assert_eq!(
+            s.read(&m1[..40]),
+            Err(HandshakeError::MalformedMessage { len_bytes: 40 })
+        );
+        // The client's next step is to read, not to write.
+        assert_eq!(c.write(b""), Err(HandshakeError::OutOfTurn));
+        let msg = HandshakeError::MalformedMessage { len_bytes: 40 }.to_string();
+        assert!(msg.contains("40 bytes"), "{msg}");
     }
 
     #[test]
@@ -351,7 +443,7 @@ mod tests {
         let mut c = Handshake::initiator(Pattern::Xx, &client, None, &pro, [3; 32]).unwrap();
         let mut s = Handshake::responder(Pattern::Xx, &server, &other, [4; 32]).unwrap();
         s.read(&c.write(b"").unwrap()).unwrap();
-        assert!(c.read(&s.write(b"").unwrap()).is_err());
+        assert_eq!(c.read(&s.write(b"").unwrap()), Err(HandshakeError::Decrypt));
     }
 
     #[test]

@@ -14,13 +14,13 @@ const CHUNK: usize = 256 * 1024;
 
 /// An endless body of one repeated chunk. HTTP/2 polls it only when flow
 /// control has room, so it does not spin. Counts the bytes it hands over.
-pub struct Endless {
+pub(crate) struct Endless {
     chunk: Bytes,
     sent: Arc<AtomicU64>,
 }
 
 impl Endless {
-    pub fn new(sent: Arc<AtomicU64>) -> Self {
+    pub(crate) fn new(sent: Arc<AtomicU64>) -> Self {
         Self {
             chunk: Bytes::from(vec![b'x'; CHUNK]),
             sent,

@@ -20,7 +20,9 @@ use tokio::task::JoinSet;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Direction {
+    /// Server to client: the load connections fetch the large object.
     Download,
+    /// Client to server: the load connections send an endless body.
     Upload,
     /// Both at once, as Apple's networkQuality does by default.
     Both,
@@ -38,7 +40,9 @@ impl Direction {
 /// The draft's parameters and this client's limits.
 #[derive(Debug, Clone)]
 pub struct ClientOptions {
+    /// Accept any server certificate (for a lab server with a self-signed one).
     pub insecure: bool,
+    /// Which way the load-generating connections carry data.
     pub direction: Direction,
     /// Longest the test runs before reporting what it has (the draft's 20 s).
     pub max_time: Duration,
@@ -75,10 +79,15 @@ impl Default for ClientOptions {
 /// What the client knows after each interval, for a progress display.
 #[derive(Debug, Clone)]
 pub struct Progress {
+    /// Time since the test started.
     pub elapsed: Duration,
+    /// Download goodput of the last interval, in bits per second.
     pub download_bps: f64,
+    /// Upload goodput of the last interval, in bits per second.
     pub upload_bps: f64,
+    /// Load-generating download connections open now.
     pub download_connections: usize,
+    /// Load-generating upload connections open now.
     pub upload_connections: usize,
     /// Responsiveness of the last interval's probes alone.
     pub interval_rpm: Option<f64>,
@@ -87,21 +96,34 @@ pub struct Progress {
 /// The result, in the units users read.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Report {
+    /// Round trips per minute under load: 60,000 over the probes' combined
+    /// delay in ms (higher is better).
     pub rpm: f64,
     /// Apple's networkQuality scale: Low under 300, High from 1,000.
     pub rating: &'static str,
+    /// The four delays the RPM is made of.
     pub components: Components,
+    /// Which way the load ran.
     pub direction: Direction,
     /// Goodput over the last MAD intervals, in bits per second.
     pub download_bps: f64,
+    /// Upload goodput over the last MAD intervals, in bits per second.
     pub upload_bps: f64,
+    /// Load-generating download connections at the end.
     pub download_connections: usize,
+    /// Load-generating upload connections at the end.
     pub upload_connections: usize,
+    /// Whether adding connections stopped raising goodput (the draft's
+    /// saturation) before the test ended.
     pub goodput_stable: bool,
+    /// Whether the RPM's moving average settled within SDT before the test
+    /// ended; false means the time limit cut the test short.
     pub responsiveness_stable: bool,
+    /// How long the test ran, in seconds.
     pub duration_s: f64,
     /// Probes whose samples made the result (the last MAD intervals).
     pub foreign_probes: usize,
+    /// Self probes (on loaded connections) whose samples made the result.
     pub self_probes: usize,
     /// Probes that failed or timed out over the whole run.
     pub failed_probes: usize,

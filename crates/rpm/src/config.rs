@@ -6,7 +6,9 @@ use serde::{Deserialize, Serialize};
 /// The JSON a client fetches from the config URL.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Config {
+    /// The document's format version; 1 is the only one defined.
     pub version: u32,
+    /// Where the test's three endpoints live.
     pub urls: Urls,
     /// Host (name or address, no port) to connect to instead of the URLs'
     /// host; absent or empty means the URLs' own host.
@@ -14,17 +16,24 @@ pub struct Config {
     pub test_endpoint: Option<String>,
 }
 
+/// The three endpoints of the draft's configuration document.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Urls {
+    /// A tiny object: each probe fetches it to time one HTTP round trip.
     pub small_https_download_url: String,
+    /// A large object (endless on Brisk's server) the download load streams.
     pub large_https_download_url: String,
+    /// Where the upload load sends an endless body.
     pub https_upload_url: String,
 }
 
 /// Paths Brisk's server answers on.
 pub const CONFIG_PATH: &str = "/config";
+/// Path of the small object.
 pub const SMALL_PATH: &str = "/small";
+/// Path of the large object.
 pub const LARGE_PATH: &str = "/large";
+/// Path the upload is sent to.
 pub const UPLOAD_PATH: &str = "/slurp";
 
 impl Config {

@@ -15,18 +15,22 @@ use tokio::net::TcpStream;
 use tokio::task::JoinSet;
 use tokio_rustls::TlsConnector;
 
-pub type RequestBody = BoxBody<Bytes, Infallible>;
+pub(crate) type RequestBody = BoxBody<Bytes, Infallible>;
 
 /// Where and how to connect: resolved once, used for every connection.
 #[derive(Clone)]
-pub struct Target {
-    pub addr: SocketAddr,
-    pub server_name: ServerName<'static>,
-    pub tls: TlsConnector,
+pub(crate) struct Target {
+    pub(crate) addr: SocketAddr,
+    pub(crate) server_name: ServerName<'static>,
+    pub(crate) tls: TlsConnector,
 }
 
 impl Target {
-    pub fn new(addr: SocketAddr, host: &str, tls: rustls::ClientConfig) -> Result<Self, String> {
+    pub(crate) fn new(
+        addr: SocketAddr,
+        host: &str,
+        tls: rustls::ClientConfig,
+    ) -> Result<Self, String> {
         let server_name = ServerName::try_from(host.to_string())
             .map_err(|e| format!("{host:?} is not a valid server name: {e}"))?;
         Ok(Self {
@@ -40,20 +44,20 @@ impl Target {
 /// `TCP_NOTSENT_LOWAT` on every client socket, as the draft asks of
 /// implementations: an upload keeps at most this much unsent in the kernel,
 /// so a request on the same connection is not queued behind seconds of it.
-pub const CLIENT_NOTSENT_LOWAT: u32 = 16 * 1024;
+pub(crate) const CLIENT_NOTSENT_LOWAT: u32 = 16 * 1024;
 
 /// A connection ready for requests, with how long each handshake took.
-pub struct Connection {
-    pub sender: SendRequest<RequestBody>,
-    pub tcp: Duration,
-    pub tls: Duration,
+pub(crate) struct Connection {
+    pub(crate) sender: SendRequest<RequestBody>,
+    pub(crate) tcp: Duration,
+    pub(crate) tls: Duration,
     /// A second handle on the TCP socket, to read `TCP_INFO` from.
-    pub socket: Option<std::os::fd::OwnedFd>,
+    pub(crate) socket: Option<std::os::fd::OwnedFd>,
 }
 
 /// Opens one connection; its driver task goes into `tasks`, so dropping
 /// the set closes it.
-pub async fn open(target: &Target, tasks: &mut JoinSet<()>) -> Result<Connection, String> {
+pub(crate) async fn open(target: &Target, tasks: &mut JoinSet<()>) -> Result<Connection, String> {
     let start = Instant::now();
     let tcp = TcpStream::connect(target.addr)
         .await

@@ -6,6 +6,7 @@
 //! `client` are the network edges on hyper, rustls and tokio.
 
 #![forbid(unsafe_code)]
+#![warn(missing_docs, unreachable_pub)]
 
 mod body;
 pub mod client;

@@ -114,9 +114,13 @@ impl Components {
 /// Probe durations in milliseconds, by kind.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ProbeSamples {
+    /// TCP handshake times on new connections.
     pub tcp_foreign_ms: Vec<f64>,
+    /// TLS handshake times on new connections.
     pub tls_foreign_ms: Vec<f64>,
+    /// HTTP/2 request-response times on new connections.
     pub http_foreign_ms: Vec<f64>,
+    /// HTTP/2 request-response times on the loaded connections.
     pub http_self_ms: Vec<f64>,
 }
 
@@ -135,6 +139,7 @@ impl ProbeSamples {
         self.http_foreign_ms.len()
     }
 
+    /// Self probes counted.
     pub fn self_count(&self) -> usize {
         self.http_self_ms.len()
     }

@@ -7,6 +7,7 @@
 //! `std::time::Duration`.
 
 #![forbid(unsafe_code)]
+#![warn(missing_docs, unreachable_pub)]
 
 use std::fmt;
 use std::ops::{Add, AddAssign, Sub, SubAssign};
@@ -23,6 +24,7 @@ impl Instant {
     /// Later than any time a run can reach; handy as "never" in min() folds.
     pub const FAR_FUTURE: Instant = Instant(u64::MAX);
 
+    /// Nanoseconds since the epoch, the type's own resolution: exact.
     pub const fn from_nanos(ns: u64) -> Self {
         Instant(ns)
     }
@@ -37,22 +39,30 @@ impl Instant {
         Instant(ms.saturating_mul(1_000_000))
     }
 
+    /// Seconds since the epoch, rounded down to the nanosecond. Negative
+    /// values and NaN give the epoch, values past about 584 years saturate at
+    /// `FAR_FUTURE`, so a bad configuration value cannot wrap.
     pub fn from_secs_f64(s: f64) -> Self {
         Instant((s * 1e9).max(0.0) as u64)
     }
 
+    /// Nanoseconds since the epoch.
     pub const fn as_nanos(self) -> u64 {
         self.0
     }
 
+    /// Microseconds since the epoch, rounded down.
     pub const fn as_micros(self) -> u64 {
         self.0 / 1_000
     }
 
+    /// Milliseconds since the epoch, rounded down.
     pub const fn as_millis(self) -> u64 {
         self.0 / 1_000_000
     }
 
+    /// Seconds since the epoch; exact to the nanosecond up to about 104 days
+    /// (2^53 ns), then rounded to f64's 53-bit mantissa.
     pub fn as_secs_f64(self) -> f64 {
         self.0 as f64 / 1e9
     }
@@ -72,6 +82,8 @@ impl Instant {
         self.0.checked_sub(earlier.0).map(Duration::from_nanos)
     }
 
+    /// `self + d`, or `None` past `FAR_FUTURE` (the `+` operator saturates
+    /// instead).
     pub fn checked_add(self, d: Duration) -> Option<Instant> {
         u64::try_from(d.as_nanos())
             .ok()

@@ -20,6 +20,7 @@
 //!   and checks it against the schema and qvis's loader.
 
 #![forbid(unsafe_code)]
+#![warn(missing_docs, unreachable_pub)]
 
 pub mod pcap;
 #[cfg(feature = "plot")]

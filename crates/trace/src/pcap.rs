@@ -78,7 +78,9 @@ pub enum TsResolution {
 /// How a capture is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PcapConfig {
+    /// The link-layer header type in the file header; raw IP by default.
     pub link: LinkType,
+    /// Nanosecond or microsecond timestamps.
     pub resolution: TsResolution,
     /// Bytes kept of each datagram; the record still carries its full length.
     pub snaplen_bytes: u32,
@@ -121,16 +123,33 @@ impl PcapConfig {
 /// Why a capture could not be written.
 #[derive(Debug, thiserror::Error)]
 pub enum PcapError {
+    /// The file or pipe refused the bytes.
     #[error("pcap i/o: {0}")]
     Io(#[from] io::Error),
+    /// A snaplen of 0 would keep nothing of any datagram.
     #[error("snaplen must be at least 1 byte")]
     ZeroSnaplen,
+    /// The datagram's IP version does not match the link type (IPv6 into an
+    /// IPv4-only file), or its first nibble is not 4 or 6.
     #[error("not an IP datagram the link type {link:?} can carry (version nibble {version})")]
-    WrongFamily { link: LinkType, version: u8 },
+    WrongFamily {
+        /// The file's link type.
+        link: LinkType,
+        /// The datagram's first nibble.
+        version: u8,
+    },
+    /// The datagram is longer than a pcap record's 32-bit length can state.
     #[error("datagram of {len_bytes} bytes does not fit a pcap record")]
-    TooLong { len_bytes: usize },
+    TooLong {
+        /// The datagram's length.
+        len_bytes: usize,
+    },
+    /// pcap's 32-bit seconds end in February 2106.
     #[error("timestamp {nanos} ns since the Unix epoch is past what pcap can hold (2106)")]
-    TimestampOverflow { nanos: u128 },
+    TimestampOverflow {
+        /// The record's time, offset included, in ns since the Unix epoch.
+        nanos: u128,
+    },
 }
 
 /// Writes a pcap file, one IP datagram per record, to any [`Write`].
@@ -213,6 +232,7 @@ impl<W: Write> PcapWriter<W> {
         self.packets
     }
 
+    /// The settings the file header was written with.
     pub fn config(&self) -> &PcapConfig {
         &self.config
     }

@@ -31,14 +31,18 @@ use std::time::Duration;
 
 /// RFC 7464's record separator, written before every record.
 pub const RECORD_SEPARATOR: u8 = 0x1e;
+/// The qlog schema version written in the header (draft -03).
 pub const QLOG_VERSION: &str = "0.3";
+/// The serialization written in the header: RFC 7464 JSON text sequences.
 pub const QLOG_FORMAT: &str = "JSON-SEQ";
 
 /// Why a qlog record could not be written.
 #[derive(Debug, thiserror::Error)]
 pub enum QlogError {
+    /// The file or pipe refused the bytes (disk full, closed pipe).
     #[error("qlog i/o: {0}")]
     Io(#[from] io::Error),
+    /// An event did not serialize to JSON (a non-finite float).
     #[error("qlog encoding: {0}")]
     Json(#[from] serde_json::Error),
 }
@@ -47,21 +51,27 @@ pub enum QlogError {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum VantageKind {
+    /// The connection's initiator.
     Client,
+    /// The side that accepted the connection.
     Server,
     /// An observer in the path, e.g. the simulator's bottleneck.
     Network,
 }
 
+/// Who wrote the trace, as the header's `vantage_point` records it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct VantagePoint {
+    /// A free-form label, e.g. the host or the flow's name in a scenario.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// Client, server or a network observer; qvis flips arrows by this.
     #[serde(rename = "type")]
     pub kind: VantageKind,
 }
 
 impl VantagePoint {
+    /// A vantage point with a label.
     pub fn new(kind: VantageKind, name: impl Into<String>) -> Self {
         VantagePoint {
             name: Some(name.into()),
@@ -74,17 +84,23 @@ impl VantagePoint {
 /// packets, and short-header packets after the handshake.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum PacketType {
+    /// A long-header packet carrying the client's first handshake message.
     #[serde(rename = "initial")]
     Initial,
+    /// A long-header packet carrying a later handshake message.
     #[serde(rename = "handshake")]
     Handshake,
+    /// A short-header packet protected with the keys the handshake agreed on.
     #[serde(rename = "1RTT")]
     OneRtt,
 }
 
+/// The packet header fields qlog shows for each packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct PacketHeader {
+    /// Which kind of packet.
     pub packet_type: PacketType,
+    /// The full (decoded) packet number, in its own number space.
     pub packet_number: u64,
 }
 
@@ -100,7 +116,9 @@ pub struct RawInfo {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StreamType {
+    /// Streams both sides write.
     Bidirectional,
+    /// Streams only their initiator writes.
     Unidirectional,
 }
 
@@ -108,7 +126,9 @@ pub enum StreamType {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorSpace {
+    /// A transport error code (RFC 9000 §20.1 values).
     Transport,
+    /// A code the application chose; the transport does not interpret it.
     Application,
 }
 
@@ -116,12 +136,17 @@ pub enum ErrorSpace {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "frame_type", rename_all = "snake_case")]
 pub enum QlogFrame {
+    /// Bytes of zero that fill the packet.
     Padding {
+        /// Padding bytes in the packet.
         #[serde(rename = "length")]
         length_bytes: u64,
     },
+    /// Elicits an acknowledgement; carries nothing.
     Ping,
+    /// Acknowledges packet number ranges (RFC 9000 §19.3).
     Ack {
+        /// How long the receiver held the ACK back, as it reported it.
         #[serde(serialize_with = "opt_ms", skip_serializing_if = "Option::is_none")]
         ack_delay: Option<Duration>,
         /// Inclusive `[first, last]` packet number ranges.
@@ -129,60 +154,96 @@ pub enum QlogFrame {
         /// The ECN counts (RFC 9000 §19.3.2), when the ACK carries them.
         #[serde(skip_serializing_if = "Option::is_none")]
         ect1: Option<u64>,
+        /// Packets received with ECT(0) so far.
         #[serde(skip_serializing_if = "Option::is_none")]
         ect0: Option<u64>,
+        /// Packets received with CE (congestion experienced) so far.
         #[serde(skip_serializing_if = "Option::is_none")]
         ce: Option<u64>,
     },
+    /// The sender abandons a stream (RFC 9000 §19.4).
     ResetStream {
+        /// The stream.
         stream_id: u64,
+        /// The application's reason code.
         error_code: u64,
+        /// Bytes the stream had reached when it was reset.
         final_size: u64,
     },
+    /// The receiver asks the peer to stop sending on a stream (RFC 9000 §19.5).
     StopSending {
+        /// The stream.
         stream_id: u64,
+        /// The application's reason code.
         error_code: u64,
     },
+    /// Stream data (RFC 9000 §19.8).
     Stream {
+        /// The stream.
         stream_id: u64,
+        /// Byte offset of the first data byte within the stream.
         offset: u64,
+        /// Data bytes in the frame.
         #[serde(rename = "length")]
         length_bytes: u64,
+        /// True when this frame ends the stream.
         fin: bool,
     },
+    /// Raises the connection's flow control limit (RFC 9000 §19.9).
     MaxData {
+        /// The new limit in bytes, counted from the connection's start.
         maximum: u64,
     },
+    /// Raises one stream's flow control limit (RFC 9000 §19.10).
     MaxStreamData {
+        /// The stream.
         stream_id: u64,
+        /// The new limit in bytes, counted from the stream's start.
         maximum: u64,
     },
+    /// Raises how many streams the peer may open (RFC 9000 §19.11).
     MaxStreams {
+        /// Which kind of stream the limit counts.
         stream_type: StreamType,
+        /// The new cumulative stream count.
         maximum: u64,
     },
+    /// The sender has data but the connection limit stops it (RFC 9000 §19.12).
     DataBlocked {
+        /// The connection limit in bytes it hit.
         limit: u64,
     },
+    /// The sender has data but a stream's limit stops it (RFC 9000 §19.13).
     StreamDataBlocked {
+        /// The stream.
         stream_id: u64,
+        /// The stream limit in bytes it hit.
         limit: u64,
     },
+    /// Closes the connection (RFC 9000 §19.19).
     ConnectionClose {
+        /// Transport or application code.
         error_space: ErrorSpace,
+        /// The error code.
         error_code: u64,
+        /// The human-readable reason the sender gave.
         reason: String,
     },
+    /// The server confirms the handshake (RFC 9000 §19.20).
     HandshakeDone,
     /// The sender's request for a new acknowledgement rate.
     AckFrequency {
+        /// Increases with each request; the receiver ignores older ones.
         sequence_number: u64,
+        /// Ack-eliciting packets the receiver may get before it must acknowledge.
         ack_eliciting_threshold: u64,
+        /// The longest the receiver may hold an acknowledgement back.
         #[serde(serialize_with = "ms")]
         request_max_ack_delay: Duration,
     },
     /// A frame type qlog has no name for.
     Unknown {
+        /// The frame type number as read.
         raw_frame_type: u64,
     },
 }
@@ -190,8 +251,11 @@ pub enum QlogFrame {
 /// A packet sent or received.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PacketEvent {
+    /// Type and number.
     pub header: PacketHeader,
+    /// The frames in wire order.
     pub frames: Vec<QlogFrame>,
+    /// Length on the wire, when known.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub raw: Option<RawInfo>,
 }
@@ -200,30 +264,43 @@ pub struct PacketEvent {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LossTrigger {
+    /// Enough later packets were acknowledged (packet threshold, RFC 9002 §6.1.1).
     ReorderingThreshold,
+    /// It was sent longer before an acknowledged packet than the time
+    /// threshold (9/8 of an RTT in RFC 9002 §6.1.2).
     TimeThreshold,
+    /// The probe timeout fired with the packet still unacknowledged (RFC 9002 §6.2).
     PtoExpired,
 }
 
 /// Recovery state after an update; absent fields did not change.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
 pub struct Metrics {
+    /// Smallest RTT sample seen (RFC 9002 §5.2).
     #[serde(serialize_with = "opt_ms", skip_serializing_if = "Option::is_none")]
     pub min_rtt: Option<Duration>,
+    /// Exponentially weighted RTT (RFC 9002 §5.3).
     #[serde(serialize_with = "opt_ms", skip_serializing_if = "Option::is_none")]
     pub smoothed_rtt: Option<Duration>,
+    /// The RTT sample of the newest acknowledged packet.
     #[serde(serialize_with = "opt_ms", skip_serializing_if = "Option::is_none")]
     pub latest_rtt: Option<Duration>,
+    /// Mean deviation of the RTT samples (RFC 9002 §5.3).
     #[serde(serialize_with = "opt_ms", skip_serializing_if = "Option::is_none")]
     pub rtt_variance: Option<Duration>,
+    /// Probe timeouts in a row without an acknowledgement.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pto_count: Option<u32>,
+    /// Congestion window in bytes.
     #[serde(rename = "congestion_window", skip_serializing_if = "Option::is_none")]
     pub congestion_window_bytes: Option<u64>,
+    /// Bytes sent, not yet acknowledged or declared lost.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bytes_in_flight: Option<u64>,
+    /// Slow start threshold in bytes.
     #[serde(rename = "ssthresh", skip_serializing_if = "Option::is_none")]
     pub ssthresh_bytes: Option<u64>,
+    /// Pacing rate in bits per second.
     #[serde(rename = "pacing_rate", skip_serializing_if = "Option::is_none")]
     pub pacing_rate_bps: Option<u64>,
 }
@@ -232,9 +309,13 @@ pub struct Metrics {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EcnState {
+    /// ECN-marked packets are being sent to test the path.
     Testing,
+    /// Testing is over; waiting for the ACKs that confirm or refute ECN.
     Unknown,
+    /// The path loses or bleaches marks: the sender stopped marking.
     Failed,
+    /// The path carries ECN: marks are kept.
     Capable,
 }
 
@@ -245,15 +326,21 @@ pub enum EcnState {
 pub struct ConnectionStarted {
     /// "ipv4" or "ipv6".
     pub ip_version: &'static str,
+    /// This end's address, when the core knows it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub src_ip: Option<String>,
+    /// The peer's address.
     pub dst_ip: String,
+    /// Always "QUIC", the schema qvis reads Brisk's events with.
     pub protocol: &'static str,
+    /// This end's UDP port, when known.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub src_port: Option<u16>,
+    /// The peer's UDP port.
     pub dst_port: u16,
     /// Connection IDs in hex.
     pub src_cid: String,
+    /// The connection ID this end sends to, in hex.
     pub dst_cid: String,
 }
 
@@ -282,37 +369,53 @@ impl ConnectionStarted {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "name", content = "data")]
 pub enum QlogEvent {
+    /// The trace's connection: addresses, protocol and connection IDs.
     #[serde(rename = "connectivity:connection_started")]
     ConnectionStarted(ConnectionStarted),
+    /// A packet left this end.
     #[serde(rename = "transport:packet_sent")]
     PacketSent(PacketEvent),
+    /// A packet arrived.
     #[serde(rename = "transport:packet_received")]
     PacketReceived(PacketEvent),
+    /// A packet was declared lost.
     #[serde(rename = "recovery:packet_lost")]
     PacketLost {
+        /// Type and number of the lost packet.
         header: PacketHeader,
+        /// Its frames, when the logger lists them; left out of the JSON when empty.
         #[serde(skip_serializing_if = "Vec::is_empty")]
         frames: Vec<QlogFrame>,
+        /// Which rule declared it lost.
         #[serde(skip_serializing_if = "Option::is_none")]
         trigger: Option<LossTrigger>,
     },
+    /// RTT, window or pacing changed.
     #[serde(rename = "recovery:metrics_updated")]
     MetricsUpdated(Metrics),
     /// The controller's own state names, e.g. "slow_start",
     /// "congestion_avoidance", "recovery", "application_limited".
     #[serde(rename = "recovery:congestion_state_updated")]
     CongestionStateUpdated {
+        /// The state before, when known.
         #[serde(skip_serializing_if = "Option::is_none")]
         old: Option<String>,
+        /// The state now.
         new: String,
+        /// What caused the change, when the controller says.
         #[serde(skip_serializing_if = "Option::is_none")]
         trigger: Option<String>,
     },
+    /// ECN validation moved to another state (RFC 9000 §13.4.2).
     #[serde(rename = "recovery:ecn_state_updated")]
     EcnStateUpdated {
+        /// The state before, when known.
         #[serde(skip_serializing_if = "Option::is_none")]
         old: Option<EcnState>,
+        /// The state now.
         new: EcnState,
+        /// On failure, why: "bleached", "remarked", "all_ce", "black_hole"
+        /// or "invalid_counts".
         #[serde(skip_serializing_if = "Option::is_none")]
         trigger: Option<String>,
     },
@@ -348,6 +451,7 @@ pub enum EventClass {
 }
 
 impl EventClass {
+    /// Every class, in the order `Display` lists them.
     pub const ALL: [EventClass; 5] = [
         EventClass::Connectivity,
         EventClass::Handshake,
@@ -356,6 +460,7 @@ impl EventClass {
         EventClass::Congestion,
     ];
 
+    /// The word used in `--qlog-events` lists and in `Display`.
     pub fn name(self) -> &'static str {
         match self {
             EventClass::Connectivity => "connectivity",
@@ -395,16 +500,20 @@ impl EventClass {
 pub struct EventClasses(u8);
 
 impl EventClasses {
+    /// Every class: the largest trace.
     pub const ALL: EventClasses = EventClasses(0b1_1111);
 
+    /// Whether the trace keeps `class`.
     pub fn contains(self, class: EventClass) -> bool {
         self.0 & class.bit() != 0
     }
 
+    /// This set plus `class`.
     pub fn with(self, class: EventClass) -> Self {
         EventClasses(self.0 | class.bit())
     }
 
+    /// This set minus `class`.
     pub fn without(self, class: EventClass) -> Self {
         EventClasses(self.0 & !class.bit())
     }
@@ -458,7 +567,9 @@ impl std::fmt::Display for EventClasses {
 /// Where and when a trace starts: what the header records.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TraceStart {
+    /// The header's title, e.g. the scenario or the command that ran.
     pub title: String,
+    /// Which side wrote the trace.
     pub vantage: VantagePoint,
     /// The instant, on the driver's clock, that event times count from.
     pub reference: Instant,
@@ -468,6 +579,7 @@ pub struct TraceStart {
     /// Ties the client's and the server's trace of one connection
     /// together: the client's first destination connection ID, in hex.
     pub group_id: Option<String>,
+    /// Which event classes the writer keeps; the rest are dropped unwritten.
     pub classes: EventClasses,
 }
 

@@ -27,7 +27,9 @@ const PACKET_TYPES: [&str; 7] = [
 /// A parsed trace: its header record and its events in order.
 #[derive(Debug, Clone)]
 pub struct CheckedTrace {
+    /// The header record (record 0) as JSON.
     pub header: Value,
+    /// Every event record after the header, in file order.
     pub events: Vec<Value>,
 }
 

@@ -26,11 +26,17 @@ pub struct Percentiles {
     /// added: read as zero).
     #[serde(default)]
     pub min: f64,
+    /// The median.
     pub p50: f64,
+    /// 90th percentile.
     pub p90: f64,
+    /// 99th percentile: what one request in a hundred waits longer than.
     pub p99: f64,
+    /// The largest sample.
     pub max: f64,
+    /// Arithmetic mean.
     pub mean: f64,
+    /// Samples recorded.
     pub count: u64,
 }
 
@@ -93,6 +99,8 @@ impl Default for LatencySummary {
 }
 
 impl LatencySummary {
+    /// Empty; keeps latencies up to 1 h at 3 significant digits (a longer
+    /// one counts as 1 h).
     pub fn new() -> Self {
         LatencySummary(Hist::new(MAX_LATENCY_US))
     }
@@ -113,10 +121,12 @@ impl LatencySummary {
         Duration::from_micros(self.0.quantile(q))
     }
 
+    /// Samples recorded.
     pub fn len(&self) -> u64 {
         self.0.0.len()
     }
 
+    /// True before the first sample.
     pub fn is_empty(&self) -> bool {
         self.0.0.is_empty()
     }
@@ -139,22 +149,28 @@ impl Default for SizeSummary {
 }
 
 impl SizeSummary {
+    /// Empty; keeps sizes up to 1 TiB at 3 significant digits (a larger one
+    /// counts as 1 TiB).
     pub fn new() -> Self {
         SizeSummary(Hist::new(MAX_SIZE_BYTES))
     }
 
+    /// Records one size in bytes.
     pub fn record(&mut self, len_bytes: u64) {
         self.0.record(len_bytes);
     }
 
+    /// Adds every sample of `other`.
     pub fn merge(&mut self, other: &SizeSummary) {
         self.0.merge(&other.0);
     }
 
+    /// Samples recorded.
     pub fn len(&self) -> u64 {
         self.0.0.len()
     }
 
+    /// True before the first sample.
     pub fn is_empty(&self) -> bool {
         self.0.0.is_empty()
     }
@@ -168,13 +184,16 @@ impl SizeSummary {
 /// A named time series: `(seconds since the run's start, value in unit)`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Series {
+    /// Legend entry and column name.
     pub name: String,
     /// The unit of the values, e.g. "ms" or "Mbit/s"; plots print it.
     pub unit: String,
+    /// `(seconds since the run's start, value)` in recording order.
     pub points: Vec<(f64, f64)>,
 }
 
 impl Series {
+    /// An empty series.
     pub fn new(name: impl Into<String>, unit: impl Into<String>) -> Self {
         Series {
             name: name.into(),
@@ -183,6 +202,7 @@ impl Series {
         }
     }
 
+    /// Appends a value observed `t_s` seconds after the run's start.
     pub fn push(&mut self, t_s: f64, value: f64) {
         self.points.push((t_s, value));
     }

@@ -26,6 +26,7 @@ impl Ecn {
         }
     }
 
+    /// The codepoint as the two low bits of the TOS / traffic class byte.
     pub const fn bits(self) -> u8 {
         match self {
             Ecn::NotEct => 0b00,
@@ -45,6 +46,7 @@ impl Ecn {
         matches!(self, Ecn::Ect1 | Ecn::Ce)
     }
 
+    /// The lower-case name reports and JSON use: `not-ect`, `ect1`, `ect0`, `ce`.
     pub const fn name(self) -> &'static str {
         match self {
             Ecn::NotEct => "not-ect",

@@ -20,24 +20,32 @@ pub fn version(bytes: &[u8]) -> Result<u8> {
 /// The transport 5-tuple a flow-queueing discipline hashes on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct FlowKey {
+    /// Source address.
     pub src: IpAddr,
+    /// Destination address.
     pub dst: IpAddr,
+    /// Upper-layer protocol (6 TCP, 17 UDP); for IPv6, after extension headers.
     pub protocol: u8,
     /// Zero for protocols without ports and for non-first fragments.
     pub src_port: u16,
+    /// Zero for protocols without ports and for non-first fragments.
     pub dst_port: u16,
 }
 
 /// What the network layer shows of a datagram, read in one pass.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct IpSummary {
+    /// 4 or 6.
     pub version: u8,
+    /// The ECN codepoint from the TOS byte or traffic class.
     pub ecn: Ecn,
+    /// The DSCP, six bits.
     pub dscp: u8,
     /// Bytes of the whole datagram per its length field.
     pub total_len: usize,
     /// Offset of the transport header within the datagram.
     pub transport_offset: usize,
+    /// Addresses, protocol and ports.
     pub flow: FlowKey,
 }
 
@@ -324,10 +332,15 @@ fn parse_udp_checked(
 /// A TCP segment read out of a whole datagram by [`parse_tcp`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TcpSegment<'a> {
+    /// Source address.
     pub src: IpAddr,
+    /// Destination address.
     pub dst: IpAddr,
+    /// The ECN codepoint the segment arrived with.
     pub ecn: Ecn,
+    /// The TCP header, checksum verified.
     pub tcp: TcpRepr,
+    /// The segment's data, borrowed from the datagram.
     pub payload: &'a [u8],
 }
 

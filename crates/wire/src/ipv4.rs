@@ -5,16 +5,16 @@ use std::net::Ipv4Addr;
 
 mod field {
     use core::ops::Range;
-    pub const VER_IHL: usize = 0;
-    pub const TOS: usize = 1;
-    pub const LEN: Range<usize> = 2..4;
-    pub const IDENT: Range<usize> = 4..6;
-    pub const FLG_OFF: Range<usize> = 6..8;
-    pub const TTL: usize = 8;
-    pub const PROTOCOL: usize = 9;
-    pub const CHECKSUM: Range<usize> = 10..12;
-    pub const SRC: Range<usize> = 12..16;
-    pub const DST: Range<usize> = 16..20;
+    pub(super) const VER_IHL: usize = 0;
+    pub(super) const TOS: usize = 1;
+    pub(super) const LEN: Range<usize> = 2..4;
+    pub(super) const IDENT: Range<usize> = 4..6;
+    pub(super) const FLG_OFF: Range<usize> = 6..8;
+    pub(super) const TTL: usize = 8;
+    pub(super) const PROTOCOL: usize = 9;
+    pub(super) const CHECKSUM: Range<usize> = 10..12;
+    pub(super) const SRC: Range<usize> = 12..16;
+    pub(super) const DST: Range<usize> = 16..20;
 }
 
 /// Length of a header without options.
@@ -63,24 +63,32 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
         self.buffer.as_ref()
     }
 
+    /// Header length in bytes (IHL × 4), options included; 20 to 60.
     pub fn header_len(&self) -> usize {
         usize::from(self.b()[field::VER_IHL] & 0x0f) * 4
     }
+    /// The DSCP, the upper six bits of the TOS byte (RFC 2474), 0 to 63.
     pub fn dscp(&self) -> u8 {
         self.b()[field::TOS] >> 2
     }
+    /// The ECN codepoint from the two low bits of the TOS byte (RFC 3168).
     pub fn ecn(&self) -> Ecn {
         Ecn::from_bits(self.b()[field::TOS])
     }
+    /// Total length field in bytes, header included; bytes past it in the
+    /// buffer (Ethernet padding) belong to no getter.
     pub fn total_len(&self) -> usize {
         usize::from(u16::from_be_bytes([self.b()[2], self.b()[3]]))
     }
+    /// Identification field, the key fragments of one datagram share.
     pub fn ident(&self) -> u16 {
         u16::from_be_bytes([
             self.b()[field::IDENT.start],
             self.b()[field::IDENT.start + 1],
         ])
     }
+    /// The DF flag: routers must drop rather than fragment (the basis of PMTU
+    /// discovery, RFC 1191).
     pub fn dont_frag(&self) -> bool {
         self.b()[field::FLG_OFF.start] & 0x40 != 0
     }
@@ -89,23 +97,30 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
         let v = u16::from_be_bytes([self.b()[6], self.b()[7]]);
         v & 0x2000 != 0 || v & 0x1fff != 0
     }
+    /// Time to live: hops left before a router drops the datagram.
     pub fn ttl(&self) -> u8 {
         self.b()[field::TTL]
     }
+    /// The upper-layer protocol number (6 TCP, 17 UDP, 1 ICMP).
     pub fn protocol(&self) -> u8 {
         self.b()[field::PROTOCOL]
     }
+    /// The header checksum field as received (not verified here).
     pub fn checksum(&self) -> u16 {
         u16::from_be_bytes([self.b()[10], self.b()[11]])
     }
+    /// Source address.
     pub fn src(&self) -> Ipv4Addr {
         let s = &self.b()[field::SRC];
         Ipv4Addr::new(s[0], s[1], s[2], s[3])
     }
+    /// Destination address.
     pub fn dst(&self) -> Ipv4Addr {
         let s = &self.b()[field::DST];
         Ipv4Addr::new(s[0], s[1], s[2], s[3])
     }
+    /// True when the header checksum, options included, is correct. The
+    /// payload is not covered: UDP and TCP carry their own.
     pub fn verify_checksum(&self) -> bool {
         checksum::of(&self.b()[..self.header_len()]) == 0
     }
@@ -113,6 +128,7 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
     pub fn payload(&self) -> &[u8] {
         &self.b()[self.header_len()..self.total_len()]
     }
+    /// Gives the buffer back.
     pub fn into_inner(self) -> T {
         self.buffer
     }
@@ -144,6 +160,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
         true
     }
 
+    /// The bytes after the header, up to the total length, writable.
     pub fn payload_mut(&mut self) -> &mut [u8] {
         let (h, t) = (self.header_len(), self.total_len());
         &mut self.buffer.as_mut()[h..t]
@@ -158,6 +175,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
         let b = self.buffer.as_mut();
         b[field::TOS] = ((dscp & 0x3f) << 2) | (b[field::TOS] & 0b11);
     }
+    /// Writes the identification field.
     pub fn set_ident(&mut self, ident: u16) {
         self.buffer.as_mut()[field::IDENT].copy_from_slice(&ident.to_be_bytes());
     }
@@ -167,15 +185,22 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
         let df_bit = if df { 0x40 } else { 0 };
         b[field::FLG_OFF.start] = (b[field::FLG_OFF.start] & !0x40) | df_bit;
     }
+    /// Writes the TTL.
     pub fn set_ttl(&mut self, ttl: u8) {
         self.buffer.as_mut()[field::TTL] = ttl;
     }
+    /// Writes the protocol number; the pseudo-header checksum of an upper layer
+    /// already written is not updated.
     pub fn set_protocol(&mut self, protocol: u8) {
         self.buffer.as_mut()[field::PROTOCOL] = protocol;
     }
+    /// Writes the source address; an upper-layer checksum over the
+    /// pseudo-header is not updated.
     pub fn set_src(&mut self, src: Ipv4Addr) {
         self.buffer.as_mut()[field::SRC].copy_from_slice(&src.octets());
     }
+    /// Writes the destination address; an upper-layer checksum over the
+    /// pseudo-header is not updated.
     pub fn set_dst(&mut self, dst: Ipv4Addr) {
         self.buffer.as_mut()[field::DST].copy_from_slice(&dst.octets());
     }
@@ -192,13 +217,22 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
 /// A parsed IPv4 header without options.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Ipv4Repr {
+    /// Source address.
     pub src: Ipv4Addr,
+    /// Destination address.
     pub dst: Ipv4Addr,
+    /// Upper-layer protocol number (6 TCP, 17 UDP).
     pub protocol: u8,
+    /// DSCP, six bits (0 to 63); `emit` refuses larger values.
     pub dscp: u8,
+    /// ECN codepoint.
     pub ecn: Ecn,
+    /// Time to live in hops.
     pub ttl: u8,
+    /// Identification field.
     pub ident: u16,
+    /// Bytes after the header (total length minus header length); `emit`
+    /// refuses more than 65,515.
     pub payload_len: usize,
 }
 
@@ -220,6 +254,7 @@ impl Ipv4Repr {
         })
     }
 
+    /// Always 20: `emit` writes no options.
     pub fn header_len(&self) -> usize {
         HEADER_LEN
     }

@@ -6,14 +6,15 @@ use std::net::Ipv6Addr;
 
 mod field {
     use core::ops::Range;
-    pub const VTC_FLOW: Range<usize> = 0..4;
-    pub const PAYLOAD_LEN: Range<usize> = 4..6;
-    pub const NEXT_HEADER: usize = 6;
-    pub const HOP_LIMIT: usize = 7;
-    pub const SRC: Range<usize> = 8..24;
-    pub const DST: Range<usize> = 24..40;
+    pub(super) const VTC_FLOW: Range<usize> = 0..4;
+    pub(super) const PAYLOAD_LEN: Range<usize> = 4..6;
+    pub(super) const NEXT_HEADER: usize = 6;
+    pub(super) const HOP_LIMIT: usize = 7;
+    pub(super) const SRC: Range<usize> = 8..24;
+    pub(super) const DST: Range<usize> = 24..40;
 }
 
+/// Length of the fixed header in bytes; extension headers come after it.
 pub const HEADER_LEN: usize = 40;
 
 /// A read (and, over `&mut [u8]`, write) view of an IPv6 datagram.
@@ -53,38 +54,53 @@ impl<T: AsRef<[u8]>> Ipv6Packet<T> {
         let b = self.b();
         (b[0] << 4) | (b[1] >> 4)
     }
+    /// The DSCP, the upper six bits of the traffic class (RFC 2474), 0 to 63.
     pub fn dscp(&self) -> u8 {
         self.traffic_class() >> 2
     }
+    /// The ECN codepoint from the two low bits of the traffic class (RFC 3168).
     pub fn ecn(&self) -> Ecn {
         Ecn::from_bits(self.traffic_class())
     }
+    /// The 20-bit flow label (RFC 6437); 0 means the sender set none.
     pub fn flow_label(&self) -> u32 {
         let b = self.b();
         u32::from_be_bytes([0, b[1] & 0x0f, b[2], b[3]])
     }
+    /// Payload length field in bytes: everything after the fixed header,
+    /// extension headers included. A jumbogram (field 0 with a hop-by-hop
+    /// jumbo option) reads as 0.
     pub fn payload_len(&self) -> usize {
         usize::from(u16::from_be_bytes([self.b()[4], self.b()[5]]))
     }
+    /// Fixed header plus payload length, in bytes; bytes past it in the buffer
+    /// belong to no getter.
     pub fn total_len(&self) -> usize {
         HEADER_LEN + self.payload_len()
     }
+    /// The header after the fixed one: an extension header (0, 43, 44, 60) or
+    /// the upper layer (6 TCP, 17 UDP, 58 ICMPv6); see `upper_layer`.
     pub fn next_header(&self) -> u8 {
         self.b()[field::NEXT_HEADER]
     }
+    /// Hops left before a router drops the datagram (IPv4's TTL).
     pub fn hop_limit(&self) -> u8 {
         self.b()[field::HOP_LIMIT]
     }
+    /// Source address.
     pub fn src(&self) -> Ipv6Addr {
         let mut a = [0u8; 16];
         a.copy_from_slice(&self.b()[field::SRC]);
         Ipv6Addr::from(a)
     }
+    /// Destination address.
     pub fn dst(&self) -> Ipv6Addr {
         let mut a = [0u8; 16];
         a.copy_from_slice(&self.b()[field::DST]);
         Ipv6Addr::from(a)
     }
+    /// The bytes after the fixed header up to the payload length, extension
+    /// headers included.
     pub fn payload(&self) -> &[u8] {
         &self.b()[HEADER_LEN..self.total_len()]
     }
@@ -116,6 +132,7 @@ impl<T: AsRef<[u8]>> Ipv6Packet<T> {
         }
         None
     }
+    /// Gives the buffer back.
     pub fn into_inner(self) -> T {
         self.buffer
     }
@@ -138,6 +155,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv6Packet<T> {
         true
     }
 
+    /// The bytes after the fixed header up to the payload length, writable.
     pub fn payload_mut(&mut self) -> &mut [u8] {
         let t = self.total_len();
         &mut self.buffer.as_mut()[HEADER_LEN..t]
@@ -161,15 +179,21 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv6Packet<T> {
         b[2] = mid;
         b[3] = lo;
     }
+    /// Writes the next-header field; an upper-layer checksum is not updated.
     pub fn set_next_header(&mut self, next_header: u8) {
         self.buffer.as_mut()[field::NEXT_HEADER] = next_header;
     }
+    /// Writes the hop limit.
     pub fn set_hop_limit(&mut self, hop_limit: u8) {
         self.buffer.as_mut()[field::HOP_LIMIT] = hop_limit;
     }
+    /// Writes the source address; an upper-layer checksum over the
+    /// pseudo-header is not updated.
     pub fn set_src(&mut self, src: Ipv6Addr) {
         self.buffer.as_mut()[field::SRC].copy_from_slice(&src.octets());
     }
+    /// Writes the destination address; an upper-layer checksum over the
+    /// pseudo-header is not updated.
     pub fn set_dst(&mut self, dst: Ipv6Addr) {
         self.buffer.as_mut()[field::DST].copy_from_slice(&dst.octets());
     }
@@ -178,17 +202,29 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv6Packet<T> {
 /// A parsed IPv6 fixed header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Ipv6Repr {
+    /// Source address.
     pub src: Ipv6Addr,
+    /// Destination address.
     pub dst: Ipv6Addr,
+    /// Next header: what `emit` writes, the upper layer when no extension
+    /// headers follow.
     pub next_header: u8,
+    /// DSCP, six bits (0 to 63); `emit` refuses larger values.
     pub dscp: u8,
+    /// ECN codepoint.
     pub ecn: Ecn,
+    /// Flow label, 20 bits; `emit` refuses larger values.
     pub flow_label: u32,
+    /// Hop limit.
     pub hop_limit: u8,
+    /// Bytes after the fixed header, extension headers included; `emit`
+    /// refuses more than 65,535 (no jumbograms).
     pub payload_len: usize,
 }
 
 impl Ipv6Repr {
+    /// Reads the fixed header; IPv6 has no header checksum, so this cannot fail
+    /// after `new_checked` (the `Result` matches the other formats).
     pub fn parse<T: AsRef<[u8]>>(p: &Ipv6Packet<T>) -> Result<Self> {
         Ok(Ipv6Repr {
             src: p.src(),
@@ -202,6 +238,7 @@ impl Ipv6Repr {
         })
     }
 
+    /// Always 40: `emit` writes no extension headers.
     pub fn header_len(&self) -> usize {
         HEADER_LEN
     }

@@ -28,6 +28,7 @@
 //! `fuzz/` is a cargo-fuzz crate (`parse_any`) outside the workspace.
 
 #![forbid(unsafe_code)]
+#![warn(missing_docs, unreachable_pub)]
 
 pub mod checksum;
 pub mod ecn;
@@ -48,16 +49,27 @@ pub use nat64_prefix::Nat64Prefix;
 /// Why bytes could not be read as the format asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum WireError {
+    /// The buffer ends before the header or a length field says it should.
     #[error("truncated: need {need} bytes, have {have}")]
-    Truncated { need: usize, have: usize },
+    Truncated {
+        /// Bytes the format needs.
+        need: usize,
+        /// Bytes the buffer holds.
+        have: usize,
+    },
+    /// The IP version nibble is neither 4 nor 6 (or not the one the view reads).
     #[error("bad version {0}")]
     BadVersion(u8),
+    /// A field holds a value its RFC forbids; the text names the field.
     #[error("malformed header: {0}")]
     Malformed(&'static str),
+    /// The Internet checksum over the header (and pseudo-header) does not sum to zero.
     #[error("bad checksum")]
     BadChecksum,
+    /// Source and destination, or a datagram and a NAT64 prefix, are not the same IP family.
     #[error("address families differ")]
     FamilyMismatch,
 }
 
+/// The result of every parse and emit in this crate.
 pub type Result<T> = core::result::Result<T, WireError>;

@@ -32,12 +32,19 @@ const U_OCTET: usize = 8;
 /// Why a prefix was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum PrefixError {
+    /// RFC 6052 §2.2 allows only these lengths, so the IPv4 address lands on
+    /// octet boundaries around the u octet.
     #[error("prefix length /{0} is not one of 32, 40, 48, 56, 64, 96")]
     BadLength(u8),
+    /// The address has bits set past the prefix length (a typo caught rather
+    /// than masked).
     #[error("bits after the prefix length are set")]
     HostBitsSet,
+    /// RFC 6052 §2.2 reserves bits 64 to 71; a /96 prefix covers them, so they
+    /// must be zero.
     #[error("bits 64-71 (the u octet) of a /96 prefix must be zero")]
     NonZeroUOctet,
+    /// The text is not `IPv6-address/length`.
     #[error("expected `address/length`")]
     Syntax,
 }
@@ -78,6 +85,7 @@ impl Nat64Prefix {
         Ipv6Addr::from(self.octets)
     }
 
+    /// Prefix length in bits: 32, 40, 48, 56, 64 or 96.
     pub fn len_bits(&self) -> u8 {
         self.len_bits
     }

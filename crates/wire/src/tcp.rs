@@ -14,15 +14,15 @@ use std::net::IpAddr;
 
 mod field {
     use core::ops::Range;
-    pub const SRC_PORT: Range<usize> = 0..2;
-    pub const DST_PORT: Range<usize> = 2..4;
-    pub const SEQ: Range<usize> = 4..8;
-    pub const ACK: Range<usize> = 8..12;
+    pub(super) const SRC_PORT: Range<usize> = 0..2;
+    pub(super) const DST_PORT: Range<usize> = 2..4;
+    pub(super) const SEQ: Range<usize> = 4..8;
+    pub(super) const ACK: Range<usize> = 8..12;
     /// Data offset (4 bits), reserved (3 bits), then the 9 flags.
-    pub const OFF_FLAGS: Range<usize> = 12..14;
-    pub const WINDOW: Range<usize> = 14..16;
-    pub const CHECKSUM: Range<usize> = 16..18;
-    pub const URGENT: Range<usize> = 18..20;
+    pub(super) const OFF_FLAGS: Range<usize> = 12..14;
+    pub(super) const WINDOW: Range<usize> = 14..16;
+    pub(super) const CHECKSUM: Range<usize> = 16..18;
+    pub(super) const URGENT: Range<usize> = 18..20;
 }
 
 /// The nine flag bits within header bytes 12..14.
@@ -80,12 +80,16 @@ impl<T: AsRef<[u8]>> TcpPacket<T> {
         u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
     }
 
+    /// Source port.
     pub fn src_port(&self) -> u16 {
         self.be16(field::SRC_PORT.start)
     }
+    /// Destination port.
     pub fn dst_port(&self) -> u16 {
         self.be16(field::DST_PORT.start)
     }
+    /// Sequence number of the first data byte (of the SYN itself on a SYN),
+    /// modulo 2^32.
     pub fn seq_number(&self) -> u32 {
         self.be32(field::SEQ.start)
     }
@@ -97,30 +101,40 @@ impl<T: AsRef<[u8]>> TcpPacket<T> {
     pub fn header_len(&self) -> usize {
         usize::from(self.b()[field::OFF_FLAGS.start] >> 4) * 4
     }
+    /// All nine flag bits; the three reserved bits are dropped.
     pub fn flags(&self) -> TcpFlags {
         TcpFlags::from_bits_truncate(self.be16(field::OFF_FLAGS.start))
     }
+    /// FIN: the sender has no more data.
     pub fn fin(&self) -> bool {
         self.flags().contains(TcpFlags::FIN)
     }
+    /// SYN: opens a connection; carries the initial sequence number.
     pub fn syn(&self) -> bool {
         self.flags().contains(TcpFlags::SYN)
     }
+    /// RST: aborts the connection.
     pub fn rst(&self) -> bool {
         self.flags().contains(TcpFlags::RST)
     }
+    /// PSH: the receiver should hand the data to the application now.
     pub fn psh(&self) -> bool {
         self.flags().contains(TcpFlags::PSH)
     }
+    /// ACK: the acknowledgment number is valid (set on all but the first SYN).
     pub fn ack(&self) -> bool {
         self.flags().contains(TcpFlags::ACK)
     }
+    /// URG: the urgent pointer is valid.
     pub fn urg(&self) -> bool {
         self.flags().contains(TcpFlags::URG)
     }
+    /// ECE: ECN-Echo (RFC 3168), or one bit of the AccECN counter.
     pub fn ece(&self) -> bool {
         self.flags().contains(TcpFlags::ECE)
     }
+    /// CWR: congestion window reduced (RFC 3168), or one bit of the AccECN
+    /// counter.
     pub fn cwr(&self) -> bool {
         self.flags().contains(TcpFlags::CWR)
     }
@@ -136,9 +150,11 @@ impl<T: AsRef<[u8]>> TcpPacket<T> {
     pub fn window(&self) -> u16 {
         self.be16(field::WINDOW.start)
     }
+    /// The checksum field as received (see `verify_checksum`).
     pub fn checksum(&self) -> u16 {
         self.be16(field::CHECKSUM.start)
     }
+    /// Urgent pointer: offset from the sequence number, valid only with URG.
     pub fn urgent_pointer(&self) -> u16 {
         self.be16(field::URGENT.start)
     }
@@ -167,6 +183,7 @@ impl<T: AsRef<[u8]>> TcpPacket<T> {
         let sum = checksum::pseudo_header_ip(src, dst, PROTOCOL, self.len());
         checksum::finish(checksum::add(sum, self.b())) == 0
     }
+    /// Gives the buffer back.
     pub fn into_inner(self) -> T {
         self.buffer
     }
@@ -177,15 +194,19 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> TcpPacket<T> {
         self.buffer.as_mut()[range].copy_from_slice(bytes);
     }
 
+    /// Writes the source port; the checksum is left stale (see `fill_checksum`).
     pub fn set_src_port(&mut self, port: u16) {
         self.put(field::SRC_PORT, &port.to_be_bytes());
     }
+    /// Writes the destination port; the checksum is left stale.
     pub fn set_dst_port(&mut self, port: u16) {
         self.put(field::DST_PORT, &port.to_be_bytes());
     }
+    /// Writes the sequence number; the checksum is left stale.
     pub fn set_seq_number(&mut self, seq: u32) {
         self.put(field::SEQ, &seq.to_be_bytes());
     }
+    /// Writes the acknowledgment number; the checksum is left stale.
     pub fn set_ack_number(&mut self, ack: u32) {
         self.put(field::ACK, &ack.to_be_bytes());
     }
@@ -195,12 +216,16 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> TcpPacket<T> {
         let new = (old & !FLAGS_MASK) | flags.bits();
         self.put(field::OFF_FLAGS, &new.to_be_bytes());
     }
+    /// Writes the window field as sent, before scaling; the checksum is left
+    /// stale.
     pub fn set_window(&mut self, window: u16) {
         self.put(field::WINDOW, &window.to_be_bytes());
     }
+    /// Writes the checksum field as given.
     pub fn set_checksum(&mut self, check: u16) {
         self.put(field::CHECKSUM, &check.to_be_bytes());
     }
+    /// Writes the urgent pointer; the checksum is left stale.
     pub fn set_urgent_pointer(&mut self, urgent: u16) {
         self.put(field::URGENT, &urgent.to_be_bytes());
     }
@@ -209,6 +234,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> TcpPacket<T> {
         let h = self.header_len();
         &mut self.buffer.as_mut()[HEADER_LEN..h]
     }
+    /// The data after the header, writable.
     pub fn payload_mut(&mut self) -> &mut [u8] {
         let h = self.header_len();
         &mut self.buffer.as_mut()[h..]
@@ -225,14 +251,19 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> TcpPacket<T> {
 /// A parsed TCP header: every field, options in wire order without padding.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct TcpRepr {
+    /// Source port.
     pub src_port: u16,
+    /// Destination port.
     pub dst_port: u16,
+    /// Sequence number, modulo 2^32.
     pub seq_number: u32,
     /// Sent as is; meaningful only with [`TcpFlags::ACK`].
     pub ack_number: u32,
+    /// The nine flags.
     pub flags: TcpFlags,
     /// As sent, before window scaling.
     pub window: u16,
+    /// Urgent pointer, meaningful only with URG.
     pub urgent_pointer: u16,
     /// Never holds [`TcpOption::EndOfList`]: parsing stops there and
     /// emitting pads with it.

@@ -3,6 +3,7 @@
 use crate::{Result, WireError, checksum};
 use std::net::IpAddr;
 
+/// UDP header length in bytes: ports, length, checksum.
 pub const HEADER_LEN: usize = 8;
 /// IP protocol / IPv6 next-header number of UDP.
 pub const PROTOCOL: u8 = 17;
@@ -39,21 +40,28 @@ impl<T: AsRef<[u8]>> UdpPacket<T> {
     fn b(&self) -> &[u8] {
         self.buffer.as_ref()
     }
+    /// Source port (host byte order).
     pub fn src_port(&self) -> u16 {
         u16::from_be_bytes([self.b()[0], self.b()[1]])
     }
+    /// Destination port (host byte order).
     pub fn dst_port(&self) -> u16 {
         u16::from_be_bytes([self.b()[2], self.b()[3]])
     }
+    /// The length field in bytes, header included; `new_checked` ensured it lies
+    /// between 8 and the buffer's length, so bytes past it (padding) are ignored.
     pub fn len(&self) -> usize {
         usize::from(u16::from_be_bytes([self.b()[4], self.b()[5]]))
     }
+    /// True when the datagram carries no payload (length field 8).
     pub fn is_empty(&self) -> bool {
         self.len() == HEADER_LEN
     }
+    /// The checksum field as sent; 0 means the sender computed none (IPv4 only).
     pub fn checksum(&self) -> u16 {
         u16::from_be_bytes([self.b()[6], self.b()[7]])
     }
+    /// The payload up to the length field, not the rest of the buffer.
     pub fn payload(&self) -> &[u8] {
         &self.b()[HEADER_LEN..self.len()]
     }
@@ -68,12 +76,15 @@ impl<T: AsRef<[u8]>> UdpPacket<T> {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> UdpPacket<T> {
+    /// Writes the source port; the checksum is not updated (see `fill_checksum`).
     pub fn set_src_port(&mut self, port: u16) {
         self.buffer.as_mut()[0..2].copy_from_slice(&port.to_be_bytes());
     }
+    /// Writes the destination port; the checksum is not updated (see `fill_checksum`).
     pub fn set_dst_port(&mut self, port: u16) {
         self.buffer.as_mut()[2..4].copy_from_slice(&port.to_be_bytes());
     }
+    /// Writes the checksum field as given.
     pub fn set_checksum(&mut self, check: u16) {
         self.buffer.as_mut()[6..8].copy_from_slice(&check.to_be_bytes());
     }
@@ -98,7 +109,9 @@ fn pseudo(src: IpAddr, dst: IpAddr, len: usize) -> u32 {
 /// A parsed UDP header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct UdpRepr {
+    /// Source port.
     pub src_port: u16,
+    /// Destination port.
     pub dst_port: u16,
 }
 

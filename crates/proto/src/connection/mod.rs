@@ -20,6 +20,8 @@
 //! from packets that belong to no connection state (Retry, Refuse,
 //! stateless reset), `tests` ACK_FREQUENCY between two endpoints.
 
+#[cfg(test)]
+mod handshake_errors;
 mod recv;
 mod send;
 mod stateless;
@@ -489,9 +491,10 @@ impl Connection {
         let mut noise = Handshake::responder(initial.pattern, &config.keypair, &prologue, seed)?;
         let payload = HandshakePayload::parse(&noise.read(initial.message)?)?;
         if payload.params.source_cid != initial.scid {
-            return Err(HandshakeError::Noise(
-                "source connection id mismatch".into(),
-            ));
+            return Err(HandshakeError::SourceCidMismatch {
+                header: initial.scid,
+                params: payload.params.source_cid,
+            });
         }
         // Our first preference that the client accepts.
         let cipher = config
@@ -553,7 +556,7 @@ impl Connection {
         }
         .emit();
         let Some(noise) = conn.hs.noise.as_mut() else {
-            return Err(HandshakeError::Noise("handshake state missing".into()));
+            return Err(HandshakeError::StateMissing);
         };
         let msg = noise.write(&reply)?;
         conn.hs.last_msg = Some((LongType::Handshake, hs_payload(None, &msg)));

@@ -55,11 +55,15 @@ impl Ranged for CategoryAxis {
 /// draw no bar).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct BarSeries {
+    /// The legend entry.
     pub name: String,
+    /// One value per category, in the y axis' unit; a missing or
+    /// non-finite value leaves a gap.
     pub values: Vec<f64>,
 }
 
 impl BarSeries {
+    /// A contender's row of values.
     pub fn new(name: impl Into<String>, values: Vec<f64>) -> Self {
         BarSeries {
             name: name.into(),
@@ -73,6 +77,7 @@ impl BarSeries {
 pub struct BarChart {
     /// Group labels along the x axis, e.g. "0%", "1%", "5%".
     pub categories: Vec<String>,
+    /// The contenders, one bar each per group, in legend order.
     pub series: Vec<BarSeries>,
     /// Drawn as a dashed line through the group centres.
     pub reference: Option<BarSeries>,

@@ -15,11 +15,14 @@ pub const MAX_STEPS_PER_SET: usize = 1_000;
 /// A named set of samples in the x axis' unit.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Samples {
+    /// The legend entry.
     pub name: String,
+    /// The samples in any order; non-finite ones are left out.
     pub values: Vec<f64>,
 }
 
 impl Samples {
+    /// A named set of samples.
     pub fn new(name: impl Into<String>, values: Vec<f64>) -> Self {
         Samples {
             name: name.into(),

@@ -32,6 +32,7 @@ use std::ops::Range;
 /// Report-sized: wide enough for a few seconds of detail, short enough that
 /// two fit on a screen.
 pub const DEFAULT_WIDTH_PX: u32 = 900;
+/// Height of a report-sized figure in pixels.
 pub const DEFAULT_HEIGHT_PX: u32 = 420;
 /// Below this a frame cannot fit its labels.
 const MIN_WIDTH_PX: u32 = 200;
@@ -69,12 +70,14 @@ fn colour(i: usize) -> RGBColor {
 /// What an axis measures and in which unit.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Axis {
+    /// What is measured, e.g. "time" or "RTT".
     pub name: String,
     /// Printed in parentheses after the name; empty for unitless ratios.
     pub unit: String,
 }
 
 impl Axis {
+    /// An axis; pass "" as the unit for a unitless ratio.
     pub fn new(name: impl Into<String>, unit: impl Into<String>) -> Self {
         Axis {
             name: name.into(),
@@ -95,10 +98,15 @@ impl Axis {
 /// The parts every plot shares: title, axes and pixel size.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Frame {
+    /// Printed above the plot area.
     pub title: String,
+    /// The horizontal axis.
     pub x: Axis,
+    /// The vertical axis.
     pub y: Axis,
+    /// Width of the SVG in pixels, 200 to 20,000.
     pub width_px: u32,
+    /// Height of the SVG in pixels, 150 to 20,000.
     pub height_px: u32,
 }
 
@@ -114,6 +122,8 @@ impl Frame {
         }
     }
 
+    /// The same frame at another size; drawing checks the bounds and fails
+    /// with [`PlotError::BadSize`] outside them.
     pub fn with_size(self, width_px: u32, height_px: u32) -> Self {
         Frame {
             width_px,
@@ -129,7 +139,14 @@ pub enum PlotError {
     #[error(
         "plot of {width_px}x{height_px} px: sides must be from {MIN_WIDTH_PX}x{MIN_HEIGHT_PX} to {MAX_SIDE_PX} px"
     )]
-    BadSize { width_px: u32, height_px: u32 },
+    /// A side below the minimum (the labels would not fit) or above 20,000 px.
+    BadSize {
+        /// The width asked for.
+        width_px: u32,
+        /// The height asked for.
+        height_px: u32,
+    },
+    /// The SVG backend refused a drawing step; the text is the backend's.
     #[error("drawing failed: {0}")]
     Draw(String),
 }
@@ -390,7 +407,7 @@ pub(crate) mod testing {
 
     /// Minimal structural checks of an SVG string: it is an svg document,
     /// carries every expected text, and has no NaN coordinates.
-    pub fn assert_valid_svg(svg: &str, texts: &[&str]) {
+    pub(crate) fn assert_valid_svg(svg: &str, texts: &[&str]) {
         assert!(
             svg.starts_with("<svg"),
             "does not start with <svg: {}",

@@ -46,8 +46,12 @@ pub enum SeqKind {
 pub struct SeqEvent {
     /// Seconds since the run's start.
     pub time_s: f64,
+    /// Data: offset of the first byte. ACK: the cumulative ACK.
     pub start: u64,
+    /// Data: offset just past the last byte. ACK: the receive window's
+    /// right edge.
     pub end: u64,
+    /// Data, retransmission or ACK: what `start` and `end` mean.
     pub kind: SeqKind,
     /// For data, the segment carried (or arrived with) a CE mark; for an
     /// ACK, it echoed congestion (ECE or a grown CE count).

@@ -12,11 +12,17 @@ use core::ops::{BitOr, BitOrAssign};
 pub struct TcpFlags(u16);
 
 impl TcpFlags {
+    /// No more data from the sender; takes one sequence number.
     pub const FIN: TcpFlags = TcpFlags(0x001);
+    /// Synchronize sequence numbers: opens a connection; takes one sequence number.
     pub const SYN: TcpFlags = TcpFlags(0x002);
+    /// Reset: aborts the connection.
     pub const RST: TcpFlags = TcpFlags(0x004);
+    /// Push: deliver the data to the application without waiting.
     pub const PSH: TcpFlags = TcpFlags(0x008);
+    /// The acknowledgment number is valid (every segment but the first SYN).
     pub const ACK: TcpFlags = TcpFlags(0x010);
+    /// The urgent pointer is valid.
     pub const URG: TcpFlags = TcpFlags(0x020);
     /// ECN-Echo (RFC 3168); the low bit of ACE under AccECN.
     pub const ECE: TcpFlags = TcpFlags(0x040);
@@ -38,6 +44,7 @@ impl TcpFlags {
         (TcpFlags::AE, "AE"),
     ];
 
+    /// No flag set.
     pub const fn empty() -> TcpFlags {
         TcpFlags(0)
     }
@@ -47,10 +54,12 @@ impl TcpFlags {
         TcpFlags(bits & Self::ALL)
     }
 
+    /// The flags as the low 9 bits of header bytes 12..14.
     pub const fn bits(self) -> u16 {
         self.0
     }
 
+    /// True when no flag is set.
     pub const fn is_empty(self) -> bool {
         self.0 == 0
     }
@@ -60,10 +69,12 @@ impl TcpFlags {
         self.0 & other.0 == other.0
     }
 
+    /// Sets every flag of `other`.
     pub fn insert(&mut self, other: TcpFlags) {
         self.0 |= other.0;
     }
 
+    /// Clears every flag of `other`.
     pub fn remove(&mut self, other: TcpFlags) {
         self.0 &= !other.0;
     }

@@ -5,13 +5,21 @@ use crate::{Result, WireError};
 
 /// Option kinds this module understands; any other kind is kept raw.
 pub mod kind {
+    /// End of option list; the rest of the options area is padding (RFC 9293).
     pub const END_OF_LIST: u8 = 0;
+    /// No-operation: one byte of padding between options (RFC 9293).
     pub const NOP: u8 = 1;
+    /// Maximum segment size, SYN only (RFC 9293).
     pub const MSS: u8 = 2;
+    /// Window scale shift count, SYN only (RFC 7323 §2).
     pub const WINDOW_SCALE: u8 = 3;
+    /// SACK permitted, SYN only (RFC 2018).
     pub const SACK_PERMITTED: u8 = 4;
+    /// Selective acknowledgment blocks (RFC 2018).
     pub const SACK: u8 = 5;
+    /// Timestamps: TSval and TSecr (RFC 7323 §3).
     pub const TIMESTAMPS: u8 = 8;
+    /// TCP Fast Open cookie or cookie request (RFC 7413).
     pub const FAST_OPEN: u8 = 34;
 }
 
@@ -23,7 +31,9 @@ pub const MAX_SACK_BLOCKS: usize = 4;
 /// One SACK block: sequence numbers `left..right` were received (RFC 2018).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct SackBlock {
+    /// First sequence number of the block.
     pub left: u32,
+    /// Sequence number just after the block's last byte.
     pub right: u32,
 }
 
@@ -45,12 +55,22 @@ pub enum TcpOption {
     /// Kind 5 (RFC 2018): one to four received blocks.
     Sack(Vec<SackBlock>),
     /// Kind 8 (RFC 7323 §3): sender's clock and the echoed peer value.
-    Timestamps { tsval: u32, tsecr: u32 },
+    Timestamps {
+        /// The sender's timestamp clock, in its own units (often ms).
+        tsval: u32,
+        /// The latest TSval heard from the peer; 0 on a SYN.
+        tsecr: u32,
+    },
     /// Kind 34 (RFC 7413 §4.1.1): a Fast Open cookie of 4 to 16 bytes (even),
     /// or an empty cookie request.
     FastOpen(Vec<u8>),
     /// Any other kind, its data bytes kept as they were.
-    Unknown { kind: u8, data: Vec<u8> },
+    Unknown {
+        /// The option kind byte.
+        kind: u8,
+        /// The bytes after kind and length.
+        data: Vec<u8>,
+    },
 }
 
 impl TcpOption {
