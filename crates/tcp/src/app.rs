@@ -25,6 +25,7 @@ use std::collections::BTreeMap;
 
 /// Most urgent and least urgent RFC 9218 urgency.
 pub const MAX_URGENCY: u8 = 7;
+/// Urgency of a request without `prio=`: RFC 9218's default.
 pub const DEFAULT_URGENCY: u8 = 3;
 /// Largest response a request may ask for (1 GiB).
 pub const MAX_RESPONSE_BYTES: u64 = 1 << 30;
@@ -41,23 +42,31 @@ const FLAG_FIN: u8 = 1;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RequestError {
     #[error("request line is not `GET /size?bytes=N[&prio=P]`: {0:?}")]
+    /// The line does not have the request's shape; carries the line.
     Syntax(String),
     #[error("bytes={0} is more than the 1 GiB limit")]
+    /// `bytes=` asked for more than [`MAX_RESPONSE_BYTES`]; carries the value.
     TooLarge(u64),
     #[error("prio={0} is not an urgency from 0 to 7")]
+    /// `prio=` was not a number from 0 to 7; carries what was given.
     Urgency(String),
     #[error("request line longer than {MAX_LINE_BYTES} bytes")]
+    /// No newline within [`MAX_LINE_BYTES`] bytes.
     LineTooLong,
 }
 
 /// One request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Request {
+    /// Response payload size in bytes.
     pub bytes: u64,
+    /// RFC 9218 urgency, 0 (most urgent) to 7.
     pub urgency: u8,
 }
 
 impl Request {
+    /// A request for `bytes` of payload at `urgency` (0 to 7; not checked
+    /// here, [`Request::parse`] checks what arrives).
     pub fn new(bytes: u64, urgency: u8) -> Self {
         Request { bytes, urgency }
     }
@@ -130,18 +139,24 @@ impl LineReader {
 /// A frame header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FrameHeader {
+    /// Stream the frame belongs to (one per request, in request order).
     pub stream: u32,
+    /// Payload bytes that follow the header.
     pub len: u32,
+    /// Whether this is the stream's last frame.
     pub fin: bool,
 }
 
 impl FrameHeader {
+    /// Appends the [`HEADER_LEN`] header bytes: stream and length big-endian,
+    /// then the flags byte.
     pub fn emit(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.stream.to_be_bytes());
         out.extend_from_slice(&self.len.to_be_bytes());
         out.push(if self.fin { FLAG_FIN } else { 0 });
     }
 
+    /// Reads a header; flag bits other than FIN are ignored.
     pub fn parse(b: &[u8; HEADER_LEN]) -> Self {
         FrameHeader {
             stream: u32::from_be_bytes([b[0], b[1], b[2], b[3]]),
@@ -180,6 +195,7 @@ impl Scheduler {
         stream
     }
 
+    /// Whether any response still has bytes to frame.
     pub fn has_data(&self) -> bool {
         !self.pending.is_empty()
     }
@@ -231,7 +247,14 @@ impl Scheduler {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FrameEvent {
     /// `bytes` of payload for `stream`; `fin` when its last frame ended.
-    Data { stream: u32, bytes: u64, fin: bool },
+    Data {
+        /// The stream the payload belongs to.
+        stream: u32,
+        /// Payload bytes in this run.
+        bytes: u64,
+        /// The stream's last frame ended here.
+        fin: bool,
+    },
 }
 
 /// Reassembles frames from a byte stream without copying payloads.
@@ -243,6 +266,8 @@ pub struct FrameReader {
 }
 
 impl FrameReader {
+    /// Reads `bytes` (any split of the stream, even mid-header) and pushes one
+    /// event per payload run; a partial header waits for the next call.
     pub fn handle_bytes(&mut self, mut bytes: &[u8], events: &mut Vec<FrameEvent>) {
         while !bytes.is_empty() {
             match self.current {

@@ -25,6 +25,7 @@ use crate::tcp_info::TcpInfo;
 /// What to fetch and how to connect.
 #[derive(Debug, Clone)]
 pub struct GetConfig {
+    /// Size of the large response in bytes.
     pub large_bytes: u64,
     /// The urgent response's size; `None` fetches only the large one.
     pub small_bytes: Option<u64>,
@@ -33,6 +34,7 @@ pub struct GetConfig {
     pub small_delay: Duration,
     /// Send the first request in the SYN (TCP Fast Open).
     pub fastopen: bool,
+    /// How to resolve and race addresses.
     pub connect: ConnectOptions,
     /// Give up after this long.
     pub timeout: Duration,
@@ -54,8 +56,11 @@ impl Default for GetConfig {
 /// One response's timings, from when its request was written.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct ResponseTiming {
+    /// Payload bytes of the response.
     pub bytes: u64,
+    /// Milliseconds from writing the request to the first payload byte.
     pub first_byte_ms: f64,
+    /// Milliseconds from writing the request to the last payload byte.
     pub complete_ms: f64,
 }
 
@@ -65,6 +70,7 @@ pub struct FastOpenReport {
     /// Request bytes the SYN carried (0 on a first, cookie-fetching
     /// connection).
     pub syn_bytes: usize,
+    /// Whether the server acknowledged the SYN's data (`TCPI_OPT_SYN_DATA`).
     pub syn_data_acked: bool,
 }
 
@@ -72,19 +78,25 @@ pub struct FastOpenReport {
 /// of the connection attempt unless named otherwise.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct GetReport {
+    /// The address that won the connection race.
     pub peer: SocketAddr,
     /// Handshake done (for Fast Open: SYN-ACK received).
     pub connect_ms: f64,
     /// First byte of the large response, from the start: the number Fast
     /// Open shortens by one RTT.
     pub first_byte_ms: f64,
+    /// Milliseconds until both responses were complete.
     pub total_ms: f64,
+    /// The large response.
     pub large: ResponseTiming,
+    /// The small response, when one was asked for.
     pub small: Option<ResponseTiming>,
     /// Large-response bytes that arrived between asking for the small one
     /// and receiving all of it: what it queued behind.
     pub small_waited_behind_bytes: u64,
+    /// Fast Open's outcome, when it was asked for.
     pub fastopen: Option<FastOpenReport>,
+    /// Every connection attempt the race made.
     pub attempts: Vec<AttemptRecord>,
     /// The client's view of the connection at the end.
     pub tcp_info: Option<TcpInfo>,
@@ -94,16 +106,23 @@ pub struct GetReport {
 #[derive(Debug, thiserror::Error)]
 pub enum GetError {
     #[error(transparent)]
+    /// Resolving or connecting failed.
     Connect(#[from] ConnectError),
     #[error(transparent)]
+    /// The Fast Open connect failed.
     FastOpen(#[from] TfoError),
     #[error("cannot resolve {0} for Fast Open")]
+    /// The host could not be resolved to an address for the Fast Open
+    /// connect; carries the host.
     Resolve(String),
     #[error("connection: {0}")]
+    /// Reading or writing the connection failed.
     Io(#[from] io::Error),
     #[error("server closed the connection before both responses finished")]
+    /// The peer closed before both responses were complete.
     Truncated,
     #[error("no complete answer within {0:?}")]
+    /// The responses did not finish within [`GetConfig::timeout`].
     Timeout(Duration),
 }
 

@@ -39,10 +39,13 @@ pub enum Nat64Policy {
 /// Everything [`connect`] needs besides the destination.
 #[derive(Debug, Clone)]
 pub struct ConnectOptions {
+    /// Happy Eyeballs timing and family preference (RFC 8305).
     pub config: Config,
     /// Local paths in preference order; empty means any.
     pub sources: Vec<Source>,
+    /// How host names are looked up.
     pub resolver: Resolver,
+    /// When IPv4 literals are synthesized into the NAT64 prefix.
     pub nat64: Nat64Policy,
     /// Give up on a single attempt after this long (the kernel's own SYN
     /// retries take about two minutes).
@@ -64,27 +67,40 @@ impl Default for ConnectOptions {
 /// What became of one attempt, for reports.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AttemptRecord {
+    /// Destination address and local path the attempt used.
     pub candidate: Candidate,
+    /// Milliseconds from the start of the race to this attempt's SYN.
     pub started_ms: f64,
+    /// Milliseconds from the start to its end; `None` while pending.
     pub ended_ms: Option<f64>,
+    /// How it ended.
     pub outcome: AttemptOutcome,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+/// How an attempt ended.
 pub enum AttemptOutcome {
+    /// Still connecting.
     Pending,
+    /// Connected (the winner).
     Connected,
+    /// Failed; carries the OS error text.
     Failed(String),
+    /// Stopped because another attempt won.
     Cancelled,
 }
 
 /// The race's result.
 #[derive(Debug)]
 pub struct Connection {
+    /// The connected socket.
     pub stream: TcpStream,
+    /// The address and local path that won.
     pub candidate: Candidate,
+    /// Time from the start of the race to the winning handshake.
     pub elapsed: Duration,
+    /// Every attempt made, the winner included.
     pub attempts: Vec<AttemptRecord>,
 }
 
@@ -92,14 +108,25 @@ pub struct Connection {
 #[derive(Debug, thiserror::Error)]
 pub enum ConnectError {
     #[error(transparent)]
+    /// The Happy Eyeballs settings are invalid.
     Config(#[from] ConfigError),
     #[error(transparent)]
+    /// NAT64 prefix discovery failed.
     Nat64(#[from] Nat64Error),
     #[error("{host} has no addresses{}", if *.ipv6_only { " (this host has no IPv4 route and no NAT64 prefix)" } else { "" })]
-    NoAddresses { host: String, ipv6_only: bool },
-    #[error("every attempt to {host} failed: {}", summary(.attempts))]
-    AllFailed {
+    /// The name resolved to no usable address.
+    NoAddresses {
+        /// The destination host as given.
         host: String,
+        /// Whether this host has no IPv4 route and no NAT64 prefix.
+        ipv6_only: bool,
+    },
+    #[error("every attempt to {host} failed: {}", summary(.attempts))]
+    /// Every attempt failed or timed out.
+    AllFailed {
+        /// The destination host as given.
+        host: String,
+        /// Every attempt and its error.
         attempts: Vec<AttemptRecord>,
     },
 }

@@ -10,7 +10,9 @@ use std::time::Duration;
 /// Record types asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum QType {
+    /// IPv4 address record (RFC 1035).
     A = 1,
+    /// IPv6 address record (RFC 3596).
     Aaaa = 28,
 }
 
@@ -23,25 +25,43 @@ const MAX_UDP_LEN: usize = 512;
 #[derive(Debug, thiserror::Error)]
 pub enum DnsError {
     #[error("name {0:?} is not a valid DNS name (labels of 1 to 63 bytes, 255 in all)")]
+    /// The name cannot be encoded as DNS labels; carries the name.
     BadName(String),
     #[error("answer truncated or malformed at byte {0}")]
+    /// The answer ends early or is malformed; carries the byte offset
+    /// where parsing stopped.
     Malformed(usize),
     #[error("answer id {got:#06x} does not match query id {want:#06x}")]
-    IdMismatch { want: u16, got: u16 },
+    /// The answer's ID is not the query's (a stray or spoofed answer).
+    IdMismatch {
+        /// The query's ID.
+        want: u16,
+        /// The answer's ID.
+        got: u16,
+    },
     #[error("answer was truncated (TC bit); retry over TCP is not implemented")]
+    /// The server set the TC bit: the answer did not fit 512 bytes.
     Truncated,
     #[error("server answered rcode {0} ({name})", name = rcode_name(*.0))]
+    /// The server answered with a non-zero RCODE (3 is NXDOMAIN).
     Rcode(u8),
     #[error("no answer from {server} within {timeout:?} ({tries} tries)")]
+    /// No answer after every retry.
     Timeout {
+        /// The server asked.
         server: SocketAddr,
+        /// How long each try waited.
         timeout: Duration,
+        /// How many queries were sent.
         tries: u32,
     },
     #[error("DNS over UDP to {server}: {source}")]
+    /// Sending or receiving failed.
     Io {
+        /// The server asked.
         server: SocketAddr,
         #[source]
+        /// The socket error.
         source: std::io::Error,
     },
 }

@@ -13,23 +13,39 @@ use crate::tuning::{self, BufferLimits, BufferPlan, Direction};
 /// The sysctls the doctor reads, as raw strings (`None` when missing).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Snapshot {
+    /// `kernel.osrelease`.
     pub kernel: Option<String>,
+    /// `net.ipv4.tcp_slow_start_after_idle` (1 shrinks the congestion window
+    /// after one RTO of idleness, which slows bursty senders).
     pub slow_start_after_idle: Option<String>,
+    /// `net.ipv4.tcp_notsent_lowat`, bytes (the default `TCP_NOTSENT_LOWAT`).
     pub notsent_lowat: Option<String>,
+    /// `net.ipv4.tcp_fastopen` bits: 1 client, 2 server.
     pub fastopen: Option<String>,
+    /// `net.ipv4.tcp_ecn`: 0 off, 1 request and accept, 2 accept only.
     pub ecn: Option<String>,
+    /// `net.core.default_qdisc`.
     pub default_qdisc: Option<String>,
+    /// `net.ipv4.tcp_no_metrics_save`.
     pub no_metrics_save: Option<String>,
+    /// `net.ipv4.tcp_congestion_control`: the default controller.
     pub congestion_control: Option<String>,
+    /// `net.ipv4.tcp_available_congestion_control`: the loaded controllers.
     pub available_congestion_control: Option<String>,
+    /// `net.ipv4.tcp_window_scaling` (RFC 7323).
     pub window_scaling: Option<String>,
+    /// `net.ipv4.tcp_wmem`: min, default, max send buffer in bytes.
     pub wmem: Option<String>,
+    /// `net.ipv4.tcp_rmem`: min, default, max receive buffer in bytes.
     pub rmem: Option<String>,
+    /// `net.core.wmem_max`: largest `SO_SNDBUF` an application may set, bytes.
     pub wmem_max: Option<String>,
+    /// `net.core.rmem_max`: largest `SO_RCVBUF` an application may set, bytes.
     pub rmem_max: Option<String>,
 }
 
 impl Snapshot {
+    /// Reads every key; one that cannot be read is `None`, not an error.
     pub fn read(sysctls: &Sysctls) -> Self {
         let get = |key: &str| sysctls.read(key).ok();
         Snapshot {
@@ -55,6 +71,7 @@ impl Snapshot {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
+    /// Fine for latency as set.
     Good,
     /// Worth changing for latency-sensitive hosts.
     Advice,
@@ -67,9 +84,13 @@ pub enum Status {
 /// One line of the report.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Finding {
+    /// The dotted sysctl name the line is about.
     pub key: &'static str,
+    /// Its current value; `None` when it could not be read.
     pub value: Option<String>,
+    /// How it looks for latency.
     pub status: Status,
+    /// Why, in one or two sentences.
     pub why: String,
     /// The command that applies the recommendation (runtime only; persist
     /// it in /etc/sysctl.d to survive a reboot).
@@ -79,7 +100,9 @@ pub struct Finding {
 /// The path the buffer checks size for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Target {
+    /// Path rate in bits per second.
     pub rate_bps: u64,
+    /// Path round-trip time.
     pub rtt: Duration,
 }
 
@@ -97,9 +120,13 @@ impl Default for Target {
 /// The whole report.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Report {
+    /// `kernel.osrelease`, when readable.
     pub kernel: Option<String>,
+    /// One line per setting checked.
     pub findings: Vec<Finding>,
+    /// The path the buffer checks were sized for.
     pub target: Target,
+    /// Buffer sizes each direction needs for [`Report::target`].
     pub buffers: Vec<BufferPlan>,
 }
 

@@ -65,10 +65,12 @@ impl<T> Idempotent<T> {
         Idempotent(data)
     }
 
+    /// The data, to send in the SYN.
     pub fn get(&self) -> &T {
         &self.0
     }
 
+    /// The data, by value.
     pub fn into_inner(self) -> T {
         self.0
     }
@@ -92,7 +94,9 @@ pub mod bits {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
+    /// The connecting side (bit 0x1 of `net.ipv4.tcp_fastopen`).
     Client,
+    /// The listening side (bit 0x2 of `net.ipv4.tcp_fastopen`).
     Server,
 }
 
@@ -121,22 +125,36 @@ pub enum TfoError {
         "TCP Fast Open is off for {role}: net.ipv4.tcp_fastopen = {current} lacks bit {bit:#x}; \
          enable it with `sysctl -w net.ipv4.tcp_fastopen={suggested}` (3 = client and server)"
     )]
+    /// `net.ipv4.tcp_fastopen` lacks the role's bit.
     Disabled {
+        /// The side that is off.
         role: Role,
+        /// The sysctl's current value.
         current: i64,
+        /// The bit the role needs.
         bit: i64,
+        /// The value that turns the role on and keeps the other bits.
         suggested: i64,
     },
     #[error("TCP Fast Open is not available on {os}: it is driven on Linux only")]
-    Unsupported { os: &'static str },
+    /// Fast Open is driven on Linux only.
+    Unsupported {
+        /// The OS this was built for (`std::env::consts::OS`).
+        os: &'static str,
+    },
     #[error(transparent)]
+    /// The sysctl could not be read.
     Sysctl(#[from] SysctlError),
     #[error(transparent)]
+    /// A socket option was refused.
     Sockopt(#[from] SockoptError),
     #[error("{what}: {source}")]
+    /// A socket call failed.
     Io {
+        /// Which call.
         what: &'static str,
         #[source]
+        /// The OS error.
         source: io::Error,
     },
 }
@@ -162,6 +180,7 @@ pub fn check(sysctls: &Sysctls, role: Role) -> Result<i64, TfoError> {
 /// A connection opened with Fast Open.
 #[derive(Debug)]
 pub struct TfoStream {
+    /// The connected socket.
     pub stream: TcpStream,
     /// Bytes of early data the kernel put in the SYN (0 when it had no
     /// cookie yet and sent a plain SYN asking for one).

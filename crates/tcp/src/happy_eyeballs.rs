@@ -35,6 +35,7 @@ use serde::Serialize;
 
 /// RFC 8305 §8 bounds on the Connection Attempt Delay.
 pub const MIN_ATTEMPT_DELAY: Duration = Duration::from_millis(100);
+/// Upper bound on the Connection Attempt Delay (RFC 8305 §8).
 pub const MAX_ATTEMPT_DELAY: Duration = Duration::from_secs(2);
 /// §5: no two attempts may start within 10 ms of each other.
 pub const MIN_ATTEMPT_SPACING: Duration = Duration::from_millis(10);
@@ -45,18 +46,27 @@ pub enum ConfigError {
     #[error(
         "connection attempt delay {0:?} is outside RFC 8305's 100 ms to 2 s (250 ms recommended)"
     )]
+    /// The Connection Attempt Delay is outside 100 ms to 2 s.
     AttemptDelay(Duration),
     #[error("resolution delay {0:?} is longer than 1 s; RFC 8305 recommends 50 ms")]
+    /// The Resolution Delay is longer than 1 s.
     ResolutionDelay(Duration),
     #[error("first address family count must be at least 1")]
+    /// The First Address Family Count is 0.
     FamilyCount,
 }
 
 /// The timers and ordering of RFC 8305 §8.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Config {
+    /// How long to wait for AAAA answers after A answers arrive first
+    /// (RFC 8305 §3, 50 ms recommended, at most 1 s).
     pub resolution_delay: Duration,
+    /// Time between starting successive attempts while none has connected
+    /// (RFC 8305 §5, 100 ms to 2 s, 250 ms recommended).
     pub attempt_delay: Duration,
+    /// How many addresses of the preferred family to try before the other
+    /// (RFC 8305 §4, at least 1).
     pub first_address_family_count: usize,
 }
 
@@ -80,6 +90,7 @@ impl Config {
         .validated()
     }
 
+    /// `self` if it is within RFC 8305's bounds, otherwise which bound it breaks.
     pub fn validated(self) -> Result<Self, ConfigError> {
         if !(MIN_ATTEMPT_DELAY..=MAX_ATTEMPT_DELAY).contains(&self.attempt_delay) {
             return Err(ConfigError::AttemptDelay(self.attempt_delay));
@@ -119,7 +130,9 @@ impl Source {
 /// One address over one path.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Candidate {
+    /// Destination address and port.
     pub addr: SocketAddr,
+    /// Local path to connect from.
     pub source: Source,
     /// An IPv6 address made locally from an IPv4 answer (NAT64).
     pub synthesized: bool,
@@ -133,11 +146,22 @@ pub struct AttemptId(pub u64);
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
     /// Start connecting (bind to the source first).
-    Connect { id: AttemptId, candidate: Candidate },
+    Connect {
+        /// The attempt, named in later input about it.
+        id: AttemptId,
+        /// What to connect to and from.
+        candidate: Candidate,
+    },
     /// Abandon this attempt: close its socket.
-    Cancel { id: AttemptId },
+    Cancel {
+        /// The attempt to abandon.
+        id: AttemptId,
+    },
     /// This attempt's connection is the result.
-    Connected { id: AttemptId },
+    Connected {
+        /// The winning attempt.
+        id: AttemptId,
+    },
     /// Every address failed or none was found.
     Failed,
 }
@@ -145,7 +169,9 @@ pub enum Action {
 /// Which address family a DNS answer is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum Family {
+    /// An A (IPv4) answer.
     V4,
+    /// An AAAA (IPv6) answer.
     V6,
 }
 
@@ -334,6 +360,7 @@ impl HappyEyeballs {
         self.in_flight.get(&id)
     }
 
+    /// Whether the race has ended: an attempt connected or every one failed.
     pub fn is_finished(&self) -> bool {
         self.finished
     }

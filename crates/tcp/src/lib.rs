@@ -35,6 +35,7 @@
 
 // System calls live in the few modules that allow `unsafe` below.
 #![deny(unsafe_code)]
+#![warn(missing_docs, unreachable_pub)]
 
 pub mod app;
 pub mod client;

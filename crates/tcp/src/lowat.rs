@@ -72,7 +72,9 @@ pub struct WriterConfig {
 /// What a writer did, for reports.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
 pub struct WriterStats {
+    /// Units written.
     pub units: u64,
+    /// Bytes written.
     pub bytes: u64,
     /// Units written under an optimised (sized) budget.
     pub sized_units: u64,
@@ -113,18 +115,22 @@ impl<S: Borrow<TcpStream>> LowatWriter<S> {
         })
     }
 
+    /// The underlying stream.
     pub fn get_ref(&self) -> &TcpStream {
         self.stream.borrow()
     }
 
+    /// The stream back, dropping the writer's state.
     pub fn into_inner(self) -> S {
         self.stream
     }
 
+    /// What the writer has done so far.
     pub fn stats(&self) -> WriterStats {
         self.stats
     }
 
+    /// The configuration the writer was built with.
     pub fn config(&self) -> WriterConfig {
         self.config
     }

@@ -24,11 +24,18 @@ pub enum Nat64Error {
         "no NAT64 prefix: {IPV4ONLY_NAME} has no AAAA records via {via}, so this network has no DNS64 \
          (pass a prefix such as 64:ff9b::/96 explicitly if it has NAT64 without DNS64)"
     )]
-    NoPrefix { via: String },
+    /// The well-known name has no AAAA records: no DNS64 on this network.
+    NoPrefix {
+        /// The resolver used (the system resolver or a server address).
+        via: String,
+    },
     #[error("resolving {IPV4ONLY_NAME} via {via}: {source}")]
+    /// Looking up the well-known name failed.
     Resolve {
+        /// The resolver used.
         via: String,
         #[source]
+        /// The lookup error.
         source: std::io::Error,
     },
 }

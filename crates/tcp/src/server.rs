@@ -17,6 +17,7 @@ use crate::sysctl::Sysctls;
 /// What to turn on.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ServeConfig {
+    /// Address and port to listen on.
     pub listen: SocketAddr,
     /// Low-water mark and write sizing.
     pub writer: WriterConfig,
@@ -29,6 +30,8 @@ pub struct ServeConfig {
 }
 
 impl ServeConfig {
+    /// A config for `listen` with every option off and frames of
+    /// [`app::DEFAULT_FRAME_PAYLOAD`] bytes.
     pub fn new(listen: SocketAddr) -> Self {
         ServeConfig {
             listen,
@@ -44,18 +47,25 @@ impl ServeConfig {
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
     #[error("cannot listen on {addr}: {source}")]
+    /// The listening socket could not be opened.
     Listen {
+        /// The address asked for.
         addr: SocketAddr,
         #[source]
+        /// The OS error.
         source: io::Error,
     },
     #[error(transparent)]
+    /// Fast Open was asked for and is unavailable.
     FastOpen(#[from] TfoError),
     #[error(transparent)]
+    /// A socket option (`TCP_NOTSENT_LOWAT`, `TCP_CONGESTION`) was refused.
     Sockopt(#[from] SockoptError),
     #[error("connection: {0}")]
+    /// Reading or writing a connection failed.
     Io(#[from] io::Error),
     #[error("bad request: {0}")]
+    /// A request line was refused.
     Request(#[from] app::RequestError),
 }
 
@@ -91,6 +101,7 @@ impl Server {
         })
     }
 
+    /// The address actually bound (its port when port 0 was asked for).
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         self.listener.local_addr()
     }

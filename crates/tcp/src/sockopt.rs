@@ -26,18 +26,24 @@ impl<T: std::os::windows::io::AsSocket> AsSocket for T {}
 #[derive(Debug, thiserror::Error)]
 pub enum SockoptError {
     #[error("{option} is not supported on {os}: brisk-tcp drives it on Linux only")]
+    /// The option is not driven on this OS.
     Unsupported {
+        /// The option's kernel name, such as `TCP_NOTSENT_LOWAT`.
         option: &'static str,
+        /// The OS this was built for (`std::env::consts::OS`).
         os: &'static str,
     },
     #[error("the kernel refused {option} ({errno}): {hint}")]
+    /// The kernel returned an error for the option.
     Refused {
+        /// The option's kernel name, such as `TCP_CONGESTION`.
         option: &'static str,
         /// The errno's symbolic name, such as `EPERM`.
         errno: &'static str,
         /// What to do about it.
         hint: String,
         #[source]
+        /// The OS error.
         source: io::Error,
     },
 }
@@ -263,22 +269,22 @@ pub(crate) mod sys {
         }
     }
 
-    pub fn set_notsent_lowat(sock: SockRef<'_>, bytes: u32) -> Result<(), SockoptError> {
+    pub(crate) fn set_notsent_lowat(sock: SockRef<'_>, bytes: u32) -> Result<(), SockoptError> {
         sock.set_tcp_notsent_lowat(bytes)
             .map_err(|e| SockoptError::refused("TCP_NOTSENT_LOWAT", e, &bytes.to_string()))
     }
 
-    pub fn notsent_lowat(sock: SockRef<'_>) -> Result<u32, SockoptError> {
+    pub(crate) fn notsent_lowat(sock: SockRef<'_>) -> Result<u32, SockoptError> {
         sock.tcp_notsent_lowat()
             .map_err(|e| SockoptError::refused("TCP_NOTSENT_LOWAT", e, ""))
     }
 
-    pub fn set_congestion(sock: SockRef<'_>, name: &str) -> Result<(), SockoptError> {
+    pub(crate) fn set_congestion(sock: SockRef<'_>, name: &str) -> Result<(), SockoptError> {
         sock.set_tcp_congestion(name.as_bytes())
             .map_err(|e| SockoptError::refused("TCP_CONGESTION", e, name))
     }
 
-    pub fn congestion(sock: SockRef<'_>) -> Result<String, SockoptError> {
+    pub(crate) fn congestion(sock: SockRef<'_>) -> Result<String, SockoptError> {
         let raw = sock
             .tcp_congestion()
             .map_err(|e| SockoptError::refused("TCP_CONGESTION", e, ""))?;
@@ -286,18 +292,21 @@ pub(crate) mod sys {
         Ok(String::from_utf8_lossy(&raw[..end]).into_owned())
     }
 
-    pub fn set_fastopen_queue(sock: SockRef<'_>, queue_len: u32) -> Result<(), SockoptError> {
+    pub(crate) fn set_fastopen_queue(
+        sock: SockRef<'_>,
+        queue_len: u32,
+    ) -> Result<(), SockoptError> {
         let value = libc::c_int::try_from(queue_len).unwrap_or(libc::c_int::MAX);
         setsockopt_int(&sock, libc::IPPROTO_TCP, libc::TCP_FASTOPEN, value)
             .map_err(|e| SockoptError::refused("TCP_FASTOPEN", e, &queue_len.to_string()))
     }
 
-    pub fn bind_device(sock: SockRef<'_>, interface: &str) -> Result<(), SockoptError> {
+    pub(crate) fn bind_device(sock: SockRef<'_>, interface: &str) -> Result<(), SockoptError> {
         sock.bind_device(Some(interface.as_bytes()))
             .map_err(|e| SockoptError::refused("SO_BINDTODEVICE", e, interface))
     }
 
-    pub fn tcp_info_bytes(sock: SockRef<'_>, buf: &mut [u8]) -> Result<usize, SockoptError> {
+    pub(crate) fn tcp_info_bytes(sock: SockRef<'_>, buf: &mut [u8]) -> Result<usize, SockoptError> {
         let mut len = libc::socklen_t::try_from(buf.len()).unwrap_or(libc::socklen_t::MAX);
         // SAFETY: the kernel writes at most `len` bytes into `buf`, which is
         // valid for that many bytes, and updates `len` to what it wrote.
@@ -321,7 +330,7 @@ pub(crate) mod sys {
         }
     }
 
-    pub fn kernel_writable_now(sock: SockRef<'_>) -> io::Result<bool> {
+    pub(crate) fn kernel_writable_now(sock: SockRef<'_>) -> io::Result<bool> {
         let mut pfd = libc::pollfd {
             fd: sock.as_raw_fd(),
             events: libc::POLLOUT,
@@ -341,7 +350,7 @@ pub(crate) mod sys {
     /// SYN carries `data` when a cookie is cached. Returns the bytes queued
     /// with the SYN; `Ok(0)` when the kernel sent a plain SYN (no cookie yet,
     /// or Fast Open disabled) and the data must be written after connecting.
-    pub fn sendto_fastopen(
+    pub(crate) fn sendto_fastopen(
         sock: &SockRef<'_>,
         data: &[u8],
         addr: &socket2::SockAddr,
@@ -374,35 +383,35 @@ pub(crate) mod sys {
     use socket2::SockRef;
     use std::io;
 
-    pub fn set_notsent_lowat(_: SockRef<'_>, _: u32) -> Result<(), SockoptError> {
+    pub(crate) fn set_notsent_lowat(_: SockRef<'_>, _: u32) -> Result<(), SockoptError> {
         Err(SockoptError::unsupported("TCP_NOTSENT_LOWAT"))
     }
 
-    pub fn notsent_lowat(_: SockRef<'_>) -> Result<u32, SockoptError> {
+    pub(crate) fn notsent_lowat(_: SockRef<'_>) -> Result<u32, SockoptError> {
         Err(SockoptError::unsupported("TCP_NOTSENT_LOWAT"))
     }
 
-    pub fn set_congestion(_: SockRef<'_>, _: &str) -> Result<(), SockoptError> {
+    pub(crate) fn set_congestion(_: SockRef<'_>, _: &str) -> Result<(), SockoptError> {
         Err(SockoptError::unsupported("TCP_CONGESTION"))
     }
 
-    pub fn congestion(_: SockRef<'_>) -> Result<String, SockoptError> {
+    pub(crate) fn congestion(_: SockRef<'_>) -> Result<String, SockoptError> {
         Err(SockoptError::unsupported("TCP_CONGESTION"))
     }
 
-    pub fn set_fastopen_queue(_: SockRef<'_>, _: u32) -> Result<(), SockoptError> {
+    pub(crate) fn set_fastopen_queue(_: SockRef<'_>, _: u32) -> Result<(), SockoptError> {
         Err(SockoptError::unsupported("TCP_FASTOPEN"))
     }
 
-    pub fn bind_device(_: SockRef<'_>, _: &str) -> Result<(), SockoptError> {
+    pub(crate) fn bind_device(_: SockRef<'_>, _: &str) -> Result<(), SockoptError> {
         Err(SockoptError::unsupported("SO_BINDTODEVICE"))
     }
 
-    pub fn tcp_info_bytes(_: SockRef<'_>, _: &mut [u8]) -> Result<usize, SockoptError> {
+    pub(crate) fn tcp_info_bytes(_: SockRef<'_>, _: &mut [u8]) -> Result<usize, SockoptError> {
         Err(SockoptError::unsupported("TCP_INFO"))
     }
 
-    pub fn kernel_writable_now(_: SockRef<'_>) -> io::Result<bool> {
+    pub(crate) fn kernel_writable_now(_: SockRef<'_>) -> io::Result<bool> {
         Ok(true)
     }
 }

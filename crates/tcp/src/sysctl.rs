@@ -12,31 +12,47 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 pub enum SysctlError {
     #[error("sysctl {key} does not exist here ({path} is missing): {why}")]
+    /// The key's file is missing (an old kernel, a module not loaded, or
+    /// another network namespace).
     NotFound {
+        /// The dotted sysctl name, such as `net.ipv4.tcp_ecn`.
         key: String,
+        /// The file that was looked for.
         path: PathBuf,
+        /// What the missing key usually means.
         why: &'static str,
     },
     #[error("sysctl {key} = {value:?} is not what was expected ({expected})")]
+    /// The value could not be read as the expected type.
     Parse {
+        /// The dotted sysctl name.
         key: String,
+        /// The value as read, whitespace trimmed.
         value: String,
+        /// What was expected, such as `an integer`.
         expected: &'static str,
     },
     #[error(
         "cannot write sysctl {key}: {source}; run as root (or with CAP_NET_ADMIN in this \
          network namespace), or set it yourself: sysctl -w {key}={value}"
     )]
+    /// Writing failed (usually not root).
     Write {
+        /// The dotted sysctl name.
         key: String,
+        /// The value that was to be written.
         value: String,
         #[source]
+        /// The OS error.
         source: io::Error,
     },
     #[error("cannot read sysctl {key}: {source}")]
+    /// Reading failed for a reason other than a missing file.
     Read {
+        /// The dotted sysctl name.
         key: String,
         #[source]
+        /// The OS error.
         source: io::Error,
     },
 }
@@ -60,6 +76,7 @@ impl Sysctls {
         Sysctls { root: root.into() }
     }
 
+    /// The directory the dotted names map under (`/proc/sys` by default).
     pub fn root(&self) -> &Path {
         &self.root
     }
@@ -146,7 +163,7 @@ pub(crate) mod fixture {
     use std::path::PathBuf;
 
     /// A throw-away sysctl tree under the target directory's temp space.
-    pub fn tree(name: &str, entries: &[(&str, &str)]) -> PathBuf {
+    pub(crate) fn tree(name: &str, entries: &[(&str, &str)]) -> PathBuf {
         let root =
             std::env::temp_dir().join(format!("brisk-tcp-sysctl-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);

@@ -14,7 +14,11 @@ use serde::Serialize;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum TcpInfoError {
     #[error("TCP_INFO returned {len} bytes; at least {MIN_LEN} are needed")]
-    TooShort { len: usize },
+    /// The buffer is shorter than [`MIN_LEN`], the fields every kernel has.
+    TooShort {
+        /// Bytes the kernel (or the caller) supplied.
+        len: usize,
+    },
 }
 
 /// Bytes up to and including `tcpi_total_retrans`, present since 2.6.
@@ -22,8 +26,11 @@ pub const MIN_LEN: usize = 104;
 
 /// `tcpi_options` bits (`TCPI_OPT_*`).
 pub mod options {
+    /// TCP timestamps (RFC 7323) were negotiated.
     pub const TIMESTAMPS: u8 = 1;
+    /// Selective acknowledgements (RFC 2018) were negotiated.
     pub const SACK: u8 = 2;
+    /// Window scaling (RFC 7323) was negotiated.
     pub const WSCALE: u8 = 4;
     /// ECN was negotiated at connection set-up.
     pub const ECN: u8 = 8;
@@ -36,40 +43,40 @@ pub mod options {
 
 /// Byte offsets of the fields read here (see the module doc).
 mod field {
-    pub const STATE: usize = 0;
-    pub const CA_STATE: usize = 1;
-    pub const RETRANSMITS: usize = 2;
-    pub const OPTIONS: usize = 5;
-    pub const WSCALE: usize = 6;
-    pub const APP_LIMITED_TFO_FAIL: usize = 7;
-    pub const RTO: usize = 8;
-    pub const SND_MSS: usize = 16;
-    pub const RCV_MSS: usize = 20;
-    pub const UNACKED: usize = 24;
-    pub const SACKED: usize = 28;
-    pub const LOST: usize = 32;
-    pub const RETRANS: usize = 36;
-    pub const PMTU: usize = 60;
-    pub const RTT: usize = 68;
-    pub const RTTVAR: usize = 72;
-    pub const SND_SSTHRESH: usize = 76;
-    pub const SND_CWND: usize = 80;
-    pub const ADVMSS: usize = 84;
-    pub const REORDERING: usize = 88;
-    pub const TOTAL_RETRANS: usize = 100;
-    pub const PACING_RATE: usize = 104;
-    pub const BYTES_ACKED: usize = 120;
-    pub const BYTES_RECEIVED: usize = 128;
-    pub const SEGS_OUT: usize = 136;
-    pub const SEGS_IN: usize = 140;
-    pub const NOTSENT_BYTES: usize = 144;
-    pub const MIN_RTT: usize = 148;
-    pub const DELIVERY_RATE: usize = 160;
-    pub const DELIVERED: usize = 192;
-    pub const DELIVERED_CE: usize = 196;
-    pub const BYTES_SENT: usize = 200;
-    pub const BYTES_RETRANS: usize = 208;
-    pub const SND_WND: usize = 228;
+    pub(crate) const STATE: usize = 0;
+    pub(crate) const CA_STATE: usize = 1;
+    pub(crate) const RETRANSMITS: usize = 2;
+    pub(crate) const OPTIONS: usize = 5;
+    pub(crate) const WSCALE: usize = 6;
+    pub(crate) const APP_LIMITED_TFO_FAIL: usize = 7;
+    pub(crate) const RTO: usize = 8;
+    pub(crate) const SND_MSS: usize = 16;
+    pub(crate) const RCV_MSS: usize = 20;
+    pub(crate) const UNACKED: usize = 24;
+    pub(crate) const SACKED: usize = 28;
+    pub(crate) const LOST: usize = 32;
+    pub(crate) const RETRANS: usize = 36;
+    pub(crate) const PMTU: usize = 60;
+    pub(crate) const RTT: usize = 68;
+    pub(crate) const RTTVAR: usize = 72;
+    pub(crate) const SND_SSTHRESH: usize = 76;
+    pub(crate) const SND_CWND: usize = 80;
+    pub(crate) const ADVMSS: usize = 84;
+    pub(crate) const REORDERING: usize = 88;
+    pub(crate) const TOTAL_RETRANS: usize = 100;
+    pub(crate) const PACING_RATE: usize = 104;
+    pub(crate) const BYTES_ACKED: usize = 120;
+    pub(crate) const BYTES_RECEIVED: usize = 128;
+    pub(crate) const SEGS_OUT: usize = 136;
+    pub(crate) const SEGS_IN: usize = 140;
+    pub(crate) const NOTSENT_BYTES: usize = 144;
+    pub(crate) const MIN_RTT: usize = 148;
+    pub(crate) const DELIVERY_RATE: usize = 160;
+    pub(crate) const DELIVERED: usize = 192;
+    pub(crate) const DELIVERED_CE: usize = 196;
+    pub(crate) const BYTES_SENT: usize = 200;
+    pub(crate) const BYTES_RETRANS: usize = 208;
+    pub(crate) const SND_WND: usize = 228;
 }
 
 /// The fields of `struct tcp_info` that the responsiveness helpers use.
@@ -79,46 +86,71 @@ pub struct TcpInfo {
     pub state: u8,
     /// Open 0, Disorder 1, CWR 2, Recovery 3, Loss 4.
     pub ca_state: u8,
+    /// Retransmissions of the current RTO episode (`tcpi_retransmits`).
     pub retransmits: u8,
     /// `TCPI_OPT_*` bits, see [`options`].
     pub options: u8,
+    /// The peer's window scale shift (RFC 7323), 0 to 14.
     pub snd_wscale: u8,
+    /// Our window scale shift, 0 to 14.
     pub rcv_wscale: u8,
     /// Why the last Fast Open attempt fell back (0 none or unknown, 1 no
     /// cookie sent, 2 SYN-ACK did not ack the SYN data, 3 SYN retransmitted
     /// without data). Linux 5.5+.
     pub fastopen_client_fail: u8,
+    /// Retransmission timeout, microseconds.
     pub rto_us: u32,
+    /// Sending maximum segment size, bytes.
     pub snd_mss_bytes: u32,
+    /// Largest segment received (an estimate of the peer's MSS), bytes.
     pub rcv_mss_bytes: u32,
     /// Segments sent and not yet acknowledged.
     pub unacked_pkts: u32,
+    /// Segments the peer has SACKed (on a listener: its backlog limit).
     pub sacked_pkts: u32,
+    /// Segments judged lost.
     pub lost_pkts: u32,
+    /// Retransmitted segments not yet acknowledged.
     pub retrans_pkts: u32,
+    /// Path MTU, bytes.
     pub pmtu_bytes: u32,
     /// Smoothed RTT.
     pub rtt_us: u32,
+    /// RTT variation, microseconds.
     pub rttvar_us: u32,
+    /// Slow-start threshold, segments (2147483647 until the first loss).
     pub snd_ssthresh_pkts: u32,
     /// Congestion window, in segments on Linux (octets on the BSDs).
     pub snd_cwnd_pkts: u32,
+    /// MSS advertised to the peer, bytes.
     pub advmss_bytes: u32,
+    /// Reordering degree the kernel assumes, segments.
     pub reordering: u32,
+    /// Segments retransmitted over the connection's life.
     pub total_retrans: u32,
+    /// Pacing rate, bytes per second (Linux 3.15+).
     pub pacing_rate_bytes_per_s: Option<u64>,
+    /// Bytes the peer acknowledged (Linux 4.1+).
     pub bytes_acked: Option<u64>,
+    /// Bytes received and acknowledged (Linux 4.1+).
     pub bytes_received: Option<u64>,
+    /// Segments sent, retransmissions included (Linux 4.2+).
     pub segs_out: Option<u32>,
+    /// Segments received (Linux 4.2+).
     pub segs_in: Option<u32>,
     /// Bytes written by the application and not yet sent (Linux 4.6+).
     pub notsent_bytes: Option<u32>,
     /// Windowed minimum RTT (Linux 4.6+).
     pub min_rtt_us: Option<u32>,
+    /// Latest delivery rate sample, bytes per second (Linux 4.9+).
     pub delivery_rate_bytes_per_s: Option<u64>,
+    /// Segments delivered, retransmissions included (Linux 4.18+).
     pub delivered_pkts: Option<u32>,
+    /// Segments delivered with a CE mark (Linux 4.18+).
     pub delivered_ce_pkts: Option<u32>,
+    /// Bytes sent, retransmissions included (Linux 4.19+).
     pub bytes_sent: Option<u64>,
+    /// Bytes retransmitted (Linux 4.19+).
     pub bytes_retrans: Option<u64>,
     /// The peer's advertised receive window (Linux 5.4+).
     pub snd_wnd_bytes: Option<u32>,

@@ -69,7 +69,9 @@ pub fn drain_time(queued_bytes: u64, rate_bps: u64) -> Duration {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Direction {
+    /// The send buffer (`SO_SNDBUF`, `tcp_wmem`).
     Send,
+    /// The receive buffer (`SO_RCVBUF`, `tcp_rmem`).
     Recv,
 }
 
@@ -85,6 +87,7 @@ impl Direction {
 /// The kernel limits that apply to one direction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct BufferLimits {
+    /// The buffer these limits are for.
     pub direction: Direction,
     /// `tcp_wmem` or `tcp_rmem`: min, default, autotuning ceiling.
     pub tcp_bytes: [u64; 3],
@@ -93,6 +96,8 @@ pub struct BufferLimits {
 }
 
 impl BufferLimits {
+    /// Reads the direction's `tcp_*mem` triple and `core.*mem_max`; a missing
+    /// or malformed key is an error.
     pub fn read(sysctls: &Sysctls, direction: Direction) -> Result<Self, SysctlError> {
         let (tcp, core) = direction.keys();
         Ok(BufferLimits {
@@ -106,7 +111,9 @@ impl BufferLimits {
 /// What to do to give one direction a BDP of buffer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct BufferPlan {
+    /// The buffer this plan is for.
     pub direction: Direction,
+    /// The bandwidth-delay product the buffer should hold, bytes.
     pub bdp_bytes: u64,
     /// The kernel's own growth reaches the BDP: leave the option alone.
     pub autotuning_suffices: bool,
@@ -184,6 +191,8 @@ pub enum EcnMode {
 }
 
 impl EcnMode {
+    /// The mode for a `net.ipv4.tcp_ecn` value; `None` for values other than
+    /// 0, 1 and 2.
     pub fn from_sysctl(v: i64) -> Option<Self> {
         match v {
             0 => Some(EcnMode::Off),
@@ -193,6 +202,8 @@ impl EcnMode {
         }
     }
 
+    /// Reads `net.ipv4.tcp_ecn`; `Ok(None)` for a value this code does not
+    /// know.
     pub fn read(sysctls: &Sysctls) -> Result<Option<Self>, SysctlError> {
         Ok(Self::from_sysctl(sysctls.read_int("net.ipv4.tcp_ecn")?))
     }

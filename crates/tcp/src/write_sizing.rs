@@ -64,9 +64,13 @@ impl Default for WriteSizingConfig {
 /// The congestion state the decision needs, from [`TcpInfo`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct CwndSample {
+    /// Smoothed RTT, microseconds.
     pub rtt_us: u32,
+    /// Sending MSS, bytes.
     pub snd_mss_bytes: u32,
+    /// Congestion window, segments.
     pub snd_cwnd_pkts: u32,
+    /// Segments in flight (sent, not yet acknowledged).
     pub unacked_pkts: u32,
 }
 
@@ -88,12 +92,18 @@ pub enum WriteSize {
     /// Latency-optimised: write at most `bytes`, as `packets` segments of
     /// `payload_per_packet`, with `TCP_NOTSENT_LOWAT` at 1.
     Sized {
+        /// Most bytes to write now.
         bytes: u64,
+        /// Segments those bytes fill.
         packets: u32,
+        /// Payload bytes per segment.
         payload_per_packet: u32,
     },
     /// Not worth it (or not possible) here: write normally.
-    Unlimited { reason: Unoptimized },
+    Unlimited {
+        /// Why sizing is off for this write.
+        reason: Unoptimized,
+    },
 }
 
 /// Why the optimisation is off for this write.
@@ -120,6 +130,7 @@ impl WriteSize {
         }
     }
 
+    /// Whether this is the latency-optimised [`WriteSize::Sized`].
     pub fn is_sized(&self) -> bool {
         matches!(self, WriteSize::Sized { .. })
     }
@@ -168,11 +179,11 @@ mod millis {
     use serde::{Deserialize, Deserializer, Serializer};
     use std::time::Duration;
 
-    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_f64(d.as_secs_f64() * 1e3)
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         let ms = f64::deserialize(d)?;
         Duration::try_from_secs_f64(ms / 1e3).map_err(serde::de::Error::custom)
     }
