@@ -6,7 +6,7 @@ use anyhow::{Result, bail};
 use brisk_live::bulk::BulkConfig;
 use brisk_live::router::LoopConfig;
 use brisk_live::{IpMode, LabConfig, LiveResults, LiveRun, Workload};
-use brisk_sim::scenario::QueueTables;
+use brisk_netmodel::network::QueueTables;
 use brisk_sim::scenario::Scenario;
 use indicatif::ProgressBar;
 use std::io::Write;
@@ -72,9 +72,15 @@ pub struct LiveArgs {
 /// down and written).
 pub fn run(args: LiveArgs) -> Result<()> {
     let scenario = Scenario::load(&args.scenario)?;
-    let tables = scenario.queue_tables.clone();
+    let tables = scenario.network.queue_tables.clone();
     for warning in &scenario.warnings {
         eprintln!("warning: {}: {warning}", args.scenario.display());
+    }
+    if !scenario.flows.is_empty() {
+        eprintln!(
+            "brisk live: the scenario's [[flows]] are simulator traffic and are not run here; \
+             use --client/--server or --bulk"
+        );
     }
     let workload = match (&args.client, args.shell, &args.bulk) {
         (Some(cmd), false, None) => Workload::Command(cmd.clone()),
@@ -86,10 +92,11 @@ pub fn run(args: LiveArgs) -> Result<()> {
         }),
         _ => bail!("give one of --client 'CMD', --shell or --bulk tcp"),
     };
-    let mut lab = LabConfig::new(scenario);
-    if let Some(seed) = args.seed {
-        lab.seed = seed;
-    }
+    let mut lab = LabConfig::new(scenario.network);
+    lab.name = scenario.name;
+    lab.seed = args.seed.unwrap_or(scenario.seed);
+    lab.ip = scenario.ip.into();
+    lab.snaplen = scenario.capture.snaplen;
     if let Some(ip) = &args.ip {
         lab.ip = match ip.as_str() {
             "v6" => IpMode::V6,

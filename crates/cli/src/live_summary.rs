@@ -5,8 +5,8 @@
 //! at its default.
 
 use brisk_live::LiveResults;
+use brisk_netmodel::network::QueueTables;
 use brisk_sim::results::{LinkResults, QueueResults};
-use brisk_sim::scenario::QueueTables;
 
 /// One direction of the path, named for a reader.
 struct Side<'a> {

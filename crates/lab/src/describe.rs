@@ -43,9 +43,9 @@ impl FlowWords {
 
 /// Describes `s` as it will run.
 pub fn describe(s: &Scenario) -> Described {
-    let (down, up) = (&s.link.down, &s.link.up);
+    let (down, up) = (&s.network.link.down, &s.network.link.up);
     let mut network = String::new();
-    if let Some(p) = s.profile.as_deref().and_then(profiles::by_name) {
+    if let Some(p) = s.network.profile.as_deref().and_then(profiles::by_name) {
         network.push_str(&format!("profile “{}”: ", p.name));
     }
     network.push_str(&format!(
@@ -76,7 +76,7 @@ pub fn describe(s: &Scenario) -> Described {
         .collect();
     Described {
         network,
-        queue: queue(&s.queue),
+        queue: queue(&s.network.queue),
         flows,
         run: format!(
             "{} of virtual time over {}",

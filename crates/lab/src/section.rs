@@ -235,7 +235,8 @@ impl ScenarioRun {
     /// The base round trip of a flow's path: its own `rtt`, or the
     /// bottleneck's two propagation delays.
     pub fn base_rtt(&self, name: &str) -> Result<Duration, SectionError> {
-        let bottleneck = self.scenario.link.down.delay + self.scenario.link.up.delay;
+        let bottleneck =
+            self.scenario.network.link.down.delay + self.scenario.network.link.up.delay;
         self.scenario
             .flows
             .iter()

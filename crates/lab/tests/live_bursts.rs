@@ -41,7 +41,11 @@ fn probe(mode: IpMode, bursts: bool) -> (Vec<f64>, f64) {
         "duration = \"10s\"\n[link.down]\nrate = \"10Mbit\"\ndelay = \"5ms\"\n{burst_line}\
          [link.up]\nrate = \"10Mbit\"\ndelay = \"5ms\"\n"
     );
-    let mut config = LabConfig::new(Scenario::parse(&text, "bursts.toml").expect("parses"));
+    let mut config = LabConfig::new(
+        Scenario::parse(&text, "bursts.toml")
+            .expect("parses")
+            .network,
+    );
     config.ip = mode;
     let lab = Lab::up(config).expect("lab comes up");
     let server = SocketAddr::new(lab.server_bind_addr(), echo::ECHO_PORT);

@@ -13,8 +13,8 @@
 
 use crate::error::LiveError;
 use crate::router::core::{PacketRecord, RecordKind, Side};
+use brisk_netmodel::Direction;
 use brisk_netmodel::queue::DropReason;
-use brisk_sim::engine::Direction;
 use brisk_time::Instant;
 use brisk_trace::pcap::{PcapConfig, PcapWriter};
 use std::fs::File;

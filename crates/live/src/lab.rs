@@ -25,7 +25,7 @@ use crate::topology::{self, Addressing, IpMode};
 use crate::tun::Tun;
 use crate::{signal, sys};
 use brisk_nat64::Nat64Prefix;
-use brisk_sim::scenario::Scenario;
+use brisk_netmodel::Network;
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::process::ExitStatus;
@@ -40,9 +40,14 @@ const SERVER_READY_WAIT: Duration = Duration::from_secs(3);
 /// How to build a lab.
 #[derive(Debug, Clone)]
 pub struct LabConfig {
-    pub scenario: Scenario,
+    /// The scenario's name, for the results.
+    pub name: String,
+    /// The bottleneck's links and queues.
+    pub network: Network,
     pub seed: u64,
     pub ip: IpMode,
+    /// Bytes of each packet kept in pcaps (`[capture] snaplen`).
+    pub snaplen: u32,
     /// Write pcaps and the per-packet log here.
     pub out: Option<PathBuf>,
     /// Keep the bottleneck's packets in memory as one pcap of at most this
@@ -57,15 +62,15 @@ pub struct LabConfig {
 }
 
 impl LabConfig {
-    /// The scenario's seed and family, default router settings, no output.
-    pub fn new(scenario: Scenario) -> LabConfig {
+    /// A lab over `network` with a scenario file's defaults (seed 1,
+    /// IPv4, 128-byte snapshots), default router settings, no output.
+    pub fn new(network: Network) -> LabConfig {
         LabConfig {
-            seed: scenario.seed,
-            ip: match scenario.ip {
-                brisk_sim::scenario::IpFamily::V4 => IpMode::V4,
-                brisk_sim::scenario::IpFamily::V6 => IpMode::V6,
-            },
-            scenario,
+            name: String::new(),
+            network,
+            seed: 1,
+            ip: IpMode::V4,
+            snaplen: 128,
             out: None,
             bottleneck_capture_bytes: None,
             router: LoopConfig::default(),
@@ -86,7 +91,8 @@ pub struct Lab {
     addressing: Addressing,
     /// What the client dials: the server's address, or its NAT64 form.
     server_target: IpAddr,
-    scenario: Scenario,
+    /// The scenario's name, for the results.
+    name: String,
     seed: u64,
     spin: Duration,
     clock: Clock,
@@ -100,7 +106,7 @@ impl Lab {
         if !sys::has_net_admin() {
             return Err(LiveError::NotPrivileged);
         }
-        for c in [&config.scenario.link.down, &config.scenario.link.up] {
+        for c in [&config.network.link.down, &config.network.link.up] {
             c.validate().map_err(|e| LiveError::Config(e.to_string()))?;
         }
         let removed = registry::clean_stale(&config.registry_dir)?;
@@ -151,14 +157,13 @@ impl Lab {
             None => server_bind_addr(&addressing),
         };
         let clock = Clock::start();
-        let mut core =
-            RouterCore::new(&config.scenario, config.seed, addressing, gateway, resolver);
+        let mut core = RouterCore::new(&config.network, config.seed, addressing, gateway, resolver);
         if let Some(r) = config.rebind {
             core.rebind_client(r);
         }
         if let Some(limit) = config.bottleneck_capture_bytes {
             core.capture_bottleneck(BottleneckCapture::new(
-                config.scenario.capture.snaplen,
+                config.snaplen,
                 clock.unix_offset_nanos(),
                 limit,
             )?);
@@ -168,7 +173,7 @@ impl Lab {
                 core.record_packets();
                 Some(Captures::create(
                     dir,
-                    config.scenario.capture.snaplen,
+                    config.snaplen,
                     clock.unix_offset_nanos(),
                 )?)
             }
@@ -199,7 +204,7 @@ impl Lab {
             server_target,
             seed: config.seed,
             spin: config.router.spin,
-            scenario: config.scenario,
+            name: config.name,
             clock,
             stop,
             router: Some(router),
@@ -368,7 +373,7 @@ impl Lab {
             spin: self.spin,
             ip: self.addressing.mode.name(),
         };
-        let results = results::build(&self.scenario, self.seed, &outcome, facts);
+        let results = results::build(&self.name, self.seed, &outcome, facts);
         let pcap = match outcome.core.take_bottleneck_capture() {
             Some(c) => Some(c.finish()?),
             None => None,

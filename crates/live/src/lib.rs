@@ -3,10 +3,11 @@
 //! applies the simulator's own queue and link models to real IP packets.
 //!
 //! Layer: the edge. It owns the OS: namespaces, TUN devices, threads,
-//! processes, the monotonic clock. The models it drives are the sans-IO
-//! `brisk_netmodel::Link`s the simulator uses, built from the same
-//! scenario tables; `brisk-sim` supplies the scenario reader and the result
-//! types, so `brisk live` and `brisk sim` print the same JSON shape.
+//! processes, the monotonic clock. The model it drives is the sans-IO
+//! `brisk_netmodel::Bottleneck` the simulator drives, built from the same
+//! network tables (`brisk_netmodel::Network`), with its result types, so
+//! `brisk live` and `brisk sim` print the same JSON shape without this
+//! crate depending on the simulator.
 //!
 //! Modules, from the bottom:
 //! - [`sys`]: the few Linux calls (TUN ioctl, setns, ppoll, flock, ...);
@@ -55,6 +56,6 @@ pub mod tun;
 
 pub use error::LiveError;
 pub use lab::{Lab, LabConfig};
-pub use results::LiveResults;
+pub use results::{FlowResults, LiveResults};
 pub use run::{LiveOutcome, LiveRun, Workload, run};
 pub use topology::IpMode;

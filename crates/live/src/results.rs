@@ -1,16 +1,14 @@
 //! The results of a live run: the same JSON shape as `brisk sim` (same
-//! field names, the simulator's own result types) with `fidelity` in place
-//! of `engine`, and the built-in bulk transfer's report when one ran.
+//! field names, the bottleneck's own result types from brisk-netmodel)
+//! with `fidelity` in place of `engine`, and the built-in bulk transfer's
+//! report when one ran.
 
 use crate::bulk::BulkReport;
 use crate::router::event_loop::RouterOutcome;
 use crate::router::fidelity::DirectionFidelity;
-use crate::router::flows::{FlowEntry, dir_index};
-use brisk_netmodel::Link;
-use brisk_sim::engine::Direction;
-use brisk_sim::results::{FlowEnds, FlowLabel, FlowResults, LinkResults, QueueResults};
-use brisk_sim::scenario::Scenario;
-use brisk_trace::stats::{LatencySummary, Percentiles};
+use crate::router::flows::FlowEntry;
+use brisk_netmodel::{Direction, FlowEnds, FlowLabel, LinkResults, QueueResults};
+use brisk_trace::stats::Percentiles;
 use serde::Serialize;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -19,6 +17,14 @@ use std::time::Duration;
 pub const DELAY_ERROR_GOAL: Duration = Duration::from_micros(500);
 /// Goal of the issue: achieved rate within this fraction of configured.
 pub const RATE_ERROR_GOAL: f64 = 0.01;
+
+/// The live lab runs no transport of its own inside the router: its flows
+/// carry no transport report.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub enum NoTransport {}
+
+/// A flow the router saw, in the simulator's shape.
+pub type FlowResults = brisk_netmodel::FlowResults<NoTransport>;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct LiveResults {
@@ -106,32 +112,6 @@ pub struct RunFacts {
     pub ip: &'static str,
 }
 
-fn link_results(link: &Link, duration: Duration, lost: u64) -> LinkResults {
-    let st = link.stats();
-    let secs = duration.as_secs_f64().max(1e-9);
-    LinkResults {
-        utilization: (st.busy.as_secs_f64() / secs).min(1.0),
-        transmitted_packets: st.transmitted_packets,
-        transmitted_bytes: st.transmitted_bytes,
-        throughput_mbps: st.transmitted_bytes as f64 * 8.0 / secs / 1e6,
-        lost_packets: lost,
-    }
-}
-
-fn queue_results(link: &Link, delay: &LatencySummary) -> QueueResults {
-    let q = link.queue();
-    let st = q.stats();
-    QueueResults {
-        kind: q.name(),
-        drops: st.drops(),
-        drops_overflow: st.dropped_overflow,
-        drops_aqm: st.dropped_aqm,
-        marks: st.marked,
-        enqueued_packets: st.enqueued_packets,
-        delay_ms: delay.percentiles(),
-    }
-}
-
 fn protocol_name(p: u8) -> &'static str {
     match p {
         6 => "tcp",
@@ -174,7 +154,7 @@ fn flow_results(id: usize, f: &FlowEntry, link_delay: [Duration; 2]) -> FlowResu
         delivered_bytes: d.delivered_bytes(),
         active_s: active,
         rtt_ms: (!d.rtt.is_empty()).then(|| d.rtt.percentiles()),
-        return_delay: link_delay[1 - dir_index(data)],
+        return_delay: link_delay[data.opposite().index()],
         unanswered: 0,
         brisk: None,
     };
@@ -232,29 +212,18 @@ fn warnings(f: &FidelityResults) -> Vec<String> {
 }
 
 /// Builds the results of a finished run.
-pub fn build(
-    scenario: &Scenario,
-    seed: u64,
-    outcome: &RouterOutcome,
-    facts: RunFacts,
-) -> LiveResults {
+pub fn build(scenario: &str, seed: u64, outcome: &RouterOutcome, facts: RunFacts) -> LiveResults {
     let core = &outcome.core;
     let s = &outcome.stats;
-    let (down, up) = (core.link(Direction::Down), core.link(Direction::Up));
-    let delays = [down.config().delay, up.config().delay];
+    let b = core.bottleneck();
+    let delays = Direction::BOTH.map(|dir| b.link(dir).config().delay);
     let entries = core.flows().flows();
     let flows = entries
         .iter()
         .enumerate()
         .map(|(i, f)| flow_results(i, f, delays))
         .collect();
-    let flow_directions = entries
-        .iter()
-        .map(|f| match f.data_direction() {
-            Direction::Down => "down",
-            Direction::Up => "up",
-        })
-        .collect();
+    let flow_directions = entries.iter().map(|f| f.data_direction().name()).collect();
     let refused = core.refused();
     let secs = facts.duration.as_secs_f64().max(1e-9);
     let mut fidelity = FidelityResults {
@@ -280,14 +249,14 @@ pub fn build(
     fidelity.warnings = warnings(&fidelity);
     fidelity.kept_up = fidelity.warnings.is_empty();
     LiveResults {
-        scenario: scenario.name.clone(),
+        scenario: scenario.to_string(),
         seed,
         ip: facts.ip,
         duration_s: facts.duration.as_secs_f64(),
-        link: link_results(down, facts.duration, core.losses(Direction::Down)),
-        link_up: link_results(up, facts.duration, core.losses(Direction::Up)),
-        queue: queue_results(down, core.queue_delay(Direction::Down)),
-        queue_up: queue_results(up, core.queue_delay(Direction::Up)),
+        link: b.link_results(Direction::Down, facts.duration),
+        link_up: b.link_results(Direction::Up, facts.duration),
+        queue: b.queue_results(Direction::Down),
+        queue_up: b.queue_results(Direction::Up),
         flows,
         flow_directions,
         fidelity,

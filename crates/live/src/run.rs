@@ -67,12 +67,6 @@ impl LiveOutcome {
 /// Runs `run` to its end; Ctrl-C or SIGTERM end it early, cleanly.
 pub fn run(run: LiveRun) -> Result<LiveOutcome, LiveError> {
     signal::install();
-    if !run.lab.scenario.flows.is_empty() {
-        eprintln!(
-            "brisk live: the scenario's [[flows]] are simulator traffic and are not run here; \
-             use --client/--server or --bulk"
-        );
-    }
     let streams = if run.quiet_stdout {
         Streams::StdoutToStderr
     } else {

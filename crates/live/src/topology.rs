@@ -32,6 +32,16 @@ pub enum IpMode {
     V6Only,
 }
 
+/// A scenario's family: dual stack, programs pointed at that family.
+impl From<brisk_netmodel::IpFamily> for IpMode {
+    fn from(family: brisk_netmodel::IpFamily) -> IpMode {
+        match family {
+            brisk_netmodel::IpFamily::V4 => IpMode::V4,
+            brisk_netmodel::IpFamily::V6 => IpMode::V6,
+        }
+    }
+}
+
 impl IpMode {
     pub fn name(self) -> &'static str {
         match self {

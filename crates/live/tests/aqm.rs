@@ -6,9 +6,9 @@
 
 mod common;
 
+use brisk_live::FlowResults;
 use brisk_live::echo::{self, EchoServer, PingConfig, PingReport};
 use brisk_live::{Lab, LabConfig, LiveResults};
-use brisk_sim::results::FlowResults;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::Command;

@@ -10,14 +10,30 @@
 //! bookkeeping); [`queue`] the [`Queue`] trait and its disciplines (FIFO,
 //! CoDel, FQ-CoDel, PIE, DualPI2); [`link`] one direction of a link: a queue
 //! drained at a rate, then propagation and impairments; [`units`] human
-//! units ("10Mbit", "20ms") for configuration files.
+//! units ("10Mbit", "20ms") for configuration files; [`bottleneck`] both
+//! directions of a link as the simulator, the live router and the
+//! transport's test harness drive them, with per-flow accounting
+//! ([`FlowMetrics`]) and result summaries; [`direction`] down and up;
+//! [`network`] the network half of a scenario file; [`family`] IPv4 or
+//! IPv6.
 
+pub mod bottleneck;
+pub mod direction;
+pub mod family;
 pub mod link;
+pub mod network;
 pub mod packet;
 pub mod queue;
 pub mod units;
 
+pub use bottleneck::flow_metrics::FlowMetrics;
+pub use bottleneck::flow_results::{FlowEnds, FlowLabel, FlowResults};
+pub use bottleneck::summary::{LinkResults, QueueResults};
+pub use bottleneck::{Bottleneck, BottleneckOutput, FlowLedger};
+pub use direction::Direction;
+pub use family::IpFamily;
 pub use link::{Link, LinkConfig, LinkEvent, LinkStats, LossCause, RateModel};
+pub use network::{Network, NetworkError};
 pub use packet::Packet;
 pub use queue::{DropReason, Queue, QueueEvent, QueueStats};
 

@@ -1,8 +1,9 @@
 //! The discrete-event engine.
 //!
 //! Topology: a dumbbell. Flow `i` runs between its own sender host and its
-//! own receiver host; all flows share one bottleneck link (a [`Link`] per
-//! direction, with the scenario's queue). Each flow's base RTT above the
+//! own receiver host; all flows share one [`Bottleneck`] (a link per
+//! direction, with the scenario's queues), which charges each flow's data
+//! direction for what its queue and link did. Each flow's base RTT above the
 //! bottleneck's own is added on the sender's access link, a pure delay.
 //!
 //! Time jumps to the earliest wake-up among all components (flows, access
@@ -14,21 +15,20 @@
 //! pure function of scenario and seed.
 
 use crate::flows::{AppReport, End, FlowAddrs, FlowApp};
-use crate::metrics::FlowMetrics;
 use crate::scenario::{IpFamily, Scenario};
 use crate::wakeups::Wakeups;
+/// Which way a packet crosses the bottleneck (what a capture sees).
+pub use brisk_netmodel::Direction;
+use brisk_netmodel::bottleneck::flow_tag::{flow_of, packet_id};
 use brisk_netmodel::packet::HeaderMemo;
-use brisk_netmodel::{Link, LinkEvent, Packet, queue::QueueStats};
+use brisk_netmodel::{
+    Bottleneck, BottleneckOutput, FlowLedger, FlowMetrics, LinkEvent, Packet, queue::QueueStats,
+};
 use brisk_time::Instant;
-use brisk_trace::stats::LatencySummary;
 use brisk_wire::Ecn;
 use std::collections::{HashMap, VecDeque};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
-
-/// Packet ids carry their flow in the high bits, so link events (which name
-/// only a packet id) can be charged to the right flow.
-const FLOW_SHIFT: u32 = 40;
 
 /// How often a run reports its progress: rare enough to cost nothing,
 /// a few times a second of wall time.
@@ -64,13 +64,6 @@ impl Component {
             _ => Component::Link(Direction::Up),
         }
     }
-}
-
-/// Where a capture saw a packet.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Direction {
-    Down,
-    Up,
 }
 
 /// Receives every packet as it reaches the far end of the bottleneck, in
@@ -121,12 +114,7 @@ pub(crate) struct FlowSlot {
 /// What the engine hands back when a run ends.
 pub struct Outcome {
     pub(crate) flows: Vec<FlowSlot>,
-    pub(crate) down: Link,
-    pub(crate) up: Link,
-    pub(crate) down_delay: LatencySummary,
-    pub(crate) up_delay: LatencySummary,
-    pub(crate) down_losses: u64,
-    pub(crate) up_losses: u64,
+    pub(crate) bottleneck: Bottleneck,
     pub(crate) steps: u64,
     pub(crate) packet_hops: u64,
     pub(crate) end: Instant,
@@ -170,7 +158,8 @@ impl Outcome {
     }
 
     pub fn queue_stats(&self) -> (QueueStats, QueueStats) {
-        (self.down.queue().stats(), self.up.queue().stats())
+        let stats = |dir| self.bottleneck.link(dir).queue().stats();
+        (stats(Direction::Down), stats(Direction::Up))
     }
 }
 
@@ -178,8 +167,7 @@ impl Outcome {
 pub struct Engine<'c> {
     now: Instant,
     end: Instant,
-    down: Link,
-    up: Link,
+    bottleneck: Bottleneck,
     flows: Vec<FlowSlot>,
     routes: HashMap<IpAddr, (usize, End)>,
     /// Per flow: whether `routes` sends its two addresses to its own two
@@ -187,10 +175,6 @@ pub struct Engine<'c> {
     /// be read from the flow in its id instead of the map.
     own_routes: Vec<bool>,
     wakeups: Wakeups,
-    down_delay: LatencySummary,
-    up_delay: LatencySummary,
-    down_losses: u64,
-    up_losses: u64,
     capture: Option<&'c mut dyn CaptureSink>,
     progress: Option<&'c mut dyn FnMut(Duration)>,
     steps: u64,
@@ -241,22 +225,14 @@ impl<'c> Engine<'c> {
         seed: u64,
         capture: Option<&'c mut dyn CaptureSink>,
     ) -> Engine<'c> {
-        let rng = |stream| brisk_netmodel::rng(seed, stream);
-        let down_q = scenario.queue.build(rng(1));
-        let up_q = scenario.queue_up.build(rng(2));
         Engine {
             now: Instant::ZERO,
             end: Instant::ZERO + scenario.duration,
-            down: Link::new(scenario.link.down.clone(), down_q, rng(3)),
-            up: Link::new(scenario.link.up.clone(), up_q, rng(4)),
+            bottleneck: Bottleneck::new(&scenario.network, seed),
             flows: Vec::new(),
             routes: HashMap::new(),
             own_routes: Vec::new(),
             wakeups: Wakeups::default(),
-            down_delay: LatencySummary::default(),
-            up_delay: LatencySummary::default(),
-            down_losses: 0,
-            up_losses: 0,
             capture,
             progress: None,
             steps: 0,
@@ -272,7 +248,7 @@ impl<'c> Engine<'c> {
 
     /// The bottleneck's own round trip (both propagation delays).
     pub fn bottleneck_rtt(&self) -> Duration {
-        self.down.config().delay + self.up.config().delay
+        self.bottleneck.round_trip()
     }
 
     pub fn add_flow(&mut self, setup: FlowSetup, series: bool) {
@@ -341,29 +317,18 @@ impl<'c> Engine<'c> {
                 self.visit(Component::from_index(c, n));
             }
             // Only a link the round called into has anything to give.
-            if self.down.has_output() {
-                self.drain_link(Direction::Down);
-            }
-            if self.up.has_output() {
-                self.drain_link(Direction::Up);
+            for dir in Direction::BOTH {
+                if self.bottleneck.has_output(dir) {
+                    self.drain_link(dir);
+                }
             }
             self.wakeups.end_round();
         }
         self.drain_link(Direction::Down);
         self.drain_link(Direction::Up);
-        // Merged counts give the same percentiles as recording each sample
-        // twice, at half the cost per packet.
-        for f in &self.flows {
-            self.down_delay.merge(&f.metrics.queue_delay);
-        }
         Outcome {
             flows: self.flows,
-            down: self.down,
-            up: self.up,
-            down_delay: self.down_delay,
-            up_delay: self.up_delay,
-            down_losses: self.down_losses,
-            up_losses: self.up_losses,
+            bottleneck: self.bottleneck,
             steps: self.steps,
             packet_hops: self.packet_hops,
             end: self.end,
@@ -377,8 +342,7 @@ impl<'c> Engine<'c> {
             Component::App(i) => self.flows[i].app.poll_timeout(),
             Component::AccessDown(i) => self.flows[i].access_down.next(),
             Component::AccessUp(i) => self.flows[i].access_up.next(),
-            Component::Link(Direction::Down) => self.down.poll_timeout(),
-            Component::Link(Direction::Up) => self.up.poll_timeout(),
+            Component::Link(dir) => self.bottleneck.poll_timeout(dir),
         };
         self.wakeups.schedule(c.index(self.flows.len()), at);
     }
@@ -395,7 +359,7 @@ impl<'c> Engine<'c> {
             }
             Component::AccessDown(i) => {
                 while let Some((_, p)) = pop_due(&mut self.flows[i].access_down, now) {
-                    self.down.handle_packet(now, p);
+                    self.bottleneck.handle_packet(now, Direction::Down, p);
                 }
                 self.reschedule(c);
                 self.reschedule(Component::Link(Direction::Down));
@@ -407,16 +371,9 @@ impl<'c> Engine<'c> {
                 self.reschedule(c);
             }
             Component::Link(dir) => {
-                self.link(dir).handle_timeout(now);
+                self.bottleneck.handle_timeout(now, dir);
                 self.reschedule(c);
             }
-        }
-    }
-
-    fn link(&mut self, dir: Direction) -> &mut Link {
-        match dir {
-            Direction::Down => &mut self.down,
-            Direction::Up => &mut self.up,
         }
     }
 
@@ -426,7 +383,7 @@ impl<'c> Engine<'c> {
         let (mut down, mut up, mut access) = (false, false, false);
         while let Some((end, datagram)) = self.flows[i].app.poll_transmit(now) {
             let f = &mut self.flows[i];
-            let id = ((i as u64) << FLOW_SHIFT) | f.next_seq;
+            let id = packet_id(Some(i), f.next_seq);
             f.next_seq += 1;
             // A flow that emits a malformed datagram loses it, as a NIC would.
             let memo = &mut f.headers[usize::from(end == End::Receiver)];
@@ -438,7 +395,7 @@ impl<'c> Engine<'c> {
                     f.metrics.sent_packets += 1;
                     f.metrics.sent_bytes += packet.len() as u64;
                     if f.access_down.delay.is_zero() {
-                        self.down.handle_packet(now, packet);
+                        self.bottleneck.handle_packet(now, Direction::Down, packet);
                         down = true;
                     } else {
                         f.access_down
@@ -448,7 +405,7 @@ impl<'c> Engine<'c> {
                     }
                 }
                 End::Receiver => {
-                    self.up.handle_packet(now, packet);
+                    self.bottleneck.handle_packet(now, Direction::Up, packet);
                     up = true;
                 }
             }
@@ -468,16 +425,16 @@ impl<'c> Engine<'c> {
     /// Routes what a bottleneck direction delivered and records its events.
     fn drain_link(&mut self, dir: Direction) {
         loop {
-            let link = match dir {
-                Direction::Down => &mut self.down,
-                Direction::Up => &mut self.up,
-            };
-            if let Some(event) = link.poll_event() {
-                self.on_link_event(dir, event);
-                continue;
-            }
-            let Some((at, packet)) = link.poll_delivery() else {
-                break;
+            let (at, packet) = match self.bottleneck.poll(dir, &mut DataLedger(&mut self.flows)) {
+                None => break,
+                Some(BottleneckOutput::Delivered { at, packet }) => (at, packet),
+                Some(BottleneckOutput::Event(
+                    LinkEvent::QueueDrop { packet, .. } | LinkEvent::Lost { packet, .. },
+                )) => {
+                    self.recycle(packet);
+                    continue;
+                }
+                Some(BottleneckOutput::Event(_)) => continue,
             };
             self.packet_hops += 1;
             if let Some(sink) = &mut self.capture {
@@ -506,8 +463,9 @@ impl<'c> Engine<'c> {
     /// rule, looked up by address otherwise.
     fn route(&self, packet: &Packet) -> Option<(usize, End)> {
         let dst = packet.flow().dst;
-        let i = (packet.id >> FLOW_SHIFT) as usize;
-        if self.own_routes.get(i) == Some(&true) {
+        if let Some(i) = flow_of(packet.id)
+            && self.own_routes.get(i) == Some(&true)
+        {
             let a = self.flows[i].addrs;
             if a.receiver.ip() == dst {
                 return Some((i, End::Receiver));
@@ -517,48 +475,6 @@ impl<'c> Engine<'c> {
             }
         }
         self.routes.get(&dst).copied()
-    }
-
-    fn on_link_event(&mut self, dir: Direction, event: LinkEvent) {
-        let flow_of = |id: u64| (id >> FLOW_SHIFT) as usize;
-        match event {
-            LinkEvent::Dequeued {
-                at,
-                packet_id,
-                queue_delay,
-            } => match dir {
-                // The queue's own summary is the flows' merged at the end.
-                Direction::Down => match self.flows.get_mut(flow_of(packet_id)) {
-                    Some(f) => f.metrics.on_queue_delay(at, queue_delay),
-                    None => self.down_delay.record(queue_delay),
-                },
-                Direction::Up => self.up_delay.record(queue_delay),
-            },
-            LinkEvent::QueueDrop { packet, .. } => {
-                if dir == Direction::Down
-                    && let Some(f) = self.flows.get_mut(flow_of(packet.id))
-                {
-                    f.metrics.queue_drops += 1;
-                }
-                self.recycle(packet);
-            }
-            LinkEvent::Lost { packet, .. } => {
-                match dir {
-                    Direction::Down => self.down_losses += 1,
-                    Direction::Up => self.up_losses += 1,
-                }
-                if dir == Direction::Down
-                    && let Some(f) = self.flows.get_mut(flow_of(packet.id))
-                {
-                    f.metrics.link_losses += 1;
-                }
-                self.recycle(packet);
-            }
-            LinkEvent::Marked { .. }
-            | LinkEvent::EcnRewritten { .. }
-            | LinkEvent::Duplicated { .. }
-            | LinkEvent::Reordered { .. } => {}
-        }
     }
 
     /// Hands a packet to flow `i`'s application at `end`.
@@ -579,8 +495,22 @@ impl<'c> Engine<'c> {
 
     /// Hands a packet's buffer back to the flow that sent it.
     fn recycle(&mut self, packet: Packet) {
-        if let Some(f) = self.flows.get_mut((packet.id >> FLOW_SHIFT) as usize) {
+        if let Some(f) = flow_of(packet.id).and_then(|i| self.flows.get_mut(i)) {
             f.app.recycle(packet.data);
+        }
+    }
+}
+
+/// The engine's flows as the bottleneck charges them: each flow's data
+/// direction (down, sender to receiver) only; the up direction counts in
+/// the link's totals.
+struct DataLedger<'f>(&'f mut [FlowSlot]);
+
+impl FlowLedger for DataLedger<'_> {
+    fn metrics(&mut self, dir: Direction, flow: usize) -> Option<&mut FlowMetrics> {
+        match dir {
+            Direction::Down => self.0.get_mut(flow).map(|f| &mut f.metrics),
+            Direction::Up => None,
         }
     }
 }

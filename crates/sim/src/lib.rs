@@ -6,9 +6,9 @@
 //! same inputs give byte-identical results and captures.
 //!
 //! Modules: [`scenario`] reads and validates TOML scenarios; [`engine`] the
-//! event loop and the dumbbell topology; [`flows`] the traffic (built-in
-//! sources and the plug-in trait a transport implements); [`metrics`]
-//! per-flow measurements; [`results`] the JSON shape of a run; [`capture`]
+//! event loop and the dumbbell topology around `brisk-netmodel`'s
+//! `Bottleneck`; [`flows`] the traffic (built-in
+//! sources and the plug-in trait a transport implements); [`results`] the JSON shape of a run; [`capture`]
 //! the bottleneck as a pcap file; [`bench`] the reference loads speed is
 //! measured on; `wakeups` the engine's agenda.
 
@@ -19,19 +19,19 @@ pub mod bench;
 pub mod capture;
 pub mod engine;
 pub mod flows;
-pub mod metrics;
 pub mod results;
 pub mod scenario;
 mod wakeups;
 
+use brisk_netmodel::Direction;
 use brisk_time::Instant;
 use brisk_trace::stats::LatencySummary;
 use engine::{Engine, FlowSetup, Outcome};
 use flows::brisk::{BriskConfig, BriskFlow, BriskWorkload, SendPath, TransportReport};
 use flows::{ConstantRate, FlowApp, Ping, SendJitter};
 use results::{
-    BriskResults, EngineResults, FlowEnds, FlowLabel, FlowResults, FrameResults, LinkResults,
-    QueueResults, Results, TransportResults,
+    BriskResults, EngineResults, FlowEnds, FlowLabel, FlowResults, FrameResults, Results,
+    TransportResults,
 };
 use scenario::{BriskApp, EcnSpec, FlowKind, FlowSpec, IpFamily, Scenario};
 use std::time::Duration;
@@ -242,37 +242,6 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Run {
     Run { results, outcome }
 }
 
-fn link_results(link: &brisk_netmodel::Link, duration: Duration, lost: u64) -> LinkResults {
-    let st = link.stats();
-    let secs = duration.as_secs_f64().max(1e-9);
-    // A trace's capacity varies: measure use against what it offered.
-    let utilization = match link.offered_bytes(Instant::ZERO + duration) {
-        Some(offered) => st.transmitted_bytes as f64 / offered.max(1) as f64,
-        None => st.busy.as_secs_f64() / secs,
-    };
-    LinkResults {
-        utilization: utilization.min(1.0),
-        transmitted_packets: st.transmitted_packets,
-        transmitted_bytes: st.transmitted_bytes,
-        throughput_mbps: st.transmitted_bytes as f64 * 8.0 / secs / 1e6,
-        lost_packets: lost,
-    }
-}
-
-fn queue_results(link: &brisk_netmodel::Link, delay: &LatencySummary) -> QueueResults {
-    let q = link.queue();
-    let st = q.stats();
-    QueueResults {
-        kind: q.name(),
-        drops: st.drops(),
-        drops_overflow: st.dropped_overflow,
-        drops_aqm: st.dropped_aqm,
-        marks: st.marked,
-        enqueued_packets: st.enqueued_packets,
-        delay_ms: delay.percentiles(),
-    }
-}
-
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
@@ -369,15 +338,12 @@ fn summarize(s: &Scenario, seed: u64, o: &Outcome) -> Results {
     Results {
         scenario: s.name.clone(),
         seed,
-        ip: match s.ip {
-            IpFamily::V4 => "v4",
-            IpFamily::V6 => "v6",
-        },
+        ip: s.ip.name(),
         duration_s: s.duration.as_secs_f64(),
-        link: link_results(&o.down, s.duration, o.down_losses),
-        link_up: link_results(&o.up, s.duration, o.up_losses),
-        queue: queue_results(&o.down, &o.down_delay),
-        queue_up: queue_results(&o.up, &o.up_delay),
+        link: o.bottleneck.link_results(Direction::Down, s.duration),
+        link_up: o.bottleneck.link_results(Direction::Up, s.duration),
+        queue: o.bottleneck.queue_results(Direction::Down),
+        queue_up: o.bottleneck.queue_results(Direction::Up),
         flows,
         engine: EngineResults {
             steps: o.steps,

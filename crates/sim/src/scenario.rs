@@ -6,15 +6,17 @@
 //! (which fields apply to which flow kind, ranges), naming the flow and its
 //! line.
 
-use brisk_netmodel::link::profiles;
+/// The address family a run uses.
+pub use brisk_netmodel::IpFamily;
+use brisk_netmodel::network::{Network, NetworkError, line_of};
 use brisk_netmodel::units;
 /// Parses a duration as scenario files write it ("10s", "500ms"), for
 /// command-line overrides.
 pub use brisk_netmodel::units::parse_duration;
-use brisk_netmodel::{LinkConfig, queue::QueueConfig};
 use brisk_proto::congestion::CcAlgorithm;
 use brisk_wire::Ecn;
 use serde::Deserialize;
+use serde::de::IgnoredAny;
 use std::path::Path;
 use std::time::Duration;
 use toml::Spanned;
@@ -37,15 +39,6 @@ pub enum ScenarioError {
     },
 }
 
-/// Address family every host of a run uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum IpFamily {
-    #[default]
-    V4,
-    V6,
-}
-
 /// A whole scenario.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -65,19 +58,36 @@ pub struct Scenario {
     /// "v4" (default) or "v6": every scenario runs on either family.
     #[serde(default)]
     pub ip: IpFamily,
-    /// A named network (`brisk_netmodel::link::profiles`, e.g. "lte"):
-    /// sets both link directions. Exclusive with `[link.*]` tables.
+    // The network tables (`profile`, `[link.*]`, `[queue.*]`,
+    // `[queue_up.*]`) are declared here only so that `deny_unknown_fields`
+    // accepts them; `Network` reads their contents into `network`.
+    #[expect(
+        dead_code,
+        reason = "declared for deny_unknown_fields; read by Network"
+    )]
     #[serde(default)]
-    pub profile: Option<String>,
-    /// The bottleneck, one config per direction.
+    profile: IgnoredAny,
+    #[expect(
+        dead_code,
+        reason = "declared for deny_unknown_fields; read by Network"
+    )]
     #[serde(default)]
-    pub link: Links,
-    /// The bottleneck queue of the down (sender to receiver) direction.
+    link: IgnoredAny,
+    #[expect(
+        dead_code,
+        reason = "declared for deny_unknown_fields; read by Network"
+    )]
     #[serde(default)]
-    pub queue: QueueConfig,
-    /// The queue of the up (receiver to sender) direction.
+    queue: IgnoredAny,
+    #[expect(
+        dead_code,
+        reason = "declared for deny_unknown_fields; read by Network"
+    )]
     #[serde(default)]
-    pub queue_up: QueueConfig,
+    queue_up: IgnoredAny,
+    /// The bottleneck: links and queues of both directions.
+    #[serde(skip)]
+    pub network: Network,
     /// Traffic; each entry is one flow between its own pair of hosts.
     #[serde(default)]
     pub flows: Vec<Spanned<FlowSpec>>,
@@ -88,26 +98,10 @@ pub struct Scenario {
     /// its line; the CLI prints them before running.
     #[serde(skip)]
     pub warnings: Vec<String>,
-    /// The queue kinds the file names per direction; a direction it leaves
-    /// out runs the default FIFO.
-    #[serde(skip)]
-    pub queue_tables: QueueTables,
 }
 
 fn default_seed() -> u64 {
     1
-}
-
-/// Both directions of the bottleneck link.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Links {
-    /// Sender to receiver: where data queues.
-    #[serde(default)]
-    pub down: LinkConfig,
-    /// Receiver to sender: where ACKs and echoes travel.
-    #[serde(default)]
-    pub up: LinkConfig,
 }
 
 /// What `--out` captures.
@@ -554,64 +548,26 @@ impl Scenario {
     pub fn parse_with_traces(
         text: &str,
         origin: &str,
-        mut read_trace: impl FnMut(&Path) -> std::io::Result<String>,
+        read_trace: impl FnMut(&Path) -> std::io::Result<String>,
     ) -> Result<Scenario, ScenarioError> {
         let invalid = |line: usize, message: String| ScenarioError::Invalid {
             path: origin.to_string(),
             line,
             message,
         };
-        let queue_tables =
-            one_queue_per_direction(text).map_err(|(line, message)| invalid(line, message))?;
         let mut scenario: Scenario = toml::from_str(text).map_err(|e| ScenarioError::Parse {
             path: origin.to_string(),
             message: e.to_string().trim_end().to_string(),
         })?;
-        let at = |needle: &str| line_of(text, text.find(needle).unwrap_or(0));
-        if let Some(name) = &scenario.profile {
-            let Some(p) = profiles::by_name(name) else {
-                let known: Vec<&str> = profiles::all().iter().map(|p| p.name).collect();
-                let message = format!("unknown profile {name:?}; known: {}", known.join(", "));
-                return Err(invalid(at("profile"), message));
-            };
-            if text.contains("[link") {
-                let message = "`profile` sets the links: remove it or the [link.*] tables";
-                return Err(invalid(at("[link"), message.into()));
-            }
-            scenario.link = Links {
-                down: p.down(),
-                up: p.up(),
-            };
-        }
-        for (dir, link) in [
-            ("down", &mut scenario.link.down),
-            ("up", &mut scenario.link.up),
-        ] {
-            let line = at(&format!("[link.{dir}]"));
-            if let Some(path) = link.trace_path().map(Path::to_path_buf) {
-                let shown = path.display();
-                let trace = read_trace(&path).map_err(|e| {
-                    invalid(
-                        line,
-                        format!("[link.{dir}]: cannot read trace {shown}: {e}"),
-                    )
-                })?;
-                link.load_trace(&trace)
-                    .map_err(|e| invalid(line, format!("[link.{dir}]: trace {shown}: {e}")))?;
-            }
-            link.validate()
-                .map_err(|e| invalid(line, format!("[link.{dir}]: {e}")))?;
-        }
-        for (table, q) in [("queue", &scenario.queue), ("queue_up", &scenario.queue_up)] {
-            if let QueueConfig::DualPi2(c) = q {
-                let line = at(&format!("[{table}."));
-                c.validate()
-                    .map_err(|e| invalid(line, format!("[{table}.dualpi2]: {e}")))?;
-            }
-        }
+        scenario.network = Network::parse_with_traces(text, read_trace).map_err(|e| match e {
+            NetworkError::Parse(message) => ScenarioError::Parse {
+                path: origin.to_string(),
+                message,
+            },
+            NetworkError::Invalid { line, message } => invalid(line, message),
+        })?;
         scenario.validate(text, origin)?;
         scenario.warnings = scenario.suspicious(text);
-        scenario.queue_tables = queue_tables;
         Ok(scenario)
     }
 
@@ -619,7 +575,7 @@ impl Scenario {
     /// direction left to the default, a flow cut short by the end of the run.
     fn suspicious(&self, text: &str) -> Vec<String> {
         let mut warnings = Vec::new();
-        if self.profile.is_none() {
+        if self.network.profile.is_none() {
             let table = text.parse::<toml::Table>().unwrap_or_default();
             let links = table.get("link").and_then(toml::Value::as_table);
             for dir in ["down", "up"] {
@@ -695,7 +651,7 @@ impl Scenario {
             ));
         }
         let mut source_packets = 0u64;
-        let min_rtt = self.link.down.delay + self.link.up.delay;
+        let min_rtt = self.network.link.down.delay + self.network.link.up.delay;
         let mut labels: Vec<(String, usize)> = Vec::new();
         for (i, spanned) in self.flows.iter().enumerate() {
             let f = spanned.get_ref();
@@ -827,81 +783,8 @@ impl Scenario {
 
     /// Bytes of IP + UDP header on this scenario's address family.
     pub fn header_bytes(&self) -> u64 {
-        match self.ip {
-            IpFamily::V4 => 28,
-            IpFamily::V6 => 48,
-        }
+        self.ip.udp_header_bytes()
     }
-}
-
-/// The queue tables a scenario file names: `[queue.KIND]` shapes the down
-/// direction, `[queue_up.KIND]` the up direction. Either may be absent,
-/// and then that direction gets the default FIFO.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct QueueTables {
-    pub down: Option<String>,
-    pub up: Option<String>,
-}
-
-/// The queue kind each direction names. Refuses two queue tables for one
-/// direction with a message saying so (serde would say "wanted exactly 1
-/// element"), naming the second one's line. Text that is not TOML is left
-/// to serde, whose message is better.
-fn one_queue_per_direction(text: &str) -> Result<QueueTables, (usize, String)> {
-    let mut named = QueueTables::default();
-    let Ok(table) = text.parse::<toml::Table>() else {
-        return Ok(named);
-    };
-    for key in ["queue", "queue_up"] {
-        let Some(toml::Value::Table(queues)) = table.get(key) else {
-            continue;
-        };
-        let kind = queues.keys().next().cloned();
-        if key == "queue" {
-            named.down = kind;
-        } else {
-            named.up = kind;
-        }
-        if queues.len() > 1 {
-            let names: Vec<&str> = queues.keys().map(String::as_str).collect();
-            let prefix = format!("{key}.");
-            let line = table_headers(text)
-                .iter()
-                .filter(|(name, _)| name.starts_with(&prefix))
-                .nth(1)
-                .map_or(1, |(_, line)| *line);
-            let direction = if key == "queue" { "down" } else { "up" };
-            return Err((
-                line,
-                format!(
-                    "only one queue may be configured per direction; [{key}.*] ({direction}) has {}",
-                    names.join(" and ")
-                ),
-            ));
-        }
-    }
-    Ok(named)
-}
-
-/// The `[table]` headers of a TOML text, each with its line.
-fn table_headers(text: &str) -> Vec<(&str, usize)> {
-    text.lines()
-        .enumerate()
-        .filter_map(|(i, line)| {
-            let line = line.trim();
-            let name = line.strip_prefix('[')?.split(']').next()?.trim();
-            (!line.starts_with("[[")).then_some((name, i + 1))
-        })
-        .collect()
-}
-
-/// 1-based line of a byte offset.
-fn line_of(text: &str, offset: usize) -> usize {
-    text[..offset.min(text.len())]
-        .bytes()
-        .filter(|b| *b == b'\n')
-        .count()
-        + 1
 }
 
 #[cfg(test)]
@@ -1110,7 +993,7 @@ rtt = "40ms"
     fn profiles_set_both_links() {
         let s = Scenario::parse("duration = \"1s\"\nprofile = \"lte\"\n", "p.toml").unwrap();
         assert_eq!(
-            s.link.down.delay + s.link.up.delay,
+            s.network.link.down.delay + s.network.link.up.delay,
             Duration::from_millis(220)
         );
         let e = err("duration = \"1s\"\nprofile = \"lte\"\n[link.down]\nrate = \"1Mbit\"\n");
@@ -1122,17 +1005,23 @@ rtt = "40ms"
     #[test]
     fn queue_tables_are_read_per_direction() {
         let text = "duration = \"1s\"\n[queue.fq_codel]\n[queue_up.fifo]\nlimit_packets = 10\n";
-        let tables = |down: Option<&str>, up: Option<&str>| QueueTables {
+        let tables = |down: Option<&str>, up: Option<&str>| brisk_netmodel::network::QueueTables {
             down: down.map(String::from),
             up: up.map(String::from),
         };
         assert_eq!(
-            Scenario::parse(text, "t.toml").unwrap().queue_tables,
+            Scenario::parse(text, "t.toml")
+                .unwrap()
+                .network
+                .queue_tables,
             tables(Some("fq_codel"), Some("fifo"))
         );
         let only_down = "duration = \"1s\"\n[queue.fq_codel]\n";
         assert_eq!(
-            Scenario::parse(only_down, "t.toml").unwrap().queue_tables,
+            Scenario::parse(only_down, "t.toml")
+                .unwrap()
+                .network
+                .queue_tables,
             tables(Some("fq_codel"), None)
         );
     }
@@ -1145,7 +1034,7 @@ rtt = "40ms"
             Ok("1\n2\n".into())
         })
         .unwrap();
-        assert!(s.link.down.validate().is_ok());
+        assert!(s.network.link.down.validate().is_ok());
         let e = Scenario::parse(text, "t.toml").unwrap_err().to_string();
         assert!(e.contains("t.down") && e.contains("line 2"), "{e}");
         let e = Scenario::parse_with_traces(text, "t.toml", |_| Ok("x\n".into()))
@@ -1186,7 +1075,7 @@ rtt = "40ms"
             assert!(e.contains("ambiguous") && e.contains("100%"), "{e}");
         }
         let s = Scenario::parse("duration = \"1s\"\n[link.down]\nloss = \"100%\"\n", "l").unwrap();
-        assert!(s.link.down.loss.is_some());
+        assert!(s.network.link.down.loss.is_some());
     }
 
     #[test]

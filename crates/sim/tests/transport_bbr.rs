@@ -163,7 +163,7 @@ fn every_byte_arrives_under_loss_both_ways() {
         "[[flows]]\nname = \"bulk\"\nkind = \"brisk\"\ncc = \"bbr\"\nbytes = \"{bytes}B\"\n"
     );
     let mut s = network("15s", "\"10Mbit\"", 20, "5%", 100, &flows);
-    s.link.up.loss = s.link.down.loss;
+    s.network.link.up.loss = s.network.link.down.loss;
     for ip in FAMILIES {
         let r = run_on(&s, ip);
         let f = flow(&r, "bulk");

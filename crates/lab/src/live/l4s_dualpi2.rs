@@ -181,7 +181,7 @@ impl LiveExperiment for L4sDualpi2 {
         if stem != DUALPI2 && stem != FIFO {
             return Err(unknown_stem(ID, stem));
         }
-        let rate_bps = down_rate_bps(scenario)
+        let rate_bps = down_rate_bps(&scenario.network)
             .ok_or_else(|| format!("{ID}: the down link needs a constant rate"))?;
         let exp = PairExperiment::l4s(Duration::from_secs(SECS));
         let (run, outcome) = in_lab(scenario, IpMode::V4, capture, |lab| l4s::run(lab, &exp))?;

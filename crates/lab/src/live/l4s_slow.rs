@@ -149,7 +149,7 @@ impl LiveExperiment for L4sSlow {
         if !STEMS.contains(&stem) {
             return Err(unknown_stem(ID, stem));
         }
-        let rate_bps = down_rate_bps(scenario)
+        let rate_bps = down_rate_bps(&scenario.network)
             .ok_or_else(|| format!("{ID}: the down link needs a constant rate"))?;
         let config = BriskBulkConfig::new("prague", Duration::from_secs(SECS));
         let (run, report) = in_lab(scenario, IpMode::V4, capture, |lab| {

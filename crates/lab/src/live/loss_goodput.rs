@@ -181,7 +181,7 @@ impl LiveExperiment for LossGoodput {
         if ![CLEAN, SHORT, LONG].contains(&stem) {
             return Err(unknown_stem(ID, stem));
         }
-        let rate_bps = down_rate_bps(scenario)
+        let rate_bps = down_rate_bps(&scenario.network)
             .ok_or_else(|| format!("{ID}: the down link needs a constant rate"))?;
         let exp = LossExperiment::okru(Duration::from_secs(SECS));
         let (mut run, outcome) = in_lab(scenario, IpMode::V4, capture, |lab| {

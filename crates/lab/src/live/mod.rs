@@ -63,8 +63,11 @@ fn in_lab<T: Serialize>(
     capture: bool,
     f: impl FnOnce(&Lab) -> Result<T, RecipeError>,
 ) -> Result<(LiveRun, T), String> {
-    let mut config = LabConfig::new(scenario.clone());
+    let mut config = LabConfig::new(scenario.network.clone());
+    config.name = scenario.name.clone();
+    config.seed = scenario.seed;
     config.ip = mode;
+    config.snaplen = scenario.capture.snaplen;
     config.bottleneck_capture_bytes = capture.then_some(BOTTLENECK_CAPTURE_LIMIT_BYTES);
     let lab = Lab::up(config).map_err(|e| e.to_string())?;
     let out = f(&lab).map_err(|e| e.to_string())?;
@@ -106,7 +109,11 @@ fn sim_shape(r: LiveResults) -> Results {
         link_up: r.link_up,
         queue: r.queue,
         queue_up: r.queue_up,
-        flows: r.flows,
+        flows: r
+            .flows
+            .into_iter()
+            .map(|f| f.map_transport(|none| match none {}))
+            .collect(),
     }
 }
 
@@ -119,7 +126,7 @@ fn with_numbers(mut run: LiveRun, numbers: &[(&str, f64)]) -> LiveRun {
 
 /// The scenario's base round trip: both links' propagation delays.
 fn base_rtt_ms(scenario: &Scenario) -> f64 {
-    crate::section::ms(scenario.link.down.delay + scenario.link.up.delay)
+    crate::section::ms(scenario.network.link.down.delay + scenario.network.link.up.delay)
 }
 
 /// An unknown stem: the suite loader only hands a section its own stems,

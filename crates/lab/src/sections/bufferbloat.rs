@@ -79,7 +79,7 @@ impl Section for Bufferbloat {
         for &stem in &QUEUE_ONLY {
             let run = runs.get(stem)?;
             let m = Measured::of(run)?;
-            let label = queue_label(&run.scenario.queue);
+            let label = queue_label(&run.scenario.network.queue);
             if stem == "fifo" {
                 checks.push(Check::new(
                     format!("{label}, UDP overload: RTT added by the queue, median"),

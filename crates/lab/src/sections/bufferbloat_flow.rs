@@ -57,8 +57,11 @@ pub(crate) fn findings(
     let c = Transfer::of(codel)?;
     let full_ms = full_fifo_ms(fifo)?;
     let (fifo_label, codel_label) = (
-        format!("Transfer, {}", queue_label(&fifo.scenario.queue)),
-        format!("Transfer, {} + ECN", queue_label(&codel.scenario.queue)),
+        format!("Transfer, {}", queue_label(&fifo.scenario.network.queue)),
+        format!(
+            "Transfer, {} + ECN",
+            queue_label(&codel.scenario.network.queue)
+        ),
     );
     let checks = vec![
         Check::new(
@@ -244,11 +247,11 @@ fn unsuitable(run: &ScenarioRun, message: &str) -> SectionError {
 /// The delay of a full FIFO: its packet limit in MTU-sized packets at the
 /// down link's constant rate, in ms.
 fn full_fifo_ms(run: &ScenarioRun) -> Result<f64, SectionError> {
-    let limit = match &run.scenario.queue {
+    let limit = match &run.scenario.network.queue {
         QueueConfig::Fifo(c) => c.limit_packets,
         _ => None,
     };
-    let bps = match run.scenario.link.down.rate {
+    let bps = match run.scenario.network.link.down.rate {
         RateModel::Constant { bps } if bps > 0 => Some(bps),
         _ => None,
     };

@@ -424,7 +424,7 @@ fn recovery_s(run: &ScenarioRun) -> Result<f64, SectionError> {
 
 /// When the data direction's rate schedule drops (its second step).
 fn rate_drop(run: &ScenarioRun) -> Result<Duration, SectionError> {
-    match &run.scenario.link.down.rate {
+    match &run.scenario.network.link.down.rate {
         RateModel::Schedule(s) if s.steps().len() >= 2 => Ok(s.steps()[1].at),
         _ => Err(SectionError::Unsuitable {
             scenario: run.path.clone(),
@@ -475,7 +475,7 @@ mod tests {
         assert_eq!(recovery_s(&stepped("2Mbit")).unwrap(), 3.0);
         // A run without a rate drop is refused with a reason.
         let mut flat = stepped("100kbit");
-        flat.scenario.link.down.rate = RateModel::Constant { bps: 1_000_000 };
+        flat.scenario.network.link.down.rate = RateModel::Constant { bps: 1_000_000 };
         assert!(matches!(
             recovery_s(&flat),
             Err(SectionError::Unsuitable { .. })

@@ -256,7 +256,7 @@ impl Section for L4sQueue {
 
 /// The DualPI2 classifier of a run; the section needs that queue.
 fn l_queue_mask(run: &ScenarioRun) -> Result<EcnMask, SectionError> {
-    match &run.scenario.queue {
+    match &run.scenario.network.queue {
         QueueConfig::DualPi2(c) => Ok(c.ecn_mask),
         _ => Err(SectionError::Unsuitable {
             scenario: run.path.clone(),

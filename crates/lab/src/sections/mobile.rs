@@ -289,7 +289,7 @@ impl Measured {
                 scenario: run.path.clone(),
                 message: format!("flow {PING:?} measured no round trip (is it a ping?)"),
             })?;
-        let down_mbps = match &run.scenario.link.down.rate {
+        let down_mbps = match &run.scenario.network.link.down.rate {
             RateModel::Constant { bps } => *bps as f64 / 1e6,
             _ => f64::NAN,
         };

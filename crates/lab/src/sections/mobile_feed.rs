@@ -195,7 +195,7 @@ impl Page {
             .objects
             .clone()
             .ok_or_else(|| unsuitable("flow \"feed\" must be a brisk flow with app = \"feed\""))?;
-        let bps = match run.scenario.link.down.rate {
+        let bps = match run.scenario.network.link.down.rate {
             RateModel::Constant { bps } if bps > 0 => bps as f64,
             _ => return Err(unsuitable("the feed needs a constant down rate")),
         };

@@ -291,11 +291,17 @@ impl Measured {
             scenario: run.path.clone(),
             message: message.to_string(),
         };
-        let rate_bps = match &run.scenario.link.down.rate {
+        let rate_bps = match &run.scenario.network.link.down.rate {
             RateModel::Constant { bps } if *bps > 0 => *bps as f64,
             _ => return Err(unsuitable("the down link must have one constant rate")),
         };
-        let loss = run.scenario.link.down.loss.map_or(0.0, |l| l.mean_loss());
+        let loss = run
+            .scenario
+            .network
+            .link
+            .down
+            .loss
+            .map_or(0.0, |l| l.mean_loss());
         let rtt_s = run.base_rtt(BULK)?.as_secs_f64();
         let flow = run.flow(BULK)?;
         let retransmitted = flow

@@ -14,7 +14,8 @@ use super::RecipeError;
 use super::brisk_bulk::{self, BRISK_PORT, BriskBulkConfig, BriskBulkReport};
 use crate::bulk::{self, BULK_PORT, BulkConfig, BulkReport};
 use crate::lab::Lab;
-use brisk_sim::results::{FlowResults, LinkResults};
+use brisk_netmodel::FlowResults as NetFlowResults;
+use brisk_netmodel::LinkResults;
 use serde::Serialize;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -127,9 +128,9 @@ impl PairReport {
     /// Joins the applications' numbers with the router's: `flows` and
     /// `link` from the finished lab's results, whose run lasted
     /// `run_duration_s`; `link_rate_bps` is the bottleneck's rate.
-    pub fn new(
+    pub fn new<T>(
         outcome: &PairOutcome,
-        flows: &[FlowResults],
+        flows: &[NetFlowResults<T>],
         link: &LinkResults,
         run_duration_s: f64,
         link_rate_bps: f64,
@@ -159,7 +160,7 @@ impl PairReport {
     }
 }
 
-fn router_figures(f: &FlowResults) -> FlowFigures {
+fn router_figures<T>(f: &NetFlowResults<T>) -> FlowFigures {
     FlowFigures {
         goodput_mbps: f.goodput_mbps,
         queue_delay_p50_ms: f.queue_delay_ms.p50,
@@ -175,11 +176,11 @@ fn router_figures(f: &FlowResults) -> FlowFigures {
 
 /// The router's flow of `kind` ("tcp", "udp") whose data came from the
 /// server's `port`, the busiest if several did.
-pub fn flow_from_port<'a>(
-    flows: &'a [FlowResults],
+pub fn flow_from_port<'a, T>(
+    flows: &'a [NetFlowResults<T>],
     kind: &str,
     port: u16,
-) -> Result<&'a FlowResults, RecipeError> {
+) -> Result<&'a NetFlowResults<T>, RecipeError> {
     let suffix = format!(":{port}");
     flows
         .iter()
@@ -196,6 +197,7 @@ pub fn flow_from_port<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::results::{FlowResults, NoTransport};
     use brisk_trace::stats::Percentiles;
 
     fn flow(kind: &'static str, src: &str, delivered_bytes: u64, q99: f64) -> FlowResults {
@@ -251,6 +253,6 @@ mod tests {
             5_000
         );
         assert!(flow_from_port(&flows, "tcp", 4433).is_err());
-        assert!(flow_from_port(&[], "udp", 4433).is_err());
+        assert!(flow_from_port::<NoTransport>(&[], "udp", 4433).is_err());
     }
 }

@@ -255,10 +255,10 @@ pub fn median(samples: &[f64]) -> f64 {
     Summary::of(samples).p50_ms
 }
 
-/// The constant rate of the scenario's down link (where downloads
+/// The constant rate of the network's down link (where downloads
 /// queue), if it has one.
-pub fn down_rate_bps(scenario: &brisk_sim::scenario::Scenario) -> Option<u64> {
-    match scenario.link.down.rate {
+pub fn down_rate_bps(network: &brisk_netmodel::Network) -> Option<u64> {
+    match network.link.down.rate {
         brisk_netmodel::RateModel::Constant { bps } => Some(bps),
         _ => None,
     }
@@ -289,7 +289,7 @@ mod tests {
 
     #[test]
     fn the_down_rate_is_read_from_the_scenario() {
-        let parse = |toml: &str| brisk_sim::scenario::Scenario::parse(toml, "t.toml").unwrap();
+        let parse = |toml: &str| brisk_netmodel::Network::parse(toml).unwrap();
         let s = parse("duration = \"1s\"\n[link.down]\nrate = \"1Mbit\"\n");
         assert_eq!(down_rate_bps(&s), Some(1_000_000));
         let s = parse(

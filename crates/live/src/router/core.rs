@@ -3,9 +3,10 @@
 //! real-time loop ([`super::event_loop`]) feeds it from the TUN devices;
 //! tests feed it in virtual time.
 //!
-//! Packets from the server go through the down [`Link`], packets from the
-//! client through the up one: the simulator's own `Link` and queues, built
-//! from the same scenario tables with the same seed streams. Only packets
+//! Packets from the server go down the [`Bottleneck`], packets from the
+//! client up it: the simulator's own bottleneck, built from the same
+//! scenario tables with the same seed streams, charging link events to
+//! the router's flows as the simulator charges its own. Only packets
 //! between the two namespaces' addresses are forwarded; anything else
 //! (router solicitations, multicast, stray destinations) is dropped and
 //! counted, so traffic never leaves the lab.
@@ -18,26 +19,19 @@
 //! are answered at once.
 
 use super::fidelity::DirectionFidelity;
-use super::flows::{FlowTable, dir_index};
+use super::flows::FlowTable;
 use super::nat64::Gateway;
 use super::rebind::{Rebind, Rebinder};
 use super::resolver::Resolver;
 use crate::capture::BottleneckCapture;
 use crate::topology::Addressing;
+use brisk_netmodel::bottleneck::flow_tag::{flow_of, packet_id};
 use brisk_netmodel::queue::DropReason;
-use brisk_netmodel::{Link, LinkEvent, Packet};
-use brisk_sim::engine::Direction;
-use brisk_sim::scenario::Scenario;
+use brisk_netmodel::{Bottleneck, BottleneckOutput, Direction, LinkEvent, Network, Packet};
 use brisk_time::Instant;
-use brisk_trace::stats::LatencySummary;
 use std::collections::VecDeque;
 use std::time::Duration;
 
-/// Packet ids carry their flow in the high bits (as in the simulator), so
-/// link events that name only an id are charged to the right flow.
-const FLOW_SHIFT: u32 = 40;
-/// Flow index of packets whose flow is not tracked.
-const NO_FLOW: u64 = (1 << (64 - FLOW_SHIFT)) - 1;
 /// Packet records kept for the event log before the loop drains them.
 const RECORD_LIMIT: usize = 1 << 20;
 
@@ -114,8 +108,7 @@ pub struct Refused {
 
 /// The router's models and measurements.
 pub struct RouterCore {
-    down: Link,
-    up: Link,
+    bottleneck: Bottleneck,
     addressing: Addressing,
     gateway: Option<Gateway>,
     resolver: Resolver,
@@ -123,40 +116,32 @@ pub struct RouterCore {
     next_seq: u64,
     transmits: VecDeque<Transmit>,
     refused: Refused,
-    /// Queue delay of every packet, per direction.
-    queue_delay: [LatencySummary; 2],
-    losses: [u64; 2],
     fidelity: [DirectionFidelity; 2],
     records: Option<VecDeque<PacketRecord>>,
     /// Records left out because the log was not drained in time.
     records_dropped: u64,
     /// Every packet leaving either link, when asked for.
-    bottleneck: Option<BottleneckCapture>,
+    capture: Option<BottleneckCapture>,
     /// The client's NAT binding change, when asked for.
     rebind: Option<Rebinder>,
 }
 
 impl RouterCore {
-    /// Builds both directions from the scenario, with the simulator's seed
-    /// streams (queues 1 and 2, links 3 and 4). `gateway` translates for an
-    /// IPv6-only client.
+    /// Builds the bottleneck of `network` as the simulator does for `seed`.
+    /// `gateway` translates for an IPv6-only client.
     pub fn new(
-        scenario: &Scenario,
+        network: &Network,
         seed: u64,
         addressing: Addressing,
         gateway: Option<Gateway>,
         resolver: Resolver,
     ) -> RouterCore {
-        let rng = |stream| brisk_netmodel::rng(seed, stream);
-        let down_q = scenario.queue.build(rng(1));
-        let up_q = scenario.queue_up.build(rng(2));
         RouterCore {
             fidelity: [
-                DirectionFidelity::new(&scenario.link.down),
-                DirectionFidelity::new(&scenario.link.up),
+                DirectionFidelity::new(&network.link.down),
+                DirectionFidelity::new(&network.link.up),
             ],
-            down: Link::new(scenario.link.down.clone(), down_q, rng(3)),
-            up: Link::new(scenario.link.up.clone(), up_q, rng(4)),
+            bottleneck: Bottleneck::new(network, seed),
             addressing,
             gateway,
             resolver,
@@ -164,11 +149,9 @@ impl RouterCore {
             next_seq: 0,
             transmits: VecDeque::new(),
             refused: Refused::default(),
-            queue_delay: Default::default(),
-            losses: [0; 2],
             records: None,
             records_dropped: 0,
-            bottleneck: None,
+            capture: None,
             rebind: None,
         }
     }
@@ -188,11 +171,11 @@ impl RouterCore {
     /// [`BottleneckCapture`]), taken back with
     /// [`RouterCore::take_bottleneck_capture`].
     pub fn capture_bottleneck(&mut self, capture: BottleneckCapture) {
-        self.bottleneck = Some(capture);
+        self.capture = Some(capture);
     }
 
     pub fn take_bottleneck_capture(&mut self) -> Option<BottleneckCapture> {
-        self.bottleneck.take()
+        self.capture.take()
     }
 
     /// Keep a record of every queue delay, drop, loss and mark, drained
@@ -201,18 +184,8 @@ impl RouterCore {
         self.records = Some(VecDeque::new());
     }
 
-    pub fn link(&self, dir: Direction) -> &Link {
-        match dir {
-            Direction::Down => &self.down,
-            Direction::Up => &self.up,
-        }
-    }
-
-    fn link_mut(&mut self, dir: Direction) -> &mut Link {
-        match dir {
-            Direction::Down => &mut self.down,
-            Direction::Up => &mut self.up,
-        }
+    pub fn bottleneck(&self) -> &Bottleneck {
+        &self.bottleneck
     }
 
     pub fn flows(&self) -> &FlowTable {
@@ -223,17 +196,8 @@ impl RouterCore {
         self.refused
     }
 
-    pub fn queue_delay(&self, dir: Direction) -> &LatencySummary {
-        &self.queue_delay[dir_index(dir)]
-    }
-
-    /// Packets the link of `dir` lost after transmitting them.
-    pub fn losses(&self, dir: Direction) -> u64 {
-        self.losses[dir_index(dir)]
-    }
-
     pub fn fidelity(&self, dir: Direction) -> &DirectionFidelity {
-        &self.fidelity[dir_index(dir)]
+        &self.fidelity[dir.index()]
     }
 
     pub fn records_dropped(&self) -> u64 {
@@ -260,7 +224,7 @@ impl RouterCore {
                 .is_server(s.flow.src)
                 .then(|| self.resolver.answer(&data))
                 .flatten();
-            match answer.map(|d| Packet::new(NO_FLOW << FLOW_SHIFT, now, d)) {
+            match answer.map(|d| Packet::new(packet_id(None, 0), now, d)) {
                 Some(Ok(packet)) => self.transmits.push_back(Transmit {
                     to: Side::Server,
                     due: now,
@@ -295,7 +259,7 @@ impl RouterCore {
         for (to_client, data) in out {
             if to_client {
                 self.enter(now, Direction::Down, data);
-            } else if let Ok(packet) = Packet::new(NO_FLOW << FLOW_SHIFT, now, data) {
+            } else if let Ok(packet) = Packet::new(packet_id(None, 0), now, data) {
                 self.transmits.push_back(Transmit {
                     to: Side::Server,
                     due: now,
@@ -323,10 +287,9 @@ impl RouterCore {
             return;
         }
         let flow = self.flows.on_sent(now, dir, &packet);
-        let flow_bits = flow.map_or(NO_FLOW, |f| f as u64);
-        packet.id = (flow_bits << FLOW_SHIFT) | (self.next_seq & ((1 << FLOW_SHIFT) - 1));
+        packet.id = packet_id(flow, self.next_seq);
         self.next_seq += 1;
-        self.link_mut(dir).handle_packet(now, packet);
+        self.bottleneck.handle_packet(now, dir, packet);
         self.drain(now, dir);
     }
 
@@ -348,7 +311,11 @@ impl RouterCore {
 
     /// The next time the models need [`RouterCore::handle_timeout`].
     pub fn poll_timeout(&self) -> Option<Instant> {
-        match (self.down.poll_timeout(), self.up.poll_timeout()) {
+        let b = &self.bottleneck;
+        match (
+            b.poll_timeout(Direction::Down),
+            b.poll_timeout(Direction::Up),
+        ) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
@@ -356,9 +323,9 @@ impl RouterCore {
 
     /// Advances both links to `now`.
     pub fn handle_timeout(&mut self, now: Instant) {
-        for dir in [Direction::Down, Direction::Up] {
-            if self.link(dir).poll_timeout().is_some_and(|t| t <= now) {
-                self.link_mut(dir).handle_timeout(now);
+        for dir in Direction::BOTH {
+            if self.bottleneck.poll_timeout(dir).is_some_and(|t| t <= now) {
+                self.bottleneck.handle_timeout(now, dir);
                 self.drain(now, dir);
             }
         }
@@ -376,7 +343,7 @@ impl RouterCore {
             Side::Server => Direction::Up,
         };
         let p = t.bottleneck.as_ref().unwrap_or(&t.packet);
-        self.fidelity[dir_index(dir)].on_written(t.due, written, p.len());
+        self.fidelity[dir.index()].on_written(t.due, written, p.len());
         if let Some(flow) = flow_of(p.id) {
             self.flows.on_delivered(written, dir, flow, p);
         }
@@ -389,12 +356,16 @@ impl RouterCore {
 
     /// Takes what the link of `dir` did up to `now`.
     fn drain(&mut self, now: Instant, dir: Direction) {
-        while let Some(e) = self.link_mut(dir).poll_event() {
-            self.on_event(dir, e);
-        }
         let mut answers = Vec::new();
-        while let Some((due, packet)) = self.link_mut(dir).poll_delivery() {
-            if let Some(c) = &mut self.bottleneck {
+        while let Some(output) = self.bottleneck.poll(dir, &mut self.flows) {
+            let (due, packet) = match output {
+                BottleneckOutput::Event(e) => {
+                    self.record(dir, e);
+                    continue;
+                }
+                BottleneckOutput::Delivered { at, packet } => (at, packet),
+            };
+            if let Some(c) = &mut self.capture {
                 c.packet(due, &packet.data);
             }
             let to = Side::receiving(dir);
@@ -448,38 +419,19 @@ impl RouterCore {
         }
     }
 
-    fn on_event(&mut self, dir: Direction, event: LinkEvent) {
+    /// Logs an event the bottleneck has already charged, if recording.
+    fn record(&mut self, dir: Direction, event: LinkEvent) {
         let (at, id, kind) = match event {
             LinkEvent::Dequeued {
                 at,
                 packet_id,
                 queue_delay,
-            } => {
-                self.queue_delay[dir_index(dir)].record(queue_delay);
-                if let Some(f) = flow_of(packet_id) {
-                    self.flows.on_queue_delay(at, dir, f, queue_delay);
-                }
-                (at, packet_id, RecordKind::Dequeued(queue_delay))
-            }
+            } => (at, packet_id, RecordKind::Dequeued(queue_delay)),
             LinkEvent::QueueDrop { at, packet, reason } => {
-                if let Some(f) = flow_of(packet.id) {
-                    self.flows.on_queue_drop(dir, f);
-                }
                 (at, packet.id, RecordKind::Dropped(reason))
             }
-            LinkEvent::Lost { at, packet, .. } => {
-                self.losses[dir_index(dir)] += 1;
-                if let Some(f) = flow_of(packet.id) {
-                    self.flows.on_link_loss(dir, f);
-                }
-                (at, packet.id, RecordKind::Lost)
-            }
-            LinkEvent::Marked { at, packet_id } => {
-                if let Some(f) = flow_of(packet_id) {
-                    self.flows.on_mark(dir, f);
-                }
-                (at, packet_id, RecordKind::Marked)
-            }
+            LinkEvent::Lost { at, packet, .. } => (at, packet.id, RecordKind::Lost),
+            LinkEvent::Marked { at, packet_id } => (at, packet_id, RecordKind::Marked),
             LinkEvent::EcnRewritten { .. }
             | LinkEvent::Duplicated { .. }
             | LinkEvent::Reordered { .. } => return,
@@ -500,11 +452,6 @@ impl RouterCore {
     }
 }
 
-fn flow_of(id: u64) -> Option<usize> {
-    let f = id >> FLOW_SHIFT;
-    (f != NO_FLOW).then_some(f as usize)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -520,9 +467,9 @@ mod tests {
             "duration = \"1s\"\n[link.down]\nrate = \"10Mbit\"\ndelay = \"5ms\"\n\
              [link.up]\nrate = \"10Mbit\"\ndelay = \"5ms\"\n{queue}"
         );
-        let scenario = Scenario::parse(&text, "t.toml").unwrap();
+        let network = Network::parse(&text).unwrap();
         let resolver = Resolver::new(Nat64Prefix::WELL_KNOWN, Vec::new(), Vec::new()).unwrap();
-        RouterCore::new(&scenario, 1, Addressing::new(mode), None, resolver)
+        RouterCore::new(&network, 1, Addressing::new(mode), None, resolver)
     }
 
     /// Runs the core's timers to the end, writing every transmit at once.
@@ -562,7 +509,12 @@ mod tests {
             core.handle_datagram(Instant::ZERO, Side::Client, d);
             let written = run_out(&mut core);
             let pcap = core.take_bottleneck_capture().unwrap().finish().unwrap();
-            let dropped = core.link(Direction::Down).queue().stats().drops();
+            let dropped = core
+                .bottleneck()
+                .link(Direction::Down)
+                .queue()
+                .stats()
+                .drops();
             assert!(dropped > 0, "{mode:?}: the FIFO dropped nothing");
             assert_eq!(pcap.packets, written as u64, "{mode:?}");
             assert_eq!(pcap.packets, 11 - dropped, "{mode:?}");

@@ -1,5 +1,6 @@
 //! Flows the router saw, found by their 5-tuple, with what the network did
-//! to each direction: the simulator's own [`FlowMetrics`] per direction,
+//! to each direction: the bottleneck's own [`FlowMetrics`] per direction
+//! (charged from its link events through [`FlowLedger`]),
 //! plus payload byte counts (unique bytes by sequence number for TCP) and
 //! TCP round trips measured at the router.
 //!
@@ -9,9 +10,7 @@
 //! (Karn's rule). Both ends are in namespaces on this host, so the host
 //! stacks add microseconds to what the router measures.
 
-use brisk_netmodel::Packet;
-use brisk_sim::engine::Direction;
-use brisk_sim::metrics::FlowMetrics;
+use brisk_netmodel::{Direction, FlowLedger, FlowMetrics, Packet};
 use brisk_time::Instant;
 use brisk_trace::stats::LatencySummary;
 use brisk_wire::tcp::TcpPacket;
@@ -24,21 +23,6 @@ use std::net::IpAddr;
 pub const FLOW_LIMIT: usize = 4096;
 /// TCP segments awaiting an ACK that are timed at most per direction.
 const RTT_PENDING_LIMIT: usize = 65_536;
-
-/// Index into [`Direction`]-keyed arrays.
-pub fn dir_index(d: Direction) -> usize {
-    match d {
-        Direction::Down => 0,
-        Direction::Up => 1,
-    }
-}
-
-fn opposite(d: Direction) -> Direction {
-    match d {
-        Direction::Down => Direction::Up,
-        Direction::Up => Direction::Down,
-    }
-}
 
 /// A connection as seen from the client's side of the bottleneck.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -128,13 +112,12 @@ impl SeqSpace {
 /// One direction of one flow.
 #[derive(Debug, Clone, Default)]
 pub struct DirState {
-    /// Packets and IP bytes, delays, drops and CE, as the simulator counts.
+    /// Packets and IP bytes, delays, drops, marks and CE, as the simulator
+    /// counts.
     pub metrics: FlowMetrics,
     /// Payload bytes offered and delivered (non-TCP).
     pub payload_sent: u64,
     pub payload_delivered: u64,
-    /// Packets the queue marked CE.
-    pub marks: u64,
     pub first_sent: Option<Instant>,
     pub last_delivered: Option<Instant>,
     /// TCP round trips of this direction's data.
@@ -162,7 +145,7 @@ pub struct FlowEntry {
     pub key: ConnKey,
     /// The direction of the flow's first packet.
     pub initiator: Direction,
-    /// Indexed by [`dir_index`].
+    /// Indexed by [`Direction::index`].
     pub dirs: [DirState; 2],
 }
 
@@ -182,11 +165,11 @@ impl FlowEntry {
     }
 
     pub fn dir(&self, d: Direction) -> &DirState {
-        &self.dirs[dir_index(d)]
+        &self.dirs[d.index()]
     }
 
     fn dir_mut(&mut self, d: Direction) -> &mut DirState {
-        &mut self.dirs[dir_index(d)]
+        &mut self.dirs[d.index()]
     }
 }
 
@@ -276,7 +259,7 @@ impl FlowTable {
         }
         // An ACK reaching the data sender ends the round trips it covers.
         if let Some((_, Some(ack), _)) = t.tcp {
-            let back = f.dir_mut(opposite(dir));
+            let back = f.dir_mut(dir.opposite());
             if let Some(s) = back.seq {
                 let acked = s.unwrap(ack);
                 let mut newest = None;
@@ -289,35 +272,13 @@ impl FlowTable {
             }
         }
     }
+}
 
-    /// The queue of `dir` held a packet of `flow` for `delay`.
-    pub fn on_queue_delay(
-        &mut self,
-        at: Instant,
-        dir: Direction,
-        flow: usize,
-        delay: std::time::Duration,
-    ) {
-        if let Some(f) = self.flows.get_mut(flow) {
-            f.dir_mut(dir).metrics.on_queue_delay(at, delay);
-        }
-    }
-
-    pub fn on_queue_drop(&mut self, dir: Direction, flow: usize) {
-        if let Some(f) = self.flows.get_mut(flow) {
-            f.dir_mut(dir).metrics.queue_drops += 1;
-        }
-    }
-
-    pub fn on_link_loss(&mut self, dir: Direction, flow: usize) {
-        if let Some(f) = self.flows.get_mut(flow) {
-            f.dir_mut(dir).metrics.link_losses += 1;
-        }
-    }
-
-    pub fn on_mark(&mut self, dir: Direction, flow: usize) {
-        if let Some(f) = self.flows.get_mut(flow) {
-            f.dir_mut(dir).marks += 1;
-        }
+/// The bottleneck charges both directions of every tracked flow.
+impl FlowLedger for FlowTable {
+    fn metrics(&mut self, dir: Direction, flow: usize) -> Option<&mut FlowMetrics> {
+        self.flows
+            .get_mut(flow)
+            .map(|f| &mut f.dir_mut(dir).metrics)
     }
 }

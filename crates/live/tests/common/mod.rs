@@ -1,9 +1,9 @@
-//! Shared by the live tests: the root check, one lab at a time, scenarios
-//! from TOML text.
+//! Shared by the live tests: the root check, one lab at a time, networks
+//! from scenario TOML text.
 #![allow(dead_code)]
 
 use brisk_live::{Lab, LabConfig};
-use brisk_sim::scenario::Scenario;
+use brisk_netmodel::Network;
 use std::sync::{Mutex, MutexGuard};
 
 /// Labs measure timing on a 2-core machine: run them one at a time.
@@ -29,9 +29,8 @@ pub fn lab_guard(test: &str) -> Option<MutexGuard<'static, ()>> {
     Some(ONE_LAB.lock().unwrap_or_else(|e| e.into_inner()))
 }
 
-pub fn scenario(toml: &str) -> Scenario {
-    let text = format!("duration = \"10s\"\n{toml}");
-    Scenario::parse(&text, "test.toml").expect("test scenario parses")
+pub fn scenario(toml: &str) -> Network {
+    Network::parse(toml).expect("test network parses")
 }
 
 pub fn lab(toml: &str) -> Lab {

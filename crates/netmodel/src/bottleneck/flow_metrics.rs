@@ -1,6 +1,9 @@
-//! Per-flow measurements taken by the network itself (the engine), as a
-//! capture point at the bottleneck would: packets sent, delivered, dropped,
-//! marked, and the delay each one saw.
+//! Per-flow measurements taken by the network itself, as a capture point
+//! at the bottleneck would: packets sent, delivered, dropped, marked, and
+//! the delay each one saw. The simulator and the live router keep one per
+//! flow (per direction in the router); the [`super::Bottleneck`] charges
+//! queue delays, drops, losses and marks to it from its link events, and
+//! the driver adds what only it sees (sending, arrival at the far host).
 
 use brisk_time::Instant;
 use brisk_trace::stats::LatencySummary;
@@ -19,6 +22,8 @@ pub struct FlowMetrics {
     pub queue_drops: u64,
     /// Lost to link impairments (random, bursty, outages).
     pub link_losses: u64,
+    /// Packets the queue marked CE (whether or not they arrived).
+    pub marks: u64,
     /// Sending to arrival at the receiver.
     pub one_way_delay: LatencySummary,
     /// Time spent in the bottleneck queue.

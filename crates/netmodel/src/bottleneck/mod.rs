@@ -1,0 +1,317 @@
+//! The bottleneck: one [`Link`] per [`Direction`], with the accounting
+//! every driver of it needs. The simulator's engine, the live router and
+//! the transport's test harness all put packets in and take deliveries out
+//! here, so the seed streams, the flow-in-packet-id encoding ([`flow_tag`]),
+//! the per-flow charging of link events and the result summaries exist
+//! once and cannot drift apart between virtual and real time.
+//!
+//! Driving it: [`Bottleneck::handle_packet`] when a packet reaches the
+//! bottleneck, [`Bottleneck::handle_timeout`] at
+//! [`Bottleneck::poll_timeout`], then [`Bottleneck::poll`] until it returns
+//! `None`: each event is charged to the direction's totals and to the
+//! packet's flow in the caller's [`FlowLedger`] before it is handed out.
+
+pub mod flow_metrics;
+pub mod flow_results;
+pub mod flow_tag;
+pub mod summary;
+
+use crate::direction::Direction;
+use crate::network::Network;
+use crate::{Link, LinkEvent, Packet};
+use brisk_time::Instant;
+use brisk_trace::stats::LatencySummary;
+use flow_metrics::FlowMetrics;
+use std::time::Duration;
+use summary::{LinkResults, QueueResults};
+
+/// Where the bottleneck charges a flow's share of its events.
+pub trait FlowLedger {
+    /// The measurements of `flow`'s packets travelling in `dir`, or `None`
+    /// when that flow (or that direction of it) is not accounted.
+    fn metrics(&mut self, dir: Direction, flow: usize) -> Option<&mut FlowMetrics>;
+}
+
+/// A ledger that accounts no flow: for drivers that only want the totals.
+impl FlowLedger for () {
+    fn metrics(&mut self, _: Direction, _: usize) -> Option<&mut FlowMetrics> {
+        None
+    }
+}
+
+/// What [`Bottleneck::poll`] hands out.
+#[derive(Debug)]
+pub enum BottleneckOutput {
+    /// Something the link did, already counted. A dropped or lost packet
+    /// comes back inside the event, for its buffer to be reused.
+    Event(LinkEvent),
+    /// A packet reached the far end of the link at `at`.
+    Delivered { at: Instant, packet: Packet },
+}
+
+/// Both directions of the bottleneck and what they did.
+pub struct Bottleneck {
+    links: [Link; 2],
+    /// Queue delay of every packet that left each queue.
+    queue_delay: [LatencySummary; 2],
+    /// Packets each link lost after transmitting them.
+    losses: [u64; 2],
+}
+
+impl Bottleneck {
+    /// Builds both directions of `network` with the seed streams every
+    /// driver shares (queues 1 and 2, links 3 and 4), so the live router
+    /// draws what the simulator draws for the same seed.
+    pub fn new(network: &Network, seed: u64) -> Bottleneck {
+        let rng = |stream| crate::rng(seed, stream);
+        let down_q = network.queue.build(rng(1));
+        let up_q = network.queue_up.build(rng(2));
+        Bottleneck {
+            links: [
+                Link::new(network.link.down.clone(), down_q, rng(3)),
+                Link::new(network.link.up.clone(), up_q, rng(4)),
+            ],
+            queue_delay: Default::default(),
+            losses: [0; 2],
+        }
+    }
+
+    pub fn link(&self, dir: Direction) -> &Link {
+        &self.links[dir.index()]
+    }
+
+    /// The bottleneck's own round trip (both propagation delays).
+    pub fn round_trip(&self) -> Duration {
+        self.link(Direction::Down).config().delay + self.link(Direction::Up).config().delay
+    }
+
+    /// A packet reaches the link of `dir` at `now`. Tag its id with
+    /// [`flow_tag::packet_id`] for its events to be charged to its flow.
+    pub fn handle_packet(&mut self, now: Instant, dir: Direction, packet: Packet) {
+        self.links[dir.index()].handle_packet(now, packet);
+    }
+
+    /// The next time the link of `dir` needs [`Bottleneck::handle_timeout`].
+    pub fn poll_timeout(&self, dir: Direction) -> Option<Instant> {
+        self.link(dir).poll_timeout()
+    }
+
+    /// Advances the link of `dir` to `now`.
+    pub fn handle_timeout(&mut self, now: Instant, dir: Direction) {
+        self.links[dir.index()].handle_timeout(now);
+    }
+
+    /// Whether [`Bottleneck::poll`] has anything for `dir`.
+    pub fn has_output(&self, dir: Direction) -> bool {
+        self.link(dir).has_output()
+    }
+
+    /// The next event or delivery of the link of `dir`, events first (they
+    /// happened before the deliveries waiting behind them). Events are
+    /// counted in the direction's totals and charged to their flow in
+    /// `ledger` on the way out.
+    pub fn poll(
+        &mut self,
+        dir: Direction,
+        ledger: &mut impl FlowLedger,
+    ) -> Option<BottleneckOutput> {
+        let link = &mut self.links[dir.index()];
+        if let Some(event) = link.poll_event() {
+            self.account(dir, &event, ledger);
+            return Some(BottleneckOutput::Event(event));
+        }
+        let (at, packet) = link.poll_delivery()?;
+        Some(BottleneckOutput::Delivered { at, packet })
+    }
+
+    fn account(&mut self, dir: Direction, event: &LinkEvent, ledger: &mut impl FlowLedger) {
+        match event {
+            LinkEvent::Dequeued {
+                at,
+                packet_id,
+                queue_delay,
+            } => {
+                self.queue_delay[dir.index()].record(*queue_delay);
+                if let Some(m) = charge(ledger, dir, *packet_id) {
+                    m.on_queue_delay(*at, *queue_delay);
+                }
+            }
+            LinkEvent::QueueDrop { packet, .. } => {
+                if let Some(m) = charge(ledger, dir, packet.id) {
+                    m.queue_drops += 1;
+                }
+            }
+            LinkEvent::Lost { packet, .. } => {
+                self.losses[dir.index()] += 1;
+                if let Some(m) = charge(ledger, dir, packet.id) {
+                    m.link_losses += 1;
+                }
+            }
+            LinkEvent::Marked { packet_id, .. } => {
+                if let Some(m) = charge(ledger, dir, *packet_id) {
+                    m.marks += 1;
+                }
+            }
+            LinkEvent::EcnRewritten { .. }
+            | LinkEvent::Duplicated { .. }
+            | LinkEvent::Reordered { .. } => {}
+        }
+    }
+
+    /// Queue delay of every packet that left the queue of `dir`.
+    pub fn queue_delay(&self, dir: Direction) -> &LatencySummary {
+        &self.queue_delay[dir.index()]
+    }
+
+    /// Packets the link of `dir` lost after transmitting them.
+    pub fn losses(&self, dir: Direction) -> u64 {
+        self.losses[dir.index()]
+    }
+
+    /// What the link of `dir` carried over a run of `duration` that began
+    /// at [`Instant::ZERO`].
+    pub fn link_results(&self, dir: Direction, duration: Duration) -> LinkResults {
+        let link = self.link(dir);
+        let st = link.stats();
+        let secs = duration.as_secs_f64().max(1e-9);
+        // A trace's capacity varies: measure use against what it offered.
+        let utilization = match link.offered_bytes(Instant::ZERO + duration) {
+            Some(offered) => st.transmitted_bytes as f64 / offered.max(1) as f64,
+            None => st.busy.as_secs_f64() / secs,
+        };
+        LinkResults {
+            utilization: utilization.min(1.0),
+            transmitted_packets: st.transmitted_packets,
+            transmitted_bytes: st.transmitted_bytes,
+            throughput_mbps: st.transmitted_bytes as f64 * 8.0 / secs / 1e6,
+            lost_packets: self.losses(dir),
+        }
+    }
+
+    /// What the queue of `dir` did.
+    pub fn queue_results(&self, dir: Direction) -> QueueResults {
+        let q = self.link(dir).queue();
+        let st = q.stats();
+        QueueResults {
+            kind: q.name(),
+            drops: st.drops(),
+            drops_overflow: st.dropped_overflow,
+            drops_aqm: st.dropped_aqm,
+            marks: st.marked,
+            enqueued_packets: st.enqueued_packets,
+            delay_ms: self.queue_delay(dir).percentiles(),
+        }
+    }
+}
+
+/// The measurements a packet's events are charged to, if its flow is
+/// tagged in its id and accounted in `ledger`.
+fn charge<L: FlowLedger>(ledger: &mut L, dir: Direction, id: u64) -> Option<&mut FlowMetrics> {
+    flow_tag::flow_of(id).and_then(|f| ledger.metrics(dir, f))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use brisk_wire::Ecn;
+    use brisk_wire::ip::udp_datagram;
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+
+    /// Two tracked flows, each direction accounted.
+    #[derive(Default)]
+    struct Ledger([[FlowMetrics; 2]; 2]);
+
+    impl FlowLedger for Ledger {
+        fn metrics(&mut self, dir: Direction, flow: usize) -> Option<&mut FlowMetrics> {
+            self.0.get_mut(flow).map(|f| &mut f[dir.index()])
+        }
+    }
+
+    fn hosts(v6: bool) -> (SocketAddr, SocketAddr) {
+        let (a, b): (IpAddr, IpAddr) = if v6 {
+            (
+                Ipv6Addr::new(0x2001, 0xdb8, 1, 0, 0, 0, 0, 1).into(),
+                Ipv6Addr::new(0x2001, 0xdb8, 2, 0, 0, 0, 0, 1).into(),
+            )
+        } else {
+            (
+                Ipv4Addr::new(10, 1, 0, 1).into(),
+                Ipv4Addr::new(10, 2, 0, 1).into(),
+            )
+        };
+        (SocketAddr::new(a, 40_000), SocketAddr::new(b, 42_000))
+    }
+
+    /// Runs both links to the end, returning deliveries per direction.
+    fn run_out(b: &mut Bottleneck, ledger: &mut Ledger) -> [u64; 2] {
+        let mut delivered = [0; 2];
+        loop {
+            for dir in Direction::BOTH {
+                while let Some(out) = b.poll(dir, ledger) {
+                    if let BottleneckOutput::Delivered { .. } = out {
+                        delivered[dir.index()] += 1;
+                    }
+                }
+            }
+            let next = Direction::BOTH
+                .into_iter()
+                .filter_map(|d| b.poll_timeout(d).map(|t| (t, d)))
+                .min();
+            let Some((t, dir)) = next else {
+                return delivered;
+            };
+            b.handle_timeout(t, dir);
+        }
+    }
+
+    #[test]
+    fn link_events_are_charged_to_the_flow_in_the_packet_id_and_to_the_totals() {
+        // A 4-packet FIFO down, 10 Mbit/s each way: 10 back-to-back
+        // packets of flow 1 and 2 untracked ones overflow it; 3 packets of
+        // flow 0 go up.
+        let text = "[link.down]\nrate = \"10Mbit\"\ndelay = \"5ms\"\n\
+                    [link.up]\nrate = \"10Mbit\"\ndelay = \"5ms\"\n\
+                    [queue.fifo]\nlimit_packets = 4\n";
+        let network = Network::parse(text).unwrap();
+        for v6 in [false, true] {
+            let mut b = Bottleneck::new(&network, 1);
+            let (s, r) = hosts(v6);
+            let data = |seq| {
+                let d = udp_datagram(s, r, Ecn::Ect0, &[0; 1000]).unwrap();
+                Packet::new(flow_tag::packet_id(Some(1), seq), Instant::ZERO, d).unwrap()
+            };
+            for seq in 0..10 {
+                b.handle_packet(Instant::ZERO, Direction::Down, data(seq));
+            }
+            for seq in 0..2 {
+                let d = udp_datagram(s, r, Ecn::NotEct, &[0; 1000]).unwrap();
+                let p = Packet::new(flow_tag::packet_id(None, seq), Instant::ZERO, d).unwrap();
+                b.handle_packet(Instant::ZERO, Direction::Down, p);
+            }
+            for seq in 0..3 {
+                let d = udp_datagram(r, s, Ecn::NotEct, &[0; 40]).unwrap();
+                let p = Packet::new(flow_tag::packet_id(Some(0), seq), Instant::ZERO, d).unwrap();
+                b.handle_packet(Instant::ZERO, Direction::Up, p);
+            }
+            let mut ledger = Ledger::default();
+            let delivered = run_out(&mut b, &mut ledger);
+            let [f0, f1] = &ledger.0;
+            let (down, up) = (&f1[0], &f0[1]);
+            let q = b.queue_results(Direction::Down);
+            // One packet goes on the wire at once and four wait: flow 1
+            // loses five, and both untracked packets drop too.
+            assert_eq!(q.drops, 7, "v6 {v6}");
+            assert_eq!(delivered, [5, 3], "v6 {v6}");
+            assert_eq!(down.queue_drops, 5, "v6 {v6}");
+            assert_eq!(down.queue_delay.len(), 5, "v6 {v6}");
+            assert_eq!(up.queue_delay.len(), 3, "v6 {v6}");
+            // The totals hold every packet, tracked or not.
+            assert_eq!(b.queue_delay(Direction::Down).len(), 5, "v6 {v6}");
+            assert_eq!(q.delay_ms.count, 5);
+            // Nothing is charged to a direction or flow it did not cross.
+            assert_eq!(f0[0].queue_delay.len() + f1[1].queue_delay.len(), 0);
+            let l = b.link_results(Direction::Down, Duration::from_secs(1));
+            assert_eq!((l.transmitted_packets, l.lost_packets), (5, 0));
+        }
+    }
+}
