@@ -93,7 +93,9 @@ fn genuine_client(server: SocketAddr, key: [u8; 32], local: &str) -> Vec<u8> {
         .expect("the connection")
         .send_early(Idempotent::declare(&download_request(1 << 30)))
         .expect("early data");
-    let first = ep.poll_transmit(now()).expect("a first flight").contents;
+    let mut first = Vec::new();
+    ep.poll_transmit(now(), 1, &mut first)
+        .expect("a first flight");
     sock.send_to(&first, server).expect("send");
     let (mut read, mut closed_at) = (0u64, None);
     let mut buf = vec![0u8; 65_536];
@@ -122,8 +124,10 @@ fn genuine_client(server: SocketAddr, key: [u8; 32], local: &str) -> Vec<u8> {
             }
             closed_at = Some(clock.elapsed());
         }
-        while let Some(t) = ep.poll_transmit(now()) {
-            sock.send_to(&t.contents, t.destination).expect("send");
+        let mut d = Vec::new();
+        while let Some(t) = ep.poll_transmit(now(), 1, &mut d) {
+            sock.send_to(&d, t.destination).expect("send");
+            d.clear();
         }
         if closed_at.is_some_and(|at| clock.elapsed() > at + Duration::from_millis(300)) {
             return first;

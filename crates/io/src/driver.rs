@@ -59,9 +59,6 @@ pub(crate) struct Driver {
     armed_ns: u64,
     /// Times woken readers were let run first since the last pull.
     deferrals: u8,
-    /// Where the core writes each datagram before the socket queues it
-    /// (one buffer for all, instead of an allocation per datagram).
-    scratch: Vec<u8>,
     /// The yield in progress while readers run first.
     yielding: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
     /// The busy-poll limit (zero: never spin).
@@ -83,7 +80,6 @@ impl Driver {
             timer: TimerFd::registered()?,
             armed_ns: 0,
             deferrals: 0,
-            scratch: Vec::new(),
             yielding: None,
             busy_poll,
             spun_out_at: None,
@@ -126,11 +122,17 @@ impl Driver {
         let mut pulled = false;
         if self.socket.queued_datagrams() == 0 {
             let now = st.now();
+            let max_datagrams = self.socket.max_train_datagrams();
             while self.socket.queued_datagrams() < MAX_QUEUED_DATAGRAMS {
-                let Some(t) = st.ep.poll_transmit_into(now, &mut self.scratch) else {
+                // The core writes whole GSO trains into the socket's own
+                // buffer: nothing is copied on the way to the kernel.
+                let mut buf = self.socket.take_buffer();
+                let Some(t) = st.ep.poll_transmit(now, max_datagrams, &mut buf) else {
+                    self.socket.recycle(buf);
                     break;
                 };
-                self.socket.queue(t.destination, t.ecn, &self.scratch);
+                self.socket
+                    .queue(t.destination, t.ecn, t.segment_bytes, buf);
                 pulled = true;
             }
         }

@@ -1,6 +1,7 @@
 //! The UDP socket: setup (dual stack, ECN reporting, GRO, DF), batched
-//! receive, and a send queue that packs runs of equal datagrams into GSO
-//! trains and falls back to single datagrams when the kernel refuses them.
+//! receive, and a send queue of datagrams and GSO trains that the transport
+//! wrote straight into the socket's buffers (no copy), split into single
+//! datagrams when the kernel refuses GSO.
 //!
 //! Readiness costs system calls and wake-ups, so the socket asks epoll for
 //! as little as it needs:
@@ -37,8 +38,9 @@ use std::task::{Context, Poll};
 use tokio::io::unix::AsyncFd;
 use tokio::io::{Interest, Ready};
 
-/// The largest GSO train: 64 KiB minus IP and UDP headers.
-const MAX_GSO_BYTES: usize = 65_000;
+/// The largest GSO train the transport writes: 64 KiB minus IP and UDP
+/// headers.
+const MAX_GSO_BYTES: usize = brisk_proto::MAX_TRAIN_BYTES;
 /// Send buffers kept for reuse, at most (one batch's worth).
 const MAX_SPARE_BUFFERS: usize = sys::BATCH;
 /// Bytes of send buffers kept for reuse, at most: four full GSO trains.
@@ -124,15 +126,14 @@ pub fn ecn_index(ecn: Ecn) -> usize {
     }
 }
 
-/// One queued send: a datagram, or a GSO train of equal segments.
+/// One queued send: a datagram, or a GSO train of equal segments (the
+/// last may be shorter).
 #[derive(Debug)]
 struct TxMsg {
     destination: SocketAddr,
     ecn: Ecn,
     segment_bytes: usize,
     segments: usize,
-    /// A shorter last segment ends the train.
-    closed: bool,
     data: Vec<u8>,
 }
 
@@ -414,49 +415,53 @@ impl Socket {
         self.errors_pending
     }
 
-    /// Queues one datagram, appending it to the last GSO train when it
-    /// fits (same destination and codepoint, not longer than the train's
-    /// segments).
-    pub fn queue(&mut self, destination: SocketAddr, ecn: Ecn, contents: &[u8]) {
-        self.tx_datagrams += 1;
-        if self.gso
-            && let Some(last) = self.tx.back_mut()
-            && !last.closed
-            && last.destination == destination
-            && last.ecn == ecn
-            && contents.len() <= last.segment_bytes
-            && last.segments < sys::MAX_GSO_SEGMENTS
-            && last.data.len() + contents.len() <= MAX_GSO_BYTES
-        {
-            // Grow a train by doubling up to the largest one, not past it.
-            let needed = last.data.len() + contents.len();
-            if needed > last.data.capacity() {
-                let target = (last.data.capacity() * 2).clamp(needed, MAX_GSO_BYTES);
-                last.data.reserve_exact(target - last.data.len());
-            }
-            last.data.extend_from_slice(contents);
-            last.segments += 1;
-            last.closed = contents.len() < last.segment_bytes;
-            return;
-        }
-        // A fresh buffer holds this datagram only: most messages that start
-        // no train (another destination each) stay single, and a train
-        // grows its buffer as datagrams join.
-        let mut data = match self.spare.pop() {
-            Some(buf) => {
+    /// The most datagrams one queued message may hold: a GSO train's
+    /// segment limit, or 1 once GSO is off.
+    pub fn max_train_datagrams(&self) -> usize {
+        if self.gso { sys::MAX_GSO_SEGMENTS } else { 1 }
+    }
+
+    /// A buffer to write the next datagram or train into: one the kernel
+    /// is done with if any (emptied), so queueing needs no allocation.
+    pub fn take_buffer(&mut self) -> Vec<u8> {
+        match self.spare.pop() {
+            Some(mut buf) => {
                 self.spare_bytes -= buf.capacity();
+                buf.clear();
                 buf
             }
-            None => Vec::with_capacity(contents.len()),
-        };
-        data.clear();
-        data.extend_from_slice(contents);
+            None => Vec::new(),
+        }
+    }
+
+    /// Gives back a buffer from [`Socket::take_buffer`] that was not
+    /// queued.
+    pub fn recycle(&mut self, buf: Vec<u8>) {
+        let bytes = buf.capacity();
+        if self.spare.len() < MAX_SPARE_BUFFERS && self.spare_bytes + bytes <= MAX_SPARE_BYTES {
+            self.spare_bytes += bytes;
+            self.spare.push(buf);
+        }
+    }
+
+    /// Queues `data` as it is, without copying it: one datagram, or a GSO
+    /// train of `segment_bytes`-long datagrams (the last may be shorter)
+    /// of at most [`Socket::max_train_datagrams`].
+    pub fn queue(
+        &mut self,
+        destination: SocketAddr,
+        ecn: Ecn,
+        segment_bytes: usize,
+        data: Vec<u8>,
+    ) {
+        let segment_bytes = segment_bytes.clamp(1, data.len().max(1));
+        let segments = data.len().div_ceil(segment_bytes).max(1);
+        self.tx_datagrams += segments;
         self.tx.push_back(TxMsg {
             destination,
             ecn,
-            segment_bytes: data.len().max(1),
-            segments: 1,
-            closed: false,
+            segment_bytes,
+            segments,
             data,
         });
     }
@@ -513,19 +518,16 @@ impl Socket {
             }
             match result {
                 Ok(n) => {
-                    for m in self.tx.drain(..n) {
+                    for _ in 0..n {
+                        let Some(m) = self.tx.pop_front() else {
+                            break;
+                        };
                         self.tx_datagrams -= m.segments;
                         self.stats.datagrams_sent += m.segments as u64;
                         if m.segments > 1 {
                             self.stats.gso_trains += 1;
                         }
-                        let bytes = m.data.capacity();
-                        if self.spare.len() < MAX_SPARE_BUFFERS
-                            && self.spare_bytes + bytes <= MAX_SPARE_BYTES
-                        {
-                            self.spare_bytes += bytes;
-                            self.spare.push(m.data);
-                        }
+                        self.recycle(m.data);
                     }
                 }
                 Err(e) => match socket_error::classify(Op::Send, &e) {
@@ -592,7 +594,7 @@ impl Socket {
             let rest = std::mem::take(&mut self.tx);
             self.tx_datagrams -= first.segments;
             for p in first.data.chunks(first.segment_bytes) {
-                self.queue(first.destination, first.ecn, p);
+                self.queue(first.destination, first.ecn, p.len(), p.to_vec());
             }
             self.tx.extend(rest);
             return;
@@ -679,7 +681,7 @@ mod tests {
             let mut s = Socket::bind(bind.parse().unwrap(), &SocketConfig::default()).unwrap();
             let closed = closed_port(bind);
             // The port-unreachable raises POLLERR on an idle socket.
-            s.queue(closed, Ecn::NotEct, b"first datagram");
+            s.queue(closed, Ecn::NotEct, 14, b"first datagram".to_vec());
             poll_fn(|cx| s.poll_flush(cx, |e| panic!("{e:?}")))
                 .await
                 .unwrap();
@@ -699,7 +701,7 @@ mod tests {
             assert!(!s.errors_pending());
             // A receive that meets the pending error delivers nothing,
             // marks the queue, and the socket goes on.
-            s.queue(closed, Ecn::NotEct, b"second");
+            s.queue(closed, Ecn::NotEct, 6, b"second".to_vec());
             poll_fn(|cx| s.poll_flush(cx, |e| panic!("{e:?}")))
                 .await
                 .unwrap();

@@ -442,13 +442,16 @@ mod tests {
         let now = st.now();
         let h = st.ep.connect(now, to, ClientConfig::new(None)).unwrap();
         st.conns.entry(h).or_default();
-        let t = st.ep.poll_transmit(now).expect("the first flight");
+        let mut first = Vec::new();
+        st.ep
+            .poll_transmit(now, 1, &mut first)
+            .expect("the first flight");
         let cid = st.ep.connection(h).unwrap().local_cid();
         assert_eq!(
-            brisk_proto::packet::long_header_source_cid(&t.contents),
+            brisk_proto::packet::long_header_source_cid(&first),
             Some(cid.as_bytes())
         );
-        (h, t.contents)
+        (h, first)
     }
 
     fn refused(destination: SocketAddr, datagram: &[u8]) -> DatagramError {

@@ -47,11 +47,12 @@ pub fn forged_initial(target: SocketAddr, pattern: Forged, server_key: [u8; KEY_
     let mut ep = ProtoEndpoint::new(0x0f1d, None);
     let key = (pattern == Forged::Ik).then_some(server_key);
     let now = brisk_time::Instant::ZERO;
-    let first = ep
-        .connect(now, target, ProtoClient::new(key))
-        .ok()
-        .and_then(|_| ep.poll_transmit(now));
-    first.map(|t| t.contents).unwrap_or_default()
+    let mut first = Vec::new();
+    // Nothing is appended if either step fails: the caller gets no bytes.
+    if ep.connect(now, target, ProtoClient::new(key)).is_ok() {
+        ep.poll_transmit(now, 1, &mut first);
+    }
+    first
 }
 
 /// What the attacker sent.

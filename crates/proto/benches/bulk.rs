@@ -4,7 +4,7 @@
 //! For each implementation one thread runs a client and a server endpoint,
 //! datagrams go straight from one to the other in memory (no sockets; each
 //! side writes datagrams into one reused buffer, Brisk through
-//! `poll_transmit_into`, quinn-proto through its `poll_transmit` buffer),
+//! `poll_transmit` into one reused buffer, quinn-proto through its `poll_transmit` buffer),
 //! every packet is encrypted (Brisk: its negotiated 1-RTT AEAD; quinn-proto:
 //! TLS 1.3 through rustls with ring), and the receiver acknowledges as it
 //! would on a network (every second ack-eliciting packet, the RFC 9000
@@ -150,7 +150,10 @@ impl BulkPeer for Brisk {
                 }
             }
             let mut moved = false;
-            while let Some(t) = client.poll_transmit_into(now, &mut tx_buf) {
+            while let Some(t) = {
+                tx_buf.clear();
+                client.poll_transmit(now, 1, &mut tx_buf)
+            } {
                 brisk_handle(&mut server, now, caddr, t.ecn, &tx_buf, self.owned);
                 moved_total.forward += 1;
                 moved = true;
@@ -247,7 +250,10 @@ fn brisk_deliver(
     owned: bool,
 ) -> u64 {
     let mut n = 0;
-    while let Some(t) = from.poll_transmit_into(now, buf) {
+    while let Some(t) = {
+        buf.clear();
+        from.poll_transmit(now, 1, buf)
+    } {
         brisk_handle(to, now, from_addr, t.ecn, buf, owned);
         n += 1;
     }

@@ -14,7 +14,7 @@
 use crate::admission::{Admission, MAX_STATELESS_QUEUE};
 use crate::config::{ClientConfig, ServerConfig};
 use crate::connection::{
-    Connection, Event, InitialInfo, Transmit, TransmitMeta, parse_hs_payload, parse_initial_token,
+    Connection, Event, InitialInfo, Transmit, parse_hs_payload, parse_initial_token,
 };
 use crate::error::ConnectError;
 use crate::error::code;
@@ -91,7 +91,9 @@ pub struct Endpoint {
     by_initial: BTreeMap<ConnectionId, ConnectionHandle>,
     next_handle: u64,
     accept_queue: VecDeque<ConnectionHandle>,
-    stateless: VecDeque<Transmit>,
+    /// Stateless replies (version negotiation, Retry, Refuse, stateless
+    /// reset) waiting to be sent: destination and datagram.
+    stateless: VecDeque<(SocketAddr, Vec<u8>)>,
     /// Round-robin position of `poll_transmit`.
     cursor: Option<ConnectionHandle>,
     /// Scheduling state, so that the work of one call does not grow with
@@ -368,11 +370,7 @@ impl Endpoint {
         }
         .emit(&mut contents);
         self.stats.version_negotiations_sent += 1;
-        self.stateless.push_back(Transmit {
-            destination: remote,
-            ecn: Ecn::NotEct,
-            contents,
-        });
+        self.stateless.push_back((remote, contents));
     }
 
     fn accept_initial(
@@ -503,11 +501,7 @@ impl Endpoint {
         }
         let mut contents = Vec::new();
         p.emit(&mut contents);
-        self.stateless.push_back(Transmit {
-            destination: remote,
-            ecn: Ecn::NotEct,
-            contents,
-        });
+        self.stateless.push_back((remote, contents));
         true
     }
 
@@ -535,11 +529,7 @@ impl Endpoint {
             return;
         };
         self.stats.resets_sent += 1;
-        self.stateless.push_back(Transmit {
-            destination: remote,
-            ecn: Ecn::NotEct,
-            contents,
-        });
+        self.stateless.push_back((remote, contents));
     }
 
     /// A datagram for no known connection that ends in a reset token a
@@ -580,34 +570,25 @@ impl Endpoint {
         }
     }
 
-    /// The next datagram to send, taking connections in turn.
-    pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
-        let mut contents = Vec::new();
-        let meta = self.poll_transmit_into(now, &mut contents)?;
-        Some(meta.with_contents(contents))
-    }
-
-    /// Like [`Endpoint::poll_transmit`], but writes the datagram into `buf`
-    /// (cleared first), so one buffer serves every datagram.
-    pub fn poll_transmit_into(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<TransmitMeta> {
-        buf.clear();
-        self.poll_transmit_append(now, buf)
-    }
-
-    /// Like [`Endpoint::poll_transmit_into`], but appends the datagram after
-    /// what `buf` already holds and leaves those bytes alone: a caller that
-    /// keeps room in front for the IP and UDP headers builds the whole
-    /// packet in place, with no copy. On `None`, `buf` is as it was.
-    pub fn poll_transmit_append(
+    /// Appends the next datagrams to send to `buf`, taking connections in
+    /// turn: a stateless reply, or up to `max_datagrams` of one connection
+    /// as one GSO train (see [`Connection::poll_transmit`]). Bytes already
+    /// in `buf` are left alone, so a caller that keeps room in front for
+    /// the IP and UDP headers builds the whole packet in place; on `None`,
+    /// `buf` is as it was.
+    pub fn poll_transmit(
         &mut self,
         now: Instant,
+        max_datagrams: usize,
         buf: &mut Vec<u8>,
-    ) -> Option<TransmitMeta> {
-        if let Some(t) = self.stateless.pop_front() {
-            buf.extend_from_slice(&t.contents);
-            return Some(TransmitMeta {
-                destination: t.destination,
-                ecn: t.ecn,
+    ) -> Option<Transmit> {
+        if let Some((destination, contents)) = self.stateless.pop_front() {
+            buf.extend_from_slice(&contents);
+            return Some(Transmit {
+                destination,
+                ecn: Ecn::NotEct,
+                len_bytes: contents.len(),
+                segment_bytes: contents.len(),
             });
         }
         self.settle();
@@ -632,7 +613,7 @@ impl Endpoint {
                 self.sched.forget(h);
                 continue;
             };
-            let sent = c.poll_transmit_append(now, buf);
+            let sent = c.poll_transmit(now, max_datagrams, buf);
             let deadline = c.poll_timeout();
             if sent.is_none() && c.is_half_open() {
                 let ip = c.remote_address().ip();

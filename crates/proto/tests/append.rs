@@ -1,8 +1,8 @@
-//! Datagrams appended after room for lower-layer headers
-//! (`poll_transmit_append`, how the simulator builds whole IP packets in
-//! place) are the datagrams `poll_transmit` returns: the same run, byte for
-//! byte, handshake to close, over IPv4 and IPv6, and the room is never
-//! touched (the pair checks it on every datagram).
+//! Datagrams `poll_transmit` appends after room for lower-layer headers
+//! (how the simulator builds whole IP packets in place) are the datagrams
+//! it writes into an empty buffer: the same run, byte for byte, handshake
+//! to close, over IPv4 and IPv6, and the room is never touched (the pair
+//! checks it on every datagram).
 
 mod util;
 

@@ -41,10 +41,9 @@ impl Forger {
         let key = (pattern == Pattern::Ik).then_some(server_key);
         ep.connect(Instant::ZERO, server_addr, ClientConfig::new(key))
             .expect("forger connects");
-        let template = ep
-            .poll_transmit(Instant::ZERO)
-            .expect("first flight")
-            .contents;
+        let mut template = Vec::new();
+        ep.poll_transmit(Instant::ZERO, 1, &mut template)
+            .expect("first flight");
         assert!(template.len() >= 1200);
         Forger {
             template,
@@ -319,8 +318,10 @@ fn drain_server(server: &mut Endpoint, now: &mut Instant, for_ms: u64) -> Vec<(S
     let end = *now + std::time::Duration::from_millis(for_ms);
     let mut out = Vec::new();
     loop {
-        while let Some(t) = server.poll_transmit(*now) {
-            out.push((t.destination, t.contents.len()));
+        let mut d = Vec::new();
+        while let Some(t) = server.poll_transmit(*now, 1, &mut d) {
+            out.push((t.destination, t.len_bytes));
+            d.clear();
         }
         while server.poll_event().is_some() {}
         match server.poll_timeout() {
@@ -435,20 +436,22 @@ fn resets_shrink_are_rate_limited_and_never_answer_tiny_packets() {
         let mut unknown = vec![0x40u8; 1200];
         unknown[1..9].copy_from_slice(&[7; 8]);
         server.handle_datagram(now, from, Ecn::NotEct, &unknown);
-        let r = server.poll_transmit(now).expect("a reset");
-        assert_eq!(r.contents.len(), MAX_RESET_LEN, "{family:?}");
+        let mut d = Vec::new();
+        let r = server.poll_transmit(now, 1, &mut d).expect("a reset");
+        assert_eq!(r.len_bytes, MAX_RESET_LEN, "{family:?}");
         // Two servers answering each other's resets stop at the minimum.
-        let mut len = r.contents.len();
+        let mut len = r.len_bytes;
         let mut at = now;
         while len > MIN_RESET_LEN {
             at += 1_000 * MS;
             let mut echo = vec![0x40u8; len];
             echo[1..9].copy_from_slice(&[8; 8]);
             server.handle_datagram(at, from, Ecn::NotEct, &echo);
-            match server.poll_transmit(at) {
+            d.clear();
+            match server.poll_transmit(at, 1, &mut d) {
                 Some(t) => {
-                    assert!(t.contents.len() < len);
-                    len = t.contents.len();
+                    assert!(t.len_bytes < len);
+                    len = t.len_bytes;
                 }
                 None => break,
             }
@@ -456,7 +459,9 @@ fn resets_shrink_are_rate_limited_and_never_answer_tiny_packets() {
         let tiny = vec![0x40u8; MIN_RESET_LEN];
         server.handle_datagram(at + 1_000 * MS, from, Ecn::NotEct, &tiny);
         assert!(
-            server.poll_transmit(at + 1_000 * MS).is_none(),
+            server
+                .poll_transmit(at + 1_000 * MS, 1, &mut Vec::new())
+                .is_none(),
             "{family:?}"
         );
         // A burst of 10,000 unknown packets at one instant draws a handful.

@@ -277,18 +277,18 @@ fn unknown_versions_get_version_negotiation() {
         initial[10] = 2;
         initial[11..13].copy_from_slice(&[5, 6]);
         p.inject(Dir::ToServer, Ecn::NotEct, &initial);
-        let vn = p
-            .server
-            .poll_transmit(p.now)
+        let mut vn = Vec::new();
+        p.server
+            .poll_transmit(p.now, 1, &mut vn)
             .expect("a version negotiation packet");
-        let v = HeaderView::new_checked(&vn.contents[..], LOCAL_CID_LEN).unwrap();
+        let v = HeaderView::new_checked(&vn[..], LOCAL_CID_LEN).unwrap();
         assert!(v.is_version_negotiation());
         assert_eq!((v.dcid(), v.scid()), (&[5u8, 6][..], &[1u8, 2, 3, 4][..]));
         assert_eq!(v.versions().collect::<Vec<_>>(), vec![VERSION_1]);
         assert_eq!(p.server.handles().count(), 0);
         // A short datagram gets nothing: no amplification.
         p.inject(Dir::ToServer, Ecn::NotEct, &initial[..600]);
-        assert!(p.server.poll_transmit(p.now).is_none());
+        assert!(p.server.poll_transmit(p.now, 1, &mut Vec::new()).is_none());
 
         // A client told that its version is unknown gives up.
         p.step();

@@ -74,15 +74,18 @@ impl Net {
     fn settle(&mut self) {
         loop {
             let mut moved = false;
-            while let Some(t) = self.client.poll_transmit(self.now) {
+            let mut d = Vec::new();
+            while let Some(t) = self.client.poll_transmit(self.now, 1, &mut d) {
                 moved = true;
                 self.server
-                    .handle_datagram(self.now, self.client_addr, t.ecn, &t.contents);
+                    .handle_datagram(self.now, self.client_addr, t.ecn, &d);
+                d.clear();
             }
-            while let Some(t) = self.server.poll_transmit(self.now) {
+            while let Some(t) = self.server.poll_transmit(self.now, 1, &mut d) {
                 moved = true;
                 self.client
-                    .handle_datagram(self.now, self.server_addr, t.ecn, &t.contents);
+                    .handle_datagram(self.now, self.server_addr, t.ecn, &d);
+                d.clear();
             }
             while self.server.accept().is_some() {}
             for ep in [&mut self.client, &mut self.server] {

@@ -221,8 +221,9 @@ fn server_refuses_connections_beyond_its_limit() {
         other
             .connect(p.now, p.server_addr, ClientConfig::new(server_key))
             .unwrap();
-        let first = other.poll_transmit(p.now).unwrap();
-        p.inject(Dir::ToServer, Ecn::NotEct, &first.contents);
+        let mut first = Vec::new();
+        other.poll_transmit(p.now, 1, &mut first).unwrap();
+        p.inject(Dir::ToServer, Ecn::NotEct, &first);
         assert_eq!(p.server.stats().refused, 1, "{family:?}");
         assert_eq!(p.server.handles().count(), 1);
     }

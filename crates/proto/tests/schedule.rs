@@ -119,13 +119,14 @@ impl World {
         for i in 0..3 {
             loop {
                 self.touch_all();
-                let Some(t) = self.eps[i].poll_transmit(self.now) else {
+                let mut contents = Vec::new();
+                let Some(t) = self.eps[i].poll_transmit(self.now, 1, &mut contents) else {
                     break;
                 };
                 self.log.push(format!(
                     "{:?} {i} sends {} bytes to {}",
                     self.now,
-                    t.contents.len(),
+                    contents.len(),
                     t.destination
                 ));
                 let delay = Duration::from_micros(self.rng.random_range(2_000..12_000));
@@ -140,7 +141,7 @@ impl World {
                         to,
                         self.addrs[i],
                         t.ecn,
-                        t.contents,
+                        contents,
                     ));
                 }
             }

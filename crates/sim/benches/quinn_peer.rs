@@ -13,8 +13,8 @@
 //! 1 MiB of send buffer) and datagrams that fill 1500-byte IP packets
 //! (quinn-proto's path MTU discovery off). The network, the engine and
 //! the IP and UDP headers around each payload are the same code for both.
-//! Brisk writes its payload after room for those headers
-//! (`poll_transmit_append`), so its packets are built in place;
+//! Brisk's `poll_transmit` writes its payload after room for those
+//! headers, so its packets are built in place;
 //! quinn-proto's `poll_transmit` wants an empty buffer, so its payload is
 //! copied into the packet, as its socket driver's is into the kernel.
 //!

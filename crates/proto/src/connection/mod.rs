@@ -5,8 +5,9 @@
 //! - **inputs** `handle_datagram(now, remote, ecn, bytes)` (or
 //!   `handle_datagram_owned` with a `BytesMut` it decrypts in place) and
 //!   `handle_timeout(now)`;
-//! - **outputs** `poll_transmit(now)` (one UDP payload per call; call until
-//!   `None`), `poll_timeout()` (when to call `handle_timeout` next) and
+//! - **outputs** `poll_transmit(now, max_datagrams, buf)` (appends one
+//!   datagram or a GSO train to `buf` per call; call until `None`),
+//!   `poll_timeout()` (when to call `handle_timeout` next) and
 //!   `poll_event()`;
 //! - **application** the stream calls (`open_stream`, `write`, `read`, ...),
 //!   `send_early`, `close`;
@@ -16,14 +17,20 @@
 //! `poll_timeout` again: every call may change the next wake-up.
 //!
 //! Files: [`timer`] the timer table, `recv` datagrams, packets and frames
-//! in, `send` packet assembly out, `stateless` what the endpoint hands on
+//! in, `send` datagrams and GSO trains out, [`packet_builder`] one 1-RTT
+//! packet from frame sources in priority order, `stateless` what the endpoint hands on
 //! from packets that belong to no connection state (Retry, Refuse,
 //! stateless reset), `tests` ACK_FREQUENCY between two endpoints.
 
 #[cfg(test)]
 mod handshake_errors;
+pub(crate) mod packet_builder;
 mod recv;
 mod send;
+
+pub use send::MAX_TRAIN_BYTES;
+#[cfg(test)]
+mod builder_tests;
 mod stateless;
 #[cfg(test)]
 mod tests;
@@ -66,32 +73,27 @@ use timer::{Timer, TimerTable};
 /// sees one.
 const SILENCE_BEFORE_PING: Duration = Duration::from_secs(1);
 
-/// One UDP payload to send.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Where and how to send what [`Connection::poll_transmit`] (or
+/// [`crate::Endpoint::poll_transmit`]) appended to the caller's buffer:
+/// one datagram, or a GSO train of datagrams `segment_bytes` long of which
+/// only the last may be shorter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Transmit {
     pub destination: SocketAddr,
     /// The ECN codepoint for the IP header, chosen by the congestion
-    /// controller and vetted by ECN validation.
+    /// controller and vetted by ECN validation; the same for every
+    /// datagram of a train.
     pub ecn: Ecn,
-    pub contents: Vec<u8>,
+    /// Bytes appended, all datagrams together.
+    pub len_bytes: usize,
+    /// The length of each datagram but the last; `len_bytes` for one.
+    pub segment_bytes: usize,
 }
 
-/// Where and how to send a datagram that
-/// [`Connection::poll_transmit_into`] wrote into the caller's buffer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TransmitMeta {
-    pub destination: SocketAddr,
-    pub ecn: Ecn,
-}
-
-impl TransmitMeta {
-    /// The datagram these settings describe, carrying `contents`.
-    pub fn with_contents(self, contents: Vec<u8>) -> Transmit {
-        Transmit {
-            destination: self.destination,
-            ecn: self.ecn,
-            contents,
-        }
+impl Transmit {
+    /// How many datagrams the train holds.
+    pub fn datagrams(&self) -> usize {
+        self.len_bytes.div_ceil(self.segment_bytes.max(1))
     }
 }
 

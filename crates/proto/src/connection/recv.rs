@@ -5,7 +5,7 @@ use super::{ConnState, Connection, Event, hs_payload, parse_hs_payload};
 use crate::congestion::{AckSample, EcnCounts, LossSample};
 use crate::ecn_validation::EcnState;
 use crate::error::{ConnectionError, code};
-use crate::frame::{AckFrame, AckFrequencyFrame, Frame, FrameIter, StreamFrame};
+use crate::frame::{AckFrame, AckFrequencyFrame, Frame, FrameIter, StreamFrame, ty};
 use crate::handshake::HandshakePayload;
 use crate::loss::{LossDetection, LostBatch};
 use crate::packet::{HeaderView, LOCAL_CID_LEN, LongType, decode_packet_number};
@@ -521,7 +521,8 @@ impl Connection {
         }
     }
 
-    fn handle_frame(&mut self, now: Instant, f: Frame<'_>, datagram: Option<&Bytes>) {
+    pub(super) fn handle_frame(&mut self, now: Instant, f: Frame<'_>, datagram: Option<&Bytes>) {
+        let frame_type = f.frame_type();
         let result = match f {
             Frame::Padding(_)
             | Frame::Ping
@@ -585,7 +586,7 @@ impl Connection {
                     self.transport_error(
                         now,
                         code::PROTOCOL_VIOLATION,
-                        0x1e,
+                        ty::HANDSHAKE_DONE.into(),
                         "HANDSHAKE_DONE from the client",
                     );
                 }
@@ -593,7 +594,7 @@ impl Connection {
             }
         };
         if let Err(e) = result {
-            self.stream_error(now, e);
+            self.stream_error(now, frame_type, e);
         }
     }
 
@@ -604,7 +605,7 @@ impl Connection {
             self.transport_error(
                 now,
                 code::PROTOCOL_VIOLATION,
-                0x1f,
+                ty::ACK_FREQUENCY.into(),
                 "ACK_FREQUENCY without min_ack_delay",
             );
             return;
@@ -613,7 +614,7 @@ impl Connection {
             self.transport_error(
                 now,
                 code::PROTOCOL_VIOLATION,
-                0x1f,
+                ty::ACK_FREQUENCY.into(),
                 "requested ack delay out of range",
             );
             return;
@@ -621,11 +622,12 @@ impl Connection {
         self.acks.on_ack_frequency(f);
     }
 
-    /// Peer violations close the connection; other stream errors concern
-    /// only the local application and are ignored here.
-    fn stream_error(&mut self, now: Instant, e: StreamError) {
+    /// Peer violations close the connection, naming the frame of type
+    /// `frame_type` that broke the rule; other stream errors concern only
+    /// the local application and are ignored here.
+    fn stream_error(&mut self, now: Instant, frame_type: u8, e: StreamError) {
         if let Some(c) = e.transport_error_code() {
-            self.transport_error(now, c, 0x08, &e.to_string());
+            self.transport_error(now, c, frame_type.into(), &e.to_string());
         }
     }
 
@@ -635,7 +637,12 @@ impl Connection {
             self.transport_error(
                 now,
                 code::PROTOCOL_VIOLATION,
-                0x02,
+                if ack.ecn.is_some() {
+                    ty::ACK_ECN
+                } else {
+                    ty::ACK
+                }
+                .into(),
                 "ACK of a packet never sent",
             );
             return;

@@ -1,6 +1,8 @@
 //! ACK_FREQUENCY negotiation and what a receiver refuses, driven through
 //! two real endpoints. A misbehaving peer is a real connection with its
 //! sender-side state forced, so the frames go out through the real path.
+//! The two-endpoint [`Pair`] also serves the packet builder's tests
+//! (`builder_tests`).
 
 use super::*;
 use crate::error::code;
@@ -10,16 +12,16 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
-const MS: Duration = Duration::from_millis(1);
+pub(super) const MS: Duration = Duration::from_millis(1);
 
-struct Pair {
-    client: crate::Endpoint,
-    server: crate::Endpoint,
+pub(super) struct Pair {
+    pub(super) client: crate::Endpoint,
+    pub(super) server: crate::Endpoint,
     client_conn: crate::ConnectionHandle,
     server_conn: Option<crate::ConnectionHandle>,
-    client_addr: SocketAddr,
-    server_addr: SocketAddr,
-    now: Instant,
+    pub(super) client_addr: SocketAddr,
+    pub(super) server_addr: SocketAddr,
+    pub(super) now: Instant,
     client_events: Vec<Event>,
 }
 
@@ -35,12 +37,23 @@ fn addrs(v6: bool) -> (SocketAddr, SocketAddr) {
 
 impl Pair {
     /// A connected pair with the given `ack_frequency` settings.
-    fn connected(v6: bool, client_af: bool, server_af: bool) -> Pair {
+    pub(super) fn connected(v6: bool, client_af: bool, server_af: bool) -> Pair {
+        Pair::connected_with(v6, |client, server| {
+            client.ack_frequency = client_af;
+            server.ack_frequency = server_af;
+        })
+    }
+
+    /// A connected pair whose client and server transport settings
+    /// `configure` sets.
+    pub(super) fn connected_with(
+        v6: bool,
+        configure: impl FnOnce(&mut TransportConfig, &mut TransportConfig),
+    ) -> Pair {
         let keys = Keypair::generate(&mut ChaCha8Rng::seed_from_u64(7));
         let mut client_config = ClientConfig::new(Some(keys.public()));
         let mut server_config = ServerConfig::new(keys);
-        server_config.transport.ack_frequency = server_af;
-        client_config.transport.ack_frequency = client_af;
+        configure(&mut client_config.transport, &mut server_config.transport);
         let (client_addr, server_addr) = addrs(v6);
         let mut client = crate::Endpoint::new(1, None);
         let client_conn = client
@@ -61,26 +74,29 @@ impl Pair {
         p
     }
 
-    fn client(&mut self) -> &mut Connection {
+    pub(super) fn client(&mut self) -> &mut Connection {
         self.client.connection_mut(self.client_conn).unwrap()
     }
 
-    fn server(&mut self) -> &mut Connection {
+    pub(super) fn server(&mut self) -> &mut Connection {
         let h = self.server_conn.unwrap();
         self.server.connection_mut(h).unwrap()
     }
 
     /// Delivers what both sides send, 5 ms per round, for `rounds` rounds.
-    fn exchange(&mut self, rounds: usize) {
+    pub(super) fn exchange(&mut self, rounds: usize) {
         for _ in 0..rounds {
             let now = self.now;
-            while let Some(t) = self.client.poll_transmit(now) {
+            let mut d = Vec::new();
+            while self.client.poll_transmit(now, 1, &mut d).is_some() {
                 self.server
-                    .handle_datagram(now, self.client_addr, Ecn::NotEct, &t.contents);
+                    .handle_datagram(now, self.client_addr, Ecn::NotEct, &d);
+                d.clear();
             }
-            while let Some(t) = self.server.poll_transmit(now) {
+            while self.server.poll_transmit(now, 1, &mut d).is_some() {
                 self.client
-                    .handle_datagram(now, self.server_addr, Ecn::NotEct, &t.contents);
+                    .handle_datagram(now, self.server_addr, Ecn::NotEct, &d);
+                d.clear();
             }
             while let Some((_, e)) = self.client.poll_event() {
                 self.client_events.push(e);

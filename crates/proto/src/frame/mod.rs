@@ -26,6 +26,8 @@ pub mod ty {
     pub const STOP_SENDING: u8 = 0x05;
     /// 0x08..=0x0f: STREAM with the OFF (0x04), LEN (0x02) and FIN (0x01) bits.
     pub const STREAM: u8 = 0x08;
+    /// The last STREAM type: all three bits set.
+    pub const STREAM_MAX: u8 = 0x0f;
     pub const MAX_DATA: u8 = 0x10;
     pub const MAX_STREAM_DATA: u8 = 0x11;
     pub const MAX_STREAMS_BIDI: u8 = 0x12;
@@ -147,25 +149,28 @@ impl<'a> Frame<'a> {
     /// Reads one frame. A STREAM frame without the LEN bit runs to the end
     /// of `r`.
     pub fn parse(r: &mut Reader<'a>) -> Result<Self, FrameError> {
-        let t = r.varint()?;
+        let wide = r.varint()?;
+        let Ok(t) = u8::try_from(wide) else {
+            return Err(FrameError::UnknownType(wide));
+        };
         let frame = match t {
-            0x00 => {
+            ty::PADDING => {
                 let n = 1 + r.rest().iter().take_while(|&&b| b == 0).count();
                 r.bytes(n - 1)?;
                 Frame::Padding(n)
             }
-            0x01 => Frame::Ping,
-            0x02 | 0x03 => Frame::Ack(AckFrame::parse(r, t == 0x03)?),
-            0x04 => Frame::ResetStream {
+            ty::PING => Frame::Ping,
+            ty::ACK | ty::ACK_ECN => Frame::Ack(AckFrame::parse(r, t == ty::ACK_ECN)?),
+            ty::RESET_STREAM => Frame::ResetStream {
                 id: r.varint()?,
                 error_code: r.varint()?,
                 final_size: r.varint()?,
             },
-            0x05 => Frame::StopSending {
+            ty::STOP_SENDING => Frame::StopSending {
                 id: r.varint()?,
                 error_code: r.varint()?,
             },
-            0x08..=0x0f => {
+            ty::STREAM..=ty::STREAM_MAX => {
                 let id = r.varint()?;
                 let offset = if t & 0x04 != 0 { r.varint()? } else { 0 };
                 let len = if t & 0x02 != 0 {
@@ -184,23 +189,27 @@ impl<'a> Frame<'a> {
                     data,
                 })
             }
-            0x10 => Frame::MaxData(r.varint()?),
-            0x11 => Frame::MaxStreamData {
+            ty::MAX_DATA => Frame::MaxData(r.varint()?),
+            ty::MAX_STREAM_DATA => Frame::MaxStreamData {
                 id: r.varint()?,
                 max: r.varint()?,
             },
-            0x12 | 0x13 => Frame::MaxStreams {
-                bidi: t == 0x12,
+            ty::MAX_STREAMS_BIDI | ty::MAX_STREAMS_UNI => Frame::MaxStreams {
+                bidi: t == ty::MAX_STREAMS_BIDI,
                 count: r.varint()?,
             },
-            0x14 => Frame::DataBlocked(r.varint()?),
-            0x15 => Frame::StreamDataBlocked {
+            ty::DATA_BLOCKED => Frame::DataBlocked(r.varint()?),
+            ty::STREAM_DATA_BLOCKED => Frame::StreamDataBlocked {
                 id: r.varint()?,
                 limit: r.varint()?,
             },
-            0x1c | 0x1d => {
+            ty::CONNECTION_CLOSE | ty::APPLICATION_CLOSE => {
                 let error_code = r.varint()?;
-                let frame_type = if t == 0x1c { Some(r.varint()?) } else { None };
+                let frame_type = if t == ty::CONNECTION_CLOSE {
+                    Some(r.varint()?)
+                } else {
+                    None
+                };
                 let len = r.varint_len()?;
                 Frame::Close(CloseFrame {
                     error_code,
@@ -208,11 +217,39 @@ impl<'a> Frame<'a> {
                     reason: r.bytes(len)?,
                 })
             }
-            0x1e => Frame::HandshakeDone,
-            0x1f => Frame::AckFrequency(AckFrequencyFrame::parse(r)?),
-            other => return Err(FrameError::UnknownType(other)),
+            ty::HANDSHAKE_DONE => Frame::HandshakeDone,
+            ty::ACK_FREQUENCY => Frame::AckFrequency(AckFrequencyFrame::parse(r)?),
+            other => return Err(FrameError::UnknownType(other.into())),
         };
         Ok(frame)
+    }
+
+    /// The type number this frame is sent with, as a CONNECTION_CLOSE
+    /// names it when the frame broke a rule (RFC 9000 §19.19). STREAM is
+    /// reported as its base type 0x08: the flag bits are not kept.
+    pub fn frame_type(&self) -> u8 {
+        match self {
+            Frame::Padding(_) => ty::PADDING,
+            Frame::Ping => ty::PING,
+            Frame::Ack(a) if a.ecn.is_some() => ty::ACK_ECN,
+            Frame::Ack(_) => ty::ACK,
+            Frame::ResetStream { .. } => ty::RESET_STREAM,
+            Frame::StopSending { .. } => ty::STOP_SENDING,
+            Frame::Stream(_) => ty::STREAM,
+            Frame::MaxData(_) => ty::MAX_DATA,
+            Frame::MaxStreamData { .. } => ty::MAX_STREAM_DATA,
+            Frame::MaxStreams { bidi: true, .. } => ty::MAX_STREAMS_BIDI,
+            Frame::MaxStreams { bidi: false, .. } => ty::MAX_STREAMS_UNI,
+            Frame::DataBlocked(_) => ty::DATA_BLOCKED,
+            Frame::StreamDataBlocked { .. } => ty::STREAM_DATA_BLOCKED,
+            Frame::Close(CloseFrame {
+                frame_type: Some(_),
+                ..
+            }) => ty::CONNECTION_CLOSE,
+            Frame::Close(_) => ty::APPLICATION_CLOSE,
+            Frame::HandshakeDone => ty::HANDSHAKE_DONE,
+            Frame::AckFrequency(_) => ty::ACK_FREQUENCY,
+        }
     }
 
     /// Appends the frame. STREAM frames always carry an explicit length so

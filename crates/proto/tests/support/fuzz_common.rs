@@ -28,12 +28,15 @@ pub fn server_endpoint() -> Endpoint {
 pub fn exchange(client: &mut Endpoint, server: &mut Endpoint, now: &mut Instant, rounds: usize) {
     for _ in 0..rounds {
         let mut moved = false;
-        while let Some(t) = client.poll_transmit(*now) {
-            server.handle_datagram(*now, CLIENT, t.ecn, &t.contents);
+        let mut d = Vec::new();
+        while let Some(t) = client.poll_transmit(*now, 1, &mut d) {
+            server.handle_datagram(*now, CLIENT, t.ecn, &d);
+            d.clear();
             moved = true;
         }
-        while let Some(t) = server.poll_transmit(*now) {
-            client.handle_datagram(*now, SERVER, t.ecn, &t.contents);
+        while let Some(t) = server.poll_transmit(*now, 1, &mut d) {
+            client.handle_datagram(*now, SERVER, t.ecn, &d);
+            d.clear();
             moved = true;
         }
         while client.poll_event().is_some() {}

@@ -19,7 +19,10 @@ pub fn run(data: &[u8]) {
         let (d, tail) = rest.split_at(len.min(rest.len()));
         rest = tail;
         server.handle_datagram(now, crate::common::CLIENT, ecn, d);
-        while server.poll_transmit(now).is_some() {}
+        let mut d = Vec::new();
+        while server.poll_transmit(now, 1, &mut d).is_some() {
+            d.clear();
+        }
         while server.poll_event().is_some() {}
         now += Duration::from_millis(3);
         server.handle_timeout(now);

@@ -241,9 +241,8 @@ pub struct PairConfig {
     /// Deliver datagrams through `handle_datagram_owned` instead of the
     /// borrowing `handle_datagram`.
     pub owned: bool,
-    /// Take datagrams through `poll_transmit_append` after this many bytes
-    /// of room (checked untouched, then cut off) instead of through
-    /// `poll_transmit`; 0 for the latter.
+    /// Have `poll_transmit` append datagrams after this many bytes of room
+    /// (checked untouched, then cut off); 0 for an empty buffer.
     pub headroom: usize,
     /// Traces both endpoints' connections from their creation.
     pub qlog: Option<brisk_proto::qlog::QlogFactory>,
@@ -363,13 +362,9 @@ impl Pair {
             Dir::ToServer => &mut self.client,
             Dir::ToClient => &mut self.server,
         };
-        if self.headroom == 0 {
-            let t = from.poll_transmit(self.now)?;
-            return Some((t.ecn, t.contents));
-        }
         let room: Vec<u8> = (0..self.headroom).map(|i| (i as u8) ^ 0x5a).collect();
         let mut buf = room.clone();
-        let t = from.poll_transmit_append(self.now, &mut buf);
+        let t = from.poll_transmit(self.now, 1, &mut buf);
         assert_eq!(buf[..room.len()], room[..], "the room in front was touched");
         let Some(t) = t else {
             assert_eq!(

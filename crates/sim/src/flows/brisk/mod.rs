@@ -505,7 +505,7 @@ impl BriskFlow {
             } else {
                 d.resize(room, 0);
             }
-            let Some(t) = ep.poll_transmit_append(now, d) else {
+            let Some(t) = ep.poll_transmit(now, 1, d) else {
                 touched.transmit = false;
                 return false;
             };

@@ -1,0 +1,520 @@
+//! One 1-RTT packet, assembled in three steps that each do one thing:
+//!
+//! 1. **Gate**: whether a packet may and should start now (ACK due, probe,
+//!    congestion window, pacer), decided before a byte is written.
+//! 2. **Fill**: frame sources are asked in [`PRIORITY`] order, each while
+//!    the packet has room; a [`PacketBuilder`] keeps what was written (the
+//!    frames to track for loss, the qlog frames, whether the packet asks for
+//!    an ACK). A new kind of frame (datagrams, FEC repair, path frames) is
+//!    one more [`FrameSource`] and one arm in [`Connection::fill_from`].
+//! 3. **Seal and track**: encryption, then the bookkeeping every sent packet
+//!    needs (packet number, sent-packet map, congestion controller, pacer,
+//!    timers, statistics, qlog), in [`Connection::seal_and_track`].
+//!
+//! The qlog frames are collected only when a qlog sink wants packet events:
+//! the builder holds `Some(list)` then and `None` otherwise, so no source
+//! needs to be told whether it is traced.
+
+use super::Connection;
+use super::timer::Timer;
+use crate::crypto::TAG_LEN;
+use crate::frame::{Frame, StreamFrame};
+use crate::packet::{Header, TruncatedPn};
+use crate::qlog::{self, PacketEvent, PacketHeader, PacketType, QlogEvent, QlogFrame, RawInfo};
+use crate::sent_packets::{SentFrame, SentFrames, SentPacket};
+use brisk_time::Instant;
+use brisk_wire::Ecn;
+
+/// Room below which no further STREAM frame is started: the worst-case
+/// header for chunks under 16 KiB (type, 8-byte id, 8-byte offset, 2-byte
+/// length). A frame started gets its exact header size.
+const STREAM_HEADER_MAX: usize = 19;
+/// Room a control frame may need at most.
+const CONTROL_FRAME_MAX: usize = 40;
+/// The smallest payload room worth starting a packet for.
+const MIN_PAYLOAD_ROOM: usize = 16;
+
+/// Where the frames of a 1-RTT packet come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FrameSource {
+    /// The acknowledgement of what we received, when one is due or may
+    /// ride along.
+    Ack,
+    /// HANDSHAKE_DONE, once, from the server.
+    HandshakeDone,
+    /// ACK_FREQUENCY: how often we want the peer to acknowledge.
+    AckFrequency,
+    /// Flow-control updates, stream resets and STOP_SENDING.
+    Control,
+    /// Stream data, new or retransmitted, in stream priority order.
+    Stream,
+    /// PING, when the application or a probe asked for one and nothing
+    /// else in the packet asks for an acknowledgement.
+    Ping,
+}
+
+/// The order in which a packet is filled: what keeps the peer's sending
+/// and flow control moving goes before data, and PING only fills a gap.
+pub(crate) const PRIORITY: [FrameSource; 6] = [
+    FrameSource::Ack,
+    FrameSource::HandshakeDone,
+    FrameSource::AckFrequency,
+    FrameSource::Control,
+    FrameSource::Stream,
+    FrameSource::Ping,
+];
+
+/// What the gate decided for one packet.
+#[derive(Debug, Clone, Copy)]
+struct Gate {
+    /// An ACK must go out now.
+    ack_due: bool,
+    /// A probe timeout asked for an ack-eliciting packet.
+    probe: bool,
+    /// Ack-eliciting frames may be sent (probe, or window and pacer allow).
+    may_elicit: bool,
+}
+
+/// The state of one 1-RTT packet while its frames are written into the
+/// caller's buffer.
+#[derive(Debug)]
+pub(crate) struct PacketBuilder {
+    pn: u64,
+    /// Where the packet's header starts in the buffer.
+    start: usize,
+    /// Where its payload starts.
+    payload_start: usize,
+    /// The payload may run up to here (room for the AEAD tag is kept).
+    limit: usize,
+    /// Frames to hand back to their sources if the packet is lost.
+    frames: SentFrames,
+    /// The frames for qlog; `None` when no sink wants packet events.
+    qframes: Option<Vec<QlogFrame>>,
+    eliciting: bool,
+    /// The ACK frame was written (`with_ack`), and the largest packet
+    /// number it acknowledges.
+    with_ack: bool,
+    largest_acked: Option<u64>,
+    /// The streams had no more data for this packet.
+    app_limited: bool,
+    /// A source stopped for lack of room: the packet is as large as it
+    /// can be, so a GSO train may go on with another of the same size.
+    full: bool,
+}
+
+impl PacketBuilder {
+    /// Bytes the payload may still take.
+    fn room(&self, out: &[u8]) -> usize {
+        self.limit.saturating_sub(out.len())
+    }
+
+    /// Records one frame written: `sent` is what loss recovery must know
+    /// of it, `logged` builds its qlog form (called only when traced).
+    fn record(
+        &mut self,
+        sent: Option<SentFrame>,
+        logged: impl FnOnce() -> QlogFrame,
+        eliciting: bool,
+    ) {
+        if let Some(f) = sent {
+            self.frames.push(f);
+        }
+        if let Some(q) = self.qframes.as_mut() {
+            q.push(logged());
+        }
+        self.eliciting |= eliciting;
+    }
+}
+
+/// What one written 1-RTT packet turned out to be.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Written {
+    pub(crate) ecn: Ecn,
+    /// See [`PacketBuilder::full`].
+    pub(crate) full: bool,
+}
+
+impl Connection {
+    /// Appends one 1-RTT packet if there is anything worth sending, with
+    /// `out` allowed to grow to `budget` bytes.
+    pub(super) fn write_one_rtt(
+        &mut self,
+        now: Instant,
+        out: &mut Vec<u8>,
+        budget: usize,
+    ) -> Option<Written> {
+        if self.keys.as_ref().is_some_and(|(tx, _)| {
+            tx.cipher()
+                .confidentiality_limit_blocks()
+                .is_some_and(|limit| self.sealed_blocks >= limit)
+        }) {
+            // Version 1 has no key update: the connection must end.
+            self.transport_error(
+                now,
+                crate::error::code::AEAD_LIMIT_REACHED,
+                0,
+                "packet key used up",
+            );
+            return None;
+        }
+        let start = out.len();
+        let pn = self.next_pn;
+        let header = Header::Short {
+            dcid: self.remote_cid,
+            pn: TruncatedPn::encode(pn, self.loss.largest_acked()),
+        };
+        let Some(space) = budget
+            .checked_sub(start + header.len() + TAG_LEN)
+            .filter(|&s| s >= MIN_PAYLOAD_ROOM)
+        else {
+            if !self.validated {
+                self.stats.amplification_blocked += 1;
+            }
+            return None;
+        };
+        let gate = self.gate(now)?;
+        header.emit(out);
+        let payload_start = out.len();
+        let traced = self
+            .qlog
+            .as_ref()
+            .is_some_and(|q| q.wants(qlog::EventClass::Packets));
+        let mut b = PacketBuilder {
+            pn,
+            start,
+            payload_start,
+            limit: payload_start + space,
+            frames: SentFrames::new(),
+            qframes: traced.then(Vec::new),
+            eliciting: false,
+            with_ack: false,
+            largest_acked: None,
+            app_limited: false,
+            full: false,
+        };
+        let retransmitted_before = self.streams.stats().bytes_retransmitted;
+        for source in PRIORITY {
+            self.fill_from(source, now, gate, &mut b, out);
+        }
+        if b.eliciting {
+            self.ping_pending = false;
+        }
+        if (!b.eliciting && !gate.ack_due) || out.len() == payload_start {
+            out.truncate(start);
+            return None;
+        }
+        let retransmits = self.streams.stats().bytes_retransmitted > retransmitted_before;
+        let full = b.full;
+        let ecn = self.seal_and_track(now, gate, b, out, retransmits)?;
+        Some(Written { ecn, full })
+    }
+
+    /// Whether a packet may and should start now; sets or stops the
+    /// pacing timer on the way.
+    fn gate(&mut self, now: Instant) -> Option<Gate> {
+        let ack_due = self.acks.ack_due(now);
+        let probe = self.probes_pending > 0;
+        let mds = self.mds() as u64;
+        let cwnd_ok = self.sent.bytes_in_flight() + mds <= self.cc.window();
+        let mut pacing_ok = true;
+        if !probe && cwnd_ok {
+            let at = self.pacer.next_send_time(
+                now,
+                mds,
+                self.cc.pacing_window(),
+                self.rtt.smoothed(),
+                self.cc.in_slow_start(),
+            );
+            if at > now {
+                pacing_ok = false;
+                self.timers.set(Timer::Pacing, at);
+            }
+        }
+        if pacing_ok {
+            self.timers.stop(Timer::Pacing);
+        }
+        let may_elicit = probe || (cwnd_ok && pacing_ok);
+        if !may_elicit && !ack_due {
+            return None;
+        }
+        // No ACK due and nothing that would elicit one: the packet would
+        // be cut off again, so do not start it (a receiver is asked this
+        // after every datagram it takes). Every source of an ack-eliciting
+        // frame in `fill_from` must be listed here.
+        if !ack_due
+            && !probe
+            && !self.hs.done_frame_pending
+            && !self.ping_pending
+            && !self.ack_frequency.as_ref().is_some_and(|a| a.has_pending())
+            && !self.streams.may_have_frames()
+        {
+            return None;
+        }
+        Some(Gate {
+            ack_due,
+            probe,
+            may_elicit,
+        })
+    }
+
+    /// Writes what `source` has for the packet, within its room.
+    fn fill_from(
+        &mut self,
+        source: FrameSource,
+        now: Instant,
+        gate: Gate,
+        b: &mut PacketBuilder,
+        out: &mut Vec<u8>,
+    ) {
+        if source != FrameSource::Ack && !gate.may_elicit {
+            return;
+        }
+        match source {
+            FrameSource::Ack => {
+                b.with_ack = gate.ack_due || (gate.may_elicit && self.acks.has_pending());
+                if b.with_ack
+                    && let Some(largest) = self.acks.emit(now, out)
+                {
+                    b.largest_acked = Some(largest);
+                    if let Some(q) = b.qframes.as_mut()
+                        && let Some(ack) = self.acks.build(now)
+                    {
+                        q.push(qlog::frame(&Frame::Ack(ack)));
+                    }
+                }
+            }
+            FrameSource::HandshakeDone => {
+                if self.hs.done_frame_pending && b.room(out) > 0 {
+                    Frame::HandshakeDone.emit(out);
+                    self.hs.done_frame_pending = false;
+                    b.record(
+                        Some(SentFrame::HandshakeDone),
+                        || QlogFrame::HandshakeDone,
+                        true,
+                    );
+                }
+            }
+            FrameSource::AckFrequency => {
+                if b.room(out) >= CONTROL_FRAME_MAX
+                    && let Some(af) = self.ack_frequency.as_mut().and_then(|a| a.poll_frame(now))
+                {
+                    af.emit(out);
+                    b.record(
+                        Some(SentFrame::AckFrequency(af.sequence)),
+                        || qlog::frame(&Frame::AckFrequency(af)),
+                        true,
+                    );
+                }
+            }
+            FrameSource::Control => {
+                while b.room(out) >= CONTROL_FRAME_MAX {
+                    let Some(c) = self.streams.poll_control() else {
+                        break;
+                    };
+                    let f = control_frame(c);
+                    f.emit(out);
+                    b.record(Some(SentFrame::Control(c)), || qlog::frame(&f), true);
+                }
+            }
+            FrameSource::Stream => {
+                b.app_limited = self.fill_stream_data(b, out);
+                if gate.probe && !b.eliciting && self.requeue_newest_in_flight() {
+                    self.fill_stream_data(b, out);
+                }
+            }
+            FrameSource::Ping => {
+                if (self.ping_pending || (gate.probe && !b.eliciting)) && b.room(out) > 0 {
+                    Frame::Ping.emit(out);
+                    b.record(None, || QlogFrame::Ping, true);
+                }
+            }
+        }
+    }
+
+    /// Adds STREAM frames until the packet is full or the streams have
+    /// nothing more; returns true in the latter case (application-limited).
+    fn fill_stream_data(&mut self, b: &mut PacketBuilder, out: &mut Vec<u8>) -> bool {
+        loop {
+            let room = b.room(out);
+            if room <= STREAM_HEADER_MAX {
+                b.full = true;
+                return false;
+            }
+            let Some(chunk) = self.streams.poll_frame_chunk(room) else {
+                return true;
+            };
+            // Header, then the bytes straight from the send buffer.
+            let frame_start = out.len();
+            StreamFrame::emit_header(chunk.id.0, chunk.offset, chunk.len as usize, chunk.fin, out);
+            let data_start = out.len();
+            if !self.streams.copy_chunk(&chunk, out) {
+                out.truncate(frame_start);
+                continue;
+            }
+            let sent = SentFrame::Stream {
+                id: chunk.id,
+                offset: chunk.offset,
+                len: chunk.len,
+                fin: chunk.fin,
+            };
+            let data = &out[data_start..];
+            b.record(
+                Some(sent),
+                || {
+                    qlog::frame(&Frame::Stream(StreamFrame {
+                        id: chunk.id.0,
+                        offset: chunk.offset,
+                        fin: chunk.fin,
+                        data,
+                    }))
+                },
+                true,
+            );
+        }
+    }
+
+    /// Encrypts the packet `b` describes and does the bookkeeping of a
+    /// sent packet; returns its ECN codepoint. `retransmits`: it carries
+    /// stream bytes sent before.
+    fn seal_and_track(
+        &mut self,
+        now: Instant,
+        gate: Gate,
+        b: PacketBuilder,
+        out: &mut Vec<u8>,
+        retransmits: bool,
+    ) -> Option<Ecn> {
+        let (tx, _) = self.keys.as_ref()?;
+        let pn = b.pn;
+        tx.seal(pn, out, b.start, b.payload_start);
+        let size = (out.len() - b.start) as u64;
+        self.sealed_blocks += crate::crypto::sealed_blocks(size as usize);
+        let ecn = self.ecn.codepoint();
+        if retransmits {
+            self.stats.packets_retransmitted += 1;
+        }
+        self.next_pn += 1;
+        self.stats.packets_sent += 1;
+        self.stats.ecn_sent.add(ecn, 1);
+        self.ecn.on_sent(now, pn, ecn, b.eliciting);
+        if b.largest_acked.is_some() {
+            self.stats.ack_frames_sent += 1;
+        }
+        if b.with_ack {
+            self.acks.on_ack_sent();
+            self.timers.stop(Timer::AckDelay);
+        }
+        // ACK-only packets are kept too (outside bytes in flight): their
+        // acknowledgements validate ECN and prune the peer's ACK ranges.
+        self.sent.insert(
+            pn,
+            SentPacket {
+                time_sent: now,
+                size_bytes: size,
+                ack_eliciting: b.eliciting,
+                ecn,
+                app_limited: b.app_limited,
+                largest_acked: b.largest_acked,
+                frames: b.frames,
+                requeued: false,
+            },
+        );
+        if b.eliciting {
+            self.loss.on_eliciting_sent(now);
+            self.cc.on_sent(now, size, self.sent.bytes_in_flight());
+            self.pacer.on_sent(now, size);
+            if !self.eliciting_sent_since_rx {
+                self.restart_idle_timer(now);
+                self.eliciting_sent_since_rx = true;
+            }
+            if let Some(i) = self.config.keep_alive_interval {
+                self.timers.set(Timer::KeepAlive, now + i);
+            }
+            if gate.probe {
+                self.probes_pending -= 1;
+                self.stats.probes_sent += 1;
+            }
+        }
+        if let (Some(q), Some(frames)) = (self.qlog.as_mut(), b.qframes) {
+            q.emit(
+                now,
+                QlogEvent::PacketSent(PacketEvent {
+                    header: PacketHeader {
+                        packet_type: PacketType::OneRtt,
+                        packet_number: pn,
+                    },
+                    frames,
+                    raw: Some(RawInfo { length_bytes: size }),
+                }),
+            );
+        }
+        Some(ecn)
+    }
+
+    /// For a probe with no new data: hands the newest in-flight packet's
+    /// content back to be sent again (RFC 8985's tail loss probe).
+    fn requeue_newest_in_flight(&mut self) -> bool {
+        let Some(pn) = self
+            .sent
+            .iter()
+            .rev()
+            .find(|(_, p)| {
+                !p.requeued
+                    && p.frames
+                        .iter()
+                        .any(|f| !matches!(f, SentFrame::HandshakeDone))
+            })
+            .map(|(pn, _)| pn)
+        else {
+            return false;
+        };
+        let Some(p) = self.sent.get_mut(pn) else {
+            return false;
+        };
+        p.requeued = true;
+        let frames = p.frames.clone();
+        for &f in &frames {
+            match f {
+                SentFrame::Stream {
+                    id,
+                    offset,
+                    len,
+                    fin,
+                } => self.streams.on_chunk_lost(id, offset, len, fin),
+                SentFrame::Control(c) => self.streams.on_control_lost(c),
+                SentFrame::HandshakeDone => self.hs.done_frame_pending = true,
+                SentFrame::AckFrequency(seq) => {
+                    if let Some(a) = self.ack_frequency.as_mut() {
+                        a.on_lost(seq);
+                    }
+                }
+            }
+        }
+        true
+    }
+}
+
+/// The frame a stream-layer control request is sent as.
+fn control_frame(c: crate::streams::ControlFrame) -> Frame<'static> {
+    use crate::streams::ControlFrame as C;
+    match c {
+        C::MaxData(m) => Frame::MaxData(m),
+        C::MaxStreamData { id, max } => Frame::MaxStreamData { id: id.0, max },
+        C::MaxStreams { bidi, count } => Frame::MaxStreams { bidi, count },
+        C::ResetStream {
+            id,
+            error_code,
+            final_size,
+        } => Frame::ResetStream {
+            id: id.0,
+            error_code,
+            final_size,
+        },
+        C::StopSending { id, error_code } => Frame::StopSending {
+            id: id.0,
+            error_code,
+        },
+        C::DataBlocked(l) => Frame::DataBlocked(l),
+        C::StreamDataBlocked { id, limit } => Frame::StreamDataBlocked { id: id.0, limit },
+    }
+}
