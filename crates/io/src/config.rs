@@ -27,6 +27,13 @@ pub struct SocketConfig {
     /// For an IPv6 wildcard bind: `false` (default) also serves IPv4
     /// through v4-mapped addresses (dual stack).
     pub v6_only: bool,
+    /// Server: the most connections that get a UDP socket of their own
+    /// (bound beside the listening socket, connected to the client), so
+    /// their datagrams never queue behind new clients' and forged ones
+    /// in the listening socket's buffer; the rest share the listening
+    /// socket. Each costs one descriptor, and at most half the process's
+    /// descriptor limit is used. Zero switches them off.
+    pub connected_sockets: usize,
 }
 
 impl Default for SocketConfig {
@@ -37,6 +44,7 @@ impl Default for SocketConfig {
             recv_buffer_bytes: 4 << 20,
             send_buffer_bytes: 4 << 20,
             v6_only: false,
+            connected_sockets: 65_536,
         }
     }
 }

@@ -22,6 +22,7 @@
 //! timer ends the task, with an [`EndpointError`] the handles report.
 
 use crate::busy_poll;
+use crate::connected::ConnectedSockets;
 use crate::error::EndpointError;
 use crate::socket::{DatagramError, Socket};
 use crate::socket_error::{MAX_ERRORS_PER_TURN, ReportKind};
@@ -70,10 +71,20 @@ pub(crate) struct Driver {
     backoff: busy_poll::Backoff,
     /// Whether the machine has a core to spare for spinning.
     load: busy_poll::LoadCheck,
+    /// A server's per-connection sockets, read before the listening one.
+    connected: Option<ConnectedSockets>,
+    /// Connections whose datagrams came through the listening socket in
+    /// this turn while they have (or may get) a socket of their own.
+    looks: Vec<brisk_proto::ConnectionHandle>,
 }
 
 impl Driver {
-    pub fn new(shared: Arc<Shared>, socket: Socket, busy_poll: Duration) -> io::Result<Driver> {
+    pub fn new(
+        shared: Arc<Shared>,
+        socket: Socket,
+        busy_poll: Duration,
+        connected: Option<ConnectedSockets>,
+    ) -> io::Result<Driver> {
         Ok(Driver {
             shared,
             socket,
@@ -85,11 +96,20 @@ impl Driver {
             spun_out_at: None,
             backoff: busy_poll::Backoff::default(),
             load: busy_poll::LoadCheck::default(),
+            connected,
+            looks: Vec::new(),
         })
     }
 
-    /// Reads the error queue (bounded) if it may hold entries, then
-    /// receives a batch; true if anything was read.
+    /// Reads the error queue (bounded) if it may hold entries, then the
+    /// connections' own sockets that hold datagrams, then one batch of
+    /// the listening socket; true if anything was read.
+    ///
+    /// Established connections come first and the listening socket gets
+    /// one batch a turn: under a flood of new or forged handshakes the
+    /// rest waits in (and overflows from) the listening socket's buffer,
+    /// dropped by the kernel at no cost to this task, while established
+    /// traffic keeps its own buffers and is served every turn.
     fn receive(&mut self, cx: &mut Context<'_>, st: &mut State) -> Result<bool, EndpointError> {
         let mut any = false;
         if self.socket.errors_pending() {
@@ -97,12 +117,39 @@ impl Driver {
                 .drain_errors(MAX_ERRORS_PER_TURN, |e| apply_report(st, &e));
             any = true;
         }
-        for _ in 0..RECV_CALLS_PER_TURN {
+        let mut own = false;
+        if let Some(connected) = self.connected.as_mut() {
             let now = st.now();
             let ep = &mut st.ep;
-            match self.socket.poll_recv(cx, |from, ecn, data| {
-                ep.handle_datagram(now, from, ecn, data)
-            }) {
+            let mut errors = Vec::new();
+            own = connected
+                .receive(
+                    cx,
+                    &mut self.socket,
+                    |from, ecn, data| ep.handle_datagram_for(now, from, ecn, data),
+                    &mut errors,
+                    &mut self.looks,
+                )
+                .map_err(|e| EndpointError::new("receive", &e))?;
+            any |= own;
+            for e in &errors {
+                apply_report(st, e);
+            }
+        }
+        let now = st.now();
+        let ep = &mut st.ep;
+        let (connected, looks) = (&self.connected, &mut self.looks);
+        let mut deliver = |from, ecn, data: &[u8]| {
+            let routed = ep.handle_datagram_for(now, from, ecn, data);
+            if let (Some(h), Some(connected)) = (routed, connected)
+                && looks.last() != Some(&h)
+                && connected.wants_look(h, from)
+            {
+                looks.push(h);
+            }
+        };
+        for _ in 0..RECV_CALLS_PER_TURN {
+            match self.socket.poll_recv(cx, &mut deliver) {
                 Poll::Ready(Ok(got)) => {
                     any = true;
                     if got > 0 {
@@ -110,10 +157,56 @@ impl Driver {
                     }
                 }
                 Poll::Ready(Err(e)) => return Err(EndpointError::new("receive", &e)),
-                Poll::Pending => break,
+                Poll::Pending => {
+                    // Kept busy by its connections' own sockets, the task
+                    // polls tokio's reactor rarely: ask the listening
+                    // socket itself, so new clients are not left waiting
+                    // for the reactor to notice them.
+                    if own {
+                        let got = self
+                            .socket
+                            .try_recv(&mut deliver)
+                            .map_err(|e| EndpointError::new("receive", &e))?;
+                        any |= got > 0;
+                    }
+                    break;
+                }
             }
         }
+        self.adopt_looked(st);
         Ok(any)
+    }
+
+    /// Gives each connection seen on the listening socket this turn a
+    /// socket of its own once it is established and its peer's address
+    /// proved, or a new one when its peer's address changed.
+    fn adopt_looked(&mut self, st: &State) {
+        let Some(connected) = self.connected.as_mut() else {
+            self.looks.clear();
+            return;
+        };
+        let gro = self.socket.stats.gro;
+        for h in self.looks.drain(..) {
+            if let Some(c) = st.ep.connection(h) {
+                let ready = c.is_established() && !c.is_half_open();
+                connected.adopt(h, c.remote_address(), ready, gro);
+            }
+        }
+    }
+
+    /// Closes the own sockets of connections the core forgot, and
+    /// publishes the socket counters.
+    fn settle_sockets(&mut self, st: &mut State) {
+        match self.connected.as_mut() {
+            Some(connected) => {
+                for h in st.ended.drain(..) {
+                    connected.close(h);
+                }
+                self.socket.stats.connected = connected.stats;
+            }
+            None => st.ended.clear(),
+        }
+        st.socket_stats = self.socket.stats;
     }
 
     /// Pulls datagrams from the core into the send queue once the kernel
@@ -226,7 +319,7 @@ impl Driver {
             st.sweep_writers();
             st.forget_quiet();
             st.check_idle();
-            st.socket_stats = self.socket.stats;
+            self.settle_sockets(&mut st);
             if st.is_finished() && self.socket.queued_datagrams() == 0 {
                 return Ok(Outcome::Stop("endpoint closed".to_owned()));
             }
@@ -308,6 +401,10 @@ impl Driver {
                     // An application handle woke us (another thread): serve
                     // it, and be wakeable again afterwards.
                     st.driver_waker = Some(cx.waker().clone());
+                    break true;
+                }
+                if self.connected.as_mut().is_some_and(|c| c.any_ready()) {
+                    received = true;
                     break true;
                 }
                 let now = st.now();

@@ -2,6 +2,7 @@
 //! that drives it.
 
 use crate::config::{EndpointConfig, ServerConfig};
+use crate::connected::ConnectedSockets;
 use crate::connection::Connection;
 use crate::driver::Driver;
 use crate::error::{ConnectError, ConnectionError, EndpointError};
@@ -74,14 +75,20 @@ impl Endpoint {
     ) -> io::Result<Endpoint> {
         let runtime = tokio::runtime::Handle::try_current()
             .map_err(|_| io::Error::other("brisk-io endpoints need a tokio runtime"))?;
-        let socket = {
+        let (socket, connected) = {
             let _guard = runtime.enter();
-            Socket::bind(bind, &config.socket)?
+            let socket = Socket::bind(bind, &config.socket)?;
+            // Without them (no SO_REUSEPORT, no epoll), every connection
+            // shares the listening socket, as a client's do.
+            let connected = (server.is_some() && config.socket.connected_sockets > 0)
+                .then(|| ConnectedSockets::new(&socket, &config.socket).ok())
+                .flatten();
+            (socket, connected)
         };
         let seed = u64::from_le_bytes(keys::random_bytes::<8>()?);
         let state = State::new(ProtoEndpoint::new(seed, server), socket.local_addr());
         let shared = Shared::new(state);
-        let driver = Driver::new(shared.clone(), socket, config.busy_poll)?;
+        let driver = Driver::new(shared.clone(), socket, config.busy_poll, connected)?;
         runtime.spawn(driver);
         Ok(Endpoint {
             shared,

@@ -13,6 +13,8 @@
 //! - [`stream`]: [`Stream`], a tokio `AsyncRead` + `AsyncWrite`;
 //! - [`config`], [`error`], [`keys`] (key files);
 //! - [`busy_poll`]: when the task spins on its socket instead of sleeping;
+//! - [`connected`]: a server's per-connection sockets, which keep
+//!   established traffic out of the listening socket's queue;
 //! - internals: `state` (what the task and the handles share), `driver`
 //!   (the endpoint task), [`socket`] (batching, GSO/GRO, ECN control
 //!   messages), [`socket_error`] (which socket errors are transient, a
@@ -21,6 +23,7 @@
 
 pub mod busy_poll;
 pub mod config;
+pub mod connected;
 pub mod connection;
 mod driver;
 pub mod endpoint;

@@ -88,6 +88,8 @@ pub struct SocketStats {
     /// `timerfd_settime` calls by the endpoint task (its timer is re-armed
     /// only when the core's deadline comes sooner).
     pub timer_arms: u64,
+    /// A server's per-connection sockets ([`crate::connected`]).
+    pub connected: crate::connected::ConnectedStats,
     /// Busy polls begun (the task spun on the socket instead of sleeping),
     /// those that received something before their budget ran out, and the
     /// time spent spinning in all of them; those during which the thread
@@ -362,6 +364,57 @@ impl Socket {
         }
         self.stats.datagrams_received += datagrams as u64;
         datagrams
+    }
+
+    /// Receives one batch from `fd`, another socket of this endpoint (a
+    /// connection's own, [`crate::connected`]), into this socket's buffers
+    /// and counters, handing each datagram to `deliver`. Returns the
+    /// messages read: fewer than a batch means `fd` is drained. Errors are
+    /// the caller's to sort (they are about `fd`, not this socket).
+    pub(crate) fn recv_other(
+        &mut self,
+        fd: std::os::fd::RawFd,
+        deliver: impl FnMut(SocketAddr, Ecn, &[u8]),
+    ) -> io::Result<usize> {
+        match sys::recv(
+            fd,
+            &mut self.recv_bufs,
+            &mut self.recv_metas,
+            &mut self.recv_batch,
+        ) {
+            Ok(got) => {
+                self.deliver_batch(got, deliver);
+                Ok(got)
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(0),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Reads up to `max` entries of the error queue of `fd`, another
+    /// socket of this endpoint, counted with this socket's.
+    pub(crate) fn drain_errors_of(
+        &mut self,
+        fd: std::os::fd::RawFd,
+        max: usize,
+        mut on_error: impl FnMut(DatagramError),
+    ) {
+        let stats = &mut self.stats;
+        let (_, empty) = sys::recv_errors(fd, max, |e| {
+            stats.icmp_errors += 1;
+            stats.errors.count(&e.report);
+            on_error(e);
+        });
+        if empty {
+            stats.errors.queue_drained += 1;
+        } else {
+            stats.errors.queue_bound_reached += 1;
+        }
+    }
+
+    /// The socket's descriptor, for options set after the bind.
+    pub(crate) fn raw_fd(&self) -> std::os::fd::RawFd {
+        self.io.as_raw_fd()
     }
 
     /// Whether the error queue may hold entries.

@@ -115,6 +115,9 @@ pub(crate) struct State {
     pub app_woke_driver: bool,
     pub socket_stats: SocketStats,
     pub local_addr: SocketAddr,
+    /// Connections the core forgot since the driver last looked: their
+    /// own sockets, if any, are closed.
+    pub ended: Vec<ConnectionHandle>,
 }
 
 impl State {
@@ -164,6 +167,7 @@ impl State {
             app_woke_driver: false,
             socket_stats: SocketStats::default(),
             local_addr,
+            ended: Vec::new(),
         }
     }
 
@@ -210,6 +214,9 @@ impl State {
     pub fn dispatch_events(&mut self) {
         while let Some((h, event)) = self.ep.poll_event() {
             self.active.insert(h);
+            if matches!(event, Event::Closed) {
+                self.ended.push(h);
+            }
             let Some(io) = self.conns.get_mut(&h) else {
                 continue;
             };

@@ -14,6 +14,8 @@
 //!   nanoseconds, so the driver sleeps with microsecond precision (tokio's
 //!   own timer rounds up to whole milliseconds, which would starve a pacer
 //!   whose bursts last 250 µs), and [`monotonic_ns`], the clock it uses.
+//! - [`Epoll`]: an `epoll` instance of the driver's own that says which
+//!   per-connection sockets hold datagrams; [`open_files_limit`].
 //!
 //! Safety argument, common to all calls: every pointer handed to the kernel
 //! points into a buffer owned by the calling frame (or by the caller's
@@ -710,6 +712,99 @@ pub fn register_udp(
     // unchanged until the AsyncFd (its only owner) drops it.
     let fd = unsafe { tokio::io::unix::AsyncFd::register_with_interest(socket, interest) };
     fd.map_err(io::Error::from)
+}
+
+/// A level-triggered `epoll` instance of its own, for the per-connection
+/// sockets: tokio's reactor watches only this one descriptor, and
+/// [`Epoll::ready`] names the sockets that hold datagrams, so a turn
+/// visits those and never the idle ones.
+#[derive(Debug)]
+pub struct Epoll(OwnedFd);
+
+impl Epoll {
+    pub fn new() -> io::Result<Epoll> {
+        // SAFETY: no pointers; a valid descriptor is owned by the OwnedFd.
+        let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` was just returned by epoll_create1 and is ours.
+        Ok(Epoll(unsafe { OwnedFd::from_raw_fd(fd) }))
+    }
+
+    /// Watches `fd` for datagrams and errors, reported with `token`.
+    pub fn add(&self, fd: RawFd, token: u64) -> io::Result<()> {
+        let mut event = libc::epoll_event {
+            events: (libc::EPOLLIN | libc::EPOLLERR) as u32,
+            u64: token,
+        };
+        // SAFETY: `event` lives on this frame for the call.
+        let rc =
+            unsafe { libc::epoll_ctl(self.0.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut event) };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+
+    /// Stops watching `fd` (closing it does too; this is for a socket
+    /// that stays open elsewhere, and is harmless before a close).
+    pub fn remove(&self, fd: RawFd) {
+        let mut event = libc::epoll_event { events: 0, u64: 0 };
+        // SAFETY: `event` lives on this frame (kernels before 2.6.9 need a
+        // non-null pointer even for a delete).
+        unsafe { libc::epoll_ctl(self.0.as_raw_fd(), libc::EPOLL_CTL_DEL, fd, &mut event) };
+    }
+
+    /// Fills `ready` with the token of each of up to `max` watched sockets
+    /// that are readable or hold an error, and whether it holds an error
+    /// (`EPOLLERR`: its error queue has entries), without waiting.
+    pub fn ready(&self, max: usize, ready: &mut Vec<(u64, bool)>) -> io::Result<usize> {
+        const MAX_EVENTS: usize = 64;
+        let mut events = [libc::epoll_event { events: 0, u64: 0 }; MAX_EVENTS];
+        let max = max.min(MAX_EVENTS) as libc::c_int;
+        // SAFETY: `events` has room for `max` entries; the kernel writes
+        // at most that many and returns how many.
+        let n = unsafe { libc::epoll_wait(self.0.as_raw_fd(), events.as_mut_ptr(), max, 0) };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        ready.clear();
+        ready.extend(events.iter().take(n as usize).map(|e| {
+            let (token, flags) = (e.u64, e.events);
+            (token, flags & libc::EPOLLERR as u32 != 0)
+        }));
+        Ok(n as usize)
+    }
+
+    /// Hands the instance to tokio's reactor: it is readable while any
+    /// watched socket is.
+    pub fn registered(self) -> io::Result<tokio::io::unix::AsyncFd<Epoll>> {
+        // SAFETY: the Epoll owns its descriptor, which stays open and
+        // unchanged until the AsyncFd (its only owner) drops it.
+        let fd = unsafe {
+            tokio::io::unix::AsyncFd::register_with_interest(self, tokio::io::Interest::READABLE)
+        };
+        fd.map_err(io::Error::from)
+    }
+}
+
+impl AsRawFd for Epoll {
+    fn as_raw_fd(&self) -> RawFd {
+        self.0.as_raw_fd()
+    }
+}
+
+/// The soft limit on open descriptors (`RLIMIT_NOFILE`), if known.
+pub fn open_files_limit() -> Option<u64> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `limit` lives on this frame for the call.
+    let rc = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) };
+    (rc == 0).then_some(limit.rlim_cur)
 }
 
 impl AsRawFd for TimerFd {

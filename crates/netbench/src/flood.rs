@@ -160,8 +160,11 @@ pub struct FloodReport {
     pub rss_before_kib: u64,
     pub rss_peak_kib: u64,
     pub rss_after_kib: u64,
-    /// Datagrams the kernel dropped at the server's full socket buffer.
+    /// Datagrams the kernel dropped at the server's full listening socket.
     pub server_kernel_drops: u64,
+    /// Datagrams the server read from established connections' own
+    /// sockets, which the flood does not reach (brisk-io's `connected`).
+    pub server_own_socket_datagrams: u64,
 
     pub attack: AttackReport,
     pub retries_sent: u64,
@@ -189,8 +192,8 @@ impl FloodReport {
              from one process\n  transfer of {size} MB sent at {mbps} Mbit/s: {u:.3} s unloaded, \
              {f:.3} s under flood ({ratio:.2}x; goal 1.5x), SHA-256 {digest}\n  new clients: {ok} of {tried} connected during the flood, \
              slowest {slow:.0} ms\n  server: {retries} Retry packets, {hs} handshakes, \
-             {half} half-open after, {drops} datagrams dropped at its full socket \
-             buffer\n  \
+             {half} half-open after, {drops} datagrams dropped at its full listening \
+             socket, {own} read from connections' own sockets\n  \
              process memory, allocated: {hb} KiB before, {hp} KiB peak, {ha} KiB after \
              ({hg:+.1}%; goal within 10%)\n  process memory, resident after malloc_trim: \
              {b} KiB before, {p} KiB peak, {a} KiB after ({g:+.1}%)",
@@ -219,6 +222,7 @@ impl FloodReport {
             hs = self.handshakes,
             half = self.half_open_after,
             drops = self.server_kernel_drops,
+            own = self.server_own_socket_datagrams,
             hb = self.heap_before_kib,
             hp = self.heap_peak_kib,
             ha = self.heap_after_kib,
@@ -591,5 +595,6 @@ async fn measure_async(
         handshakes: stats.connections_accepted + stats.handshake_failed,
         half_open_after,
         server_kernel_drops: server_stats.socket.errors.kernel_drops,
+        server_own_socket_datagrams: server_stats.socket.connected.datagrams,
     })
 }

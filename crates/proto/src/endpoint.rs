@@ -233,8 +233,25 @@ impl Endpoint {
     /// The connection copies it once, to decrypt; a caller that owns the
     /// buffer spares that copy with [`Endpoint::handle_datagram_owned`].
     pub fn handle_datagram(&mut self, now: Instant, remote: SocketAddr, ecn: Ecn, data: &[u8]) {
+        self.handle_datagram_for(now, remote, ecn, data);
+    }
+
+    /// Like [`Endpoint::handle_datagram`], and names the existing
+    /// connection the datagram went to, if any (it may have ended
+    /// meanwhile; a datagram that starts a connection names none): a
+    /// driver with a socket per connection learns this way that a
+    /// connection's datagrams arrive elsewhere (its peer's address
+    /// changed).
+    pub fn handle_datagram_for(
+        &mut self,
+        now: Instant,
+        remote: SocketAddr,
+        ecn: Ecn,
+        data: &[u8],
+    ) -> Option<ConnectionHandle> {
         let long = data.first().is_some_and(|b| b & 0x80 != 0);
-        if let Some(h) = self.route(now, remote, data)
+        let routed = self.route(now, remote, data);
+        if let Some(h) = routed
             && let Some(c) = self.connections.get_mut(&h)
         {
             let raises_allowance = counts_for_allowance(c, remote);
@@ -242,6 +259,7 @@ impl Endpoint {
             self.after_datagram(h, long, raises_allowance.then_some(remote.ip()));
         }
         self.settle();
+        routed
     }
 
     /// Like [`Endpoint::handle_datagram`], for a datagram the caller hands

@@ -121,6 +121,10 @@ pub struct BriskFleet;
 
 /// `brisk serve`'s default memory budget.
 const BRISK_MEMORY_BUDGET_BYTES: u64 = 2048 << 20;
+/// Environment variable: the Brisk server's limit on per-connection
+/// sockets (`SocketConfig::connected_sockets`; 0 switches them off), to
+/// compare both ways in one build.
+pub const CONNECTED_SOCKETS_ENV: &str = "BRISK_NETBENCH_CONNECTED_SOCKETS";
 
 impl Fleet for BriskFleet {
     type Ticket = (SocketAddr, [u8; brisk_io::KEY_LEN]);
@@ -146,6 +150,12 @@ impl Fleet for BriskFleet {
         config.max_connections = connections.max(1);
         config.memory_budget_bytes = Some(BRISK_MEMORY_BUDGET_BYTES);
         config.endpoint.transport.max_idle_timeout = IDLE_TIMEOUT;
+        if let Some(n) = std::env::var(CONNECTED_SOCKETS_ENV)
+            .ok()
+            .and_then(|v| v.parse().ok())
+        {
+            config.endpoint.socket.connected_sockets = n;
+        }
         let endpoint =
             brisk_io::Endpoint::server(config).map_err(BenchError::io("brisk: server endpoint"))?;
         let _ = ticket.send((endpoint.local_addr(), key));

@@ -92,8 +92,9 @@ impl Connection {
 
     /// Server: the handshake is not yet both complete and proved to come
     /// from the client's address, so it counts against the half-open
-    /// budget and lives only for the half-open timeout.
-    pub(crate) fn is_half_open(&self) -> bool {
+    /// budget and lives only for the half-open timeout. A driver trusts
+    /// the peer's address (gives it resources of its own) only after.
+    pub fn is_half_open(&self) -> bool {
         self.side == Side::Server
             && match self.state {
                 ConnState::Handshake => true,
