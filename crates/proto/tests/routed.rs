@@ -23,12 +23,15 @@ fn exchange(
     let mut routed = Vec::new();
     for _ in 0..20 {
         let mut any = false;
-        while let Some(t) = client.poll_transmit(now) {
-            routed.push(server.handle_datagram_for(now, client_addr, Ecn::NotEct, &t.contents));
+        let mut d = Vec::new();
+        while client.poll_transmit(now, 1, &mut d).is_some() {
+            routed.push(server.handle_datagram_for(now, client_addr, Ecn::NotEct, &d));
+            d.clear();
             any = true;
         }
-        while let Some(t) = server.poll_transmit(now) {
-            client.handle_datagram(now, server_addr, Ecn::NotEct, &t.contents);
+        while server.poll_transmit(now, 1, &mut d).is_some() {
+            client.handle_datagram(now, server_addr, Ecn::NotEct, &d);
+            d.clear();
             any = true;
         }
         if !any {
