@@ -51,6 +51,9 @@ const RECV_CALLS_PER_TURN: usize = 2;
 const MAX_DEFERRALS_PER_PULL: u8 = 2;
 /// Datagrams pulled from the core per turn, at most.
 const MAX_QUEUED_DATAGRAMS: usize = 256;
+/// Room kept, in connection handles, by the per-turn lists of ended
+/// connections and of connections to look at.
+const MAX_KEPT_HANDLES: usize = 64;
 
 pub(crate) struct Driver {
     shared: Arc<Shared>,
@@ -206,6 +209,10 @@ impl Driver {
             }
             None => st.ended.clear(),
         }
+        // Thousands of connections can end in one turn; their list should
+        // not keep that room afterwards.
+        st.ended.shrink_to(MAX_KEPT_HANDLES);
+        self.looks.shrink_to(MAX_KEPT_HANDLES);
         st.socket_stats = self.socket.stats;
     }
 

@@ -106,14 +106,28 @@ fn handshake_flood_short() {
         let r = measure(&plan(ip, pattern, 30_000_000, 3, 1)).expect("flood run");
         println!("{}", r.summary());
         check(&r);
+        check_transfer(&r);
     }
+}
+
+/// The transfer goal: within 1.5 times its unloaded time. Established
+/// connections have sockets of their own, which the flood does not
+/// reach, so this holds on a loaded machine too (1.00x to 1.02x at load
+/// average 8 to 10, against 2.4x to 2.6x when the transfer shared the
+/// listening socket).
+fn check_transfer(r: &FloodReport) {
+    assert!(
+        r.slowdown() <= 1.5,
+        "the flood slowed the transfer {:.2}x: {r:?}",
+        r.slowdown()
+    );
 }
 
 /// The 20-second flood of each kind with a 400 MB transfer, held to the
 /// goals: the transfer within 1.5 times its unloaded time, the allocated
 /// memory back within 10% of before. The default run above only prints
-/// these two figures: on a machine whose cores other work shares, the
-/// server's thread gets less than a core and misses them.
+/// the memory figure: the process's allocations stay 0.2 to 1.2 MiB above
+/// their level before a flood, more than 10% of this small process.
 #[test]
 #[ignore = "long run: 20 s floods; run by name"]
 fn handshake_flood_long_run() {
@@ -129,11 +143,7 @@ fn handshake_flood_long_run() {
     }
     for r in &reports {
         check(r);
-        assert!(
-            r.slowdown() <= 1.5,
-            "the flood slowed the transfer {:.2}x: {r:?}",
-            r.slowdown()
-        );
+        check_transfer(r);
         assert!(
             r.heap_growth_after() <= 1.10,
             "memory after the flood is {:+.1}% of before: {r:?}",
