@@ -14,6 +14,12 @@
 //! Burst: the bucket holds 250 µs worth of data at the current rate and
 //! never less than two datagrams, so a sender on a fast path is not woken
 //! for every packet, and an idle period earns no more than one such burst.
+//!
+//! A controller may ask for other values through [`PacingParams`]
+//! (`Controller::pacing`): Prague paces at exactly its window per RTT and
+//! with single-datagram bursts, because an L4S queue marks any packet that
+//! waits longer than about a millisecond, and below 12 Mbit/s the second
+//! packet of a back-to-back pair of 1500 bytes always does.
 
 use std::time::Duration;
 
@@ -31,6 +37,29 @@ pub const MIN_BURST_PACKETS: u64 = 2;
 /// or two in practice; the bound only keeps absurd rates from looping).
 const RELEASE_STEPS: u32 = 4;
 
+/// How a controller wants its window spread: the gain on `cwnd / srtt` and
+/// the smallest burst the bucket may hold.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PacingParams {
+    pub gain: f64,
+    pub min_burst_packets: u64,
+}
+
+impl PacingParams {
+    /// The defaults above: gain 2 in slow start, 1.25 after; bursts of at
+    /// least two datagrams.
+    pub fn classic(slow_start: bool) -> Self {
+        Self {
+            gain: if slow_start {
+                SLOW_START_GAIN
+            } else {
+                CONGESTION_AVOIDANCE_GAIN
+            },
+            min_burst_packets: MIN_BURST_PACKETS,
+        }
+    }
+}
+
 /// A token-bucket pacer for one path.
 #[derive(Clone, Debug)]
 pub struct Pacer {
@@ -43,10 +72,11 @@ pub struct Pacer {
     rate_bytes_per_sec: f64,
     /// When `tokens` was last set: a packet left or the rate changed.
     last_refill: Option<Instant>,
-    /// The `(cwnd, srtt, slow_start)` the rate and capacity were computed
-    /// from: they change per ACK, the pacer is asked per packet, so the
-    /// float divisions are skipped while the inputs stay the same.
-    rate_inputs: Option<(u64, Duration, bool)>,
+    /// The `(cwnd, srtt, gain bits, minimum burst)` the rate and capacity
+    /// were computed from: they change per ACK, the pacer is asked per
+    /// packet, so the float divisions are skipped while the inputs stay the
+    /// same.
+    rate_inputs: Option<(u64, Duration, u64, u64)>,
 }
 
 impl Pacer {
@@ -66,7 +96,8 @@ impl Pacer {
 
     /// When a packet of `bytes` may leave: `now` if the bucket holds enough,
     /// otherwise the first nanosecond at which it will have refilled enough
-    /// at the rate set by `cwnd` and `srtt`. A zero `srtt` disables pacing.
+    /// at the rate set by `cwnd`, `srtt` and `params`. A zero `srtt`
+    /// disables pacing.
     ///
     /// Asking changes nothing but the rate (when `cwnd`, `srtt` or the
     /// phase changed): the answer is the same however often, or whether at
@@ -79,9 +110,9 @@ impl Pacer {
         bytes: u64,
         cwnd: u64,
         srtt: Duration,
-        slow_start: bool,
+        params: PacingParams,
     ) -> Instant {
-        self.set_rate(now, cwnd, srtt, slow_start);
+        self.set_rate(now, cwnd, srtt, params);
         if self.rate_bytes_per_sec <= 0.0 {
             return now;
         }
@@ -138,8 +169,8 @@ impl Pacer {
         }
     }
 
-    fn set_rate(&mut self, now: Instant, cwnd: u64, srtt: Duration, slow_start: bool) {
-        let inputs = Some((cwnd, srtt, slow_start));
+    fn set_rate(&mut self, now: Instant, cwnd: u64, srtt: Duration, params: PacingParams) {
+        let inputs = Some((cwnd, srtt, params.gain.to_bits(), params.min_burst_packets));
         if self.rate_inputs == inputs {
             // Same rate and capacity; `on_sent` keeps the tokens within the
             // capacity.
@@ -154,13 +185,16 @@ impl Pacer {
             self.rate_bytes_per_sec = 0.0;
             return;
         }
-        let gain = if slow_start {
-            SLOW_START_GAIN
+        let gain = if params.gain.is_finite() && params.gain > 0.0 {
+            params.gain
         } else {
-            CONGESTION_AVOIDANCE_GAIN
+            1.0
         };
         self.rate_bytes_per_sec = gain * cwnd.max(1) as f64 / srtt_secs;
-        let min_burst = MIN_BURST_PACKETS.saturating_mul(self.max_datagram_size) as f64;
+        let min_burst = params
+            .min_burst_packets
+            .max(1)
+            .saturating_mul(self.max_datagram_size) as f64;
         self.capacity = (self.rate_bytes_per_sec * MAX_BURST_TIME.as_secs_f64()).max(min_burst);
         self.tokens = self.tokens.min(self.capacity);
     }
@@ -185,7 +219,7 @@ mod tests {
         let mut now = start;
         (0..packets)
             .map(|_| {
-                now = p.next_send_time(now, MDS, cwnd, srtt, ss);
+                now = p.next_send_time(now, MDS, cwnd, srtt, PacingParams::classic(ss));
                 p.on_sent(now, MDS);
                 now
             })
@@ -272,6 +306,39 @@ mod tests {
         assert_eq!(longest_run as u64, burst / MDS);
     }
 
+    /// Prague's parameters: exactly the window per RTT, and no two
+    /// datagrams back to back at a rate where 250 us holds less than two.
+    #[test]
+    fn gain_one_and_single_datagram_bursts_space_every_packet() {
+        let mut p = Pacer::new(MDS);
+        let srtt = Duration::from_millis(20);
+        // 10 datagrams per 20 ms: 4.8 Mbit/s, one datagram every 2 ms.
+        let cwnd = 10 * MDS;
+        let params = PacingParams {
+            gain: 1.0,
+            min_burst_packets: 1,
+        };
+        let start = Instant::from_secs_f64(1.0);
+        let mut now = start;
+        let mut times = Vec::new();
+        for _ in 0..10 {
+            now = p.next_send_time(now, MDS, cwnd, srtt, params);
+            p.on_sent(now, MDS);
+            times.push(now);
+        }
+        assert_eq!(p.rate_bps(), 4_800_000);
+        assert_eq!(p.burst_bytes(), MDS);
+        assert_eq!(times[0], start);
+        for pair in times.windows(2) {
+            let gap = (pair[1] - pair[0]).as_secs_f64();
+            assert!((gap - 0.002).abs() < 2e-9, "gap {gap}");
+        }
+        // The default parameters let the first two go together.
+        let mut q = Pacer::new(MDS);
+        let classic = send_all(&mut q, start, 3, cwnd, srtt, false);
+        assert_eq!(classic[1], start);
+    }
+
     #[test]
     fn idle_time_earns_at_most_one_burst() {
         let mut p = Pacer::new(MDS);
@@ -296,7 +363,14 @@ mod tests {
         for _ in 0..2_000 {
             let cwnd = rng.random_range(2..2_000) * MDS + rng.random_range(0..MDS);
             let srtt = Duration::from_nanos(rng.random_range(100_000..500_000_000));
-            let ss = rng.random_bool(0.5);
+            let ss = if rng.random_bool(0.3) {
+                PacingParams {
+                    gain: 1.0,
+                    min_burst_packets: 1,
+                }
+            } else {
+                PacingParams::classic(rng.random_bool(0.5))
+            };
             let mut asked = Pacer::new(MDS);
             let mut quiet = Pacer::new(MDS);
             let mut now = Instant::from_nanos(rng.random_range(0..1_000_000_000));
@@ -324,31 +398,30 @@ mod tests {
     fn zero_srtt_or_window_does_not_panic() {
         let mut p = Pacer::new(0);
         let now = Instant::from_millis(5);
-        assert_eq!(p.next_send_time(now, 1200, 0, Duration::ZERO, true), now);
-        let t = p.next_send_time(now, 1200, 0, Duration::from_millis(1), false);
+        let (ss, ca) = (PacingParams::classic(true), PacingParams::classic(false));
+        assert_eq!(p.next_send_time(now, 1200, 0, Duration::ZERO, ss), now);
+        let t = p.next_send_time(now, 1200, 0, Duration::from_millis(1), ca);
         assert!(t >= now);
         p.on_sent(t, 1200);
         assert!(p.rate_bps() > 0);
         let mut huge = Pacer::new(u64::MAX);
-        let t = huge.next_send_time(now, u64::MAX, u64::MAX, Duration::MAX, false);
+        let t = huge.next_send_time(now, u64::MAX, u64::MAX, Duration::MAX, ca);
         huge.on_sent(t, u64::MAX);
         let _ = huge.next_send_time(
             Instant::FAR_FUTURE,
             u64::MAX,
             u64::MAX,
             Duration::from_nanos(1),
-            true,
+            PacingParams {
+                gain: f64::NAN,
+                min_burst_packets: u64::MAX,
+            },
         );
         // Time running backwards is ignored rather than panicking.
         p.on_sent(Instant::ZERO, 1200);
         assert!(
-            p.next_send_time(
-                Instant::ZERO,
-                1200,
-                12_000,
-                Duration::from_millis(10),
-                false
-            ) >= Instant::ZERO
+            p.next_send_time(Instant::ZERO, 1200, 12_000, Duration::from_millis(10), ca)
+                >= Instant::ZERO
         );
     }
 }

@@ -19,6 +19,8 @@ pub const DEFAULT_INITIAL_RTT: Duration = Duration::from_millis(333);
 #[derive(Clone, Debug)]
 pub struct RttEstimator {
     latest: Duration,
+    /// The peer's ACK delay reported with `latest`, as limited by the caller.
+    latest_ack_delay: Duration,
     smoothed: Duration,
     var: Duration,
     min: Duration,
@@ -33,6 +35,7 @@ impl RttEstimator {
     pub fn new(initial_rtt: Duration) -> Self {
         Self {
             latest: initial_rtt,
+            latest_ack_delay: Duration::ZERO,
             smoothed: initial_rtt,
             var: initial_rtt / 2,
             min: initial_rtt,
@@ -53,6 +56,7 @@ impl RttEstimator {
     /// `adjusted`. The first sample initialises everything directly.
     pub fn update(&mut self, latest_rtt: Duration, ack_delay: Duration, now: Instant) {
         self.latest = latest_rtt;
+        self.latest_ack_delay = ack_delay;
         if self.last_sample_at.is_none() {
             self.min = latest_rtt;
             self.smoothed = latest_rtt;
@@ -94,6 +98,13 @@ impl RttEstimator {
 
     pub fn latest(&self) -> Duration {
         self.latest
+    }
+
+    /// The ACK delay the peer reported with the latest sample: a receiver
+    /// that holds its ACK for a lone packet adds up to `max_ack_delay` to
+    /// [`Self::latest`] that no queue caused.
+    pub fn latest_ack_delay(&self) -> Duration {
+        self.latest_ack_delay
     }
 
     /// True once a real sample has replaced the initial guess.

@@ -32,6 +32,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
+use crate::pacing::PacingParams;
 use brisk_time::Instant;
 use brisk_wire::Ecn;
 use serde::{Deserialize, Serialize};
@@ -99,6 +100,9 @@ pub struct AckSample {
     pub acked_bytes: u64,
     pub acked_packets: u64,
     pub latest_rtt: Duration,
+    /// The ACK delay the peer reported with `latest_rtt` (limited to its
+    /// `max_ack_delay`): part of `latest_rtt` that was not path delay.
+    pub latest_ack_delay: Duration,
     pub smoothed_rtt: Duration,
     pub min_rtt: Duration,
     /// Increase of the peer's reported counts carried by this ACK.
@@ -158,6 +162,13 @@ pub trait Controller: Send + fmt::Debug {
     /// fractional window below the minimum (Prague on low-BDP paths).
     fn pacing_window(&self) -> u64 {
         self.window()
+    }
+    /// The pacer's gain on `pacing_window / srtt` and its smallest burst.
+    /// The default is RFC 9002's: gain 2 in slow start, 1.25 after, bursts
+    /// of two datagrams; Prague asks for exactly its window per RTT and
+    /// single-datagram bursts.
+    fn pacing(&self) -> PacingParams {
+        PacingParams::classic(self.in_slow_start())
     }
     /// The codepoint this controller wants on its packets: ECT(1) for a
     /// scalable (L4S) controller, ECT(0) for a classic one.
@@ -379,6 +390,7 @@ mod tests {
                     acked_bytes: u64::MAX,
                     acked_packets: u64::MAX,
                     latest_rtt: Duration::MAX,
+                    latest_ack_delay: Duration::MAX,
                     smoothed_rtt: Duration::MAX,
                     min_rtt: Duration::ZERO,
                     ecn_delta: EcnCounts::default(),

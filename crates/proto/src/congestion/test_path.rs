@@ -31,6 +31,7 @@ pub(crate) fn ack(now: Instant, sent_at: Instant, bytes: u64, ce: u64) -> AckSam
         acked_bytes: bytes,
         acked_packets: bytes.div_ceil(MDS),
         latest_rtt: rtt,
+        latest_ack_delay: Duration::ZERO,
         smoothed_rtt: rtt,
         min_rtt: rtt,
         ecn_delta: EcnCounts {
@@ -187,7 +188,7 @@ impl<C: Controller + ?Sized> PathSim<C> {
                     MDS,
                     self.cc.pacing_window(),
                     self.rtt.smoothed(),
-                    self.cc.in_slow_start(),
+                    self.cc.pacing(),
                 );
                 if at > self.now {
                     return Some(at);
@@ -252,6 +253,7 @@ impl<C: Controller + ?Sized> PathSim<C> {
             acked_bytes: MDS,
             acked_packets: 1,
             latest_rtt: self.rtt.latest(),
+            latest_ack_delay: self.rtt.latest_ack_delay(),
             smoothed_rtt: self.rtt.smoothed(),
             min_rtt: self.rtt.min(),
             ecn_delta: EcnCounts {

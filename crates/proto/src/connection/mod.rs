@@ -254,6 +254,9 @@ pub struct Connection {
     qlog: Option<Box<dyn QlogSink>>,
     last_slow_start: bool,
     last_ecn_state: EcnState,
+    /// The codepoint ECN validation last settled on, as told to the
+    /// congestion controller (`Controller::set_path_ecn`).
+    path_ecn: Ecn,
 }
 
 impl std::fmt::Debug for Connection {
@@ -315,9 +318,11 @@ impl Connection {
         remote: SocketAddr,
         noise: Handshake,
     ) -> Self {
-        let cc = config.cc.build(&config.cc_config);
+        let mut cc = config.cc.build(&config.cc_config);
         let preferred = if config.ecn { cc.ecn() } else { Ecn::NotEct };
         let ecn = EcnValidator::new(preferred, now);
+        let path_ecn = ecn.ect();
+        cc.set_path_ecn(path_ecn);
         let ecn_state = ecn.state();
         let pattern = noise.pattern();
         let mut stats = ConnectionStats {
@@ -420,6 +425,7 @@ impl Connection {
             stats,
             qlog: None,
             last_ecn_state: ecn_state,
+            path_ecn,
             config,
         };
         conn.restart_idle_timer(now);
@@ -1109,7 +1115,16 @@ impl Connection {
         }
     }
 
+    /// Called after anything that may move ECN validation: logs a new
+    /// state, and tells the controller when the path's codepoint changed
+    /// (a fallback from ECT(1) to ECT(0) means CE marks now come from a
+    /// classic AQM, which a scalable controller must answer like a loss).
     fn log_ecn_state(&mut self, now: Instant) {
+        let ect = self.ecn.ect();
+        if ect != self.path_ecn {
+            self.path_ecn = ect;
+            self.cc.set_path_ecn(ect);
+        }
         let s = self.ecn.state();
         if s != self.last_ecn_state {
             let old = self.last_ecn_state;

@@ -223,7 +223,7 @@ impl Connection {
                 mds,
                 self.cc.pacing_window(),
                 self.rtt.smoothed(),
-                self.cc.in_slow_start(),
+                self.cc.pacing(),
             );
             if at > now {
                 pacing_ok = false;

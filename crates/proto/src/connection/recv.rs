@@ -739,6 +739,7 @@ impl Connection {
                 acked_bytes,
                 acked_packets,
                 latest_rtt: self.rtt.latest(),
+                latest_ack_delay: self.rtt.latest_ack_delay(),
                 smoothed_rtt: self.rtt.smoothed(),
                 min_rtt: self.rtt.min(),
                 ecn_delta,
