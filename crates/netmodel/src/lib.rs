@@ -17,6 +17,9 @@
 //! [`network`] the network half of a scenario file; [`family`] IPv4 or
 //! IPv6.
 
+#![deny(unsafe_code)]
+#![warn(missing_docs, unreachable_pub)]
+
 pub mod bottleneck;
 pub mod direction;
 pub mod family;

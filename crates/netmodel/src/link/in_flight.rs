@@ -10,6 +10,8 @@
 //! in a deep queue the datagram's bytes go cold, and whoever takes the
 //! packet at the far end reads its header first thing.
 
+#![allow(unsafe_code)]
+
 use crate::packet::Packet;
 use brisk_time::Instant;
 use std::collections::{BTreeMap, VecDeque};
