@@ -165,7 +165,7 @@ pub(crate) mod tests {
     use std::net::SocketAddr;
 
     /// A UDP packet of `len` bytes in total from flow `flow` with codepoint `ecn`.
-    pub fn udp(id: u64, flow: u16, len: usize, ecn: Ecn) -> Packet {
+    pub(crate) fn udp(id: u64, flow: u16, len: usize, ecn: Ecn) -> Packet {
         let src: SocketAddr = format!("10.0.0.1:{}", 1000 + flow).parse().unwrap();
         let dst: SocketAddr = "10.0.1.1:5000".parse().unwrap();
         let payload = vec![0u8; len.saturating_sub(28)];

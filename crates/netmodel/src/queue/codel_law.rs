@@ -47,7 +47,7 @@ fn time_before(a: CodelTime, b: CodelTime) -> bool {
 /// One Newton iteration towards `1/sqrt(count)`:
 /// `x' = x/2 * (3 - count * x^2)`, with `x` in Q0.16 (0xFFFF is ~1.0).
 /// Wrapping where Linux's unsigned C arithmetic wraps.
-pub fn newton_step(rec_inv_sqrt: u16, count: u32) -> u16 {
+pub(crate) fn newton_step(rec_inv_sqrt: u16, count: u32) -> u16 {
     let invsqrt = u32::from(rec_inv_sqrt) << REC_INV_SQRT_SHIFT;
     let invsqrt2 = ((u64::from(invsqrt) * u64::from(invsqrt)) >> 32) as u32;
     let val = (3u64 << 32).wrapping_sub(u64::from(count) * u64::from(invsqrt2));
@@ -57,7 +57,7 @@ pub fn newton_step(rec_inv_sqrt: u16, count: u32) -> u16 {
 }
 
 /// `t + interval / sqrt(count)`, with `1/sqrt(count)` given as Q0.16.
-pub fn control_law(t: CodelTime, interval: CodelTime, rec_inv_sqrt: u16) -> CodelTime {
+pub(crate) fn control_law(t: CodelTime, interval: CodelTime, rec_inv_sqrt: u16) -> CodelTime {
     let scale = u64::from(rec_inv_sqrt) << REC_INV_SQRT_SHIFT;
     t.wrapping_add(((u64::from(interval) * scale) >> 32) as u32)
 }
@@ -82,7 +82,7 @@ pub(crate) struct CodelParams {
 }
 
 impl CodelParams {
-    pub fn new(target: Duration, interval: Duration, ecn: bool, mtu_bytes: u64) -> CodelParams {
+    pub(crate) fn new(target: Duration, interval: Duration, ecn: bool, mtu_bytes: u64) -> CodelParams {
         CodelParams {
             target: codel_duration(target),
             interval: codel_duration(interval),
@@ -162,7 +162,7 @@ pub(crate) struct CodelVars {
 }
 
 impl CodelVars {
-    pub fn is_dropping(&self) -> bool {
+    pub(crate) fn is_dropping(&self) -> bool {
         self.dropping
     }
 
@@ -208,7 +208,7 @@ impl CodelVars {
     /// CoDel's dequeue (RFC 8289 section 5.5, as in Linux's
     /// `codel_dequeue`): takes packets from `source` until one may leave,
     /// pushing the ones it drops onto `dropped`.
-    pub fn dequeue(
+    pub(crate) fn dequeue(
         &mut self,
         now: Instant,
         params: &CodelParams,

@@ -12,17 +12,17 @@ use std::net::IpAddr;
 
 /// Maps flows to queue indices.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FlowHasher {
+pub(crate) struct FlowHasher {
     key: u64,
 }
 
 impl FlowHasher {
-    pub fn new(key: u64) -> FlowHasher {
+    pub(crate) fn new(key: u64) -> FlowHasher {
         FlowHasher { key }
     }
 
     /// A 32-bit hash of the 5-tuple.
-    pub fn hash(&self, flow: &FlowKey) -> u32 {
+    pub(crate) fn hash(&self, flow: &FlowKey) -> u32 {
         let mut h = self.key;
         for word in [
             addr_words(flow.src),
@@ -43,7 +43,7 @@ impl FlowHasher {
     }
 
     /// The queue index in `0..buckets` for `flow` (`buckets` > 0).
-    pub fn bucket(&self, flow: &FlowKey, buckets: u32) -> u32 {
+    pub(crate) fn bucket(&self, flow: &FlowKey, buckets: u32) -> u32 {
         ((u64::from(self.hash(flow)) * u64::from(buckets)) >> 32) as u32
     }
 }

@@ -32,7 +32,7 @@ const MIN_PERIOD: Duration = Duration::from_micros(1);
 impl UpdateTimer {
     /// A period below 1 µs (only reachable by building a config in code;
     /// the TOML reader refuses it) is raised to 1 µs.
-    pub fn new(period: Duration) -> UpdateTimer {
+    pub(crate) fn new(period: Duration) -> UpdateTimer {
         UpdateTimer {
             period: period.max(MIN_PERIOD),
             next: None,
@@ -40,13 +40,13 @@ impl UpdateTimer {
     }
 
     /// When the next update is due; `None` until the first call arms it.
-    pub fn next_update(&self) -> Option<Instant> {
+    pub(crate) fn next_update(&self) -> Option<Instant> {
         self.next
     }
 
     /// The next update due at or before `now`, if any, and moves past it.
     /// The first call arms the timer one period after `now`.
-    pub fn next_due(&mut self, now: Instant) -> Option<Instant> {
+    pub(crate) fn next_due(&mut self, now: Instant) -> Option<Instant> {
         let next = *self.next.get_or_insert(now + self.period);
         if next > now {
             return None;
@@ -57,7 +57,7 @@ impl UpdateTimer {
 
     /// Drops every update due at or before `now`: the owner found that an
     /// update changed nothing and that the following ones cannot either.
-    pub fn skip_through(&mut self, now: Instant) {
+    pub(crate) fn skip_through(&mut self, now: Instant) {
         let Some(next) = self.next else { return };
         if next > now {
             return;
@@ -74,7 +74,7 @@ pub(crate) mod period {
     use serde::de::Error;
     use std::time::Duration;
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         let p = crate::units::duration::deserialize(d)?;
         if p < super::MIN_PERIOD {
             return Err(D::Error::custom(format!(
@@ -91,7 +91,7 @@ pub(crate) mod gain_hz {
     use serde::de::Error;
     use serde::{Deserialize, Deserializer};
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
         let g = f64::deserialize(d)?;
         if !g.is_finite() || g < 0.0 {
             return Err(D::Error::custom(format!(
