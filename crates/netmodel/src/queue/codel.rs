@@ -29,7 +29,9 @@ pub struct CodelConfig {
     /// (Linux's `ce_threshold`), whatever the control law says.
     #[serde(deserialize_with = "crate::units::opt_duration::deserialize")]
     pub ce_threshold: Option<Duration>,
+    /// Most packets queued before tail drop on arrival; `None` for no packet limit. Default 1000.
     pub limit_packets: Option<usize>,
+    /// Most bytes (whole IP datagrams) queued before tail drop; `None` (default) for no byte limit.
     #[serde(deserialize_with = "crate::units::opt_bytes::deserialize")]
     pub limit_bytes: Option<u64>,
     /// CoDel never drops while at most this many bytes are queued (Linux's
@@ -54,6 +56,7 @@ impl Default for CodelConfig {
 }
 
 impl CodelConfig {
+    /// The two limit fields as one [`Limits`].
     pub fn limits(&self) -> Limits {
         Limits::new(self.limit_packets, self.limit_bytes)
     }
@@ -78,6 +81,7 @@ pub struct Codel {
 }
 
 impl Codel {
+    /// An empty queue in CoDel's non-dropping state.
     pub fn new(config: CodelConfig) -> Codel {
         Codel {
             params: config.params(),

@@ -71,7 +71,9 @@ impl EcnMask {
 /// `"3p"` (packets still queued behind it), as tc's `step_thresh` reads them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StepThreshold {
+    /// Mark when the packet's sojourn time exceeds this.
     Time(Duration),
+    /// Mark when more than this many packets remain queued behind it.
     Packets(u32),
 }
 
@@ -119,12 +121,26 @@ impl<'de> serde::Deserialize<'de> for StepThreshold {
 /// Why a DualPI2 configuration is not one Linux would accept.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum DualPi2ConfigError {
+    /// `typical_rtt` is larger than `max_rtt`, so tc's derivation of target and gains does not apply.
     #[error("typical_rtt ({typical:?}) must not exceed max_rtt ({max:?})")]
-    TypicalRttAboveMax { typical: Duration, max: Duration },
+    TypicalRttAboveMax {
+        /// The configured `typical_rtt`.
+        typical: Duration,
+        /// The configured `max_rtt`.
+        max: Duration,
+    },
+    /// `alpha` or `beta` is outside what Linux's fixed point holds (1/256 to 8388607 Hz).
     #[error("{name} = {hz} Hz cannot be represented: Linux takes 1/256 to 8388607 Hz")]
-    GainOutOfRange { name: &'static str, hz: f64 },
+    GainOutOfRange {
+        /// `"alpha"` or `"beta"`.
+        name: &'static str,
+        /// The configured gain, in Hz.
+        hz: f64,
+    },
+    /// `coupling_factor` (RFC 9332's k) is 0, which would never mark L4S traffic by coupling.
     #[error("coupling_factor must be at least 1")]
     ZeroCoupling,
+    /// `limit_packets` is 0: the queue could never hold a packet.
     #[error("limit_packets must be at least 1")]
     ZeroLimit,
 }
@@ -139,6 +155,7 @@ pub enum DualPi2ConfigError {
 pub struct DualPi2Config {
     /// Both queues together; default 10000 packets.
     pub limit_packets: Option<usize>,
+    /// Most bytes (whole IP datagrams) in both queues together; `None` (default) for no byte limit.
     #[serde(deserialize_with = "crate::units::opt_bytes::deserialize")]
     pub limit_bytes: Option<u64>,
     /// The delay PI2 steers the larger head-of-line delay to, default 15 ms.
@@ -214,6 +231,7 @@ fn micros_u32(d: Duration) -> u32 {
 }
 
 impl DualPi2Config {
+    /// The two limit fields as one [`Limits`].
     pub fn limits(&self) -> Limits {
         Limits::new(self.limit_packets, self.limit_bytes)
     }
@@ -314,6 +332,7 @@ pub struct Pi2Gains {
 }
 
 impl Pi2Gains {
+    /// Converts gains in Hz as tc does; values past Linux's ceiling saturate and NaN becomes 0.
     pub fn from_hz(alpha_hz: f64, beta_hz: f64) -> Pi2Gains {
         // `as` saturates (and maps NaN to 0); the kernel's ceiling is lower.
         let tc = |hz: f64| ((hz * TC_GAIN_SCALE) as u32).min(TC_GAIN_MAX);
@@ -351,15 +370,23 @@ fn unscale_gain(internal: u32) -> u32 {
 /// Counters of one of the two queues.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SubQueueStats {
+    /// Packets accepted into this queue.
     pub enqueued_packets: u64,
+    /// Bytes (whole IP datagrams) accepted into this queue.
     pub enqueued_bytes: u64,
+    /// Packets handed to the link from this queue.
     pub dequeued_packets: u64,
+    /// Bytes (whole IP datagrams) handed to the link from this queue.
     pub dequeued_bytes: u64,
     /// Packets marked CE (each counted once, whatever marked it).
     pub marked: u64,
+    /// Packets the AQM dropped instead of marking (ECN-incapable, or overload with `drop_overload`).
     pub dropped_aqm: u64,
+    /// Packets dropped on arrival because the shared limit was reached.
     pub dropped_overflow: u64,
+    /// Packets queued here now.
     pub backlog_packets: u64,
+    /// Bytes (whole IP datagrams) queued here now.
     pub backlog_bytes: u64,
 }
 
@@ -377,12 +404,15 @@ pub struct DualPi2Stats {
     pub prob_l4s: f64,
     /// Head-of-line sojourn times now (zero when empty).
     pub delay_l: Duration,
+    /// Head-of-line sojourn time of the C (Classic) queue.
     pub delay_c: Duration,
     /// Packets the step AQM marked.
     pub step_marks: u64,
     /// The scheduler's credit in bytes: positive means the C queue goes next.
     pub credit_bytes: i64,
+    /// Counters of the L (L4S) queue.
     pub l: SubQueueStats,
+    /// Counters of the C (Classic) queue.
     pub c: SubQueueStats,
 }
 
@@ -458,6 +488,7 @@ impl DualPi2 {
         &self.config
     }
 
+    /// The PI2 gains the controller actually applies (from `alpha`/`beta` after tc's truncation).
     pub fn gains(&self) -> Pi2Gains {
         self.gains
     }

@@ -11,7 +11,9 @@ use brisk_time::Instant;
 #[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct FifoConfig {
+    /// Most packets queued before tail drop; `None` for no packet limit. Default 1000.
     pub limit_packets: Option<usize>,
+    /// Most bytes (whole IP datagrams) queued before tail drop, e.g. `"150kB"`; `None` (default) for no byte limit.
     #[serde(deserialize_with = "crate::units::opt_bytes::deserialize")]
     pub limit_bytes: Option<u64>,
 }
@@ -26,17 +28,20 @@ impl Default for FifoConfig {
 }
 
 impl FifoConfig {
+    /// The two limit fields as one [`Limits`].
     pub fn limits(&self) -> Limits {
         Limits::new(self.limit_packets, self.limit_bytes)
     }
 }
 
+/// Tail-drop FIFO: a packet that would exceed either limit is dropped on arrival; it never marks.
 #[derive(Debug)]
 pub struct Fifo {
     backlog: Backlog,
 }
 
 impl Fifo {
+    /// An empty FIFO with the configured limits.
     pub fn new(config: FifoConfig) -> Fifo {
         Fifo {
             backlog: Backlog::new(config.limits()),

@@ -45,6 +45,7 @@ pub struct FqCodelConfig {
     /// Bytes a flow may send per round (at least 256, as in Linux).
     #[serde(deserialize_with = "quantum")]
     pub quantum_bytes: u64,
+    /// Most packets over all flows; past it the fattest flow loses up to `drop_batch_size` packets. Default 10240.
     pub limit_packets: Option<usize>,
     /// Linux's `memory_limit`, counted here in datagram bytes (Linux counts
     /// kernel buffer sizes).
@@ -54,8 +55,10 @@ pub struct FqCodelConfig {
     pub drop_batch_size: u32,
     /// Mark ECN-capable packets CE instead of dropping them.
     pub ecn: bool,
+    /// CoDel `target` (RFC 8289) applied per flow: acceptable standing sojourn time. Default 5 ms.
     #[serde(with = "crate::units::duration")]
     pub target: Duration,
+    /// CoDel `interval` (RFC 8289) per flow: how long sojourn must stay above `target` before dropping starts. Default 100 ms.
     #[serde(with = "crate::units::duration")]
     pub interval: Duration,
     /// Step marking: mark CE every ECN-capable packet whose sojourn exceeds
@@ -67,10 +70,12 @@ pub struct FqCodelConfig {
     /// ANDed with the mask equals the selector. `selector = 1, mask = 3`
     /// restricts it to ECT(1), i.e. L4S traffic.
     pub ce_threshold_selector: u8,
+    /// Mask for `ce_threshold_selector`; 0 (default) applies step marking to every ECN-capable packet.
     pub ce_threshold_mask: u8,
     /// See [`CodelConfig::mtu_bytes`](super::CodelConfig::mtu_bytes).
     #[serde(with = "crate::units::bytes")]
     pub mtu_bytes: u64,
+    /// Whether the one-MTU rule looks at the whole queue (default, Linux) or the flow's own backlog (ns-3).
     pub mtu_backlog: MtuBacklog,
 }
 
@@ -120,6 +125,7 @@ fn quantum<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
 }
 
 impl FqCodelConfig {
+    /// The two limit fields as one [`Limits`].
     pub fn limits(&self) -> Limits {
         Limits::new(self.limit_packets, self.limit_bytes)
     }
@@ -131,18 +137,24 @@ pub enum FlowList {
     /// On no list: empty, and found empty by the scheduler.
     #[default]
     Inactive,
+    /// On the new-flows list, served first (RFC 8290 section 4.2).
     New,
+    /// On the old-flows list, served after all new flows.
     Old,
 }
 
 /// One flow queue as seen from outside, for traces and tests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FlowSnapshot {
+    /// Packets queued in this flow now.
     pub backlog_packets: usize,
+    /// Bytes (whole IP datagrams) queued in this flow now.
     pub backlog_bytes: u64,
     /// Bytes the flow may still send this round; may be negative.
     pub deficit: i64,
+    /// Which scheduler list the flow is on.
     pub list: FlowList,
+    /// This flow's CoDel counters.
     pub codel: CodelCounters,
 }
 
@@ -155,7 +167,9 @@ pub struct FqCodelStats {
     pub drop_overlimit: u64,
     /// Those of them dropped while over the byte limit.
     pub drop_overmemory: u64,
+    /// Flows on the new-flows list now.
     pub new_flows_len: usize,
+    /// Flows on the old-flows list now.
     pub old_flows_len: usize,
     /// CoDel counters summed over all flows (maximum for the packet size).
     pub codel: CodelCounters,
@@ -241,6 +255,7 @@ impl FqCodel {
         }
     }
 
+    /// Flow queue `index` (the flow hash bucket); `None` when `index >= flows`.
     pub fn flow(&self, index: usize) -> Option<FlowSnapshot> {
         self.flows.get(index).map(|f| FlowSnapshot {
             backlog_packets: f.queue.len(),
@@ -251,6 +266,7 @@ impl FqCodel {
         })
     }
 
+    /// Scheduler and overflow counters, with current list lengths and the per-flow CoDel counters summed.
     pub fn fq_stats(&self) -> FqCodelStats {
         let mut s = self.fq;
         s.new_flows_len = self.new_flows.len();

@@ -40,10 +40,15 @@ use serde::Deserialize;
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum QueueConfig {
+    /// Tail-drop FIFO, `[queue.fifo]`.
     Fifo(FifoConfig),
+    /// CoDel (RFC 8289), `[queue.codel]`.
     Codel(CodelConfig),
+    /// FQ-CoDel (RFC 8290), `[queue.fq_codel]`.
     FqCodel(FqCodelConfig),
+    /// PIE (RFC 8033), `[queue.pie]`.
     Pie(PieConfig),
+    /// DualPI2 (RFC 9332), `[queue.dualpi2]`.
     #[serde(rename = "dualpi2")]
     DualPi2(DualPi2Config),
 }
@@ -81,31 +86,49 @@ pub enum DropReason {
 /// Something a queue did that a trace should show.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum QueueEvent {
+    /// The queue dropped this packet, on arrival or, for disciplines that act at dequeue, when it reached the head.
     Dropped {
+        /// When the drop happened.
         at: Instant,
+        /// The dropped packet, handed back whole.
         packet: Packet,
+        /// Limit overflow or AQM decision.
         reason: DropReason,
     },
     /// The packet with this id was marked CE; it stays in the queue.
-    Marked { at: Instant, packet_id: u64 },
+    Marked {
+        /// When the mark was applied.
+        at: Instant,
+        /// [`Packet::id`] of the marked packet.
+        packet_id: u64,
+    },
 }
 
 /// Counters every discipline keeps.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct QueueStats {
+    /// Packets accepted into the queue; overflow drops at arrival are not counted.
     pub enqueued_packets: u64,
+    /// Bytes (whole IP datagrams) accepted into the queue.
     pub enqueued_bytes: u64,
+    /// Packets handed to the link; AQM drops at dequeue are not counted.
     pub dequeued_packets: u64,
+    /// Bytes (whole IP datagrams) handed to the link.
     pub dequeued_bytes: u64,
+    /// Packets dropped because the packet or byte limit was reached.
     pub dropped_overflow: u64,
+    /// Packets dropped by the AQM's control law.
     pub dropped_aqm: u64,
+    /// Packets marked CE (ECN) instead of dropped; a marked packet is still delivered.
     pub marked: u64,
     /// Packets and bytes queued now.
     pub backlog_packets: u64,
+    /// Bytes queued now (whole IP datagrams).
     pub backlog_bytes: u64,
 }
 
 impl QueueStats {
+    /// All drops: overflow plus AQM.
     pub fn drops(&self) -> u64 {
         self.dropped_overflow + self.dropped_aqm
     }
@@ -137,10 +160,12 @@ pub trait Queue: Send {
         self.stats().backlog_packets as usize
     }
 
+    /// The backlog in bytes (whole IP datagrams), answered the same way.
     fn len_bytes(&self) -> usize {
         self.stats().backlog_bytes as usize
     }
 
+    /// True when no packet is queued.
     fn is_empty(&self) -> bool {
         self.len_packets() == 0
     }
@@ -152,11 +177,14 @@ pub trait Queue: Send {
 /// [`Limits::new`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
+    /// Most packets the queue may hold; `None` for no packet limit.
     pub packets: Option<usize>,
+    /// Most bytes (whole IP datagrams) the queue may hold; `None` for no byte limit.
     pub bytes: Option<usize>,
 }
 
 impl Limits {
+    /// Takes the two config fields; a byte limit too large for `usize` becomes `usize::MAX`.
     pub fn new(packets: Option<usize>, bytes: Option<u64>) -> Limits {
         Limits {
             packets,
@@ -164,6 +192,7 @@ impl Limits {
         }
     }
 
+    /// A packet limit of `n` and no byte limit.
     pub const fn packets(n: usize) -> Limits {
         Limits {
             packets: Some(n),

@@ -45,6 +45,7 @@ const HIGH_DELAY: Duration = Duration::from_millis(250);
 pub struct PieConfig {
     /// Default 1000 packets, like Linux.
     pub limit_packets: Option<usize>,
+    /// Most bytes (whole IP datagrams) queued before tail drop on arrival; `None` (default) for no byte limit.
     #[serde(deserialize_with = "crate::units::opt_bytes::deserialize")]
     pub limit_bytes: Option<u64>,
     /// The queue delay PIE steers to (RFC's `QDELAY_REF`), default 15 ms.
@@ -103,6 +104,7 @@ impl Default for PieConfig {
 }
 
 impl PieConfig {
+    /// The two limit fields as one [`Limits`].
     pub fn limits(&self) -> Limits {
         Limits::new(self.limit_packets, self.limit_bytes)
     }
@@ -206,6 +208,7 @@ impl Pie {
         }
     }
 
+    /// The configuration in use.
     pub fn config(&self) -> &PieConfig {
         &self.config
     }
