@@ -28,7 +28,9 @@ use std::time::Duration;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(try_from = "BurstsToml")]
 pub struct Bursts {
+    /// Mean spacing of transmit opportunities; positive.
     pub interval: Duration,
+    /// Largest offset either way from each opportunity's nominal time; at most half of `interval`.
     pub jitter: Duration,
 }
 

@@ -143,16 +143,27 @@ impl Default for LinkConfig {
 /// A link configuration that cannot be run as it is.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum LinkConfigError {
+    /// The rate names a mahimahi trace file that was not read into memory before the link was built; the path as configured.
     #[error("mahimahi trace {0:?} was named but not loaded")]
     TraceNotLoaded(PathBuf),
     #[error("{field} must be a probability within 0..1, got {value}")]
-    Probability { field: &'static str, value: f64 },
+    /// A probability setting lies outside 0 to 1.
+    Probability {
+        /// Which setting, e.g. `"loss"` or `"reorder probability"`.
+        field: &'static str,
+        /// The value given, outside 0 to 1 (or NaN).
+        value: f64,
+    },
+    /// `reorder.depth_packets` is 0, which would reorder nothing.
     #[error("reorder depth_packets must be at least 1")]
     ZeroReorderDepth,
+    /// The fade loss durations are invalid; the message says why.
     #[error("{0}")]
     Fade(String),
+    /// `bursts` was combined with a mahimahi trace rate, which carries its own delivery times.
     #[error("bursts need a constant or scheduled rate; a mahimahi trace has its own timing")]
     BurstsWithTrace,
+    /// The burst interval or jitter is invalid; the message says why.
     #[error("{0}")]
     Bursts(String),
 }

@@ -22,7 +22,10 @@ use std::time::Duration;
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum LossModel {
     /// Each packet is lost independently with this probability.
-    Random { probability: f64 },
+    Random {
+        /// Loss probability per packet, 0 to 1 (`"1%"` in a scenario).
+        probability: f64,
+    },
     /// Bursty loss with a mean rate and a mean burst length; see
     /// [`GilbertElliott`].
     GilbertElliott(GilbertElliott),
@@ -110,8 +113,10 @@ impl GilbertElliott {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct IdleLoss {
+    /// Shortest quiet time (end of one transmission to start of the next) that triggers the losses.
     #[serde(with = "crate::units::duration")]
     pub idle: Duration,
+    /// How many packets after such a quiet time are lost; 0 loses none.
     pub packets: u32,
 }
 

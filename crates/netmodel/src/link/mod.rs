@@ -70,35 +70,63 @@ use transmitter::{Transmitter, TxOutput};
 pub enum LinkEvent {
     /// The queue dropped a packet.
     QueueDrop {
+        /// When the queue dropped it.
         at: Instant,
+        /// The dropped packet.
         packet: Packet,
+        /// Limit overflow or AQM decision.
         reason: DropReason,
     },
     /// The queue marked a packet CE.
-    Marked { at: Instant, packet_id: u64 },
+    Marked {
+        /// When the mark was applied.
+        at: Instant,
+        /// [`Packet::id`] of the marked packet.
+        packet_id: u64,
+    },
     /// A packet left the queue after waiting `queue_delay`.
     Dequeued {
+        /// When it left the queue.
         at: Instant,
+        /// [`Packet::id`] of the packet.
         packet_id: u64,
+        /// Sojourn time in the queue.
         queue_delay: Duration,
     },
     /// The link lost a packet after transmitting it.
     Lost {
+        /// When it finished serialization.
         at: Instant,
+        /// The lost packet.
         packet: Packet,
+        /// Which impairment lost it.
         cause: LossCause,
     },
     /// The hop rewrote a packet's ECN field.
     EcnRewritten {
+        /// When the rewrite happened.
         at: Instant,
+        /// [`Packet::id`] of the packet.
         packet_id: u64,
+        /// Codepoint as it arrived.
         from: Ecn,
+        /// Codepoint as it leaves.
         to: Ecn,
     },
     /// A packet was duplicated; both copies carry the same id.
-    Duplicated { at: Instant, packet_id: u64 },
+    Duplicated {
+        /// When the copy was made.
+        at: Instant,
+        /// [`Packet::id`] shared by both copies.
+        packet_id: u64,
+    },
     /// A packet was held back to be overtaken (explicit reordering).
-    Reordered { at: Instant, packet_id: u64 },
+    Reordered {
+        /// When it was held back.
+        at: Instant,
+        /// [`Packet::id`] of the held packet.
+        packet_id: u64,
+    },
 }
 
 /// Totals over the life of the link.
@@ -106,6 +134,7 @@ pub enum LinkEvent {
 pub struct LinkStats {
     /// Packets and bytes that finished serialization (lost ones included).
     pub transmitted_packets: u64,
+    /// Bytes (whole IP datagrams) that finished serialization, lost ones included.
     pub transmitted_bytes: u64,
     /// Time the transmitter spent sending (for utilization). For a mahimahi
     /// trace: the air time at the trace's mean rate (utilization there is
@@ -113,8 +142,11 @@ pub struct LinkStats {
     pub busy: Duration,
     /// Packets lost after transmission, whatever the cause.
     pub lost_packets: u64,
+    /// Packets that were sent twice (each counted once here).
     pub duplicated_packets: u64,
+    /// Packets held back so that later ones overtook them.
     pub reordered_packets: u64,
+    /// Packets whose ECN field the hop rewrote.
     pub ecn_rewritten_packets: u64,
     /// Packets handed to the far end (duplicates count twice).
     pub delivered_packets: u64,
@@ -189,14 +221,17 @@ impl Link {
         link
     }
 
+    /// The configuration the link was built from.
     pub fn config(&self) -> &LinkConfig {
         &self.config
     }
 
+    /// The queue discipline in front of the transmitter, for its stats and state.
     pub fn queue(&self) -> &dyn Queue {
         self.queue.as_ref()
     }
 
+    /// Totals so far.
     pub fn stats(&self) -> LinkStats {
         self.stats
     }
@@ -248,6 +283,7 @@ impl Link {
         self.delivered.pop_front()
     }
 
+    /// The next trace event since the last call, oldest first.
     pub fn poll_event(&mut self) -> Option<LinkEvent> {
         self.events.pop_front()
     }

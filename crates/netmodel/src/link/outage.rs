@@ -18,8 +18,10 @@ use std::time::Duration;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Outage {
+    /// When the link goes down, measured from the run's start.
     #[serde(with = "crate::units::duration")]
     pub start: Duration,
+    /// How long it stays down.
     #[serde(with = "crate::units::duration")]
     pub duration: Duration,
 }
@@ -30,8 +32,11 @@ pub struct Outage {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(try_from = "PeriodicOutageToml")]
 pub struct PeriodicOutage {
+    /// Time from one outage's start to the next; at least [`MIN_OUTAGE_PERIOD`].
     pub period: Duration,
+    /// How long each outage lasts; shorter than `period`.
     pub duration: Duration,
+    /// Start of the first outage, measured from the run's start.
     pub first: Duration,
 }
 
@@ -41,6 +46,7 @@ pub struct PeriodicOutage {
 pub const MIN_OUTAGE_PERIOD: Duration = Duration::from_millis(1);
 
 impl PeriodicOutage {
+    /// Checks `period` against [`MIN_OUTAGE_PERIOD`] and `duration < period`; `first` defaults to one `period`. The error is a message for the user.
     pub fn new(
         period: Duration,
         duration: Duration,

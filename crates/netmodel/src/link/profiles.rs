@@ -21,8 +21,11 @@ pub struct Profile {
     pub summary: &'static str,
     /// Where the numbers come from.
     pub source: &'static str,
+    /// Downlink rate in bit/s.
     pub down_bps: u64,
+    /// Uplink rate in bit/s.
     pub up_bps: u64,
+    /// Base round-trip time; each direction gets half as propagation delay.
     pub rtt: Duration,
     /// Random loss probability per direction.
     pub loss: f64,

@@ -32,7 +32,10 @@ pub const MAHIMAHI_OPPORTUNITY_BYTES: usize = 1500;
 #[derive(Debug, Clone, PartialEq)]
 pub enum RateModel {
     /// A fixed rate in bits per second.
-    Constant { bps: u64 },
+    Constant {
+        /// Rate in bit/s.
+        bps: u64,
+    },
     /// Step changes of a constant rate.
     Schedule(RateSchedule),
     /// Delivery opportunities replayed from a mahimahi trace.
@@ -65,7 +68,9 @@ impl RateModel {
 /// link runs at `bps`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RateStep {
+    /// When this rate takes over, measured from the run's start.
     pub at: Duration,
+    /// Rate in bit/s from `at` until the next step.
     pub bps: u64,
 }
 
@@ -91,6 +96,7 @@ impl RateSchedule {
         Ok(RateSchedule { steps })
     }
 
+    /// The steps, sorted by strictly increasing `at`; never empty.
     pub fn steps(&self) -> &[RateStep] {
         &self.steps
     }
@@ -130,18 +136,40 @@ pub struct MahimahiTrace {
 /// A malformed mahimahi trace; line numbers count from 1.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TraceError {
+    /// A line is not a whole number of milliseconds.
     #[error("mahimahi trace line {line}: expected a whole number of milliseconds, got {text:?}")]
-    NotANumber { line: usize, text: String },
+    NotANumber {
+        /// Line number, from 1.
+        line: usize,
+        /// The line as read.
+        text: String,
+    },
+    /// A timestamp is smaller than the one before it.
     #[error(
         "mahimahi trace line {line}: {ms} ms comes after {prev} ms (timestamps must not decrease)"
     )]
-    Decreasing { line: usize, ms: u64, prev: u64 },
+    Decreasing {
+        /// Line number, from 1.
+        line: usize,
+        /// The offending timestamp, in ms.
+        ms: u64,
+        /// The previous line's timestamp, in ms.
+        prev: u64,
+    },
     #[error("mahimahi trace has no delivery opportunities")]
+    /// The trace holds no timestamps.
     Empty,
+    /// The last timestamp is 0, so the trace has no length to loop over.
     #[error("mahimahi trace lasts 0 ms: its last timestamp must be positive")]
     ZeroLength,
     #[error("mahimahi trace line {line}: {ms} ms is past the longest trace, {MAX_TRACE_MS} ms")]
-    TooLong { line: usize, ms: u64 },
+    /// A timestamp exceeds [`MAX_TRACE_MS`].
+    TooLong {
+        /// Line number, from 1.
+        line: usize,
+        /// The offending timestamp, in ms.
+        ms: u64,
+    },
 }
 
 /// The latest timestamp a trace may hold, about 35 years: far beyond any

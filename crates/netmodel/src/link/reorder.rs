@@ -12,7 +12,9 @@ use std::time::Duration;
 /// `probability`, is held back by `depth`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Reorder {
+    /// Chance that a packet is held back, 0 to 1 (`"1%"` in a scenario).
     pub probability: f64,
+    /// How far a held-back packet falls behind.
     pub depth: ReorderDepth,
 }
 
