@@ -8,8 +8,10 @@ use serde::Deserialize;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum IpFamily {
+    /// IPv4 (`"v4"`, the default): 20-byte header, 28 bytes with UDP.
     #[default]
     V4,
+    /// IPv6 (`"v6"`): 40-byte header, 48 bytes with UDP.
     V6,
 }
 

@@ -19,7 +19,12 @@ pub enum NetworkError {
     Parse(String),
     /// The tables parsed but say something impossible.
     #[error("line {line}: {message}")]
-    Invalid { line: usize, message: String },
+    Invalid {
+        /// Line in the scenario text, from 1.
+        line: usize,
+        /// What is wrong, for the user.
+        message: String,
+    },
 }
 
 /// Both directions of the bottleneck link.
@@ -39,7 +44,9 @@ pub struct Links {
 /// and then that direction gets the default FIFO.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct QueueTables {
+    /// The kind named by `[queue.KIND]` (e.g. "codel"), for the down direction; `None` when absent.
     pub down: Option<String>,
+    /// The kind named by `[queue_up.KIND]`, for the up direction; `None` when absent.
     pub up: Option<String>,
 }
 

@@ -65,6 +65,7 @@ impl Packet {
         self.data.len()
     }
 
+    /// True when `data` is empty; a packet built by [`Packet::new`] always holds at least an IP header.
     pub fn is_empty(&self) -> bool {
         self.data.is_empty()
     }

@@ -250,6 +250,7 @@ macro_rules! serde_adapter {
             use serde::de::{self, Deserializer, Visitor};
             use std::fmt;
 
+            /// Parses a string or a bare TOML number with the module's parser; a bare number is read as its decimal text.
             pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<$ty, D::Error> {
                 struct V;
                 impl Visitor<'_> for V {
@@ -299,6 +300,7 @@ serde_adapter!(
 /// Serde adapter for `Option<Duration>` fields that may be omitted.
 pub mod opt_duration {
     use serde::Deserializer;
+    /// Same as [`super::duration`], wrapped in `Some`; an omitted field needs `#[serde(default)]` to become `None`.
     pub fn deserialize<'de, D: Deserializer<'de>>(
         d: D,
     ) -> Result<Option<std::time::Duration>, D::Error> {
@@ -309,6 +311,7 @@ pub mod opt_duration {
 /// Serde adapter for `Option<u64>` byte sizes that may be omitted.
 pub mod opt_bytes {
     use serde::Deserializer;
+    /// Same as [`super::bytes`], wrapped in `Some`; an omitted field needs `#[serde(default)]` to become `None`.
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
         super::bytes::deserialize(d).map(Some)
     }

@@ -12,9 +12,13 @@ use std::time::Duration;
 /// What the network saw of one flow's data direction (sender to receiver).
 #[derive(Debug, Clone, Default)]
 pub struct FlowMetrics {
+    /// Data packets the sender put on the network.
     pub sent_packets: u64,
+    /// Bytes (whole IP datagrams) the sender put on the network.
     pub sent_bytes: u64,
+    /// Data packets that reached the receiver.
     pub delivered_packets: u64,
+    /// Bytes (whole IP datagrams) that reached the receiver.
     pub delivered_bytes: u64,
     /// Delivered packets that arrived marked CE.
     pub ce_packets: u64,
@@ -35,6 +39,7 @@ pub struct FlowMetrics {
 }
 
 impl FlowMetrics {
+    /// Empty metrics; with `series`, also per-packet time series for plots (memory grows with the run).
     pub fn with_series(series: bool) -> Self {
         FlowMetrics {
             queue_delay_series: series.then(Vec::new),
@@ -43,6 +48,7 @@ impl FlowMetrics {
         }
     }
 
+    /// Records one packet's sojourn `d` in the bottleneck queue, leaving it at `at`.
     pub fn on_queue_delay(&mut self, at: Instant, d: Duration) {
         self.queue_delay.record(d);
         if let Some(s) = &mut self.queue_delay_series {
@@ -50,6 +56,7 @@ impl FlowMetrics {
         }
     }
 
+    /// Records one packet of `bytes` (whole IP datagram) reaching the receiver at `at`, marked CE or not, after `one_way` since it was sent.
     pub fn on_delivered(&mut self, at: Instant, bytes: usize, ce: bool, one_way: Duration) {
         self.delivered_packets += 1;
         self.delivered_bytes += bytes as u64;

@@ -9,13 +9,18 @@ use brisk_trace::stats::Percentiles;
 use serde::Serialize;
 use std::time::Duration;
 
+/// One flow's results, serialized as one JSON object per flow.
 #[derive(Debug, Clone, Serialize)]
 pub struct FlowResults<T> {
+    /// The flow's index in the run.
     pub id: usize,
+    /// The flow's name, from the scenario (simulator) or its kind and addresses (live).
     pub name: String,
+    /// The flow's kind, e.g. its traffic generator or transport.
     pub kind: &'static str,
-    /// The sender's and receiver's address and port.
+    /// The sender's address and port, as `ip:port`.
     pub src: String,
+    /// The receiver's address and port, as `ip:port`.
     pub dst: String,
     /// Application payload bytes handed to the network.
     pub sent_bytes: u64,
@@ -32,12 +37,19 @@ pub struct FlowResults<T> {
     pub rtt_ms: Percentiles,
     /// Whether `rtt_ms` was measured end to end (false: estimated).
     pub rtt_measured: bool,
+    /// Percentiles of send-to-arrival delay over delivered data packets, in ms.
     pub one_way_delay_ms: Percentiles,
+    /// Percentiles of bottleneck queue sojourn, in ms.
     pub queue_delay_ms: Percentiles,
+    /// Data packets the sender put on the network.
     pub sent_packets: u64,
+    /// Data packets that reached the receiver.
     pub delivered_packets: u64,
+    /// Data packets the bottleneck queue dropped.
     pub queue_drops: u64,
+    /// Data packets lost to link impairments.
     pub link_losses: u64,
+    /// Data packets that arrived marked CE.
     pub ce_packets: u64,
     /// Probes or requests that got no answer.
     pub unanswered: u64,
@@ -50,17 +62,24 @@ pub struct FlowResults<T> {
 /// Who a flow is, for its [`FlowResults`].
 #[derive(Debug, Clone)]
 pub struct FlowLabel {
+    /// The flow's index in the run.
     pub id: usize,
+    /// The flow's name for reports.
     pub name: String,
+    /// The flow's kind, e.g. its traffic generator or transport.
     pub kind: &'static str,
+    /// The sender's address and port, as `ip:port`.
     pub src: String,
+    /// The receiver's address and port, as `ip:port`.
     pub dst: String,
 }
 
 /// What a flow's own ends tell, beside what the network measured of it.
 #[derive(Debug, Clone)]
 pub struct FlowEnds<T> {
+    /// Application payload bytes handed to the network.
     pub sent_bytes: u64,
+    /// Application payload bytes that reached the receiving application.
     pub delivered_bytes: u64,
     /// Seconds the flow was active, for its goodput.
     pub active_s: f64,
@@ -69,6 +88,7 @@ pub struct FlowEnds<T> {
     /// Base delay of the direction opposite to the data: a one-way flow's
     /// round trip is estimated as its one-way delay plus this.
     pub return_delay: Duration,
+    /// Probes or requests that got no answer.
     pub unanswered: u64,
     /// The transport's own report (brisk flows in the simulator).
     pub brisk: Option<T>,

@@ -46,7 +46,12 @@ pub enum BottleneckOutput {
     /// comes back inside the event, for its buffer to be reused.
     Event(LinkEvent),
     /// A packet reached the far end of the link at `at`.
-    Delivered { at: Instant, packet: Packet },
+    Delivered {
+        /// Arrival time at the far end (after serialization, propagation and any hold).
+        at: Instant,
+        /// The packet as delivered (ECN possibly marked or rewritten).
+        packet: Packet,
+    },
 }
 
 /// Both directions of the bottleneck and what they did.
@@ -76,6 +81,7 @@ impl Bottleneck {
         }
     }
 
+    /// The link carrying direction `dir`, with its queue, config and stats.
     pub fn link(&self, dir: Direction) -> &Link {
         &self.links[dir.index()]
     }

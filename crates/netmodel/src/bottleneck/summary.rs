@@ -11,21 +11,30 @@ pub struct LinkResults {
     /// Fraction of the run the transmitter was busy (for a trace rate:
     /// bytes sent over the bytes the trace offered).
     pub utilization: f64,
+    /// Packets that finished serialization, lost ones included.
     pub transmitted_packets: u64,
+    /// Bytes (whole IP datagrams) that finished serialization, lost ones included.
     pub transmitted_bytes: u64,
-    /// Delivered bits over the run, in Mbit/s.
+    /// Transmitted bits (lost packets included) over the run, in Mbit/s.
     pub throughput_mbps: f64,
+    /// Packets the link lost after transmitting them (impairments, not queue drops).
     pub lost_packets: u64,
 }
 
 /// What one direction's queue did over a run.
 #[derive(Debug, Clone, Serialize)]
 pub struct QueueResults {
+    /// The discipline's short name: "fifo", "codel", "fq_codel", "pie" or "dualpi2".
     pub kind: &'static str,
+    /// All drops: `drops_overflow` plus `drops_aqm`.
     pub drops: u64,
+    /// Packets dropped because the queue's packet or byte limit was reached.
     pub drops_overflow: u64,
+    /// Packets dropped by the AQM's control law.
     pub drops_aqm: u64,
+    /// Packets marked CE instead of dropped.
     pub marks: u64,
+    /// Packets accepted into the queue (overflow drops on arrival excluded).
     pub enqueued_packets: u64,
     /// Queue delay over every packet that left the queue.
     pub delay_ms: Percentiles,
