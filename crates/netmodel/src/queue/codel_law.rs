@@ -82,7 +82,12 @@ pub(crate) struct CodelParams {
 }
 
 impl CodelParams {
-    pub(crate) fn new(target: Duration, interval: Duration, ecn: bool, mtu_bytes: u64) -> CodelParams {
+    pub(crate) fn new(
+        target: Duration,
+        interval: Duration,
+        ecn: bool,
+        mtu_bytes: u64,
+    ) -> CodelParams {
         CodelParams {
             target: codel_duration(target),
             interval: codel_duration(interval),
