@@ -473,23 +473,7 @@ impl Connection {
         };
         p.requeued = true;
         let frames = p.frames.clone();
-        for &f in &frames {
-            match f {
-                SentFrame::Stream {
-                    id,
-                    offset,
-                    len,
-                    fin,
-                } => self.streams.on_chunk_lost(id, offset, len, fin),
-                SentFrame::Control(c) => self.streams.on_control_lost(c),
-                SentFrame::HandshakeDone => self.hs.done_frame_pending = true,
-                SentFrame::AckFrequency(seq) => {
-                    if let Some(a) = self.ack_frequency.as_mut() {
-                        a.on_lost(seq);
-                    }
-                }
-            }
-        }
+        self.requeue_frames(&frames);
         true
     }
 }

@@ -10,7 +10,7 @@ use crate::handshake::HandshakePayload;
 use crate::loss::{LossDetection, LostBatch};
 use crate::packet::{HeaderView, LOCAL_CID_LEN, LongType, decode_packet_number};
 use crate::qlog::{self, LossTrigger, PacketEvent, PacketHeader, PacketType, QlogEvent, RawInfo};
-use crate::sent_packets::{SentFrame, SentPacket};
+use crate::sent_packets::{SentFrame, SentFrames, SentPacket};
 use crate::streams::{Piece, Side, StreamError, StreamId};
 use crate::transport_params::MAX_ACK_DELAY_LIMIT;
 use brisk_time::Instant;
@@ -755,6 +755,28 @@ impl Connection {
         self.log_metrics(now);
     }
 
+    /// Hands the frames of a packet taken for lost (or requeued for a tail
+    /// loss probe) back to their owners to be sent again.
+    pub(super) fn requeue_frames(&mut self, frames: &SentFrames) {
+        for &f in frames {
+            match f {
+                SentFrame::Stream {
+                    id,
+                    offset,
+                    len,
+                    fin,
+                } => self.streams.on_chunk_lost(id, offset, len, fin),
+                SentFrame::Control(c) => self.streams.on_control_lost(c),
+                SentFrame::HandshakeDone => self.hs.done_frame_pending = true,
+                SentFrame::AckFrequency(seq) => {
+                    if let Some(a) = self.ack_frequency.as_mut() {
+                        a.on_lost(seq);
+                    }
+                }
+            }
+        }
+    }
+
     /// Hands the content of lost packets back for retransmission and tells
     /// congestion control and ECN validation.
     pub(super) fn on_packets_lost(&mut self, now: Instant, batch: LostBatch, trigger: LossTrigger) {
@@ -778,23 +800,7 @@ impl Connection {
                 self.ecn.on_lost(now, p.ecn);
             }
             if !p.requeued {
-                for f in &p.frames {
-                    match *f {
-                        SentFrame::Stream {
-                            id,
-                            offset,
-                            len,
-                            fin,
-                        } => self.streams.on_chunk_lost(id, offset, len, fin),
-                        SentFrame::Control(c) => self.streams.on_control_lost(c),
-                        SentFrame::HandshakeDone => self.hs.done_frame_pending = true,
-                        SentFrame::AckFrequency(seq) => {
-                            if let Some(a) = self.ack_frequency.as_mut() {
-                                a.on_lost(seq);
-                            }
-                        }
-                    }
-                }
+                self.requeue_frames(&p.frames);
             }
             if let Some(q) = self.qlog.as_mut() {
                 q.emit(
