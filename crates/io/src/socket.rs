@@ -392,13 +392,14 @@ impl Socket {
     }
 
     /// Reads up to `max` entries of the error queue of `fd`, another
-    /// socket of this endpoint, counted with this socket's.
+    /// socket of this endpoint, counted with this socket's; true if the
+    /// bound stopped it with entries left.
     pub(crate) fn drain_errors_of(
         &mut self,
         fd: std::os::fd::RawFd,
         max: usize,
         mut on_error: impl FnMut(DatagramError),
-    ) {
+    ) -> bool {
         let stats = &mut self.stats;
         let (_, empty) = sys::recv_errors(fd, max, |e| {
             stats.icmp_errors += 1;
@@ -410,6 +411,7 @@ impl Socket {
         } else {
             stats.errors.queue_bound_reached += 1;
         }
+        !empty
     }
 
     /// The socket's descriptor, for options set after the bind.
@@ -425,20 +427,10 @@ impl Socket {
     /// Reads up to `max` entries of the error queue, handing each (with
     /// the start of the datagram it is about) to `on_error`; true if the
     /// bound stopped it with entries left.
-    pub fn drain_errors(&mut self, max: usize, mut on_error: impl FnMut(DatagramError)) -> bool {
-        let stats = &mut self.stats;
-        let (_, empty) = sys::recv_errors(self.io.as_raw_fd(), max, |e| {
-            stats.icmp_errors += 1;
-            stats.errors.count(&e.report);
-            on_error(e);
-        });
-        if empty {
-            stats.errors.queue_drained += 1;
-        } else {
-            stats.errors.queue_bound_reached += 1;
-        }
-        self.errors_pending = !empty;
-        !empty
+    pub fn drain_errors(&mut self, max: usize, on_error: impl FnMut(DatagramError)) -> bool {
+        let left = self.drain_errors_of(self.io.as_raw_fd(), max, on_error);
+        self.errors_pending = left;
+        left
     }
 
     /// Whether the error queue needs draining; if not, registers the waker
