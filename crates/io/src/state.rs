@@ -6,7 +6,7 @@ use crate::busy_poll::ConnView;
 use crate::error::ConnectionError;
 use crate::socket::{DatagramError, SocketStats};
 use crate::sys;
-use brisk_proto::connection::Event;
+use brisk_proto::Event;
 use brisk_proto::streams::{StreamEvent, StreamId};
 use brisk_proto::{ConnectionHandle, Endpoint as ProtoEndpoint};
 use brisk_time::Instant;

@@ -29,16 +29,16 @@ use brisk_time::Instant;
 use std::time::Duration;
 
 /// ACKs wanted per congestion window.
-pub const ACKS_PER_WINDOW: u64 = 8;
+pub(crate) const ACKS_PER_WINDOW: u64 = 8;
 /// The most packets one ACK may cover (RFC 9000 §13.2.2 warns against
 /// more: the sender's clock coarsens and bursts grow).
-pub const MAX_PACKETS_PER_ACK: u64 = 10;
+pub(crate) const MAX_PACKETS_PER_ACK: u64 = 10;
 /// The ack delay asked for, as a fraction of the smoothed RTT.
 const RTT_FRACTION: u32 = 4;
 
 /// What the peer is asked to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AckRequest {
+pub(crate) struct AckRequest {
     /// Ack-eliciting packets that may wait for an ACK.
     pub threshold: u64,
     pub max_ack_delay: Duration,
@@ -47,7 +47,7 @@ pub struct AckRequest {
 /// The sender's ACK_FREQUENCY state, for a peer that announced
 /// `min_ack_delay`.
 #[derive(Debug, Clone)]
-pub struct AckFrequency {
+pub(crate) struct AckFrequency {
     peer_min_ack_delay: Duration,
     peer_max_ack_delay: Duration,
     /// The newest request sent, or the peer's defaults before any.
@@ -60,7 +60,7 @@ pub struct AckFrequency {
 }
 
 impl AckFrequency {
-    pub fn new(peer_min_ack_delay: Duration, peer_max_ack_delay: Duration) -> Self {
+    pub(crate) fn new(peer_min_ack_delay: Duration, peer_max_ack_delay: Duration) -> Self {
         AckFrequency {
             peer_min_ack_delay,
             peer_max_ack_delay,
@@ -77,7 +77,7 @@ impl AckFrequency {
     /// The request that suits a window of `window` bytes and a smoothed
     /// RTT of `srtt`; `keep_default` in slow start, or when the controller
     /// needs every ACK.
-    pub fn target(
+    pub(crate) fn target(
         &self,
         window: u64,
         datagram_size: u64,
@@ -102,7 +102,7 @@ impl AckFrequency {
     /// Reconsiders the request after the window or the RTT changed. A new
     /// one goes out at most once per round trip, unless it asks for more
     /// ACKs than the one in force: that is never worth waiting for.
-    pub fn update(
+    pub(crate) fn update(
         &mut self,
         now: Instant,
         window: u64,
@@ -122,12 +122,12 @@ impl AckFrequency {
     }
 
     /// A frame is waiting to go out.
-    pub fn has_pending(&self) -> bool {
+    pub(crate) fn has_pending(&self) -> bool {
         self.pending.is_some()
     }
 
     /// The frame to send now, if any.
-    pub fn poll_frame(&mut self, now: Instant) -> Option<AckFrequencyFrame> {
+    pub(crate) fn poll_frame(&mut self, now: Instant) -> Option<AckFrequencyFrame> {
         let r = self.pending.take()?;
         let sequence = self.newest.map_or(0, |(s, _)| s + 1);
         self.newest = Some((sequence, now));
@@ -143,14 +143,14 @@ impl AckFrequency {
     /// The packet carrying frame `sequence` was lost. Only the newest frame
     /// matters: it is sent again (under a new number) unless a newer
     /// request is already waiting.
-    pub fn on_lost(&mut self, sequence: u64) {
+    pub(crate) fn on_lost(&mut self, sequence: u64) {
         if self.newest.is_some_and(|(s, _)| s == sequence) {
             self.pending.get_or_insert(self.requested);
         }
     }
 
     /// ACK_FREQUENCY frames sent, first copies and repeats alike.
-    pub fn frames_sent(&self) -> u64 {
+    pub(crate) fn frames_sent(&self) -> u64 {
         self.frames_sent
     }
 }

@@ -26,7 +26,7 @@
 //! recorded, or below the forgetting floor, is a replay.
 
 use crate::congestion::EcnCounts;
-use crate::frame::{AckFrame, AckFrequencyFrame, emit_ack};
+use crate::frame::{AckEcnCounts, AckFrame, AckFrequencyFrame, emit_ack};
 use brisk_time::Instant;
 use brisk_wire::Ecn;
 use std::collections::BTreeMap;
@@ -34,15 +34,15 @@ use std::time::Duration;
 
 /// Ack-eliciting packets that may wait for an ACK unless the sender asks
 /// otherwise: the next one is acknowledged at once.
-pub const DEFAULT_ACK_ELICITING_THRESHOLD: u64 = 1;
+pub(crate) const DEFAULT_ACK_ELICITING_THRESHOLD: u64 = 1;
 /// Ranges kept at most; older ones are forgotten (and their packet numbers
 /// count as duplicates from then on).
-pub const MAX_TRACKED_RANGES: usize = 128;
+pub(crate) const MAX_TRACKED_RANGES: usize = 128;
 /// Ranges one ACK frame reports at most (newest first).
-pub const MAX_REPORTED_RANGES: usize = 32;
+pub(crate) const MAX_REPORTED_RANGES: usize = 32;
 
 #[derive(Debug, Clone)]
-pub struct AckTracker {
+pub(crate) struct AckTracker {
     /// Received packet numbers: start -> end (inclusive), disjoint, non-adjacent.
     ranges: BTreeMap<u64, u64>,
     /// Packet numbers below this are forgotten.
@@ -66,7 +66,7 @@ pub struct AckTracker {
 }
 
 impl AckTracker {
-    pub fn new(max_ack_delay: Duration) -> Self {
+    pub(crate) fn new(max_ack_delay: Duration) -> Self {
         AckTracker {
             ranges: BTreeMap::new(),
             floor: 0,
@@ -85,7 +85,7 @@ impl AckTracker {
 
     /// Applies an ACK_FREQUENCY frame the connection has validated, unless
     /// a newer one is already in force.
-    pub fn on_ack_frequency(&mut self, f: &AckFrequencyFrame) {
+    pub(crate) fn on_ack_frequency(&mut self, f: &AckFrequencyFrame) {
         if self.frequency_sequence.is_some_and(|s| f.sequence <= s) {
             return;
         }
@@ -98,17 +98,12 @@ impl AckTracker {
     }
 
     /// The largest packet number received, used to expand truncated ones.
-    pub fn largest(&self) -> Option<u64> {
+    pub(crate) fn largest(&self) -> Option<u64> {
         self.largest.map(|(pn, _)| pn)
     }
 
-    /// Cumulative counts of received packets per codepoint.
-    pub fn ecn_counts(&self) -> EcnCounts {
-        self.ecn
-    }
-
     /// True when `pn` was received already or is too old to tell.
-    pub fn is_duplicate(&self, pn: u64) -> bool {
+    pub(crate) fn is_duplicate(&self, pn: u64) -> bool {
         pn < self.floor
             || self
                 .ranges
@@ -118,7 +113,7 @@ impl AckTracker {
     }
 
     /// Records an authenticated packet that was not a duplicate.
-    pub fn on_packet(&mut self, now: Instant, pn: u64, ecn: Ecn, ack_eliciting: bool) {
+    pub(crate) fn on_packet(&mut self, now: Instant, pn: u64, ecn: Ecn, ack_eliciting: bool) {
         let out_of_order = match self.largest {
             Some((l, _)) => pn != l + 1,
             None => pn != 0,
@@ -146,7 +141,7 @@ impl AckTracker {
 
     /// Makes an ACK due at once: the packet just recorded ended a stream,
     /// after which the sender likely has nothing more to send soon.
-    pub fn ack_now(&mut self) {
+    pub(crate) fn ack_now(&mut self) {
         self.immediate = true;
     }
 
@@ -181,7 +176,7 @@ impl AckTracker {
     }
 
     /// An ACK should go out now (alone if nothing else is to be sent).
-    pub fn ack_due(&self, now: Instant) -> bool {
+    pub(crate) fn ack_due(&self, now: Instant) -> bool {
         self.pending && (self.immediate || self.deadline().is_some_and(|d| d <= now))
     }
 
@@ -189,12 +184,12 @@ impl AckTracker {
     /// anyway should carry one. This includes the peer's ACK-only packets:
     /// acknowledging them (for free, on packets sent anyway) lets the peer
     /// validate ECN on its ACK path and forget old ranges.
-    pub fn has_pending(&self) -> bool {
+    pub(crate) fn has_pending(&self) -> bool {
         self.pending
     }
 
     /// When the delayed ACK is due.
-    pub fn deadline(&self) -> Option<Instant> {
+    pub(crate) fn deadline(&self) -> Option<Instant> {
         if self.pending {
             self.first_unacked_at.map(|t| t + self.max_ack_delay)
         } else {
@@ -203,13 +198,13 @@ impl AckTracker {
     }
 
     /// The ACK frame describing what arrived, newest ranges first.
-    pub fn build(&self, now: Instant) -> Option<AckFrame> {
+    pub(crate) fn build(&self, now: Instant) -> Option<AckFrame> {
         let (_, received_at) = self.largest?;
         let ranges = self.reported_ranges().collect();
         Some(AckFrame {
             ranges,
             ack_delay: now - received_at,
-            ecn: Some(self.ecn),
+            ecn: Some(self.ecn.into()),
         })
     }
 
@@ -227,16 +222,16 @@ impl AckTracker {
     /// without collecting its ranges; returns its largest acknowledged
     /// number (0 without ranges, as [`AckFrame::largest`]), or `None` when
     /// nothing arrived yet.
-    pub fn emit(&self, now: Instant, out: &mut Vec<u8>) -> Option<u64> {
+    pub(crate) fn emit(&self, now: Instant, out: &mut Vec<u8>) -> Option<u64> {
         let (_, received_at) = self.largest?;
         let ranges = self.reported_ranges();
         let count = self.ranges.len().min(MAX_REPORTED_RANGES);
-        let largest = emit_ack(out, ranges, count, now - received_at, Some(self.ecn));
+        let largest = emit_ack(out, ranges, count, now - received_at, Some(self.ecn.into()));
         Some(largest.unwrap_or(0))
     }
 
     /// An ACK frame went out.
-    pub fn on_ack_sent(&mut self) {
+    pub(crate) fn on_ack_sent(&mut self) {
         self.pending = false;
         self.immediate = false;
         self.unacked_eliciting = 0;
@@ -250,7 +245,7 @@ impl AckTracker {
     /// Ranges wholly below the new floor are dropped; one that straddles it
     /// is kept whole and clipped when reported, which spares the map a
     /// removal and an insertion on every ACK of an ACK.
-    pub fn on_ack_of_ack(&mut self, largest: u64) {
+    pub(crate) fn on_ack_of_ack(&mut self, largest: u64) {
         if largest <= self.floor {
             return;
         }
@@ -259,6 +254,29 @@ impl AckTracker {
             && *first.get() < largest
         {
             first.remove();
+        }
+    }
+}
+
+/// The counts this receiver reports, as an ACK_ECN frame carries them.
+impl From<EcnCounts> for AckEcnCounts {
+    fn from(c: EcnCounts) -> Self {
+        AckEcnCounts {
+            ect0: c.ect0,
+            ect1: c.ect1,
+            ce: c.ce,
+        }
+    }
+}
+
+/// The peer's report from an ACK_ECN frame, as ECN validation and the
+/// congestion controller count.
+impl From<AckEcnCounts> for EcnCounts {
+    fn from(c: AckEcnCounts) -> Self {
+        EcnCounts {
+            ect0: c.ect0,
+            ect1: c.ect1,
+            ce: c.ce,
         }
     }
 }
@@ -367,7 +385,7 @@ mod tests {
         let e = a.build(t(4)).unwrap().ecn.unwrap();
         assert_eq!(
             e,
-            EcnCounts {
+            AckEcnCounts {
                 ect0: 0,
                 ect1: 4,
                 ce: 2

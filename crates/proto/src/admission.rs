@@ -27,7 +27,7 @@ use std::collections::BTreeSet;
 
 /// Stateless packets waiting to be sent at most; more are dropped, so a
 /// driver that falls behind a flood does not pile them up.
-pub const MAX_STATELESS_QUEUE: usize = 1024;
+pub(crate) const MAX_STATELESS_QUEUE: usize = 1024;
 
 #[derive(Debug)]
 pub(crate) struct Admission {
@@ -52,7 +52,7 @@ pub(crate) struct Admission {
 impl Admission {
     /// Secrets come from `seed`, apart from the endpoint's own stream so
     /// connection IDs stay as they were.
-    pub fn new(server: &ServerConfig, seed: u64) -> Self {
+    pub(crate) fn new(server: &ServerConfig, seed: u64) -> Self {
         let mut rng = ChaCha20Rng::seed_from_u64(seed ^ 0xad31_5510_7e7a_0c3d);
         let mut secret = [0u8; 32];
         rng.fill_bytes(&mut secret);
@@ -77,7 +77,7 @@ impl Admission {
     }
 
     /// An Initial without a valid token must prove its address first.
-    pub fn wants_retry(&mut self, now: Instant) -> bool {
+    pub(crate) fn wants_retry(&mut self, now: Instant) -> bool {
         match self.config.retry {
             RetryPolicy::Never => false,
             RetryPolicy::Always => true,

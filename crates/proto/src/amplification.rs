@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Bytes a server may send per byte received from an unvalidated address.
-pub const AMPLIFICATION_FACTOR: u64 = 3;
+pub(crate) const AMPLIFICATION_FACTOR: u64 = 3;
 
 #[derive(Debug, Default)]
 struct Counters {
@@ -25,26 +25,27 @@ struct Counters {
 /// Bytes received from and sent to one address while unvalidated, shared
 /// by all its connections (cloning shares it).
 #[derive(Debug, Clone, Default)]
-pub struct Allowance(Arc<Counters>);
+pub(crate) struct Allowance(Arc<Counters>);
 
 impl Allowance {
-    pub fn on_received(&self, bytes: u64) {
+    pub(crate) fn on_received(&self, bytes: u64) {
         self.0.received.fetch_add(bytes, Ordering::Relaxed);
     }
 
-    pub fn on_sent(&self, bytes: u64) {
+    pub(crate) fn on_sent(&self, bytes: u64) {
         self.0.sent.fetch_add(bytes, Ordering::Relaxed);
     }
 
     /// Bytes that may still be sent.
-    pub fn remaining(&self) -> u64 {
+    pub(crate) fn remaining(&self) -> u64 {
         let rx = self.0.received.load(Ordering::Relaxed);
         let tx = self.0.sent.load(Ordering::Relaxed);
         (AMPLIFICATION_FACTOR * rx).saturating_sub(tx)
     }
 
+    #[cfg(test)]
     /// `(received, sent)` bytes.
-    pub fn totals(&self) -> (u64, u64) {
+    pub(crate) fn totals(&self) -> (u64, u64) {
         (
             self.0.received.load(Ordering::Relaxed),
             self.0.sent.load(Ordering::Relaxed),
@@ -57,14 +58,14 @@ impl Allowance {
 /// the table has doubled since the last sweep, so the cost stays constant
 /// per insertion and the table stays within twice the live addresses.
 #[derive(Debug, Default)]
-pub struct Allowances {
+pub(crate) struct Allowances {
     by_ip: HashMap<IpAddr, Allowance>,
     sweep_at: usize,
 }
 
 impl Allowances {
     /// The allowance of `ip`, shared with its other unvalidated connections.
-    pub fn for_ip(&mut self, ip: IpAddr) -> Allowance {
+    pub(crate) fn for_ip(&mut self, ip: IpAddr) -> Allowance {
         if self.by_ip.len() >= self.sweep_at {
             self.by_ip.retain(|_, a| Arc::strong_count(&a.0) > 1);
             self.sweep_at = (2 * self.by_ip.len()).max(64);
@@ -72,17 +73,15 @@ impl Allowances {
         self.by_ip.entry(ip).or_default().clone()
     }
 
+    #[cfg(test)]
     /// Addresses tracked (some possibly no longer held).
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.by_ip.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.by_ip.is_empty()
-    }
-
+    #[cfg(test)]
     /// The allowance of `ip` if tracked.
-    pub fn get(&self, ip: &IpAddr) -> Option<&Allowance> {
+    pub(crate) fn get(&self, ip: &IpAddr) -> Option<&Allowance> {
         self.by_ip.get(ip)
     }
 }

@@ -29,9 +29,13 @@ pub struct TransportConfig {
     /// (bindings often expire after 15-30 s of silence).
     #[serde(with = "opt_millis")]
     pub keep_alive_interval: Option<Duration>,
+    /// The congestion controller.
     pub cc: CcAlgorithm,
+    /// Datagram size and window bounds the controller works with.
     pub cc_config: CcConfig,
+    /// Loss detection thresholds (RFC 9002 §6).
     pub loss: LossConfig,
+    /// Stream limits and flow-control windows this side grants.
     pub streams: StreamsConfig,
     /// Mark packets ECN-capable (subject to validation).
     pub ecn: bool,
@@ -83,11 +87,16 @@ pub struct ClientConfig {
     /// The client's own static identity; a fresh one per connection if
     /// `None`.
     pub keypair: Option<Keypair>,
+    /// The protocol version the client offers first.
     pub version: u32,
+    /// Transport settings for the connection.
     pub transport: TransportConfig,
 }
 
 impl ClientConfig {
+    /// A client for the server with this static key (IK), or for any
+    /// server (XX, `None`), with a fresh identity and default transport
+    /// settings.
     pub fn new(server_static_key: Option<[u8; KEY_LEN]>) -> Self {
         ClientConfig {
             server_static_key,
@@ -107,6 +116,7 @@ impl ClientConfig {
 /// What a server needs to accept connections.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
+    /// The server's static identity: clients pin its public half.
     pub keypair: Keypair,
     /// Deliver early data from IK first messages. The application must only
     /// act on it in ways that are safe to repeat: it can be replayed.
@@ -117,10 +127,13 @@ pub struct ServerConfig {
     pub max_connections: usize,
     /// How handshakes from unvalidated addresses are let in.
     pub admission: AdmissionConfig,
+    /// Transport settings for every accepted connection.
     pub transport: TransportConfig,
 }
 
 impl ServerConfig {
+    /// A server with this identity that takes early data, up to 10,000
+    /// connections and the default admission budgets.
     pub fn new(keypair: Keypair) -> Self {
         ServerConfig {
             keypair,
@@ -142,7 +155,10 @@ pub enum RetryPolicy {
     Never,
     /// Once this many handshakes are half-open, or the handshake rate
     /// budget is spent: one extra round trip only under load.
-    UnderLoad { half_open: usize },
+    UnderLoad {
+        /// Half-open handshakes from which on Initials get a Retry.
+        half_open: usize,
+    },
     /// Always: every connection costs one extra round trip.
     Always,
 }
@@ -152,6 +168,7 @@ pub enum RetryPolicy {
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AdmissionConfig {
+    /// When Initials are answered with a Retry first.
     pub retry: RetryPolicy,
     /// Handshakes not yet both established and address-validated; past
     /// this the oldest is dropped for the new one, so they never crowd out
@@ -192,11 +209,11 @@ pub(crate) mod millis {
     use serde::{Deserialize, Deserializer, Serializer};
     use std::time::Duration;
 
-    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_u64(d.as_millis() as u64)
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         Ok(Duration::from_millis(u64::deserialize(d)?))
     }
 }
@@ -205,14 +222,16 @@ pub(crate) mod opt_millis {
     use serde::{Deserialize, Deserializer, Serializer};
     use std::time::Duration;
 
-    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
         match d {
             Some(d) => s.serialize_some(&(d.as_millis() as u64)),
             None => s.serialize_none(),
         }
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Duration>, D::Error> {
         Ok(Option::<u64>::deserialize(d)?.map(Duration::from_millis))
     }
 }

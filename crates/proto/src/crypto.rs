@@ -23,13 +23,13 @@ use snow::resolvers::{CryptoResolver, DefaultResolver};
 use snow::types::{Cipher, Dh, Hash, Random};
 
 /// Bytes the AEAD tag adds to every 1-RTT packet.
-pub const TAG_LEN: usize = 16;
+pub(crate) const TAG_LEN: usize = 16;
 /// X25519 key length.
 pub const KEY_LEN: usize = 32;
 
 /// Why a packet could not be unsealed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum CryptoError {
+pub(crate) enum CryptoError {
     #[error("packet shorter than the authentication tag")]
     Truncated,
     #[error("authentication failed")]
@@ -62,6 +62,7 @@ impl Keypair {
         Keypair { private, public }
     }
 
+    /// The public half, which peers pin.
     pub fn public(&self) -> [u8; KEY_LEN] {
         self.public
     }
@@ -144,7 +145,7 @@ impl PacketCipher {
     }
 
     /// `None` for identifiers this implementation does not know.
-    pub fn from_id(id: u8) -> Option<Self> {
+    pub(crate) fn from_id(id: u8) -> Option<Self> {
         match id {
             1 => Some(PacketCipher::ChaCha20Poly1305),
             2 => Some(PacketCipher::Aes256Gcm),
@@ -152,6 +153,7 @@ impl PacketCipher {
         }
     }
 
+    /// The cipher's name for logs and qlog.
     pub fn name(self) -> &'static str {
         match self {
             PacketCipher::Aes256Gcm => "AES-256-GCM",
@@ -161,7 +163,7 @@ impl PacketCipher {
 
     /// This machine's preference: AES-256-GCM first where the CPU
     /// accelerates it, ChaCha20-Poly1305 first elsewhere.
-    pub fn local_preference() -> Vec<PacketCipher> {
+    pub(crate) fn local_preference() -> Vec<PacketCipher> {
         if aes_hardware() {
             vec![PacketCipher::Aes256Gcm, PacketCipher::ChaCha20Poly1305]
         } else {
@@ -174,7 +176,7 @@ impl PacketCipher {
     /// for AES-GCM (the CFRG AEAD-limits analysis behind RFC 9001 §6.6),
     /// so 2^35 blocks, 512 GiB. ChaCha20-Poly1305's limit lies beyond 2^62
     /// packets and needs no counting.
-    pub fn confidentiality_limit_blocks(self) -> Option<u64> {
+    pub(crate) fn confidentiality_limit_blocks(self) -> Option<u64> {
         match self {
             PacketCipher::Aes256Gcm => Some(1 << 35),
             PacketCipher::ChaCha20Poly1305 => None,
@@ -210,12 +212,12 @@ fn aes_hardware() -> bool {
 
 /// Blocks a packet of `len_bytes` costs against a confidentiality limit:
 /// its 16-byte blocks plus the counter and length blocks.
-pub fn sealed_blocks(len_bytes: usize) -> u64 {
+pub(crate) fn sealed_blocks(len_bytes: usize) -> u64 {
     len_bytes.div_ceil(16) as u64 + 2
 }
 
 /// One direction's 1-RTT packet protection.
-pub struct PacketKey {
+pub(crate) struct PacketKey {
     cipher: PacketCipher,
     key: [u8; KEY_LEN],
     aead: aead::LessSafeKey,
@@ -241,12 +243,13 @@ fn nonce(pn: u64) -> aead::Nonce {
 }
 
 impl PacketKey {
+    #[cfg(test)]
     /// A ChaCha20-Poly1305 key (the cipher of peers that negotiate none).
-    pub fn new(key: [u8; KEY_LEN]) -> Self {
+    pub(crate) fn new(key: [u8; KEY_LEN]) -> Self {
         PacketKey::with_cipher(PacketCipher::ChaCha20Poly1305, key)
     }
 
-    pub fn with_cipher(cipher: PacketCipher, key: [u8; KEY_LEN]) -> Self {
+    pub(crate) fn with_cipher(cipher: PacketCipher, key: [u8; KEY_LEN]) -> Self {
         let unbound = aead::UnboundKey::new(cipher.algorithm(), &key)
             .expect("both ciphers take 256-bit keys");
         PacketKey {
@@ -256,14 +259,20 @@ impl PacketKey {
         }
     }
 
-    pub fn cipher(&self) -> PacketCipher {
+    pub(crate) fn cipher(&self) -> PacketCipher {
         self.cipher
     }
 
     /// Encrypts `buf[payload_start..]` in place and appends the tag; the
     /// header `buf[header_start..payload_start]` is the associated data.
     /// (Earlier bytes of `buf` may hold other packets of the datagram.)
-    pub fn seal(&self, pn: u64, buf: &mut Vec<u8>, header_start: usize, payload_start: usize) {
+    pub(crate) fn seal(
+        &self,
+        pn: u64,
+        buf: &mut Vec<u8>,
+        header_start: usize,
+        payload_start: usize,
+    ) {
         let (before, payload) = buf.split_at_mut(payload_start);
         let header = &before[header_start..];
         let tag = self
@@ -273,9 +282,15 @@ impl PacketKey {
         buf.extend_from_slice(tag.as_ref());
     }
 
+    #[cfg(test)]
     /// Authenticates `header` and `sealed` (ciphertext and tag) and returns
     /// the plaintext.
-    pub fn open(&self, pn: u64, header: &[u8], sealed: &[u8]) -> Result<Vec<u8>, CryptoError> {
+    pub(crate) fn open(
+        &self,
+        pn: u64,
+        header: &[u8],
+        sealed: &[u8],
+    ) -> Result<Vec<u8>, CryptoError> {
         let mut body = sealed.to_vec();
         let n = self.open_in_place(pn, header, &mut body)?;
         body.truncate(n);
@@ -285,7 +300,7 @@ impl PacketKey {
     /// Like [`PacketKey::open`] without allocating: decrypts `sealed`
     /// (ciphertext and tag) in place and returns the plaintext length; the
     /// plaintext is `sealed[..len]`. On error `sealed` holds garbage.
-    pub fn open_in_place(
+    pub(crate) fn open_in_place(
         &self,
         pn: u64,
         header: &[u8],

@@ -36,28 +36,32 @@ use brisk_wire::Ecn;
 use crate::congestion::EcnCounts;
 
 /// How many ECN-capable packets a test sends (RFC 9000 Appendix A.4).
-pub const TEST_PACKETS: u64 = 10;
+pub(crate) const TEST_PACKETS: u64 = 10;
 /// How many PTOs a test may send ECN-capable packets for.
-pub const TEST_PTOS: u32 = 3;
+pub(crate) const TEST_PTOS: u32 = 3;
 /// The PTO assumed until [`EcnValidator::set_pto`] is called (RFC 9002's
 /// initial PTO: 333 ms + 4 * 166.5 ms).
-pub const DEFAULT_PTO: Duration = Duration::from_millis(999);
+pub(crate) const DEFAULT_PTO: Duration = Duration::from_millis(999);
 /// First re-test delay after a failure.
-pub const RETEST_AFTER: Duration = Duration::from_secs(60);
+pub(crate) const RETEST_AFTER: Duration = Duration::from_secs(60);
 /// The re-test delay stops doubling here.
-pub const RETEST_AFTER_MAX: Duration = Duration::from_secs(480);
+pub(crate) const RETEST_AFTER_MAX: Duration = Duration::from_secs(480);
 
 /// Where validation stands; [`EcnValidator::ect`] says for which codepoint.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum EcnState {
+    /// Marked packets are out and being checked against the peer's counts.
     Testing,
+    /// The path and the peer carry the codepoint faithfully.
     Capable,
+    /// Marks were lost, bleached or miscounted: packets go out Not-ECT
+    /// until a later re-test.
     Failed,
 }
 
 /// Why the last test of a codepoint failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum EcnFailure {
+pub(crate) enum EcnFailure {
     /// Counts did not rise for packets we sent ECN-capable: the field was
     /// erased on the way, or the peer does not report.
     Bleached,
@@ -72,7 +76,7 @@ pub enum EcnFailure {
 }
 
 impl EcnFailure {
-    pub const fn name(self) -> &'static str {
+    pub(crate) const fn name(self) -> &'static str {
         match self {
             EcnFailure::Bleached => "bleached",
             EcnFailure::Remarked => "remarked",
@@ -85,7 +89,7 @@ impl EcnFailure {
 
 /// The ECN validation state machine of one path.
 #[derive(Clone, Debug)]
-pub struct EcnValidator {
+pub(crate) struct EcnValidator {
     preferred: Ecn,
     /// The codepoint under test or validated; Not-ECT once everything failed.
     ect: Ecn,
@@ -138,7 +142,7 @@ impl Test {
 impl EcnValidator {
     /// Starts testing `preferred` (ECT(1) for Prague, ECT(0) for classic
     /// controllers); Not-ECT (or CE, which no sender may choose) disables ECN.
-    pub fn new(preferred: Ecn, now: Instant) -> Self {
+    pub(crate) fn new(preferred: Ecn, now: Instant) -> Self {
         let preferred = match preferred {
             Ecn::Ect1 | Ecn::Ect0 => preferred,
             Ecn::NotEct | Ecn::Ce => Ecn::NotEct,
@@ -165,7 +169,7 @@ impl EcnValidator {
     }
 
     /// The codepoint to put on the next packet.
-    pub fn codepoint(&self) -> Ecn {
+    pub(crate) fn codepoint(&self) -> Ecn {
         match self.state {
             EcnState::Testing if !self.test.probing_done => self.ect,
             EcnState::Testing | EcnState::Failed => Ecn::NotEct,
@@ -173,22 +177,22 @@ impl EcnValidator {
         }
     }
 
-    pub fn state(&self) -> EcnState {
+    pub(crate) fn state(&self) -> EcnState {
         self.state
     }
 
     /// The codepoint being tested or validated (Not-ECT once all failed).
-    pub fn ect(&self) -> Ecn {
+    pub(crate) fn ect(&self) -> Ecn {
         self.ect
     }
 
     /// Why the most recent failure happened, for stats and qlog.
-    pub fn last_failure(&self) -> Option<EcnFailure> {
+    pub(crate) fn last_failure(&self) -> Option<EcnFailure> {
         self.last_failure
     }
 
     /// Updates the PTO that sizes the test period (three PTOs).
-    pub fn set_pto(&mut self, pto: Duration) {
+    pub(crate) fn set_pto(&mut self, pto: Duration) {
         self.pto = pto;
     }
 
@@ -204,7 +208,7 @@ impl EcnValidator {
     /// The test's clock starts with its first packet, not with the
     /// connection: a handshake or a quiet spell must not eat the time the
     /// test packets' acknowledgements need.
-    pub fn on_sent(&mut self, now: Instant, pn: u64, ecn: Ecn, ack_eliciting: bool) {
+    pub(crate) fn on_sent(&mut self, now: Instant, pn: u64, ecn: Ecn, ack_eliciting: bool) {
         self.sent.add(ecn, 1);
         if self.state == EcnState::Testing && ecn == self.ect && ack_eliciting {
             if self.test.first_pn.is_none() {
@@ -221,7 +225,7 @@ impl EcnValidator {
     /// An ACK frame arrived. `newly_acked` counts the codepoints we sent on
     /// the packets it newly acknowledges; `reported_delta` is the increase of
     /// the peer's ECN counts it carries.
-    pub fn on_ack(
+    pub(crate) fn on_ack(
         &mut self,
         now: Instant,
         newly_acked: &EcnCounts,
@@ -246,7 +250,7 @@ impl EcnValidator {
     /// carried in the ACK frame, which lets the validator catch counts that
     /// fall. Returns the increase to hand to congestion control (zero when
     /// the counts are stale or invalid).
-    pub fn on_ack_totals(
+    pub(crate) fn on_ack_totals(
         &mut self,
         now: Instant,
         newly_acked: &EcnCounts,
@@ -277,7 +281,7 @@ impl EcnValidator {
     }
 
     /// A packet sent with `ecn` was declared lost.
-    pub fn on_lost(&mut self, now: Instant, ecn: Ecn) {
+    pub(crate) fn on_lost(&mut self, now: Instant, ecn: Ecn) {
         if self.state == EcnState::Testing && ecn == self.ect {
             self.test.lost = self.test.lost.saturating_add(1);
             self.try_conclude(now);
@@ -286,7 +290,7 @@ impl EcnValidator {
 
     /// The next time [`handle_timeout`](Self::handle_timeout) has work: the
     /// end of the probing period, the test's deadline, or a re-test.
-    pub fn poll_timeout(&self) -> Option<Instant> {
+    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
         match self.state {
             EcnState::Testing if !self.test.probing_done => {
                 Some(self.test.started_at + self.test_period())
@@ -296,7 +300,7 @@ impl EcnValidator {
         }
     }
 
-    pub fn handle_timeout(&mut self, now: Instant) {
+    pub(crate) fn handle_timeout(&mut self, now: Instant) {
         match self.state {
             EcnState::Testing => {
                 if !self.test.probing_done && now >= self.test.started_at + self.test_period() {

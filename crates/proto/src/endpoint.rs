@@ -36,7 +36,7 @@ use std::net::{IpAddr, SocketAddr};
 /// The smallest datagram that may open a connection (RFC 9000 §14.1): it
 /// makes the 3x amplification allowance worth a full reply, and proves the
 /// path carries 1200-byte datagrams.
-pub const MIN_INITIAL_DATAGRAM: usize = 1200;
+pub(crate) const MIN_INITIAL_DATAGRAM: usize = 1200;
 
 /// Names one connection of an endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -45,6 +45,7 @@ pub struct ConnectionHandle(pub u64);
 /// Datagrams the endpoint itself dealt with.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct EndpointStats {
+    /// Datagrams handed to the endpoint.
     pub datagrams_received: u64,
     /// Not even a header.
     pub malformed: u64,
@@ -57,7 +58,9 @@ pub struct EndpointStats {
     pub handshake_failed: u64,
     /// Initials refused because `max_connections` was reached.
     pub refused: u64,
+    /// Version Negotiation packets sent for Initials of other versions.
     pub version_negotiations_sent: u64,
+    /// Server connections created from valid Initials.
     pub connections_accepted: u64,
     /// Retry packets sent: Initials answered before any key agreement.
     pub retries_sent: u64,
@@ -69,6 +72,7 @@ pub struct EndpointStats {
     pub handshakes_deferred: u64,
     /// Half-open handshakes dropped to make room for newer ones.
     pub half_open_evicted: u64,
+    /// Stateless resets sent for short-header packets of unknown connections.
     pub resets_sent: u64,
     /// Stateless resets that ended one of our client connections.
     pub resets_received: u64,
@@ -77,6 +81,9 @@ pub struct EndpointStats {
     pub stateless_dropped: u64,
 }
 
+/// Many connections behind one socket: routes datagrams by connection ID,
+/// accepts or refuses Initials (with Retry, Refuse and stateless reset
+/// answers), and gathers every connection's output.
 #[derive(Debug)]
 pub struct Endpoint {
     rng: ChaCha20Rng,
@@ -149,6 +156,7 @@ impl Endpoint {
         self.admission.as_ref().map_or(0, |a| a.half_open.len())
     }
 
+    /// Counters of what the endpoint itself handled.
     pub fn stats(&self) -> EndpointStats {
         self.stats
     }
@@ -159,6 +167,7 @@ impl Endpoint {
         self.qlog = Some(factory);
     }
 
+    /// The connection `h` names, if it still exists.
     pub fn connection(&self, h: ConnectionHandle) -> Option<&Connection> {
         self.connections.get(&h)
     }

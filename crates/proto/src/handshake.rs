@@ -43,6 +43,7 @@ impl Pattern {
         }
     }
 
+    /// The pattern a handshake message's first byte names, if any.
     pub fn from_id(b: u8) -> Option<Self> {
         match b {
             1 => Some(Pattern::Ik),
@@ -59,6 +60,7 @@ impl Pattern {
         }
     }
 
+    /// The Noise name, `IK` or `XX`, for logs.
     pub fn name(self) -> &'static str {
         match self {
             Pattern::Ik => "IK",
@@ -149,7 +151,7 @@ fn setup(e: snow::Error) -> HandshakeError {
 }
 
 /// The prologue both sides feed to Noise.
-pub fn prologue(
+pub(crate) fn prologue(
     version: u32,
     pattern: Pattern,
     client_dcid: &ConnectionId,
@@ -166,7 +168,7 @@ pub fn prologue(
 }
 
 /// One side's handshake state.
-pub struct Handshake {
+pub(crate) struct Handshake {
     state: snow::HandshakeState,
     pattern: Pattern,
 }
@@ -181,7 +183,7 @@ impl std::fmt::Debug for Handshake {
 
 impl Handshake {
     /// The client side; `server_key` is required for IK.
-    pub fn initiator(
+    pub(crate) fn initiator(
         pattern: Pattern,
         local: &Keypair,
         server_key: Option<&[u8; KEY_LEN]>,
@@ -204,7 +206,7 @@ impl Handshake {
     }
 
     /// The server side.
-    pub fn responder(
+    pub(crate) fn responder(
         pattern: Pattern,
         local: &Keypair,
         prologue: &[u8],
@@ -221,12 +223,12 @@ impl Handshake {
         Ok(Handshake { state, pattern })
     }
 
-    pub fn pattern(&self) -> Pattern {
+    pub(crate) fn pattern(&self) -> Pattern {
         self.pattern
     }
 
     /// Writes the next message carrying `payload`.
-    pub fn write(&mut self, payload: &[u8]) -> Result<Vec<u8>, HandshakeError> {
+    pub(crate) fn write(&mut self, payload: &[u8]) -> Result<Vec<u8>, HandshakeError> {
         let mut out = vec![0u8; MAX_NOISE_MSG];
         let n = self
             .state
@@ -239,7 +241,7 @@ impl Handshake {
     /// Reads the peer's next message and returns its payload. On error the
     /// state is unusable only if snow says so; a forged message is simply
     /// rejected.
-    pub fn read(&mut self, msg: &[u8]) -> Result<Vec<u8>, HandshakeError> {
+    pub(crate) fn read(&mut self, msg: &[u8]) -> Result<Vec<u8>, HandshakeError> {
         let mut out = vec![0u8; MAX_NOISE_MSG];
         let n = self
             .state
@@ -249,30 +251,31 @@ impl Handshake {
         Ok(out)
     }
 
-    pub fn is_my_turn(&self) -> bool {
+    pub(crate) fn is_my_turn(&self) -> bool {
         self.state.is_my_turn()
     }
 
-    pub fn is_finished(&self) -> bool {
+    pub(crate) fn is_finished(&self) -> bool {
         self.state.is_handshake_finished()
     }
 
     /// The peer's static key, once the handshake revealed it.
-    pub fn remote_static(&self) -> Option<[u8; KEY_LEN]> {
+    pub(crate) fn remote_static(&self) -> Option<[u8; KEY_LEN]> {
         self.state
             .get_remote_static()
             .and_then(|k| k.try_into().ok())
     }
 
+    #[cfg(test)]
     /// The 1-RTT keys `(send, receive)` after the last message, for
     /// ChaCha20-Poly1305 (the cipher of peers that negotiate none).
-    pub fn into_keys(self) -> (PacketKey, PacketKey) {
+    pub(crate) fn into_keys(self) -> (PacketKey, PacketKey) {
         self.into_packet_keys(PacketCipher::ChaCha20Poly1305)
     }
 
     /// The 1-RTT keys `(send, receive)` after the last message, for the
     /// negotiated `cipher`.
-    pub fn into_packet_keys(mut self, cipher: PacketCipher) -> (PacketKey, PacketKey) {
+    pub(crate) fn into_packet_keys(mut self, cipher: PacketCipher) -> (PacketKey, PacketKey) {
         let (i2r, r2i) = self.state.dangerously_get_raw_split();
         let key = |k| PacketKey::with_cipher(cipher, k);
         if self.state.is_initiator() {
@@ -286,13 +289,13 @@ impl Handshake {
 /// What a handshake message carries: parameters, then (IK message 1 only)
 /// early STREAM data as `stream id, length, bytes`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HandshakePayload {
+pub(crate) struct HandshakePayload {
     pub params: TransportParams,
     pub early: Option<(u64, Vec<u8>)>,
 }
 
 impl HandshakePayload {
-    pub fn emit(&self) -> Vec<u8> {
+    pub(crate) fn emit(&self) -> Vec<u8> {
         let mut p = Vec::new();
         self.params.emit(&mut p);
         let mut out = Vec::with_capacity(p.len() + 8);
@@ -306,7 +309,7 @@ impl HandshakePayload {
         out
     }
 
-    pub fn parse(b: &[u8]) -> Result<Self, DecodeError> {
+    pub(crate) fn parse(b: &[u8]) -> Result<Self, DecodeError> {
         let mut r = Reader::new(b);
         let len = r.varint_len()?;
         let params = TransportParams::parse(r.bytes(len)?)?;

@@ -10,58 +10,73 @@
 //! Entry points: [`Endpoint`] (many connections behind one socket: routing
 //! by connection ID, accepting, version negotiation) and [`Connection`]
 //! (`handle_datagram` / `handle_timeout` in, `poll_transmit` /
-//! `poll_timeout` / `poll_event` out, plus the stream API).
+//! `poll_timeout` / `poll_event` out, plus the stream API), configured by
+//! [`ClientConfig`], [`ServerConfig`] and [`TransportConfig`].
 //!
-//! Modules:
-//! - wire format: [`varint`], [`packet`] (headers, packet numbers),
-//!   [`frame`], [`transport_params`];
-//! - security: [`crypto`] (keys, 1-RTT packet protection), [`handshake`]
+//! Public modules, for what the other crates name: [`congestion`] (the
+//! controller choice, [`congestion::CcAlgorithm`]), [`crypto`] (static
+//! keys), [`ecn_validation`] (the path's ECN state), [`packet`] (header
+//! peeking for the socket driver's routing), [`qlog`] (events for
+//! `brisk-trace`'s qlog writer) and [`streams`] (stream IDs, priorities,
+//! events and errors).
+//!
+//! Private to the crate, by layer:
+//! - wire format: `varint`, `packet` (headers, packet numbers), `frame`,
+//!   `transport_params`;
+//! - security: `crypto` (keys, 1-RTT packet protection), `handshake`
 //!   (Noise IK / XX);
-//! - recovery: [`ack_tracker`] (what we received, when to ACK, ECN counts),
-//!   [`sent_packets`], [`loss`] (RACK, tail-loss probes, persistent
-//!   congestion), [`rtt`];
-//! - congestion: [`congestion`] (NewReno, CUBIC, Prague, BBR), [`pacing`],
-//!   [`ecn_validation`];
-//! - [`streams`]: multiplexing, flow control, priorities;
-//! - [`connection`], [`endpoint`], [`config`], [`stats`], [`error`];
+//! - recovery: `ack_tracker` (what we received, when to ACK, ECN counts),
+//!   `ack_frequency`, `sent_packets`, `loss` (RACK, tail-loss probes,
+//!   persistent congestion), `rtt`;
+//! - congestion: `congestion` (NewReno, CUBIC, Prague, BBR), `pacing`,
+//!   `ecn_validation`;
+//! - `streams`: multiplexing, flow control, priorities;
+//! - `connection`, `endpoint`, `config`, `stats`, `error`, `schedule`;
 //! - under attack: `admission` (retry or refuse before any key agreement,
-//!   half-open and rate budgets), [`retry`] (tokens, Retry and Refuse
-//!   packets), [`rate_limit`], [`amplification`] (the 3x limit per
-//!   address), [`stateless_reset`];
-//! - [`qlog`]: events for `brisk-trace`'s qlog writer.
+//!   half-open and rate budgets), `retry` (tokens, Retry and Refuse
+//!   packets), `rate_limit`, `amplification` (the 3x limit per address),
+//!   `stateless_reset`.
+//!
+//! The crate warns on `missing_docs` and `unreachable_pub`: what other
+//! crates do not name stays `pub(crate)`.
 
 #![forbid(unsafe_code)]
+#![warn(missing_docs, unreachable_pub)]
 
-pub mod ack_frequency;
-pub mod ack_tracker;
+mod ack_frequency;
+mod ack_tracker;
 mod admission;
-pub mod amplification;
-pub mod config;
+mod amplification;
+mod config;
 pub mod congestion;
-pub mod connection;
+mod connection;
 pub mod crypto;
 pub mod ecn_validation;
-pub mod endpoint;
-pub mod error;
-pub mod frame;
-pub mod handshake;
-pub mod loss;
-pub mod pacing;
+mod endpoint;
+mod error;
+mod frame;
+mod handshake;
+mod loss;
+mod pacing;
 pub mod packet;
 pub mod qlog;
-pub mod rate_limit;
-pub mod retry;
-pub mod rtt;
+mod rate_limit;
+mod retry;
+mod rtt;
 mod schedule;
-pub mod sent_packets;
-pub mod stateless_reset;
-pub mod stats;
+mod sent_packets;
+mod stateless_reset;
+mod stats;
 pub mod streams;
-pub mod transport_params;
-pub mod varint;
+mod transport_params;
+mod varint;
 
 pub use config::{AdmissionConfig, ClientConfig, RetryPolicy, ServerConfig, TransportConfig};
 pub use connection::{ConnState, Connection, Event, Idempotent, MAX_TRAIN_BYTES, Transmit};
 pub use endpoint::{ConnectionHandle, Endpoint, EndpointStats};
 pub use error::{ConnectError, ConnectionError, EarlyDataError};
+pub use handshake::Pattern;
+pub use loss::LossConfig;
+pub use rtt::RttEstimator;
+pub use stateless_reset::{MAX_RESET_LEN, MIN_RESET_LEN};
 pub use stats::{ConnectionStats, DropStats};

@@ -91,7 +91,7 @@ struct LostRecord {
 
 /// Packets one detection pass declared lost.
 #[derive(Debug, Default)]
-pub struct LostBatch {
+pub(crate) struct LostBatch {
     pub packets: Vec<(u64, SentPacket)>,
     /// RFC 9002 §7.6: ack-eliciting packets with consecutive numbers, all
     /// lost, spanning more than the persistent congestion duration.
@@ -99,7 +99,7 @@ pub struct LostBatch {
 }
 
 #[derive(Debug, Clone)]
-pub struct LossDetection {
+pub(crate) struct LossDetection {
     config: LossConfig,
     largest_acked: Option<u64>,
     packet_threshold: u64,
@@ -114,7 +114,7 @@ pub struct LossDetection {
 }
 
 impl LossDetection {
-    pub fn new(config: LossConfig) -> Self {
+    pub(crate) fn new(config: LossConfig) -> Self {
         LossDetection {
             config,
             largest_acked: None,
@@ -130,39 +130,40 @@ impl LossDetection {
         }
     }
 
-    pub fn largest_acked(&self) -> Option<u64> {
+    pub(crate) fn largest_acked(&self) -> Option<u64> {
         self.largest_acked
     }
 
-    pub fn packet_threshold(&self) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn packet_threshold(&self) -> u64 {
         self.packet_threshold
     }
 
-    pub fn pto_count(&self) -> u32 {
+    pub(crate) fn pto_count(&self) -> u32 {
         self.pto_count
     }
 
     /// Losses later shown to be reordering.
-    pub fn spurious_losses(&self) -> u64 {
+    pub(crate) fn spurious_losses(&self) -> u64 {
         self.spurious
     }
 
     /// When a packet not yet lost will be, by the time threshold.
-    pub fn loss_time(&self) -> Option<Instant> {
+    pub(crate) fn loss_time(&self) -> Option<Instant> {
         self.loss_time
     }
 
-    pub fn on_eliciting_sent(&mut self, now: Instant) {
+    pub(crate) fn on_eliciting_sent(&mut self, now: Instant) {
         self.last_eliciting_sent = Some(now);
     }
 
-    pub fn on_rtt_sample(&mut self, now: Instant) {
+    pub(crate) fn on_rtt_sample(&mut self, now: Instant) {
         self.first_rtt_sample.get_or_insert(now);
     }
 
     /// An ACK acknowledged `largest`, newly acknowledging something: the
     /// path works, so the probe backoff restarts.
-    pub fn on_ack(&mut self, largest: u64, newly_acked: bool) {
+    pub(crate) fn on_ack(&mut self, largest: u64, newly_acked: bool) {
         if self.largest_acked.is_none_or(|l| largest > l) {
             self.largest_acked = Some(largest);
         }
@@ -171,20 +172,20 @@ impl LossDetection {
         }
     }
 
-    pub fn reorder_window(&self, rtt: &RttEstimator) -> Duration {
+    pub(crate) fn reorder_window(&self, rtt: &RttEstimator) -> Duration {
         let cap = rtt.smoothed().max(self.config.max_reordering_delay);
         (rtt.min() / 4 * self.reorder_mult)
             .min(cap)
             .max(TIMER_GRANULARITY)
     }
 
-    pub fn loss_delay(&self, rtt: &RttEstimator) -> Duration {
+    pub(crate) fn loss_delay(&self, rtt: &RttEstimator) -> Duration {
         rtt.latest().max(rtt.smoothed()) + self.reorder_window(rtt)
     }
 
     /// Removes and returns the packets now deemed lost, and arms
     /// [`loss_time`](Self::loss_time) for the next one.
-    pub fn detect_lost(
+    pub(crate) fn detect_lost(
         &mut self,
         now: Instant,
         sent: &mut SentPackets,
@@ -291,7 +292,7 @@ impl LossDetection {
 
     /// An ACK covered `range`: any packet in it that was declared lost was
     /// only reordered. Returns how many such packets there were.
-    pub fn check_spurious(&mut self, range: std::ops::RangeInclusive<u64>) -> u64 {
+    pub(crate) fn check_spurious(&mut self, range: std::ops::RangeInclusive<u64>) -> u64 {
         let pns: Vec<u64> = self.recently_lost.range(range).map(|(&pn, _)| pn).collect();
         for pn in &pns {
             let Some(r) = self.recently_lost.remove(pn) else {
@@ -311,12 +312,12 @@ impl LossDetection {
     }
 
     /// The probe timeout before backoff.
-    pub fn pto_base(rtt: &RttEstimator, max_ack_delay: Duration) -> Duration {
+    pub(crate) fn pto_base(rtt: &RttEstimator, max_ack_delay: Duration) -> Duration {
         Duration::from_nanos(pto_base_nanos(rtt, max_ack_delay))
     }
 
     /// The probe timeout with the backoff of consecutive timeouts.
-    pub fn pto(&self, rtt: &RttEstimator, max_ack_delay: Duration) -> Duration {
+    pub(crate) fn pto(&self, rtt: &RttEstimator, max_ack_delay: Duration) -> Duration {
         let base = pto_base_nanos(rtt, max_ack_delay);
         let doublings = self
             .pto_count
@@ -328,12 +329,16 @@ impl LossDetection {
 
     /// When to probe if nothing is acknowledged, given that ack-eliciting
     /// packets are in flight.
-    pub fn pto_deadline(&self, rtt: &RttEstimator, max_ack_delay: Duration) -> Option<Instant> {
+    pub(crate) fn pto_deadline(
+        &self,
+        rtt: &RttEstimator,
+        max_ack_delay: Duration,
+    ) -> Option<Instant> {
         Some(self.last_eliciting_sent? + self.pto(rtt, max_ack_delay))
     }
 
     /// A probe timeout fired; returns how many probes to send.
-    pub fn on_pto(&mut self) -> u8 {
+    pub(crate) fn on_pto(&mut self) -> u8 {
         self.pto_count += 1;
         if self.pto_count == 1 { 1 } else { 2 }
     }

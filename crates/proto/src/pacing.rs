@@ -26,13 +26,13 @@ use std::time::Duration;
 use brisk_time::Instant;
 
 /// Gain on `cwnd / srtt` in slow start.
-pub const SLOW_START_GAIN: f64 = 2.0;
+pub(crate) const SLOW_START_GAIN: f64 = 2.0;
 /// Gain on `cwnd / srtt` in congestion avoidance (RFC 9002 §7.7's `N`).
-pub const CONGESTION_AVOIDANCE_GAIN: f64 = 1.25;
+pub(crate) const CONGESTION_AVOIDANCE_GAIN: f64 = 1.25;
 /// The longest burst, in time at the pacing rate.
-pub const MAX_BURST_TIME: Duration = Duration::from_micros(250);
+pub(crate) const MAX_BURST_TIME: Duration = Duration::from_micros(250);
 /// The smallest burst, in datagrams.
-pub const MIN_BURST_PACKETS: u64 = 2;
+pub(crate) const MIN_BURST_PACKETS: u64 = 2;
 /// Nanoseconds a release time is moved on at most past its estimate (one
 /// or two in practice; the bound only keeps absurd rates from looping).
 const RELEASE_STEPS: u32 = 4;
@@ -40,7 +40,7 @@ const RELEASE_STEPS: u32 = 4;
 /// How a controller wants its window spread: the gain on `cwnd / srtt` and
 /// the smallest burst the bucket may hold.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct PacingParams {
+pub(crate) struct PacingParams {
     pub gain: f64,
     pub min_burst_packets: u64,
 }
@@ -48,7 +48,7 @@ pub struct PacingParams {
 impl PacingParams {
     /// The defaults above: gain 2 in slow start, 1.25 after; bursts of at
     /// least two datagrams.
-    pub fn classic(slow_start: bool) -> Self {
+    pub(crate) fn classic(slow_start: bool) -> Self {
         Self {
             gain: if slow_start {
                 SLOW_START_GAIN
@@ -62,7 +62,7 @@ impl PacingParams {
 
 /// A token-bucket pacer for one path.
 #[derive(Clone, Debug)]
-pub struct Pacer {
+pub(crate) struct Pacer {
     max_datagram_size: u64,
     /// Bytes the bucket held at `last_refill`.
     tokens: f64,
@@ -81,7 +81,7 @@ pub struct Pacer {
 
 impl Pacer {
     /// The bucket starts full with the minimum burst.
-    pub fn new(max_datagram_size: u64) -> Self {
+    pub(crate) fn new(max_datagram_size: u64) -> Self {
         let max_datagram_size = max_datagram_size.max(1);
         let capacity = MIN_BURST_PACKETS.saturating_mul(max_datagram_size) as f64;
         Self {
@@ -104,7 +104,7 @@ impl Pacer {
     /// all, the pacer was asked in between, so a poll that finds nothing to
     /// send leaves no trace. And at the instant returned the same question
     /// is answered with that instant, so a timer set to it never fires early.
-    pub fn next_send_time(
+    pub(crate) fn next_send_time(
         &mut self,
         now: Instant,
         bytes: u64,
@@ -139,18 +139,19 @@ impl Pacer {
     }
 
     /// A packet of `bytes` left at `now`.
-    pub fn on_sent(&mut self, now: Instant, bytes: u64) {
+    pub(crate) fn on_sent(&mut self, now: Instant, bytes: u64) {
         self.tokens = (self.tokens_at(now) - bytes as f64).max(0.0);
         self.last_refill = Some(now.max(self.last_refill.unwrap_or(now)));
     }
 
     /// The pacing rate in bits per second, as last computed.
-    pub fn rate_bps(&self) -> u64 {
+    pub(crate) fn rate_bps(&self) -> u64 {
         (self.rate_bytes_per_sec * 8.0) as u64
     }
 
+    #[cfg(test)]
     /// The current bucket size in bytes.
-    pub fn burst_bytes(&self) -> u64 {
+    pub(crate) fn burst_bytes(&self) -> u64 {
         self.capacity as u64
     }
 

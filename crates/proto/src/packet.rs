@@ -18,11 +18,11 @@ use crate::varint::{self, DecodeError, Reader};
 /// Brisk wire version 1.
 pub const VERSION_1: u32 = 0x4252_0001;
 /// The version field of a version negotiation packet.
-pub const VERSION_NEGOTIATION: u32 = 0;
+pub(crate) const VERSION_NEGOTIATION: u32 = 0;
 /// Versions this implementation speaks, most preferred first.
-pub const SUPPORTED_VERSIONS: [u32; 1] = [VERSION_1];
+pub(crate) const SUPPORTED_VERSIONS: [u32; 1] = [VERSION_1];
 /// The longest connection ID a long header may carry.
-pub const MAX_CID_LEN: usize = 20;
+pub(crate) const MAX_CID_LEN: usize = 20;
 /// The length of the connection IDs this implementation issues.
 pub const LOCAL_CID_LEN: usize = 8;
 
@@ -32,9 +32,10 @@ const LONG_RESERVED: u8 = 0x0c;
 const SHORT_RESERVED: u8 = 0x3c;
 const PN_LEN_MASK: u8 = 0x03;
 
+#[cfg(test)]
 /// True for versions of the form 0x?a?a?a?a, which are reserved so that
 /// peers exercise version negotiation (as in RFC 9000 §15).
-pub fn is_greased_version(v: u32) -> bool {
+pub(crate) fn is_greased_version(v: u32) -> bool {
     v & 0x0f0f_0f0f == 0x0a0a_0a0a
 }
 
@@ -59,14 +60,17 @@ impl ConnectionId {
         })
     }
 
+    /// The ID's bytes.
     pub fn as_bytes(&self) -> &[u8] {
         &self.bytes[..usize::from(self.len)]
     }
 
+    /// Length in bytes, 0 to 20.
     pub fn len(&self) -> usize {
         usize::from(self.len)
     }
 
+    /// True for the zero-length ID.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -102,6 +106,7 @@ impl LongType {
 /// A packet number as it travels: its low `len` bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TruncatedPn {
+    /// The low `len` bytes of the full packet number.
     pub value: u32,
     /// 1 to 4 bytes.
     pub len: u8,
@@ -110,7 +115,7 @@ pub struct TruncatedPn {
 impl TruncatedPn {
     /// RFC 9000 §A.2: enough bytes to represent twice the distance to the
     /// largest packet number the peer has acknowledged.
-    pub fn encode(full: u64, largest_acked: Option<u64>) -> Self {
+    pub(crate) fn encode(full: u64, largest_acked: Option<u64>) -> Self {
         let unacked = match largest_acked {
             Some(l) => full.saturating_sub(l),
             None => full.saturating_add(1),
@@ -131,7 +136,7 @@ impl TruncatedPn {
 
 /// RFC 9000 §A.3: the packet number closest to `largest + 1` whose low
 /// bits match the truncated value.
-pub fn decode_packet_number(largest: Option<u64>, truncated: TruncatedPn) -> u64 {
+pub(crate) fn decode_packet_number(largest: Option<u64>, truncated: TruncatedPn) -> u64 {
     let expected = largest.map_or(0, |l| l + 1);
     let pn_nbits = 8 * u32::from(truncated.len);
     let pn_win = 1u64 << pn_nbits;
@@ -258,7 +263,7 @@ impl<T: AsRef<[u8]>> HeaderView<T> {
         self.buffer.as_ref()
     }
 
-    pub fn is_long(&self) -> bool {
+    pub(crate) fn is_long(&self) -> bool {
         self.b()[0] & FORM_LONG != 0
     }
 
@@ -270,19 +275,20 @@ impl<T: AsRef<[u8]>> HeaderView<T> {
         u32::from_be_bytes([self.b()[1], self.b()[2], self.b()[3], self.b()[4]])
     }
 
+    /// A Version Negotiation packet (a long header with version 0).
     pub fn is_version_negotiation(&self) -> bool {
         self.is_long() && self.version() == VERSION_NEGOTIATION
     }
 
     /// A long header of a version this implementation does not speak.
-    pub fn is_foreign_version(&self) -> bool {
+    pub(crate) fn is_foreign_version(&self) -> bool {
         self.is_long()
             && !self.is_version_negotiation()
             && !SUPPORTED_VERSIONS.contains(&self.version())
     }
 
     /// `None` for short headers, version negotiation and foreign versions.
-    pub fn long_type(&self) -> Option<LongType> {
+    pub(crate) fn long_type(&self) -> Option<LongType> {
         if !self.is_long() || self.is_version_negotiation() || self.is_foreign_version() {
             return None;
         }
@@ -292,6 +298,7 @@ impl<T: AsRef<[u8]>> HeaderView<T> {
         }
     }
 
+    /// The destination connection ID, by which endpoints route packets.
     pub fn dcid(&self) -> &[u8] {
         &self.b()[self.at.dcid.0..self.at.dcid.0 + self.at.dcid.1]
     }
@@ -322,7 +329,7 @@ impl<T: AsRef<[u8]>> HeaderView<T> {
 
     /// [`packet_number`](Self::packet_number) and
     /// [`header_len`](Self::header_len) from one read of the number.
-    pub fn packet_number_and_header_len(&self) -> (TruncatedPn, usize) {
+    pub(crate) fn packet_number_and_header_len(&self) -> (TruncatedPn, usize) {
         let pn = self.packet_number();
         (pn, self.at.pn_at + usize::from(pn.len))
     }
@@ -334,7 +341,7 @@ impl<T: AsRef<[u8]>> HeaderView<T> {
     }
 
     /// This packet's length; a datagram's next coalesced packet starts here.
-    pub fn packet_len(&self) -> usize {
+    pub(crate) fn packet_len(&self) -> usize {
         self.at.end
     }
 
@@ -370,30 +377,44 @@ pub fn long_header_source_cid(head: &[u8]) -> Option<&[u8]> {
 
 /// A parsed packet header.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Header {
+pub(crate) enum Header {
+    /// A long header: Initial or Handshake.
     Long {
+        /// Initial or Handshake.
         ty: LongType,
+        /// The protocol version.
         version: u32,
+        /// Destination connection ID.
         dcid: ConnectionId,
+        /// Source connection ID.
         scid: ConnectionId,
+        /// The packet number as sent.
         pn: TruncatedPn,
         /// Bytes of payload after the packet number.
         payload_len: usize,
     },
+    /// A short (1-RTT) header.
     Short {
+        /// Destination connection ID (our length, known from context).
         dcid: ConnectionId,
+        /// The packet number as sent.
         pn: TruncatedPn,
     },
+    /// A Version Negotiation packet.
     VersionNegotiation {
+        /// The client's source connection ID, echoed.
         dcid: ConnectionId,
+        /// The client's destination connection ID, echoed.
         scid: ConnectionId,
+        /// The versions the server speaks.
         versions: Vec<u32>,
     },
 }
 
 impl Header {
     /// Fails for foreign versions, whose headers have no meaning here.
-    pub fn parse<T: AsRef<[u8]>>(v: &HeaderView<T>) -> Result<Self, DecodeError> {
+    #[cfg(test)]
+    pub(crate) fn parse<T: AsRef<[u8]>>(v: &HeaderView<T>) -> Result<Self, DecodeError> {
         let cid = |b: &[u8]| ConnectionId::new(b).ok_or(DecodeError::Malformed("cid length"));
         if v.is_foreign_version() {
             return Err(DecodeError::Malformed("unsupported version"));
@@ -423,7 +444,7 @@ impl Header {
 
     /// Appends the header; the payload (of `payload_len` bytes for long
     /// headers) follows it.
-    pub fn emit(&self, out: &mut Vec<u8>) {
+    pub(crate) fn emit(&self, out: &mut Vec<u8>) {
         match self {
             Header::Long {
                 ty,
@@ -466,7 +487,7 @@ impl Header {
     }
 
     /// Bytes `emit` writes.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         match self {
             Header::Long {
                 dcid,
@@ -488,10 +509,6 @@ impl Header {
                 versions,
             } => 7 + dcid.len() + scid.len() + 4 * versions.len(),
         }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        false
     }
 }
 

@@ -20,6 +20,7 @@ use std::sync::Arc;
 
 /// Where a connection's qlog events go.
 pub trait QlogSink: Send {
+    /// Takes one event, stamped with the connection's clock.
     fn emit(&mut self, time: Instant, event: QlogEvent);
 
     /// Whether events of `class` are kept; the connection skips building
@@ -59,9 +60,11 @@ impl QlogSink for Tee {
 /// What an endpoint tells its [`QlogFactory`] about a new connection.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QlogStart {
+    /// Client or server.
     pub vantage: VantageKind,
     /// When the connection was created, on the endpoint's clock.
     pub now: Instant,
+    /// The peer's address.
     pub remote: SocketAddr,
     /// The client's first destination connection ID, in hex: the same at
     /// both ends, so it names and groups the two traces.
@@ -74,7 +77,7 @@ pub struct QlogStart {
 pub struct QlogFactory(pub Arc<MakeSink>);
 
 /// The function inside a [`QlogFactory`].
-pub type MakeSink = dyn Fn(&QlogStart) -> Option<Box<dyn QlogSink>> + Send + Sync;
+pub(crate) type MakeSink = dyn Fn(&QlogStart) -> Option<Box<dyn QlogSink>> + Send + Sync;
 
 impl std::fmt::Debug for QlogFactory {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -83,13 +86,14 @@ impl std::fmt::Debug for QlogFactory {
 }
 
 /// A connection ID in qlog's form: lowercase hex.
-pub fn hex(cid: &ConnectionId) -> String {
+pub(crate) fn hex(cid: &ConnectionId) -> String {
     format!("{cid:?}")
 }
 
 /// Collects events in memory; handy in tests.
 #[derive(Debug, Default, Clone)]
 pub struct MemorySink {
+    /// Every event emitted, in order, with its time.
     pub events: Vec<(Instant, QlogEvent)>,
 }
 

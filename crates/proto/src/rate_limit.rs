@@ -16,7 +16,7 @@ const NANOS_PER_S: u128 = 1_000_000_000;
 const SCALE: u128 = NANOS_PER_S;
 
 #[derive(Debug, Clone)]
-pub struct RateLimit {
+pub(crate) struct RateLimit {
     rate_per_s: u64,
     burst: u64,
     /// Tokens times [`SCALE`].
@@ -26,7 +26,7 @@ pub struct RateLimit {
 
 impl RateLimit {
     /// Starts full: the first `burst` events pass at once.
-    pub fn new(rate_per_s: u64, burst: u64) -> Self {
+    pub(crate) fn new(rate_per_s: u64, burst: u64) -> Self {
         RateLimit {
             rate_per_s,
             burst,
@@ -48,7 +48,7 @@ impl RateLimit {
     }
 
     /// Takes one token if there is one.
-    pub fn try_take(&mut self, now: Instant) -> bool {
+    pub(crate) fn try_take(&mut self, now: Instant) -> bool {
         self.refill(now);
         if self.tokens >= SCALE {
             self.tokens -= SCALE;
@@ -59,7 +59,7 @@ impl RateLimit {
     }
 
     /// Whether a token is there, without taking it.
-    pub fn has_token(&mut self, now: Instant) -> bool {
+    pub(crate) fn has_token(&mut self, now: Instant) -> bool {
         self.refill(now);
         self.tokens >= SCALE
     }

@@ -34,11 +34,11 @@ use std::net::{IpAddr, SocketAddr};
 
 /// Seconds a token stays valid after it was issued: long enough for a
 /// client's Initial to be lost and resent a few times.
-pub const TOKEN_LIFETIME_S: u64 = 20;
+pub(crate) const TOKEN_LIFETIME_S: u64 = 20;
 /// Seconds one retry secret is used for before a fresh one replaces it.
-pub const SECRET_EPOCH_S: u64 = 60;
+pub(crate) const SECRET_EPOCH_S: u64 = 60;
 /// Bytes of a retry token.
-pub const TOKEN_LEN: usize = 4 + MAC_LEN;
+pub(crate) const TOKEN_LEN: usize = 4 + MAC_LEN;
 const MAC_LEN: usize = 16;
 
 /// The long-header type bits of a Retry.
@@ -50,7 +50,7 @@ const LONG_FIXED: u8 = 0xc0;
 const MAX_REASON: usize = 128;
 
 /// Mints and checks retry tokens.
-pub struct RetryTokens {
+pub(crate) struct RetryTokens {
     rng: rand_chacha::ChaCha20Rng,
     /// The epoch of `current`, and the secrets of it and of the epoch
     /// before.
@@ -107,7 +107,7 @@ fn mac(
 
 impl RetryTokens {
     /// Secrets drawn from `seed`, the first for the epoch of `now`.
-    pub fn new(seed: [u8; 32], now: Instant) -> Self {
+    pub(crate) fn new(seed: [u8; 32], now: Instant) -> Self {
         use rand::SeedableRng;
         let mut rng = rand_chacha::ChaCha20Rng::from_seed(seed);
         let current = fresh_key(&mut rng);
@@ -139,7 +139,7 @@ impl RetryTokens {
 
     /// A token for the client at `remote` whose Initial carried `dcid` and
     /// `scid`.
-    pub fn mint(
+    pub(crate) fn mint(
         &mut self,
         now: Instant,
         remote: SocketAddr,
@@ -156,7 +156,7 @@ impl RetryTokens {
 
     /// Whether `token` was minted here, for this address and these IDs,
     /// within its lifetime.
-    pub fn validate(
+    pub(crate) fn validate(
         &mut self,
         now: Instant,
         token: &[u8],
@@ -193,7 +193,7 @@ fn epoch_of(s: u32) -> u64 {
 
 /// A packet the server sends without a connection.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StatelessPacket {
+pub(crate) enum StatelessPacket {
     /// Send the Initial again with this token.
     Retry {
         version: u32,
@@ -213,7 +213,7 @@ pub enum StatelessPacket {
 
 impl StatelessPacket {
     /// The client's connection ID, which routes the packet to it.
-    pub fn dcid(&self) -> &ConnectionId {
+    pub(crate) fn dcid(&self) -> &ConnectionId {
         match self {
             StatelessPacket::Retry { dcid, .. } | StatelessPacket::Refuse { dcid, .. } => dcid,
         }
@@ -221,12 +221,12 @@ impl StatelessPacket {
 
     /// Whether `b` starts like a Retry or Refuse: a long header of type 2
     /// or 3 (other parsers reject these types).
-    pub fn is_stateless_type(b: &[u8]) -> bool {
+    pub(crate) fn is_stateless_type(b: &[u8]) -> bool {
         b.first()
             .is_some_and(|&f| f & LONG_FIXED == LONG_FIXED && (f >> 4) & 0x03 >= TYPE_RETRY)
     }
 
-    pub fn emit(&self, out: &mut Vec<u8>) {
+    pub(crate) fn emit(&self, out: &mut Vec<u8>) {
         let (ty, version, dcid, scid) = match self {
             StatelessPacket::Retry {
                 version,
@@ -265,7 +265,7 @@ impl StatelessPacket {
 
     /// Parses a Retry or Refuse of a version this side speaks; anything
     /// else, or trailing bytes, is an error.
-    pub fn parse(b: &[u8]) -> Result<Self, DecodeError> {
+    pub(crate) fn parse(b: &[u8]) -> Result<Self, DecodeError> {
         let mut r = Reader::new(b);
         let first = r.u8()?;
         if first & 0x0f != 0 {

@@ -10,10 +10,10 @@ use std::time::Duration;
 use brisk_time::Instant;
 
 /// RFC 9002 `kGranularity`: the timer granularity the PTO never drops below.
-pub const TIMER_GRANULARITY: Duration = Duration::from_millis(1);
+pub(crate) const TIMER_GRANULARITY: Duration = Duration::from_millis(1);
 
 /// RFC 9002 `kInitialRtt`: the RTT assumed before the first sample.
-pub const DEFAULT_INITIAL_RTT: Duration = Duration::from_millis(333);
+pub(crate) const DEFAULT_INITIAL_RTT: Duration = Duration::from_millis(333);
 
 /// Smoothed RTT, RTT variation, minimum and latest RTT of one path.
 #[derive(Clone, Debug)]
@@ -32,7 +32,7 @@ impl RttEstimator {
     /// Before any sample, RFC 9002 §5.3 has `smoothed_rtt = initial_rtt` and
     /// `rttvar = initial_rtt / 2`; min and latest also report `initial_rtt`
     /// so callers never see a zero RTT.
-    pub fn new(initial_rtt: Duration) -> Self {
+    pub(crate) fn new(initial_rtt: Duration) -> Self {
         Self {
             latest: initial_rtt,
             latest_ack_delay: Duration::ZERO,
@@ -54,7 +54,7 @@ impl RttEstimator {
     /// has ever shown); then `rttvar` moves 1/4 of the way towards
     /// `|smoothed - adjusted|` and `smoothed` moves 1/8 of the way towards
     /// `adjusted`. The first sample initialises everything directly.
-    pub fn update(&mut self, latest_rtt: Duration, ack_delay: Duration, now: Instant) {
+    pub(crate) fn update(&mut self, latest_rtt: Duration, ack_delay: Duration, now: Instant) {
         self.latest = latest_rtt;
         self.latest_ack_delay = ack_delay;
         if self.last_sample_at.is_none() {
@@ -80,22 +80,26 @@ impl RttEstimator {
 
     /// RFC 9002 §5.2: after persistent congestion the old minimum may belong
     /// to a path that no longer exists, so it restarts from the latest sample.
-    pub fn reset_min(&mut self) {
+    pub(crate) fn reset_min(&mut self) {
         self.min = self.latest;
     }
 
+    /// Smoothed RTT (RFC 9002 §5.3); the initial RTT before any sample.
     pub fn smoothed(&self) -> Duration {
         self.smoothed
     }
 
+    /// RTT variation (RFC 9002 §5.3).
     pub fn rttvar(&self) -> Duration {
         self.var
     }
 
+    /// Smallest RTT sample seen (until a persistent-congestion reset).
     pub fn min(&self) -> Duration {
         self.min
     }
 
+    /// The most recent RTT sample.
     pub fn latest(&self) -> Duration {
         self.latest
     }
@@ -103,7 +107,7 @@ impl RttEstimator {
     /// The ACK delay the peer reported with the latest sample: a receiver
     /// that holds its ACK for a lone packet adds up to `max_ack_delay` to
     /// [`Self::latest`] that no queue caused.
-    pub fn latest_ack_delay(&self) -> Duration {
+    pub(crate) fn latest_ack_delay(&self) -> Duration {
         self.latest_ack_delay
     }
 
@@ -119,7 +123,7 @@ impl RttEstimator {
 
     /// The PTO before max_ack_delay and backoff (RFC 9002 §6.2.1):
     /// `smoothed_rtt + max(4 * rttvar, kGranularity)`.
-    pub fn pto_base(&self) -> Duration {
+    pub(crate) fn pto_base(&self) -> Duration {
         self.smoothed
             .saturating_add(self.var.saturating_mul(4).max(TIMER_GRANULARITY))
     }

@@ -32,14 +32,14 @@ pub(crate) struct Schedule {
 
 impl Schedule {
     /// `h` may have changed: look at it again before the next decision.
-    pub fn touch(&mut self, h: ConnectionHandle) {
+    pub(crate) fn touch(&mut self, h: ConnectionHandle) {
         if self.touched.last() != Some(&h) {
             self.touched.push(h);
         }
     }
 
     /// Records `h`'s deadline (none: no timer running).
-    pub fn rearm(&mut self, h: ConnectionHandle, deadline: Option<Instant>) {
+    pub(crate) fn rearm(&mut self, h: ConnectionHandle, deadline: Option<Instant>) {
         let old = match deadline {
             Some(t) => self.armed.insert(h, t),
             None => self.armed.remove(&h),
@@ -58,7 +58,7 @@ impl Schedule {
     /// Connections whose deadline is at or before `now` may send again
     /// (a pacer's release, an ACK delay that ran out) even if nobody ran
     /// their timers yet.
-    pub fn mark_due(&mut self, now: Instant) {
+    pub(crate) fn mark_due(&mut self, now: Instant) {
         for &(t, h) in &self.timers {
             if t > now {
                 break;
@@ -69,7 +69,7 @@ impl Schedule {
 
     /// Takes out the connections whose deadline is at or before `now`,
     /// into `due` (each once); the caller re-arms them afterwards.
-    pub fn take_due(&mut self, now: Instant, due: &mut Vec<ConnectionHandle>) {
+    pub(crate) fn take_due(&mut self, now: Instant, due: &mut Vec<ConnectionHandle>) {
         while let Some(&(t, h)) = self.timers.first() {
             if t > now {
                 break;
@@ -81,7 +81,7 @@ impl Schedule {
     }
 
     /// The first connection ready to send with a handle in `from..below`.
-    pub fn next_ready(&self, from: u64, below: u64) -> Option<ConnectionHandle> {
+    pub(crate) fn next_ready(&self, from: u64, below: u64) -> Option<ConnectionHandle> {
         if from >= below {
             return None;
         }
@@ -92,7 +92,7 @@ impl Schedule {
     }
 
     /// `h` is gone: no deadline, nothing ready.
-    pub fn forget(&mut self, h: ConnectionHandle) {
+    pub(crate) fn forget(&mut self, h: ConnectionHandle) {
         self.rearm(h, None);
         self.send_ready.remove(&h);
         self.events_ready.remove(&h);
@@ -101,7 +101,7 @@ impl Schedule {
 
     /// Connections with a deadline (for tests of the bookkeeping).
     #[cfg(test)]
-    pub fn armed_len(&self) -> usize {
+    pub(crate) fn armed_len(&self) -> usize {
         self.armed.len()
     }
 }

@@ -12,7 +12,7 @@ use std::ops::RangeInclusive;
 
 /// A retransmittable piece of a packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SentFrame {
+pub(crate) enum SentFrame {
     Stream {
         id: StreamId,
         offset: u64,
@@ -29,17 +29,17 @@ pub enum SentFrame {
 /// one (a STREAM frame of bulk data, or one control frame), which is kept
 /// inline, so recording a packet allocates nothing; more spill to a `Vec`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SentFrames {
+pub(crate) struct SentFrames {
     first: Option<SentFrame>,
     more: Vec<SentFrame>,
 }
 
 impl SentFrames {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
-    pub fn push(&mut self, f: SentFrame) {
+    pub(crate) fn push(&mut self, f: SentFrame) {
         if self.first.is_none() {
             self.first = Some(f);
         } else {
@@ -48,15 +48,17 @@ impl SentFrames {
     }
 
     /// The frames in the order they were pushed.
-    pub fn iter(&self) -> impl Iterator<Item = &SentFrame> + '_ {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &SentFrame> + '_ {
         self.first.iter().chain(&self.more)
     }
 
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         usize::from(self.first.is_some()) + self.more.len()
     }
 
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.first.is_none()
     }
 }
@@ -72,7 +74,7 @@ impl<'a> IntoIterator for &'a SentFrames {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SentPacket {
+pub(crate) struct SentPacket {
     pub time_sent: Instant,
     pub size_bytes: u64,
     /// Carries a frame other than ACK, PADDING or CONNECTION_CLOSE; only
@@ -92,7 +94,7 @@ pub struct SentPacket {
 /// only grow, so a new packet goes at the back, acknowledgements mostly
 /// take from the front, and every lookup is an index, not a tree walk.
 #[derive(Debug, Clone, Default)]
-pub struct SentPackets {
+pub(crate) struct SentPackets {
     /// Slot `i` holds packet `base + i`, or `None` once it left the set.
     /// The front slot is always occupied (or the ring is empty).
     slots: VecDeque<Option<SentPacket>>,
@@ -105,7 +107,7 @@ pub struct SentPackets {
 impl SentPackets {
     /// Records packet `pn`. Packet numbers are expected to grow; an older
     /// number that is not tracked any more is ignored.
-    pub fn insert(&mut self, pn: u64, p: SentPacket) {
+    pub(crate) fn insert(&mut self, pn: u64, p: SentPacket) {
         if self.slots.is_empty() {
             self.base = pn;
         }
@@ -149,7 +151,7 @@ impl SentPackets {
         }
     }
 
-    pub fn remove(&mut self, pn: u64) -> Option<SentPacket> {
+    pub(crate) fn remove(&mut self, pn: u64) -> Option<SentPacket> {
         let i = self.index(pn)?;
         let p = self.slots[i].take()?;
         self.len -= 1;
@@ -160,15 +162,16 @@ impl SentPackets {
         Some(p)
     }
 
+    #[cfg(test)]
     /// Removes and returns every packet numbered within `range`, ascending.
-    pub fn remove_range(&mut self, range: RangeInclusive<u64>) -> Vec<(u64, SentPacket)> {
+    pub(crate) fn remove_range(&mut self, range: RangeInclusive<u64>) -> Vec<(u64, SentPacket)> {
         let mut out = Vec::new();
         self.remove_range_into(range, &mut out);
         out
     }
 
     /// Like [`SentPackets::remove_range`], appending to `out`.
-    pub fn remove_range_into(
+    pub(crate) fn remove_range_into(
         &mut self,
         range: RangeInclusive<u64>,
         out: &mut Vec<(u64, SentPacket)>,
@@ -187,13 +190,13 @@ impl SentPackets {
         self.trim_front();
     }
 
-    pub fn get_mut(&mut self, pn: u64) -> Option<&mut SentPacket> {
+    pub(crate) fn get_mut(&mut self, pn: u64) -> Option<&mut SentPacket> {
         let i = self.index(pn)?;
         self.slots[i].as_mut()
     }
 
     /// Packets still tracked, ascending by number.
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (u64, &SentPacket)> {
+    pub(crate) fn iter(&self) -> impl DoubleEndedIterator<Item = (u64, &SentPacket)> {
         let base = self.base;
         self.slots
             .iter()
@@ -201,20 +204,17 @@ impl SentPackets {
             .filter_map(move |(i, p)| Some((base + i as u64, p.as_ref()?)))
     }
 
-    pub fn bytes_in_flight(&self) -> u64 {
+    pub(crate) fn bytes_in_flight(&self) -> u64 {
         self.bytes_in_flight
     }
 
-    pub fn has_eliciting_in_flight(&self) -> bool {
+    pub(crate) fn has_eliciting_in_flight(&self) -> bool {
         self.eliciting_in_flight > 0
     }
 
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
     }
 }
 

@@ -18,12 +18,14 @@
 //! reset: 0 1 0 0 0 0 x x | unpredictable bytes | token (16)
 //! ```
 
-use crate::crypto::{KEY_LEN, Keypair};
+#[cfg(test)]
+use crate::crypto::KEY_LEN;
+use crate::crypto::Keypair;
 use crate::packet::ConnectionId;
 use aws_lc_rs::hmac;
 use rand::RngCore;
 
-pub const RESET_TOKEN_LEN: usize = 16;
+pub(crate) const RESET_TOKEN_LEN: usize = 16;
 /// The shortest reset: as long as the shortest real short-header packet
 /// (one flags byte, an 8-byte connection ID, a packet number byte, one
 /// frame byte and a 16-byte AEAD tag), so nothing tells them apart.
@@ -35,7 +37,7 @@ pub const MAX_RESET_LEN: usize = 43;
 const LABEL: &[u8] = b"brisk stateless reset key";
 
 /// Derives reset tokens from a server's static key.
-pub struct ResetKey(hmac::Key);
+pub(crate) struct ResetKey(hmac::Key);
 
 impl std::fmt::Debug for ResetKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -46,18 +48,19 @@ impl std::fmt::Debug for ResetKey {
 impl ResetKey {
     /// The same for every run of a server with `static_key`, and useless
     /// for recovering it.
-    pub fn from_static(static_key: &Keypair) -> Self {
+    pub(crate) fn from_static(static_key: &Keypair) -> Self {
         let derive = hmac::Key::new(hmac::HMAC_SHA256, static_key.private());
         let k = hmac::sign(&derive, LABEL);
         ResetKey(hmac::Key::new(hmac::HMAC_SHA256, k.as_ref()))
     }
 
+    #[cfg(test)]
     /// For tests and tools: a key from raw bytes.
-    pub fn from_bytes(bytes: &[u8; KEY_LEN]) -> Self {
+    pub(crate) fn from_bytes(bytes: &[u8; KEY_LEN]) -> Self {
         ResetKey(hmac::Key::new(hmac::HMAC_SHA256, bytes))
     }
 
-    pub fn token(&self, cid: &ConnectionId) -> [u8; RESET_TOKEN_LEN] {
+    pub(crate) fn token(&self, cid: &ConnectionId) -> [u8; RESET_TOKEN_LEN] {
         let tag = hmac::sign(&self.0, cid.as_bytes());
         let mut t = [0u8; RESET_TOKEN_LEN];
         t.copy_from_slice(&tag.as_ref()[..RESET_TOKEN_LEN]);
@@ -67,7 +70,7 @@ impl ResetKey {
 
 /// The reset answering a `trigger_len`-byte packet for `cid`, or `None`
 /// when that packet is too small to answer without risking a loop.
-pub fn reset_packet(
+pub(crate) fn reset_packet(
     key: &ResetKey,
     cid: &ConnectionId,
     trigger_len: usize,
@@ -87,7 +90,7 @@ pub fn reset_packet(
 }
 
 /// The token a datagram would carry if it were a reset.
-pub fn trailing_token(datagram: &[u8]) -> Option<[u8; RESET_TOKEN_LEN]> {
+pub(crate) fn trailing_token(datagram: &[u8]) -> Option<[u8; RESET_TOKEN_LEN]> {
     if datagram.len() < MIN_RESET_LEN || datagram.first().is_none_or(|b| b & 0x80 != 0) {
         return None;
     }

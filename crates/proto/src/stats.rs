@@ -26,6 +26,7 @@ pub struct DropStats {
 }
 
 impl DropStats {
+    /// All drops together.
     pub fn total(&self) -> u64 {
         self.malformed
             + self.unauthenticated
@@ -36,15 +37,25 @@ impl DropStats {
     }
 }
 
+/// A connection's counters and path estimates at one moment
+/// ([`crate::Connection::stats`]); counters start at zero and only grow.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConnectionStats {
+    /// Smoothed RTT (RFC 9002 §5.3).
     pub smoothed_rtt: Duration,
+    /// Smallest RTT sample seen.
     pub min_rtt: Duration,
+    /// The most recent RTT sample.
     pub latest_rtt: Duration,
+    /// RTT variation (RFC 9002 §5.3).
     pub rttvar: Duration,
+    /// Congestion window in bytes.
     pub cwnd_bytes: u64,
+    /// Slow-start threshold in bytes; `None` until the first reduction.
     pub ssthresh_bytes: Option<u64>,
+    /// Bytes sent and neither acknowledged nor declared lost.
     pub bytes_in_flight: u64,
+    /// The pacer's current rate in bits per second.
     pub pacing_rate_bps: u64,
     /// What the controller means to send per smoothed RTT, before the
     /// pacer's headroom: the window for window-based controllers, the
@@ -53,24 +64,33 @@ pub struct ConnectionStats {
     pub pacing_window_bytes: u64,
     /// UDP datagrams and their payload bytes.
     pub datagrams_sent: u64,
+    /// UDP payload bytes sent.
     pub bytes_sent: u64,
+    /// UDP datagrams received (including dropped ones).
     pub datagrams_received: u64,
+    /// UDP payload bytes received.
     pub bytes_received: u64,
     /// 1-RTT packets.
     pub packets_sent: u64,
+    /// 1-RTT packets received and authenticated.
     pub packets_received: u64,
+    /// 1-RTT packets declared lost.
     pub packets_lost: u64,
+    /// Bytes of the packets declared lost.
     pub bytes_lost: u64,
     /// Packets that carried stream data sent before, and those bytes.
     pub packets_retransmitted: u64,
+    /// Stream bytes sent again after a loss.
     pub stream_bytes_retransmitted: u64,
     /// New stream bytes sent, and stream bytes received (each once).
     pub stream_bytes_sent: u64,
+    /// Stream bytes received, each counted once.
     pub stream_bytes_received: u64,
     /// Losses declared and later shown to be reordering.
     pub spurious_losses: u64,
     /// Probe timeouts fired, and probe packets sent for them.
     pub ptos: u64,
+    /// Probe packets sent for them.
     pub probes_sent: u64,
     /// Times the congestion window was reduced (loss or CE).
     pub congestion_events: u64,
@@ -79,6 +99,7 @@ pub struct ConnectionStats {
     /// ACK_FREQUENCY frames sent: how often we changed the ACK rate we ask
     /// of the peer (repeats of lost ones included).
     pub ack_frequency_sent: u64,
+    /// Times RFC 9002 §7.6 persistent congestion collapsed the window.
     pub persistent_congestion_events: u64,
     /// Our 1-RTT packets per codepoint sent.
     pub ecn_sent: EcnCounts,
@@ -86,16 +107,19 @@ pub struct ConnectionStats {
     pub ecn_echoed: EcnCounts,
     /// Codepoints on the 1-RTT packets we received.
     pub ecn_received: EcnCounts,
+    /// Where ECN validation stands for this path.
     pub ecn_state: EcnState,
     /// The codepoint the next packet would carry.
     pub ecn_codepoint: Ecn,
     /// Early data: bytes sent in the first flight (client), or received
     /// and delivered from it (server).
     pub early_data_sent_bytes: u64,
+    /// Early-data bytes received and delivered (server).
     pub early_data_received_bytes: u64,
     /// The peer's address changed (NAT rebinding or a new network).
     pub migrations: u64,
     /// The server held back sending because of the 3x amplification limit.
     pub amplification_blocked: u64,
+    /// Packets dropped on receipt, by reason.
     pub dropped: DropStats,
 }

@@ -13,30 +13,30 @@ use crate::varint::{self, DecodeError, Reader};
 use std::time::Duration;
 
 mod id {
-    pub const MAX_IDLE_TIMEOUT_MS: u64 = 0x01;
-    pub const MAX_ACK_DELAY_MS: u64 = 0x02;
-    pub const INITIAL_MAX_DATA: u64 = 0x03;
-    pub const INITIAL_MAX_STREAM_DATA: u64 = 0x04;
-    pub const INITIAL_MAX_STREAMS_BIDI: u64 = 0x05;
-    pub const INITIAL_MAX_STREAMS_UNI: u64 = 0x06;
-    pub const SOURCE_CID: u64 = 0x07;
-    pub const ORIGINAL_DCID: u64 = 0x08;
-    pub const MAX_UDP_PAYLOAD: u64 = 0x09;
-    pub const EARLY_DATA_ACCEPTED: u64 = 0x0a;
-    pub const PACKET_CIPHERS: u64 = 0x0b;
-    pub const STATELESS_RESET_TOKEN: u64 = 0x0c;
+    pub(super) const MAX_IDLE_TIMEOUT_MS: u64 = 0x01;
+    pub(super) const MAX_ACK_DELAY_MS: u64 = 0x02;
+    pub(super) const INITIAL_MAX_DATA: u64 = 0x03;
+    pub(super) const INITIAL_MAX_STREAM_DATA: u64 = 0x04;
+    pub(super) const INITIAL_MAX_STREAMS_BIDI: u64 = 0x05;
+    pub(super) const INITIAL_MAX_STREAMS_UNI: u64 = 0x06;
+    pub(super) const SOURCE_CID: u64 = 0x07;
+    pub(super) const ORIGINAL_DCID: u64 = 0x08;
+    pub(super) const MAX_UDP_PAYLOAD: u64 = 0x09;
+    pub(super) const EARLY_DATA_ACCEPTED: u64 = 0x0a;
+    pub(super) const PACKET_CIPHERS: u64 = 0x0b;
+    pub(super) const STATELESS_RESET_TOKEN: u64 = 0x0c;
     /// Extensions take ids from 0x10: 0x10 DATAGRAM, 0x11 FEC, 0x13
     /// connection migration (active CID limit), 0x14 stream priorities on
     /// the wire and 0x15 PMTU probing are set aside.
-    pub const MIN_ACK_DELAY_US: u64 = 0x12;
+    pub(super) const MIN_ACK_DELAY_US: u64 = 0x12;
 }
 
 /// RFC 9000's bound on ack delays: `max_ack_delay` stays below it, and a
 /// peer's ACK_FREQUENCY request may not exceed it.
-pub const MAX_ACK_DELAY_LIMIT: Duration = Duration::from_millis(1 << 14);
+pub(crate) const MAX_ACK_DELAY_LIMIT: Duration = Duration::from_millis(1 << 14);
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TransportParams {
+pub(crate) struct TransportParams {
     /// Zero disables the idle timeout.
     pub max_idle_timeout: Duration,
     /// The longest this side delays an acknowledgement.
@@ -99,7 +99,7 @@ fn put_bytes(out: &mut Vec<u8>, id: u64, b: &[u8]) {
 }
 
 impl TransportParams {
-    pub fn emit(&self, out: &mut Vec<u8>) {
+    pub(crate) fn emit(&self, out: &mut Vec<u8>) {
         put_int(
             out,
             id::MAX_IDLE_TIMEOUT_MS,
@@ -146,7 +146,7 @@ impl TransportParams {
 
     /// Parses a whole parameter block; a parameter given twice, a value
     /// that does not fill its length, or a missing source CID is an error.
-    pub fn parse(b: &[u8]) -> Result<Self, DecodeError> {
+    pub(crate) fn parse(b: &[u8]) -> Result<Self, DecodeError> {
         let mut p = TransportParams::default();
         let mut seen = 0u64;
         let mut source_seen = false;

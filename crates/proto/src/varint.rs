@@ -6,7 +6,7 @@
 //! [`DecodeError`] instead of panicking on short input.
 
 /// The largest value a varint can carry.
-pub const MAX: u64 = (1 << 62) - 1;
+pub(crate) const MAX: u64 = (1 << 62) - 1;
 
 /// Why bytes could not be decoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -19,7 +19,7 @@ pub enum DecodeError {
 
 /// How many bytes `value` takes on the wire, or `None` above [`MAX`].
 #[inline]
-pub const fn size(value: u64) -> Option<usize> {
+pub(crate) const fn size(value: u64) -> Option<usize> {
     if value < 1 << 6 {
         Some(1)
     } else if value < 1 << 14 {
@@ -36,7 +36,7 @@ pub const fn size(value: u64) -> Option<usize> {
 /// Appends `value` in the shortest encoding. Values above [`MAX`] are a
 /// programming error on the sending side and saturate to [`MAX`].
 #[inline]
-pub fn write(out: &mut Vec<u8>, value: u64) {
+pub(crate) fn write(out: &mut Vec<u8>, value: u64) {
     let v = value.min(MAX);
     match size(v) {
         Some(1) => out.push(v as u8),

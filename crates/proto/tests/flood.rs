@@ -6,11 +6,11 @@
 
 mod util;
 
-use brisk_proto::config::RetryPolicy;
-use brisk_proto::handshake::Pattern;
-use brisk_proto::stateless_reset::{MAX_RESET_LEN, MIN_RESET_LEN};
+use brisk_proto::Pattern;
+use brisk_proto::RetryPolicy;
 use brisk_proto::streams::Priority;
 use brisk_proto::{ClientConfig, ConnectionError, Endpoint, Event, ServerConfig};
+use brisk_proto::{MAX_RESET_LEN, MIN_RESET_LEN};
 use brisk_time::Instant;
 use brisk_wire::Ecn;
 use rand::{Rng, SeedableRng};

@@ -2,8 +2,8 @@
 
 mod util;
 
+use brisk_proto::Pattern;
 use brisk_proto::crypto::{Keypair, PacketCipher};
-use brisk_proto::handshake::Pattern;
 use brisk_proto::{ConnectionError, Event};
 use brisk_time::Instant;
 use rand::SeedableRng;

@@ -37,10 +37,10 @@
 //! ECN-marking queue drops its packets instead, which BBR sees as loss. A
 //! CE response (BBRv2's in-flight cap) is not implemented.
 //!
-//! Pacing: the connection's pacer sends at `gain * pacing_window / srtt`
-//! with its own gain (2 while [`Controller::in_slow_start`], 1.25 after);
-//! [`Controller::pacing_window`] divides that gain out so the pacer sends at
-//! BBR's rate, `pacing_gain * btl_bw`, 1% under to drain what jitter adds.
+//! Pacing: BBR sets its own rate, `pacing_gain * btl_bw`, 1% under to
+//! drain what jitter adds, so it asks the connection's pacer for gain 1
+//! ([`Controller::pacing`]) and hands it that rate as one smoothed RTT's
+//! worth of bytes ([`Controller::pacing_window`]).
 
 use std::time::Duration;
 
@@ -49,24 +49,24 @@ use brisk_wire::Ecn;
 
 use super::delivery_rate::{DeliveryRate, RateSample};
 use super::{AckSample, CcConfig, CcMetrics, Controller, LossSample, Recovery};
-use crate::pacing::{CONGESTION_AVOIDANCE_GAIN, SLOW_START_GAIN};
+use crate::pacing::{MIN_BURST_PACKETS, PacingParams};
 
 /// Startup's pacing and window gain, `2 / ln 2`: the smallest gain that
 /// doubles the delivery rate every round trip.
-pub const BBR_HIGH_GAIN: f64 = 2.885;
+pub(super) const BBR_HIGH_GAIN: f64 = 2.885;
 /// ProbeBw's pacing gains, one per phase of about one `min_rtt`: probe for
 /// more bandwidth, drain the queue the probe built, then cruise.
-pub const BBR_PACING_GAIN_CYCLE: [f64; 8] = [1.25, 0.75, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0];
+pub(super) const BBR_PACING_GAIN_CYCLE: [f64; 8] = [1.25, 0.75, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0];
 /// ProbeBw's window, in BDPs: room for delayed and aggregated ACKs.
-pub const BBR_CWND_GAIN: f64 = 2.0;
+pub(super) const BBR_CWND_GAIN: f64 = 2.0;
 /// Round trips the bandwidth filter remembers.
-pub const BTL_BW_FILTER_ROUNDS: u64 = 10;
+pub(super) const BTL_BW_FILTER_ROUNDS: u64 = 10;
 /// How long a minimum RTT stays valid before ProbeRtt looks again.
-pub const MIN_RTT_FILTER: Duration = Duration::from_secs(10);
+pub(super) const MIN_RTT_FILTER: Duration = Duration::from_secs(10);
 /// How long ProbeRtt holds the window at the minimum.
-pub const PROBE_RTT_DURATION: Duration = Duration::from_millis(200);
+pub(super) const PROBE_RTT_DURATION: Duration = Duration::from_millis(200);
 /// The smallest window, in packets: enough for delayed ACKs to keep coming.
-pub const MIN_PIPE_PACKETS: u64 = 4;
+pub(super) const MIN_PIPE_PACKETS: u64 = 4;
 /// Startup ends when the bandwidth grew less than this factor...
 const FULL_BW_GROWTH: f64 = 1.25;
 /// ...in this many round trips in a row.
@@ -84,7 +84,7 @@ const CONGESTION_QUEUE_FRACTION: f64 = 0.5;
 
 /// BBR's modes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BbrState {
+pub(crate) enum BbrState {
     Startup,
     Drain,
     ProbeBw,
@@ -124,7 +124,7 @@ impl MaxBwFilter {
 
 /// BBR congestion control.
 #[derive(Clone, Debug)]
-pub struct Bbr {
+pub(crate) struct Bbr {
     mds: u64,
     initial_window: u64,
     /// [`MIN_PIPE_PACKETS`] datagrams, and at least the configured minimum.
@@ -172,7 +172,7 @@ pub struct Bbr {
 }
 
 impl Bbr {
-    pub fn new(config: &CcConfig) -> Self {
+    pub(crate) fn new(config: &CcConfig) -> Self {
         let mds = config.mds();
         let min_pipe_cwnd = MIN_PIPE_PACKETS
             .saturating_mul(mds)
@@ -212,28 +212,32 @@ impl Bbr {
         }
     }
 
+    #[cfg(test)]
     /// The current mode.
-    pub fn state(&self) -> BbrState {
+    pub(crate) fn state(&self) -> BbrState {
         self.state
     }
 
     /// The bottleneck bandwidth estimate in bytes per second.
-    pub fn btl_bw(&self) -> f64 {
+    pub(crate) fn btl_bw(&self) -> f64 {
         self.max_bw.get()
     }
 
+    #[cfg(test)]
     /// The minimum RTT estimate, once there is one.
-    pub fn min_rtt(&self) -> Option<Duration> {
+    pub(crate) fn min_rtt(&self) -> Option<Duration> {
         self.min_rtt
     }
 
+    #[cfg(test)]
     /// The current pacing gain (ProbeBw's cycle, Startup's or Drain's).
-    pub fn pacing_gain(&self) -> f64 {
+    pub(crate) fn pacing_gain(&self) -> f64 {
         self.pacing_gain
     }
 
+    #[cfg(test)]
     /// BBR's own pacing rate in bytes per second (zero before a sample).
-    pub fn pacing_rate(&self) -> f64 {
+    pub(crate) fn pacing_rate(&self) -> f64 {
         self.pacing_rate
     }
 
@@ -458,6 +462,7 @@ impl Bbr {
 }
 
 impl Controller for Bbr {
+    #[cfg(test)]
     fn name(&self) -> &'static str {
         "bbr"
     }
@@ -517,20 +522,27 @@ impl Controller for Bbr {
         self.cwnd.max(self.min_pipe_cwnd)
     }
 
+    /// BBR's pacing rate times the smoothed RTT: the pacer, at gain 1,
+    /// divides the RTT back out and sends at BBR's rate.
     fn pacing_window(&self) -> u64 {
-        let pacer_gain = if self.in_slow_start() {
-            SLOW_START_GAIN
-        } else {
-            CONGESTION_AVOIDANCE_GAIN
-        };
         let srtt = self.srtt.as_secs_f64();
         let window = if self.pacing_rate > 0.0 && srtt > 0.0 {
-            self.pacing_rate * srtt / pacer_gain
+            self.pacing_rate * srtt
         } else {
             // No bandwidth sample yet: the initial window at Startup's gain.
-            BBR_HIGH_GAIN * self.window() as f64 / pacer_gain
+            BBR_HIGH_GAIN * self.window() as f64
         };
         (window.ceil() as u64).max(1)
+    }
+
+    /// Gain 1: the gains are BBR's own and already in
+    /// [`pacing_window`](Controller::pacing_window); bursts as for the
+    /// other classic controllers.
+    fn pacing(&self) -> PacingParams {
+        PacingParams {
+            gain: 1.0,
+            min_burst_packets: MIN_BURST_PACKETS,
+        }
     }
 
     fn ecn(&self) -> Ecn {
@@ -628,10 +640,8 @@ mod tests {
         assert_eq!(cc.state(), BbrState::Startup);
         assert_eq!(cc.ecn(), Ecn::NotEct);
         // No sample yet: the pacer gets the initial window at 2/ln 2.
-        assert_eq!(
-            cc.pacing_window(),
-            (BBR_HIGH_GAIN * 12_000.0 / SLOW_START_GAIN).ceil() as u64
-        );
+        assert_eq!(cc.pacing_window(), (BBR_HIGH_GAIN * 12_000.0).ceil() as u64);
+        assert_eq!(cc.pacing().gain, 1.0);
     }
 
     /// Startup doubles the delivery rate each round, then three rounds
@@ -860,8 +870,8 @@ mod tests {
         assert_eq!(cc.window(), MIN_PIPE_PACKETS * MDS);
     }
 
-    /// The pacer multiplies `pacing_window / srtt` by its own gain; the
-    /// product is BBR's rate in every state.
+    /// The pacer multiplies `pacing_window / srtt` by the gain BBR asks
+    /// for; the product is BBR's rate in every state.
     #[test]
     fn pacing_window_gives_the_pacer_bbrs_rate() {
         let mut sim = path(ms(20));
@@ -871,14 +881,10 @@ mod tests {
             if cc.pacing_rate() == 0.0 {
                 continue;
             }
-            let gain = if cc.in_slow_start() {
-                SLOW_START_GAIN
-            } else {
-                CONGESTION_AVOIDANCE_GAIN
-            };
-            let pacer = gain * cc.pacing_window() as f64 / cc.srtt.as_secs_f64();
+            let srtt = cc.srtt.as_secs_f64();
+            let pacer = cc.pacing().gain * cc.pacing_window() as f64 / srtt;
             let want = cc.pacing_rate();
-            assert!((pacer - want).abs() <= want * 1e-3 + 1.0 / cc.srtt.as_secs_f64() * gain);
+            assert!((pacer - want).abs() <= want * 1e-3 + 1.0 / srtt);
         }
         let rate = sim.cc.pacing_rate() / sim.cc.pacing_gain();
         assert!((rate / PATH_BYTES_PER_SEC - 1.0).abs() < 0.05, "{rate}");

@@ -6,9 +6,9 @@ use brisk_wire::Ecn;
 use super::{AckSample, CcConfig, CcMetrics, Controller, LossSample, Recovery};
 
 /// RFC 9438 §4.1 `C`: how aggressively the window probes, in segments/s³.
-pub const CUBIC_C: f64 = 0.4;
+pub(super) const CUBIC_C: f64 = 0.4;
 /// RFC 9438 §4.1 `β_cubic`: the window keeps 70% on congestion.
-pub const CUBIC_BETA: f64 = 0.7;
+pub(super) const CUBIC_BETA: f64 = 0.7;
 /// RFC 9438 §4.3 `α_cubic = 3(1 - β)/(1 + β)`: the Reno-friendly increase
 /// per RTT that gives the same average rate as Reno for the same loss rate.
 const CUBIC_ALPHA: f64 = 3.0 * (1.0 - CUBIC_BETA) / (1.0 + CUBIC_BETA);
@@ -16,20 +16,20 @@ const CUBIC_ALPHA: f64 = 3.0 * (1.0 - CUBIC_BETA) / (1.0 + CUBIC_BETA);
 /// The cubic window function of RFC 9438 §4.2, in bytes:
 /// `W_cubic(t) = C * (t - K)^3 + W_max`, with `t` and `K` in seconds and
 /// `C` scaled from segments to bytes by `mds`.
-pub fn w_cubic(t_secs: f64, k_secs: f64, w_max_bytes: f64, mds: f64) -> f64 {
+pub(super) fn w_cubic(t_secs: f64, k_secs: f64, w_max_bytes: f64, mds: f64) -> f64 {
     CUBIC_C * (t_secs - k_secs).powi(3) * mds + w_max_bytes
 }
 
 /// RFC 9438 §4.2 `K = cbrt((W_max - cwnd_epoch) / C)`: the time the cubic
 /// function takes to climb from the window at the start of the epoch back
 /// to `W_max` (zero when the window already exceeds it).
-pub fn cubic_k(w_max_bytes: f64, cwnd_epoch_bytes: f64, mds: f64) -> f64 {
+pub(super) fn cubic_k(w_max_bytes: f64, cwnd_epoch_bytes: f64, mds: f64) -> f64 {
     ((w_max_bytes - cwnd_epoch_bytes).max(0.0) / mds / CUBIC_C).cbrt()
 }
 
 /// CUBIC congestion control.
 #[derive(Clone, Debug)]
-pub struct Cubic {
+pub(crate) struct Cubic {
     mds: u64,
     minimum_window: u64,
     /// Bytes, fractional so per-ACK increments below one byte add up.
@@ -56,7 +56,7 @@ pub struct Cubic {
 }
 
 impl Cubic {
-    pub fn new(config: &CcConfig) -> Self {
+    pub(crate) fn new(config: &CcConfig) -> Self {
         Self {
             mds: config.mds(),
             minimum_window: config.minimum_window(),
@@ -175,6 +175,7 @@ impl Cubic {
 }
 
 impl Controller for Cubic {
+    #[cfg(test)]
     fn name(&self) -> &'static str {
         "cubic"
     }

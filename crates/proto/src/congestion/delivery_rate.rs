@@ -49,7 +49,7 @@ struct Snapshot {
 
 /// One delivery-rate sample.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct RateSample {
+pub(super) struct RateSample {
     /// Bytes delivered over `interval`.
     pub delivered_bytes: u64,
     pub interval: Duration,
@@ -63,7 +63,7 @@ pub struct RateSample {
 
 impl RateSample {
     /// The sample in bytes per second.
-    pub fn rate_bytes_per_sec(&self) -> f64 {
+    pub(super) fn rate_bytes_per_sec(&self) -> f64 {
         let secs = self.interval.as_secs_f64();
         if secs > 0.0 {
             self.delivered_bytes as f64 / secs
@@ -75,7 +75,7 @@ impl RateSample {
 
 /// The estimator's state for one path.
 #[derive(Clone, Debug, Default)]
-pub struct DeliveryRate {
+pub(super) struct DeliveryRate {
     /// Bytes acknowledged so far.
     delivered_bytes: u64,
     delivered_at: Option<Instant>,
@@ -87,12 +87,12 @@ pub struct DeliveryRate {
 
 impl DeliveryRate {
     /// Total bytes acknowledged.
-    pub fn delivered_bytes(&self) -> u64 {
+    pub(super) fn delivered_bytes(&self) -> u64 {
         self.delivered_bytes
     }
 
     /// A packet of `bytes` left at `now`; `bytes_in_flight` includes it.
-    pub fn on_sent(&mut self, now: Instant, bytes: u64, bytes_in_flight: u64) {
+    pub(super) fn on_sent(&mut self, now: Instant, bytes: u64, bytes_in_flight: u64) {
         // Nothing else in flight: the intervals restart here, so idle time
         // is not counted as time spent delivering.
         if bytes_in_flight <= bytes || self.delivered_at.is_none() {
@@ -117,7 +117,7 @@ impl DeliveryRate {
     /// `None` when the acknowledged packet's snapshot is gone (an ACK that
     /// only fills an old hole) or the interval is too short to trust: below
     /// `min_rtt`, which only ACK compression produces.
-    pub fn on_ack(&mut self, ack: &AckSample) -> Option<RateSample> {
+    pub(super) fn on_ack(&mut self, ack: &AckSample) -> Option<RateSample> {
         self.delivered_bytes = self.delivered_bytes.saturating_add(ack.acked_bytes);
         self.delivered_at = Some(ack.now);
         if ack.app_limited {
@@ -146,7 +146,7 @@ impl DeliveryRate {
     /// Bytes delivered before the packet sent at `sent_at` left, if its
     /// snapshot is still kept. Used for round counting when the rate sample
     /// itself was rejected.
-    pub fn prior_delivered(&self, sent_at: Instant) -> Option<u64> {
+    pub(super) fn prior_delivered(&self, sent_at: Instant) -> Option<u64> {
         self.snapshots
             .front()
             .filter(|s| s.sent_at == sent_at)

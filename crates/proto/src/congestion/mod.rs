@@ -15,18 +15,18 @@
 //! reduction per round trip" rule (BBR uses it to bound its recovery
 //! episodes).
 
-pub mod bbr;
-pub mod cubic;
-pub mod delivery_rate;
-pub mod newreno;
-pub mod prague;
+mod bbr;
+mod cubic;
+mod delivery_rate;
+mod newreno;
+mod prague;
 #[cfg(test)]
 mod test_path;
 
-pub use bbr::Bbr;
-pub use cubic::Cubic;
-pub use newreno::NewReno;
-pub use prague::Prague;
+pub(crate) use bbr::Bbr;
+pub(crate) use cubic::Cubic;
+pub(crate) use newreno::NewReno;
+pub(crate) use prague::Prague;
 
 use std::fmt;
 use std::str::FromStr;
@@ -41,8 +41,11 @@ use serde::{Deserialize, Serialize};
 /// (RFC 9000 §19.3.2). Used both for the peer's reports and for what we sent.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct EcnCounts {
+    /// Packets with ECT(0).
     pub ect0: u64,
+    /// Packets with ECT(1).
     pub ect1: u64,
+    /// Packets with CE (congestion experienced).
     pub ce: u64,
 }
 
@@ -94,7 +97,7 @@ impl EcnCounts {
 
 /// What one ACK frame did, as far as congestion control cares.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct AckSample {
+pub(crate) struct AckSample {
     pub now: Instant,
     /// Bytes of in-flight packets this ACK newly acknowledged.
     pub acked_bytes: u64,
@@ -119,7 +122,7 @@ pub struct AckSample {
 
 /// Packets one loss-detection pass declared lost.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LossSample {
+pub(crate) struct LossSample {
     pub now: Instant,
     pub lost_bytes: u64,
     pub lost_packets: u64,
@@ -135,6 +138,7 @@ pub struct LossSample {
 /// What a controller reports for qlog and statistics.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CcMetrics {
+    /// The congestion window in bytes.
     pub cwnd_bytes: u64,
     /// `None` while the slow-start threshold is still unset (infinite).
     pub ssthresh_bytes: Option<u64>,
@@ -149,7 +153,9 @@ pub struct CcMetrics {
 /// [`on_loss`](Controller::on_loss) for the packets this ACK caused to be
 /// declared lost, then [`on_ack`](Controller::on_ack) for the packets it
 /// acknowledged. Both may be skipped when empty.
-pub trait Controller: Send + fmt::Debug {
+pub(crate) trait Controller: Send + fmt::Debug {
+    /// The algorithm's name, so tests can check what the factory built.
+    #[cfg(test)]
     fn name(&self) -> &'static str;
     /// A packet of `bytes` left at `now`; `bytes_in_flight` includes it.
     fn on_sent(&mut self, now: Instant, bytes: u64, bytes_in_flight: u64);
@@ -192,8 +198,11 @@ pub trait Controller: Send + fmt::Debug {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CcConfig {
+    /// The datagram size the window arithmetic counts in, in bytes.
     pub max_datagram_size: u64,
+    /// The window before any ACK, in datagrams.
     pub initial_window_packets: u64,
+    /// The window never shrinks below this, in datagrams.
     pub minimum_window_packets: u64,
 }
 
@@ -215,14 +224,14 @@ impl CcConfig {
     }
 
     /// The minimum window in bytes (at least one datagram).
-    pub fn minimum_window(&self) -> u64 {
+    pub(crate) fn minimum_window(&self) -> u64 {
         self.minimum_window_packets
             .max(1)
             .saturating_mul(self.mds())
     }
 
     /// The initial window in bytes, never below the minimum window.
-    pub fn initial_window(&self) -> u64 {
+    pub(crate) fn initial_window(&self) -> u64 {
         self.initial_window_packets
             .saturating_mul(self.mds())
             .max(self.minimum_window())
@@ -233,13 +242,20 @@ impl CcConfig {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum CcAlgorithm {
+    /// RFC 9002 §7: halves on loss, one datagram more per round trip.
     NewReno,
+    /// RFC 9438: the Linux default; grows as a cubic of the time since the last
+    /// reduction, so it refills long fat paths quickly.
     Cubic,
+    /// The L4S scalable controller: ECT(1), reduces in proportion to the
+    /// fraction of CE-marked packets.
     Prague,
+    /// BBRv1: paces at the measured bottleneck bandwidth; not ECN-capable.
     Bbr,
 }
 
 impl CcAlgorithm {
+    /// Every controller, for tests and command-line help.
     pub const ALL: [CcAlgorithm; 4] = [
         CcAlgorithm::NewReno,
         CcAlgorithm::Cubic,
@@ -247,7 +263,7 @@ impl CcAlgorithm {
         CcAlgorithm::Bbr,
     ];
 
-    pub fn build(self, config: &CcConfig) -> Box<dyn Controller> {
+    pub(crate) fn build(self, config: &CcConfig) -> Box<dyn Controller> {
         match self {
             CcAlgorithm::NewReno => Box::new(NewReno::new(config)),
             CcAlgorithm::Cubic => Box::new(Cubic::new(config)),
@@ -256,6 +272,7 @@ impl CcAlgorithm {
         }
     }
 
+    /// The lowercase name used in configuration files and qlog.
     pub const fn name(self) -> &'static str {
         match self {
             CcAlgorithm::NewReno => "newreno",

@@ -11,7 +11,7 @@ const LOSS_REDUCTION_DEN: u64 = 2;
 
 /// Slow start, congestion avoidance and one halving per round trip.
 #[derive(Clone, Debug)]
-pub struct NewReno {
+pub(crate) struct NewReno {
     mds: u64,
     minimum_window: u64,
     cwnd: u64,
@@ -23,7 +23,7 @@ pub struct NewReno {
 }
 
 impl NewReno {
-    pub fn new(config: &CcConfig) -> Self {
+    pub(crate) fn new(config: &CcConfig) -> Self {
         Self {
             mds: config.mds(),
             minimum_window: config.minimum_window(),
@@ -68,6 +68,7 @@ impl NewReno {
 }
 
 impl Controller for NewReno {
+    #[cfg(test)]
     fn name(&self) -> &'static str {
         "newreno"
     }

@@ -57,9 +57,9 @@ use super::{AckSample, CcConfig, CcMetrics, Controller, LossSample, Recovery};
 use crate::pacing::{PacingParams, SLOW_START_GAIN};
 
 /// EWMA gain `g` for `alpha` (the draft's default, 1/16 as in DCTCP).
-pub const PRAGUE_ALPHA_GAIN: f64 = 1.0 / 16.0;
+pub(super) const PRAGUE_ALPHA_GAIN: f64 = 1.0 / 16.0;
 /// The reference RTT for RTT independence (the draft's default).
-pub const PRAGUE_REFERENCE_RTT: Duration = Duration::from_millis(25);
+pub(super) const PRAGUE_REFERENCE_RTT: Duration = Duration::from_millis(25);
 /// The smallest internal window, in datagrams, left to pacing to honour.
 const FRACTIONAL_FLOOR_PACKETS: f64 = 0.25;
 /// Reno's reduction on loss.
@@ -93,7 +93,7 @@ const MAX_SPACING_BOOST: f64 = 8.0;
 
 /// Prague congestion control.
 #[derive(Clone, Debug)]
-pub struct Prague {
+pub(crate) struct Prague {
     mds: u64,
     minimum_window: u64,
     /// Bytes, fractional; may fall below `minimum_window` (see module doc).
@@ -122,7 +122,7 @@ pub struct Prague {
 }
 
 impl Prague {
-    pub fn new(config: &CcConfig) -> Self {
+    pub(crate) fn new(config: &CcConfig) -> Self {
         Self {
             mds: config.mds(),
             minimum_window: config.minimum_window(),
@@ -141,14 +141,15 @@ impl Prague {
         }
     }
 
+    #[cfg(test)]
     /// The current `alpha`, the smoothed fraction of marked packets.
-    pub fn alpha(&self) -> f64 {
+    pub(crate) fn alpha(&self) -> f64 {
         self.alpha
     }
 
     /// True while CE marks are answered like a loss: ECN validation fell
     /// back from ECT(1), or the marks come with a deep queue.
-    pub fn classic_mode(&self) -> bool {
+    pub(crate) fn classic_mode(&self) -> bool {
         self.path_classic || self.classic_score >= CLASSIC_THRESHOLD
     }
 
@@ -333,6 +334,7 @@ fn rtt_scale(srtt: Duration) -> f64 {
 }
 
 impl Controller for Prague {
+    #[cfg(test)]
     fn name(&self) -> &'static str {
         "prague"
     }

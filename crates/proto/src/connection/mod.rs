@@ -79,6 +79,7 @@ const SILENCE_BEFORE_PING: Duration = Duration::from_secs(1);
 /// only the last may be shorter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Transmit {
+    /// Where the datagrams go.
     pub destination: SocketAddr,
     /// The ECN codepoint for the IP header, chosen by the congestion
     /// controller and vetted by ECN validation; the same for every
@@ -102,11 +103,14 @@ impl Transmit {
 pub enum Event {
     /// The handshake completed: streams can carry data both ways.
     Connected,
+    /// Something happened on a stream.
     Stream(StreamEvent),
     /// Server only: the client's first flight carried early data on this
     /// stream. It may be a replay; act on it only idempotently.
     EarlyData {
+        /// The stream the early data arrived on.
         stream: StreamId,
+        /// Bytes of early data on it.
         len_bytes: u64,
     },
     /// The connection failed or the peer closed it.
@@ -121,11 +125,13 @@ pub enum Event {
 pub enum ConnState {
     /// No 1-RTT keys yet.
     Handshake,
+    /// The handshake is done: 1-RTT keys exist and streams carry data.
     Established,
     /// We sent CONNECTION_CLOSE and answer anything with it again.
     Closing,
     /// The peer closed; we stay quiet until the period ends.
     Draining,
+    /// Closed for good; nothing more will be sent or received.
     Drained,
 }
 
@@ -178,12 +184,16 @@ struct HandshakeProgress {
 }
 
 /// Bytes of a first flight that early data may fill.
-pub const MAX_EARLY_DATA: usize = 900;
+pub(crate) const MAX_EARLY_DATA: usize = 900;
 
 /// The shortest ack delay we keep to when a peer asks: our timers are
 /// trusted to about a millisecond on real systems.
-pub const MIN_ACK_DELAY: Duration = Duration::from_millis(1);
+pub(crate) const MIN_ACK_DELAY: Duration = Duration::from_millis(1);
 
+/// One connection's sans-IO state machine: datagrams and the time go in
+/// (`handle_datagram`, `handle_timeout`), datagrams, timers and events come
+/// out (`poll_transmit`, `poll_timeout`, `poll_event`). It never reads a
+/// clock or touches a socket.
 pub struct Connection {
     side: Side,
     config: TransportConfig,
@@ -623,26 +633,32 @@ impl Connection {
 
     // ---- getters ----
 
+    /// Whether this end is the client or the server.
     pub fn side(&self) -> Side {
         self.side
     }
 
+    /// Where the connection is in its life.
     pub fn state(&self) -> ConnState {
         self.state
     }
 
+    /// True once the handshake completed and until the connection closes.
     pub fn is_established(&self) -> bool {
         self.state == ConnState::Established
     }
 
+    /// True once the connection is gone for good and can be dropped.
     pub fn is_drained(&self) -> bool {
         self.state == ConnState::Drained
     }
 
+    /// The peer's address as last seen (it changes on migration).
     pub fn remote_address(&self) -> SocketAddr {
         self.remote
     }
 
+    /// The connection ID the peer addresses us by.
     pub fn local_cid(&self) -> ConnectionId {
         self.local_cid
     }
@@ -651,6 +667,7 @@ impl Connection {
         self.initial_dcid
     }
 
+    /// The Noise handshake pattern: IK with a known server key, XX without.
     pub fn pattern(&self) -> Pattern {
         self.hs.pattern
     }
@@ -660,6 +677,7 @@ impl Connection {
         self.keys.as_ref().map(|(tx, _)| tx.cipher())
     }
 
+    /// The congestion controller this connection runs.
     pub fn congestion_algorithm(&self) -> CcAlgorithm {
         self.config.cc
     }
@@ -685,6 +703,7 @@ impl Connection {
         self.config.mds().min(peer.max(1200))
     }
 
+    /// The path's RTT estimates, as loss detection and the pacer use them.
     pub fn rtt(&self) -> &RttEstimator {
         &self.rtt
     }
@@ -700,6 +719,7 @@ impl Connection {
         &self.streams
     }
 
+    /// A snapshot of the connection's counters, RTT, window and ECN state.
     pub fn stats(&self) -> ConnectionStats {
         let mut s = self.stats.clone();
         s.smoothed_rtt = self.rtt.smoothed();
@@ -755,30 +775,40 @@ impl Connection {
 
     // ---- application: streams ----
 
+    /// Opens a stream (bidirectional or send-only); fails with
+    /// [`StreamError::StreamsBlocked`] at the peer's stream limit.
     pub fn open_stream(&mut self, bidi: bool, priority: Priority) -> Result<StreamId, StreamError> {
         self.streams.open(bidi, priority)
     }
 
+    /// The next stream the peer opened that the application has not taken.
     pub fn accept_stream(&mut self) -> Option<StreamId> {
         self.streams.accept()
     }
 
+    /// Queues `data` on stream `id`; returns how many bytes fit the send
+    /// buffer and flow-control credit (possibly fewer than given).
     pub fn write(&mut self, id: StreamId, data: &[u8]) -> Result<usize, StreamError> {
         self.streams.write(id, data)
     }
 
+    /// Ends stream `id` after the data written so far (sends FIN).
     pub fn finish(&mut self, id: StreamId) -> Result<(), StreamError> {
         self.streams.finish(id)
     }
 
+    /// Abandons sending on `id`: unsent data is dropped and the peer gets
+    /// RESET_STREAM with `error_code`.
     pub fn reset_stream(&mut self, id: StreamId, error_code: u64) -> Result<(), StreamError> {
         self.streams.reset(id, error_code)
     }
 
+    /// Asks the peer to stop sending on `id` (STOP_SENDING with `error_code`).
     pub fn stop_sending(&mut self, id: StreamId, error_code: u64) -> Result<(), StreamError> {
         self.streams.stop_sending(id, error_code)
     }
 
+    /// Copies in-order data of stream `id` into `buf`.
     pub fn read(&mut self, id: StreamId, buf: &mut [u8]) -> Result<ReadResult, StreamError> {
         self.streams.read(id, buf)
     }
@@ -790,6 +820,7 @@ impl Connection {
         self.streams.read_chunk(id, max_len)
     }
 
+    /// Changes the urgency of `id`'s data from the next packet on.
     pub fn set_priority(&mut self, id: StreamId, priority: Priority) -> Result<(), StreamError> {
         self.streams.set_priority(id, priority)
     }
@@ -923,6 +954,8 @@ impl Connection {
 
     // ---- outputs ----
 
+    /// The next event for the application: connection events first, then
+    /// stream events while the connection is up.
     pub fn poll_event(&mut self) -> Option<Event> {
         if let Some(e) = self.events.pop_front() {
             return Some(e);
@@ -938,6 +971,8 @@ impl Connection {
         self.timers.next()
     }
 
+    /// Runs every timer due at `now` (loss detection, ACK delay, idle,
+    /// pacing, ECN re-test...). Call it at [`Connection::poll_timeout`].
     pub fn handle_timeout(&mut self, now: Instant) {
         for t in Timer::ALL {
             if !self.timers.is_expired(t, now) {

@@ -715,7 +715,7 @@ impl Connection {
         if let Some(l) = acked_ack {
             self.acks.on_ack_of_ack(l);
         }
-        let totals = ack.ecn.unwrap_or_default();
+        let totals: EcnCounts = ack.ecn.unwrap_or_default().into();
         self.stats.ecn_echoed = EcnCounts {
             ect0: self.stats.ecn_echoed.ect0.max(totals.ect0),
             ect1: self.stats.ecn_echoed.ect1.max(totals.ect1),

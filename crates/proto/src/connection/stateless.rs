@@ -15,7 +15,7 @@ use brisk_time::Instant;
 const MAX_RETRIES: u8 = 2;
 /// The longest retry token a client echoes: the Initial must still fit in
 /// one datagram with its largest early data.
-pub const MAX_RETRY_TOKEN_LEN: usize = 64;
+pub(super) const MAX_RETRY_TOKEN_LEN: usize = 64;
 
 impl Connection {
     /// The client still waits for the server's first message: only then

@@ -10,16 +10,15 @@
 //! Ranges are stored descending and disjoint; the first holds `largest`.
 
 use super::FrameError;
-use crate::congestion::EcnCounts;
 use crate::varint::{self, Reader};
 use std::ops::RangeInclusive;
 use std::time::Duration;
 
 /// ACK delay travels in units of 2^ACK_DELAY_EXPONENT microseconds.
-pub const ACK_DELAY_EXPONENT: u32 = 3;
+pub(crate) const ACK_DELAY_EXPONENT: u32 = 3;
 /// A bound on the ranges one frame may carry, so a hostile ACK cannot make
 /// the receiver allocate without limit.
-pub const MAX_ACK_RANGES: usize = 256;
+pub(crate) const MAX_ACK_RANGES: usize = 256;
 
 /// An ACK frame's ranges, newest first. The first range sits inline, so
 /// the common ACK without gaps is parsed without allocating; only ranges
@@ -92,6 +91,21 @@ impl<'a> IntoIterator for &'a AckRanges {
     }
 }
 
+/// The ECN section of an ACK_ECN frame (RFC 9000 §19.3.2): how many
+/// packets the receiver has seen with each ECN codepoint, cumulative over
+/// the connection. The frame only carries these numbers; the connection
+/// turns them into the congestion controller's counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AckEcnCounts {
+    /// Packets received with ECT(0).
+    pub ect0: u64,
+    /// Packets received with ECT(1).
+    pub ect1: u64,
+    /// Packets received with CE.
+    pub ce: u64,
+}
+
+/// A parsed ACK or ACK_ECN frame.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AckFrame {
     /// Descending, disjoint, non-adjacent ranges; never empty.
@@ -99,7 +113,7 @@ pub struct AckFrame {
     /// Time the receiver held the largest packet before acknowledging it.
     pub ack_delay: Duration,
     /// The receiver's cumulative per-codepoint counts (type 0x03 only).
-    pub ecn: Option<EcnCounts>,
+    pub ecn: Option<AckEcnCounts>,
 }
 
 impl AckFrame {
@@ -142,7 +156,7 @@ impl AckFrame {
             ranges.below.push(low..=high);
         }
         let ecn = if with_ecn {
-            Some(EcnCounts {
+            Some(AckEcnCounts {
                 ect0: r.varint()?,
                 ect1: r.varint()?,
                 ce: r.varint()?,
@@ -173,12 +187,12 @@ impl AckFrame {
 /// ranges straight from its records without collecting them first.
 /// `ranges` must yield exactly `count` descending, disjoint ranges; nothing
 /// is written when it is empty. Returns the largest acknowledged number.
-pub fn emit_ack(
+pub(crate) fn emit_ack(
     out: &mut Vec<u8>,
     mut ranges: impl Iterator<Item = RangeInclusive<u64>>,
     count: usize,
     ack_delay: Duration,
-    ecn: Option<EcnCounts>,
+    ecn: Option<AckEcnCounts>,
 ) -> Option<u64> {
     let first = ranges.next()?;
     out.push(if ecn.is_some() {

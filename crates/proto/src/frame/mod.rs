@@ -10,41 +10,42 @@
 mod ack;
 mod ack_frequency;
 
-pub use ack::{ACK_DELAY_EXPONENT, AckFrame, AckRanges, MAX_ACK_RANGES, emit_ack};
-pub use ack_frequency::AckFrequencyFrame;
+pub(crate) use ack::{AckEcnCounts, AckFrame, emit_ack};
+pub(crate) use ack_frequency::AckFrequencyFrame;
 
 use crate::varint::{self, DecodeError, Reader};
 
 /// Frame type numbers. Gaps are reserved for extensions (see
 /// [`ty::is_reserved`]).
-pub mod ty {
-    pub const PADDING: u8 = 0x00;
-    pub const PING: u8 = 0x01;
-    pub const ACK: u8 = 0x02;
-    pub const ACK_ECN: u8 = 0x03;
-    pub const RESET_STREAM: u8 = 0x04;
-    pub const STOP_SENDING: u8 = 0x05;
+pub(crate) mod ty {
+    pub(crate) const PADDING: u8 = 0x00;
+    pub(crate) const PING: u8 = 0x01;
+    pub(crate) const ACK: u8 = 0x02;
+    pub(crate) const ACK_ECN: u8 = 0x03;
+    pub(crate) const RESET_STREAM: u8 = 0x04;
+    pub(crate) const STOP_SENDING: u8 = 0x05;
     /// 0x08..=0x0f: STREAM with the OFF (0x04), LEN (0x02) and FIN (0x01) bits.
-    pub const STREAM: u8 = 0x08;
+    pub(crate) const STREAM: u8 = 0x08;
     /// The last STREAM type: all three bits set.
-    pub const STREAM_MAX: u8 = 0x0f;
-    pub const MAX_DATA: u8 = 0x10;
-    pub const MAX_STREAM_DATA: u8 = 0x11;
-    pub const MAX_STREAMS_BIDI: u8 = 0x12;
-    pub const MAX_STREAMS_UNI: u8 = 0x13;
-    pub const DATA_BLOCKED: u8 = 0x14;
-    pub const STREAM_DATA_BLOCKED: u8 = 0x15;
-    pub const CONNECTION_CLOSE: u8 = 0x1c;
-    pub const APPLICATION_CLOSE: u8 = 0x1d;
-    pub const HANDSHAKE_DONE: u8 = 0x1e;
-    pub const ACK_FREQUENCY: u8 = 0x1f;
+    pub(crate) const STREAM_MAX: u8 = 0x0f;
+    pub(crate) const MAX_DATA: u8 = 0x10;
+    pub(crate) const MAX_STREAM_DATA: u8 = 0x11;
+    pub(crate) const MAX_STREAMS_BIDI: u8 = 0x12;
+    pub(crate) const MAX_STREAMS_UNI: u8 = 0x13;
+    pub(crate) const DATA_BLOCKED: u8 = 0x14;
+    pub(crate) const STREAM_DATA_BLOCKED: u8 = 0x15;
+    pub(crate) const CONNECTION_CLOSE: u8 = 0x1c;
+    pub(crate) const APPLICATION_CLOSE: u8 = 0x1d;
+    pub(crate) const HANDSHAKE_DONE: u8 = 0x1e;
+    pub(crate) const ACK_FREQUENCY: u8 = 0x1f;
 
+    #[cfg(test)]
     /// Types set aside for planned extensions: 0x06-0x07 (tokens), 0x16-0x17
     /// (STREAMS_BLOCKED), 0x18-0x1b (NEW/RETIRE_CONNECTION_ID and
     /// PATH_CHALLENGE/RESPONSE for migration), 0x20-0x2f (FEC repair and
     /// source-block frames), 0x30-0x31 (DATAGRAM), 0x32 (PRIORITY_UPDATE)
     /// and everything from 0x40 up (experiments).
-    pub fn is_reserved(t: u64) -> bool {
+    pub(crate) fn is_reserved(t: u64) -> bool {
         matches!(t, 0x06..=0x07 | 0x16..=0x1b | 0x20..=0x32) || t >= 0x40
     }
 }
@@ -344,13 +345,13 @@ impl<'a> Frame<'a> {
 
 /// Iterates over the frames of a decrypted payload, stopping at the first
 /// error.
-pub struct FrameIter<'a> {
+pub(crate) struct FrameIter<'a> {
     r: Reader<'a>,
     failed: bool,
 }
 
 impl<'a> FrameIter<'a> {
-    pub fn new(payload: &'a [u8]) -> Self {
+    pub(crate) fn new(payload: &'a [u8]) -> Self {
         FrameIter {
             r: Reader::new(payload),
             failed: false,
@@ -360,7 +361,7 @@ impl<'a> FrameIter<'a> {
 
 impl<'a> FrameIter<'a> {
     /// The bytes not parsed yet.
-    pub fn rest(&self) -> &'a [u8] {
+    pub(crate) fn rest(&self) -> &'a [u8] {
         self.r.rest()
     }
 }
@@ -379,6 +380,7 @@ impl<'a> Iterator for FrameIter<'a> {
 
 #[cfg(test)]
 mod tests {
+    use super::ack::ACK_DELAY_EXPONENT;
     use super::*;
     use proptest::prelude::*;
     use std::time::Duration;
@@ -403,7 +405,7 @@ mod tests {
         AckFrame {
             ranges: vec![98..=100, 89..=93].into(),
             ack_delay: Duration::from_micros(40),
-            ecn: Some(crate::congestion::EcnCounts {
+            ecn: Some(AckEcnCounts {
                 ect0: 7,
                 ect1: 0,
                 ce: 1,
@@ -597,7 +599,7 @@ mod tests {
                     Frame::Ack(AckFrame {
                         ranges: ranges.into(),
                         ack_delay: Duration::from_micros(delay_units << ACK_DELAY_EXPONENT),
-                        ecn: ecn.then_some(crate::congestion::EcnCounts {
+                        ecn: ecn.then_some(AckEcnCounts {
                             ect0: largest,
                             ect1: delay_units,
                             ce: 3,

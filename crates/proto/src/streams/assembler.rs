@@ -22,7 +22,7 @@ use std::collections::VecDeque;
 /// A STREAM frame's bytes and, when it came in a datagram the connection
 /// may keep, that datagram, so the bytes can be kept without a copy.
 #[derive(Debug, Clone, Copy)]
-pub struct Piece<'a> {
+pub(crate) struct Piece<'a> {
     pub data: &'a [u8],
     /// The decrypted datagram `data` lies in.
     pub datagram: Option<&'a Bytes>,
@@ -30,7 +30,7 @@ pub struct Piece<'a> {
 
 impl<'a> Piece<'a> {
     /// Bytes that must be copied to be kept.
-    pub fn borrowed(data: &'a [u8]) -> Self {
+    pub(crate) fn borrowed(data: &'a [u8]) -> Self {
         Piece {
             data,
             datagram: None,
@@ -70,7 +70,7 @@ pub(crate) struct Assembler {
 }
 
 impl Assembler {
-    pub fn new() -> Self {
+    pub(super) fn new() -> Self {
         Self::default()
     }
 
@@ -81,7 +81,7 @@ impl Assembler {
 
     /// Stores `piece` found at stream `offset`. Bytes already held are
     /// ignored; bytes that arrive twice in the queue are written again.
-    pub fn insert(&mut self, offset: u64, piece: Piece<'_>) {
+    pub(super) fn insert(&mut self, offset: u64, piece: Piece<'_>) {
         let data = piece.data;
         let end = offset.saturating_add(data.len() as u64);
         let buf_offset = self.buf_offset();
@@ -125,12 +125,12 @@ impl Assembler {
     }
 
     /// Bytes that can be read now, without a hole before them.
-    pub fn readable_len(&self) -> u64 {
+    pub(super) fn readable_len(&self) -> u64 {
         self.shared_len as u64 + self.buf_readable_len()
     }
 
     /// Copies contiguous bytes into `out`; returns how many.
-    pub fn read(&mut self, out: &mut [u8]) -> usize {
+    pub(super) fn read(&mut self, out: &mut [u8]) -> usize {
         let mut n = 0;
         while n < out.len() {
             let Some(front) = self.shared.front_mut() else {
@@ -150,7 +150,7 @@ impl Assembler {
 
     /// Up to `max_len` contiguous bytes, without copying them if they were
     /// kept as a slice; empty if nothing is readable.
-    pub fn read_chunk(&mut self, max_len: usize) -> Bytes {
+    pub(super) fn read_chunk(&mut self, max_len: usize) -> Bytes {
         if let Some(front) = self.shared.front_mut() {
             let chunk = if front.len() <= max_len {
                 self.shared.pop_front().unwrap_or_default()
@@ -169,7 +169,7 @@ impl Assembler {
     }
 
     /// Drops the contiguous bytes without copying them; returns how many.
-    pub fn discard_readable(&mut self) -> u64 {
+    pub(super) fn discard_readable(&mut self) -> u64 {
         let shared = self.shared_len;
         self.shared.clear();
         self.shared_len = 0;
@@ -206,19 +206,19 @@ impl Assembler {
     }
 
     /// Frees everything held (after a reset).
-    pub fn clear(&mut self) {
+    pub(super) fn clear(&mut self) {
         self.shared = VecDeque::new();
         self.shared_len = 0;
         self.buf = ByteQueue::new();
         self.received = RangeSet::new();
     }
 
-    pub fn read_offset(&self) -> u64 {
+    pub(super) fn read_offset(&self) -> u64 {
         self.read_offset
     }
 
     /// Bytes of memory the buffer spans, holes included.
-    pub fn buffered_span(&self) -> u64 {
+    pub(super) fn buffered_span(&self) -> u64 {
         self.shared_len as u64 + self.buf.len() as u64
     }
 }

@@ -30,23 +30,23 @@ pub(crate) struct ByteQueue {
 }
 
 impl ByteQueue {
-    pub fn new() -> Self {
+    pub(super) fn new() -> Self {
         Self::default()
     }
 
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.len
     }
 
     /// Appends `data`.
-    pub fn extend_from_slice(&mut self, data: &[u8]) {
+    pub(super) fn extend_from_slice(&mut self, data: &[u8]) {
         self.append(data.len(), |chunk, at, n| {
             chunk.extend_from_slice(&data[at..at + n]);
         });
     }
 
     /// Grows the queue to `new_len` bytes with zeros (never shrinks).
-    pub fn resize_zeroed(&mut self, new_len: usize) {
+    pub(super) fn resize_zeroed(&mut self, new_len: usize) {
         let n = new_len.saturating_sub(self.len);
         self.append(n, |chunk, _, n| chunk.resize(chunk.len() + n, 0));
     }
@@ -83,7 +83,7 @@ impl ByteQueue {
     }
 
     /// Drops the first `n` bytes (all of them if fewer are held).
-    pub fn drain_front(&mut self, n: usize) {
+    pub(super) fn drain_front(&mut self, n: usize) {
         let n = n.min(self.len);
         self.len -= n;
         if self.len == 0 {
@@ -127,7 +127,7 @@ impl ByteQueue {
 
     /// Appends the bytes `[pos, pos + len)` to `out`; false (and nothing
     /// appended) unless all of them are held.
-    pub fn copy_to_vec(&self, pos: usize, len: usize, out: &mut Vec<u8>) -> bool {
+    pub(super) fn copy_to_vec(&self, pos: usize, len: usize, out: &mut Vec<u8>) -> bool {
         if pos.checked_add(len).is_none_or(|end| end > self.len) {
             return false;
         }
@@ -140,7 +140,7 @@ impl ByteQueue {
 
     /// Fills `out` with the bytes from `pos` on; false (and `out` left
     /// alone) unless all of them are held.
-    pub fn copy_to_slice(&self, pos: usize, out: &mut [u8]) -> bool {
+    pub(super) fn copy_to_slice(&self, pos: usize, out: &mut [u8]) -> bool {
         if pos.checked_add(out.len()).is_none_or(|end| end > self.len) {
             return false;
         }
@@ -154,7 +154,7 @@ impl ByteQueue {
 
     /// Overwrites the bytes from `pos` on with `data`; false (and nothing
     /// written) unless all of them are held.
-    pub fn write_at(&mut self, pos: usize, data: &[u8]) -> bool {
+    pub(super) fn write_at(&mut self, pos: usize, data: &[u8]) -> bool {
         if pos.checked_add(data.len()).is_none_or(|end| end > self.len) {
             return false;
         }

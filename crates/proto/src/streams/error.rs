@@ -9,26 +9,72 @@ use super::id::StreamId;
 /// local application's problem and leave the connection intact.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum StreamError {
+    /// The peer sent beyond the flow-control limit (FLOW_CONTROL_ERROR).
     #[error("stream {id}: peer sent beyond the flow control limit")]
-    FlowControl { id: StreamId },
+    FlowControl {
+        /// The stream.
+        id: StreamId,
+    },
+    /// The peer used a stream beyond the advertised limit
+    /// (STREAM_LIMIT_ERROR).
     #[error("stream {id}: peer used a stream beyond the advertised stream limit")]
-    StreamLimit { id: StreamId },
+    StreamLimit {
+        /// The stream.
+        id: StreamId,
+    },
+    /// A frame the stream's state does not allow (STREAM_STATE_ERROR).
     #[error("stream {id}: frame not allowed in the stream's state")]
-    StreamState { id: StreamId },
+    StreamState {
+        /// The stream.
+        id: StreamId,
+    },
+    /// The peer changed or exceeded the stream's final size
+    /// (FINAL_SIZE_ERROR).
     #[error("stream {id}: final size changed or exceeded")]
-    FinalSize { id: StreamId },
+    FinalSize {
+        /// The stream.
+        id: StreamId,
+    },
+    /// The peer's stream limit leaves no stream to open.
     #[error("cannot open a stream (bidi: {bidi}): the peer's stream limit is reached")]
-    StreamsBlocked { bidi: bool },
+    StreamsBlocked {
+        /// Whether a bidirectional stream was asked for.
+        bidi: bool,
+    },
+    /// The stream was never opened.
     #[error("stream {id} was never opened")]
-    UnknownStream { id: StreamId },
+    UnknownStream {
+        /// The stream.
+        id: StreamId,
+    },
+    /// The stream is closed in this direction.
     #[error("stream {id} is closed in this direction")]
-    Closed { id: StreamId },
+    Closed {
+        /// The stream.
+        id: StreamId,
+    },
+    /// A unidirectional stream used in the direction it does not carry.
     #[error("stream {id} does not carry data in this direction")]
-    WrongDirection { id: StreamId },
+    WrongDirection {
+        /// The stream.
+        id: StreamId,
+    },
+    /// The peer stopped the stream (STOP_SENDING).
     #[error("stream {id} was stopped by the peer (code {error_code})")]
-    Stopped { id: StreamId, error_code: u64 },
+    Stopped {
+        /// The stream.
+        id: StreamId,
+        /// The peer's STOP_SENDING code.
+        error_code: u64,
+    },
+    /// The peer reset the stream (RESET_STREAM).
     #[error("stream {id} was reset by the peer (code {error_code})")]
-    Reset { id: StreamId, error_code: u64 },
+    Reset {
+        /// The stream.
+        id: StreamId,
+        /// The peer's RESET_STREAM code.
+        error_code: u64,
+    },
 }
 
 impl StreamError {

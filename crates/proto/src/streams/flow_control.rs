@@ -15,32 +15,32 @@ pub(crate) struct SendCredit {
 }
 
 impl SendCredit {
-    pub fn new(max: u64) -> Self {
+    pub(super) fn new(max: u64) -> Self {
         SendCredit { max, used: 0 }
     }
 
-    pub fn available(&self) -> u64 {
+    pub(super) fn available(&self) -> u64 {
         self.max.saturating_sub(self.used)
     }
 
-    pub fn max(&self) -> u64 {
+    pub(super) fn max(&self) -> u64 {
         self.max
     }
 
-    pub fn consume(&mut self, n: u64) {
+    pub(super) fn consume(&mut self, n: u64) {
         self.used += n;
     }
 
     /// Applies a MAX_DATA frame; limits never move backwards, since frames
     /// can arrive out of order. Returns whether the limit grew.
-    pub fn raise(&mut self, max: u64) -> bool {
+    pub(super) fn raise(&mut self, max: u64) -> bool {
         let grew = max > self.max;
         self.max = self.max.max(max);
         grew
     }
 
     /// Replaces the limit (the peer's transport parameters).
-    pub fn set(&mut self, max: u64) {
+    pub(super) fn set(&mut self, max: u64) {
         self.max = max;
     }
 }
@@ -60,7 +60,7 @@ pub(crate) struct RecvWindow {
 }
 
 impl RecvWindow {
-    pub fn new(window: u64) -> Self {
+    pub(super) fn new(window: u64) -> Self {
         RecvWindow {
             window,
             max: window,
@@ -69,39 +69,39 @@ impl RecvWindow {
         }
     }
 
-    pub fn received(&self) -> u64 {
+    pub(super) fn received(&self) -> u64 {
         self.received
     }
 
-    pub fn consumed(&self) -> u64 {
+    pub(super) fn consumed(&self) -> u64 {
         self.consumed
     }
 
     /// Whether `more` further bytes stay within the advertised limit.
-    pub fn allows(&self, more: u64) -> bool {
+    pub(super) fn allows(&self, more: u64) -> bool {
         self.received
             .checked_add(more)
             .is_some_and(|r| r <= self.max)
     }
 
     /// Counts bytes that arrived; the caller checked [`Self::allows`].
-    pub fn record(&mut self, more: u64) {
+    pub(super) fn record(&mut self, more: u64) {
         self.received += more;
     }
 
     /// Returns credit for bytes that left the buffer.
-    pub fn consume(&mut self, n: u64) {
+    pub(super) fn consume(&mut self, n: u64) {
         self.consumed += n;
     }
 
     /// True once the application has consumed about half a window since the
     /// last advertisement: a new limit is then worth a frame.
-    pub fn update_due(&self) -> bool {
+    pub(super) fn update_due(&self) -> bool {
         self.window > 0 && self.consumed + self.window - self.max >= self.window.div_ceil(2)
     }
 
     /// Moves the limit to a full window past the consumed data and returns it.
-    pub fn advertise(&mut self) -> u64 {
+    pub(super) fn advertise(&mut self) -> u64 {
         self.max = self.max.max(self.consumed + self.window);
         self.max
     }

@@ -10,7 +10,9 @@ use std::fmt;
 /// Which end of the connection this endpoint is; decides which ids it opens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Side {
+    /// Opened the connection; opens even-numbered streams.
     Client,
+    /// Accepted the connection; opens odd-numbered streams.
     Server,
 }
 

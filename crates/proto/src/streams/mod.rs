@@ -49,7 +49,10 @@ pub use error::StreamError;
 pub use id::{Side, StreamId};
 pub use recv::{ReadChunk, ReadResult, RecvState};
 pub use scheduler::Priority;
-pub use send::{ChunkInfo, SendState, StreamChunk};
+pub(crate) use send::ChunkInfo;
+pub use send::SendState;
+#[cfg(test)]
+pub(crate) use send::StreamChunk;
 
 use crate::frame::StreamFrame;
 use flow_control::{RecvWindow, SendCredit};
@@ -110,7 +113,7 @@ impl StreamsConfig {
 /// Limits the peer granted us at the start of the connection (its transport
 /// parameters). Later changes arrive as MAX_* frames.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PeerLimits {
+pub(crate) struct PeerLimits {
     pub max_streams_bidi: u64,
     pub max_streams_uni: u64,
     /// Initial MAX_DATA.
@@ -121,7 +124,7 @@ pub struct PeerLimits {
 
 impl PeerLimits {
     /// What an endpoint configured with `config` grants its peer.
-    pub fn granted_by(config: &StreamsConfig) -> Self {
+    pub(crate) fn granted_by(config: &StreamsConfig) -> Self {
         PeerLimits {
             max_streams_bidi: config.max_streams_bidi,
             max_streams_uni: config.max_streams_uni,
@@ -151,13 +154,16 @@ pub enum StreamEvent {
     /// The peer sent STOP_SENDING with this code; our half was reset.
     Stopped(StreamId, u64),
     /// After [`Streams::open`] failed, the peer's MAX_STREAMS grew.
-    Available { bidi: bool },
+    Available {
+        /// Whether bidirectional streams became available.
+        bidi: bool,
+    },
 }
 
 /// A frame the connection must deliver reliably; if a packet carrying one is
 /// lost, give it back with [`Streams::on_control_lost`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ControlFrame {
+pub(crate) enum ControlFrame {
     MaxData(u64),
     MaxStreamData {
         id: StreamId,
@@ -271,7 +277,7 @@ impl Streams {
     /// Streams for one endpoint. Until [`Streams::set_peer_limits`] says
     /// otherwise, the peer is assumed to grant what `config` grants it.
     /// Values past the protocol's limits are clamped.
-    pub fn new(side: Side, config: StreamsConfig) -> Self {
+    pub(crate) fn new(side: Side, config: StreamsConfig) -> Self {
         let mut config = config;
         config.max_streams_bidi = config.max_streams_bidi.min(StreamId::MAX_COUNT);
         config.max_streams_uni = config.max_streams_uni.min(StreamId::MAX_COUNT);
@@ -312,14 +318,17 @@ impl Streams {
 
     // ---- getters ----
 
+    /// Whether these are a client's or a server's streams.
     pub fn side(&self) -> Side {
         self.side
     }
 
+    /// The limits and windows this side grants.
     pub fn config(&self) -> &StreamsConfig {
         &self.config
     }
 
+    /// Byte counters over the connection's lifetime.
     pub fn stats(&self) -> StreamsStats {
         self.stats
     }
@@ -329,10 +338,12 @@ impl Streams {
         self.streams.len()
     }
 
+    /// The sending half's state (RFC 9000 §3.1), if `id` has one.
     pub fn send_state(&self, id: StreamId) -> Option<SendState> {
         self.streams.get(&id)?.send.as_ref().map(SendStream::state)
     }
 
+    /// The receiving half's state (RFC 9000 §3.2), if `id` has one.
     pub fn recv_state(&self, id: StreamId) -> Option<RecvState> {
         self.streams.get(&id)?.recv.as_ref().map(RecvStream::state)
     }
@@ -377,7 +388,7 @@ impl Streams {
     // ---- application API ----
 
     /// Opens a stream of ours, if the peer's MAX_STREAMS allows it.
-    pub fn open(&mut self, bidi: bool, priority: Priority) -> Result<StreamId, StreamError> {
+    pub(crate) fn open(&mut self, bidi: bool, priority: Priority) -> Result<StreamId, StreamError> {
         let d = dir(bidi);
         if self.next_local[d] >= self.peer_max_streams[d] {
             self.open_blocked[d] = true;
@@ -391,13 +402,13 @@ impl Streams {
     }
 
     /// The next stream the peer opened.
-    pub fn accept(&mut self) -> Option<StreamId> {
+    pub(crate) fn accept(&mut self) -> Option<StreamId> {
         self.accept_queue.pop_front()
     }
 
     /// Buffers what the buffer limit and the peer's stream window allow;
     /// `Ok(0)` means try again after a Writable event.
-    pub fn write(&mut self, id: StreamId, data: &[u8]) -> Result<usize, StreamError> {
+    pub(crate) fn write(&mut self, id: StreamId, data: &[u8]) -> Result<usize, StreamError> {
         let room = self.connection_send_room();
         let stream_limit = self.config.send_buffer_limit;
         let s = self.app_send(id)?;
@@ -425,7 +436,7 @@ impl Streams {
     }
 
     /// Ends the stream after the data already written.
-    pub fn finish(&mut self, id: StreamId) -> Result<(), StreamError> {
+    pub(crate) fn finish(&mut self, id: StreamId) -> Result<(), StreamError> {
         let s = self.app_send(id)?;
         s.finish()?;
         let (fresh, priority) = (s.has_fresh(), s.priority());
@@ -438,7 +449,7 @@ impl Streams {
 
     /// Cancels the sending half: buffered and lost data is dropped now and
     /// never transmitted again; the peer gets RESET_STREAM.
-    pub fn reset(&mut self, id: StreamId, error_code: u64) -> Result<(), StreamError> {
+    pub(crate) fn reset(&mut self, id: StreamId, error_code: u64) -> Result<(), StreamError> {
         let s = self.app_send(id)?;
         let before = s.buffered();
         let reset = s.reset();
@@ -458,7 +469,11 @@ impl Streams {
 
     /// Asks the peer to stop sending; data already buffered or still
     /// arriving is dropped and its credit returned.
-    pub fn stop_sending(&mut self, id: StreamId, error_code: u64) -> Result<(), StreamError> {
+    pub(crate) fn stop_sending(
+        &mut self,
+        id: StreamId,
+        error_code: u64,
+    ) -> Result<(), StreamError> {
         let r = self.app_recv(id)?;
         let out = r.stop();
         if out.send_frame {
@@ -475,7 +490,7 @@ impl Streams {
     /// Reads contiguous bytes. `Ok` with 0 bytes and no FIN means nothing
     /// is readable yet; a reset stream reports [`StreamError::Reset`] once,
     /// unless the [`StreamEvent::Reset`] was polled first.
-    pub fn read(&mut self, id: StreamId, buf: &mut [u8]) -> Result<ReadResult, StreamError> {
+    pub(crate) fn read(&mut self, id: StreamId, buf: &mut [u8]) -> Result<ReadResult, StreamError> {
         let r = self.app_recv(id)?;
         let result = r.read(buf);
         let bytes = result.map_or(0, |res| res.bytes);
@@ -487,7 +502,11 @@ impl Streams {
     /// Like [`Self::read`], handing over up to `max_len` bytes as one
     /// [`bytes::Bytes`]: without a copy when they filled most of the
     /// datagram they came in (the bulk case), else copied once.
-    pub fn read_chunk(&mut self, id: StreamId, max_len: usize) -> Result<ReadChunk, StreamError> {
+    pub(crate) fn read_chunk(
+        &mut self,
+        id: StreamId,
+        max_len: usize,
+    ) -> Result<ReadChunk, StreamError> {
         let r = self.app_recv(id)?;
         let result = r.read_chunk(max_len);
         let bytes = result.as_ref().map_or(0, |c| c.data.len());
@@ -510,7 +529,11 @@ impl Streams {
         self.collect(id);
     }
 
-    pub fn set_priority(&mut self, id: StreamId, priority: Priority) -> Result<(), StreamError> {
+    pub(crate) fn set_priority(
+        &mut self,
+        id: StreamId,
+        priority: Priority,
+    ) -> Result<(), StreamError> {
         let s = self.app_send(id)?;
         s.set_priority(priority);
         self.scheduler.set_priority(id, priority);
@@ -521,7 +544,7 @@ impl Streams {
 
     /// Applies the peer's transport parameters. Call before any stream data
     /// is transmitted: the values replace the assumed ones.
-    pub fn set_peer_limits(&mut self, limits: PeerLimits) {
+    pub(crate) fn set_peer_limits(&mut self, limits: PeerLimits) {
         self.peer_max_streams = [
             limits.max_streams_bidi.min(StreamId::MAX_COUNT),
             limits.max_streams_uni.min(StreamId::MAX_COUNT),
@@ -546,7 +569,8 @@ impl Streams {
     /// The next STREAM frame content, at most `max_len` data bytes: most
     /// urgent level first; within it lost data before new data, streams
     /// taking turns; never past the peer's windows.
-    pub fn poll_transmit(&mut self, max_len: usize) -> Option<StreamChunk> {
+    #[cfg(test)]
+    pub(crate) fn poll_transmit(&mut self, max_len: usize) -> Option<StreamChunk> {
         let c = self.poll_chunk(max_len)?;
         let mut data = Vec::with_capacity(c.len as usize);
         self.copy_chunk(&c, &mut data);
@@ -561,7 +585,7 @@ impl Streams {
     /// Appends the bytes of a chunk from [`Streams::poll_chunk`] to `out`
     /// (call before anything else touches the streams); false, with
     /// nothing appended, if they are gone.
-    pub fn copy_chunk(&self, c: &ChunkInfo, out: &mut Vec<u8>) -> bool {
+    pub(crate) fn copy_chunk(&self, c: &ChunkInfo, out: &mut Vec<u8>) -> bool {
         self.streams
             .get(&c.id)
             .and_then(|s| s.send.as_ref())
@@ -571,7 +595,8 @@ impl Streams {
     /// Like [`Streams::poll_transmit`], but leaves the bytes in the send
     /// buffer, so the caller can copy them straight into a packet with
     /// [`Streams::copy_chunk`].
-    pub fn poll_chunk(&mut self, max_len: usize) -> Option<ChunkInfo> {
+    #[cfg(test)]
+    pub(crate) fn poll_chunk(&mut self, max_len: usize) -> Option<ChunkInfo> {
         self.poll_chunk_within(Budget::Data(max_len))
     }
 
@@ -579,7 +604,7 @@ impl Streams {
     /// `frame_len` bytes, header included: the header is sized for the
     /// stream and offset chosen, so a full packet ends exactly at its
     /// budget (equal-sized packets can leave as one GSO train).
-    pub fn poll_frame_chunk(&mut self, frame_len: usize) -> Option<ChunkInfo> {
+    pub(crate) fn poll_frame_chunk(&mut self, frame_len: usize) -> Option<ChunkInfo> {
         self.poll_chunk_within(Budget::Frame(frame_len))
     }
 
@@ -620,6 +645,7 @@ impl Streams {
             };
             let credit = self.conn_send.available();
             let max_len = match budget {
+                #[cfg(test)]
                 Budget::Data(len) => len,
                 Budget::Frame(len) => {
                     let offset = s.next_offset(q == Queue::Retransmit);
@@ -659,7 +685,7 @@ impl Streams {
         None
     }
 
-    pub fn on_chunk_acked(&mut self, id: StreamId, offset: u64, len: u64, fin: bool) {
+    pub(crate) fn on_chunk_acked(&mut self, id: StreamId, offset: u64, len: u64, fin: bool) {
         let Some(s) = self.streams.get_mut(&id).and_then(|s| s.send.as_mut()) else {
             return;
         };
@@ -685,7 +711,7 @@ impl Streams {
 
     /// Queues the chunk's bytes again, unless the stream was reset or they
     /// were acknowledged meanwhile.
-    pub fn on_chunk_lost(&mut self, id: StreamId, offset: u64, len: u64, fin: bool) {
+    pub(crate) fn on_chunk_lost(&mut self, id: StreamId, offset: u64, len: u64, fin: bool) {
         let Some(s) = self.streams.get_mut(&id).and_then(|s| s.send.as_mut()) else {
             return;
         };
@@ -695,7 +721,7 @@ impl Streams {
     }
 
     /// A STREAM frame from the peer. Errors are connection errors.
-    pub fn handle_stream_frame(
+    pub(crate) fn handle_stream_frame(
         &mut self,
         id: StreamId,
         offset: u64,
@@ -737,7 +763,7 @@ impl Streams {
     }
 
     /// A RESET_STREAM from the peer. Errors are connection errors.
-    pub fn handle_reset(
+    pub(crate) fn handle_reset(
         &mut self,
         id: StreamId,
         error_code: u64,
@@ -769,7 +795,7 @@ impl Streams {
     }
 
     /// A STOP_SENDING from the peer: our half is reset with its code.
-    pub fn handle_stop_sending(
+    pub(crate) fn handle_stop_sending(
         &mut self,
         id: StreamId,
         error_code: u64,
@@ -797,11 +823,15 @@ impl Streams {
         Ok(())
     }
 
-    pub fn handle_max_data(&mut self, max: u64) {
+    pub(crate) fn handle_max_data(&mut self, max: u64) {
         self.conn_send.raise(max.min(MAX_OFFSET));
     }
 
-    pub fn handle_max_stream_data(&mut self, id: StreamId, max: u64) -> Result<(), StreamError> {
+    pub(crate) fn handle_max_stream_data(
+        &mut self,
+        id: StreamId,
+        max: u64,
+    ) -> Result<(), StreamError> {
         if !self.peer_frame_stream(id, Half::Send)? {
             return Ok(());
         }
@@ -817,14 +847,14 @@ impl Streams {
         Ok(())
     }
 
-    pub fn handle_max_streams(&mut self, bidi: bool, max: u64) {
+    pub(crate) fn handle_max_streams(&mut self, bidi: bool, max: u64) {
         let d = dir(bidi);
         self.peer_max_streams[d] = self.peer_max_streams[d].max(max.min(StreamId::MAX_COUNT));
         self.announce_available(bidi);
     }
 
     /// The peer acknowledged a control frame we sent.
-    pub fn on_control_acked(&mut self, frame: ControlFrame) {
+    pub(crate) fn on_control_acked(&mut self, frame: ControlFrame) {
         if let ControlFrame::ResetStream { id, .. } = frame
             && let Some(s) = self.streams.get_mut(&id).and_then(|s| s.send.as_mut())
         {
@@ -834,7 +864,7 @@ impl Streams {
 
     /// A packet carrying `frame` was lost: send it (or a fresher value) again
     /// if it still matters.
-    pub fn on_control_lost(&mut self, frame: ControlFrame) {
+    pub(crate) fn on_control_lost(&mut self, frame: ControlFrame) {
         match frame {
             ControlFrame::MaxData(_) => self.max_data_due = true,
             ControlFrame::MaxStreams { bidi, .. } => self.max_streams_due[dir(bidi)] = true,
@@ -861,7 +891,7 @@ impl Streams {
     /// Whether [`Streams::poll_control`] or a chunk poll might give
     /// anything: false means both would give nothing and change nothing,
     /// so a sender with no ACK due can skip starting a packet.
-    pub fn may_have_frames(&self) -> bool {
+    pub(crate) fn may_have_frames(&self) -> bool {
         !self.control.is_empty()
             || self.max_data_due
             || self.max_streams_due.contains(&true)
@@ -870,7 +900,7 @@ impl Streams {
     }
 
     /// The next frame to send reliably.
-    pub fn poll_control(&mut self) -> Option<ControlFrame> {
+    pub(crate) fn poll_control(&mut self) -> Option<ControlFrame> {
         if let Some(frame) = self.control.pop_front() {
             return Some(frame);
         }
@@ -903,7 +933,7 @@ impl Streams {
     }
 
     /// The next thing the application should hear about.
-    pub fn poll_event(&mut self) -> Option<StreamEvent> {
+    pub(crate) fn poll_event(&mut self) -> Option<StreamEvent> {
         if let Some(event) = self.events.pop_front() {
             if let StreamEvent::Reset(id, _) = event
                 && let Some(r) = self.streams.get_mut(&id).and_then(|s| s.recv.as_mut())
@@ -1132,6 +1162,8 @@ impl Streams {
 /// What a chunk must fit in: its data alone, or a whole STREAM frame.
 #[derive(Debug, Clone, Copy)]
 enum Budget {
+    /// Data bytes alone (the tests' copying `poll_transmit`).
+    #[cfg(test)]
     Data(usize),
     Frame(usize),
 }

@@ -14,26 +14,26 @@ pub(crate) struct RangeSet {
 }
 
 impl RangeSet {
-    pub fn new() -> Self {
+    pub(super) fn new() -> Self {
         Self::default()
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(super) fn is_empty(&self) -> bool {
         self.map.is_empty()
     }
 
     /// The lowest range.
-    pub fn first(&self) -> Option<Range<u64>> {
+    pub(super) fn first(&self) -> Option<Range<u64>> {
         self.map.first_key_value().map(|(&s, &e)| s..e)
     }
 
     #[cfg(test)]
-    pub fn iter(&self) -> impl Iterator<Item = Range<u64>> + '_ {
+    pub(super) fn iter(&self) -> impl Iterator<Item = Range<u64>> + '_ {
         self.map.iter().map(|(&s, &e)| s..e)
     }
 
     /// Ranges of the set that intersect `range` (not clipped to it).
-    pub fn overlapping(&self, range: Range<u64>) -> impl Iterator<Item = Range<u64>> + '_ {
+    pub(super) fn overlapping(&self, range: Range<u64>) -> impl Iterator<Item = Range<u64>> + '_ {
         let before = self
             .map
             .range(..range.start)
@@ -45,13 +45,13 @@ impl RangeSet {
 
     /// Total number of offsets in the set.
     #[cfg(test)]
-    pub fn covered_len(&self) -> u64 {
+    pub(super) fn covered_len(&self) -> u64 {
         self.map.iter().map(|(s, e)| e - s).sum()
     }
 
     /// Adds `range`, merging with neighbours; returns how many of its offsets
     /// were not in the set before.
-    pub fn insert(&mut self, range: Range<u64>) -> u64 {
+    pub(super) fn insert(&mut self, range: Range<u64>) -> u64 {
         if range.start >= range.end {
             return 0;
         }
@@ -98,7 +98,7 @@ impl RangeSet {
     }
 
     /// Takes `range` out of the set; returns how many offsets were removed.
-    pub fn remove(&mut self, range: Range<u64>) -> u64 {
+    pub(super) fn remove(&mut self, range: Range<u64>) -> u64 {
         let (start, end) = (range.start, range.end);
         if start >= end {
             return 0;
@@ -142,7 +142,7 @@ impl RangeSet {
 
     /// Removes and returns up to `max_len` offsets from the front of the
     /// lowest range.
-    pub fn pop_front(&mut self, max_len: u64) -> Option<Range<u64>> {
+    pub(super) fn pop_front(&mut self, max_len: u64) -> Option<Range<u64>> {
         let first = self.first()?;
         if max_len == 0 {
             return None;

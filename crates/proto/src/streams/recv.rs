@@ -79,7 +79,7 @@ pub(crate) struct RecvStream {
 }
 
 impl RecvStream {
-    pub fn new(id: StreamId, window: u64) -> Self {
+    pub(super) fn new(id: StreamId, window: u64) -> Self {
         RecvStream {
             id,
             state: RecvState::Recv,
@@ -92,14 +92,14 @@ impl RecvStream {
         }
     }
 
-    pub fn state(&self) -> RecvState {
+    pub(super) fn state(&self) -> RecvState {
         self.state
     }
 
     /// Checks a STREAM frame without changing anything; returns how far it
     /// moves the highest received offset, which is what it costs against
     /// the connection window.
-    pub fn check_data(&self, offset: u64, len: u64, fin: bool) -> Result<u64, StreamError> {
+    pub(super) fn check_data(&self, offset: u64, len: u64, fin: bool) -> Result<u64, StreamError> {
         let id = self.id;
         let end = offset
             .checked_add(len)
@@ -123,7 +123,7 @@ impl RecvStream {
 
     /// Applies a frame that passed [`Self::check_data`]. Returns the bytes
     /// dropped at once because the stream was stopped.
-    pub fn apply_data(&mut self, offset: u64, piece: Piece<'_>, fin: bool) -> u64 {
+    pub(super) fn apply_data(&mut self, offset: u64, piece: Piece<'_>, fin: bool) -> u64 {
         let end = offset + piece.data.len() as u64;
         self.window
             .record(end.saturating_sub(self.window.received()));
@@ -155,7 +155,7 @@ impl RecvStream {
     }
 
     /// Checks a RESET_STREAM; returns its cost against the connection window.
-    pub fn check_reset(&self, final_size: u64) -> Result<u64, StreamError> {
+    pub(super) fn check_reset(&self, final_size: u64) -> Result<u64, StreamError> {
         let id = self.id;
         if self.final_size.is_some_and(|s| s != final_size) || final_size < self.window.received() {
             return Err(StreamError::FinalSize { id });
@@ -170,7 +170,7 @@ impl RecvStream {
     /// Applies a RESET_STREAM that passed [`Self::check_reset`]. Returns the
     /// bytes up to the final size that were never read, whose credit the
     /// connection gets back, or `None` if the reset came too late to matter.
-    pub fn apply_reset(&mut self, error_code: u64, final_size: u64) -> Option<u64> {
+    pub(super) fn apply_reset(&mut self, error_code: u64, final_size: u64) -> Option<u64> {
         self.window.record(final_size - self.window.received());
         self.final_size = Some(final_size);
         if !matches!(self.state, RecvState::Recv | RecvState::SizeKnown) {
@@ -188,7 +188,7 @@ impl RecvStream {
         Some(released)
     }
 
-    pub fn read(&mut self, out: &mut [u8]) -> Result<ReadResult, StreamError> {
+    pub(super) fn read(&mut self, out: &mut [u8]) -> Result<ReadResult, StreamError> {
         self.readable()?;
         let bytes = self.assembler.read(out);
         let fin = self.consumed(bytes);
@@ -197,7 +197,7 @@ impl RecvStream {
 
     /// Like [`Self::read`], handing over up to `max_len` bytes without
     /// copying them where they were kept as a slice.
-    pub fn read_chunk(&mut self, max_len: usize) -> Result<ReadChunk, StreamError> {
+    pub(super) fn read_chunk(&mut self, max_len: usize) -> Result<ReadChunk, StreamError> {
         self.readable()?;
         let data = self.assembler.read_chunk(max_len);
         let fin = self.consumed(data.len());
@@ -233,14 +233,14 @@ impl RecvStream {
     }
 
     /// The application heard of the reset through an event.
-    pub fn reset_delivered(&mut self) {
+    pub(super) fn reset_delivered(&mut self) {
         if self.state == RecvState::ResetRecvd {
             self.state = RecvState::ResetRead;
         }
     }
 
     /// The application no longer wants this stream's data.
-    pub fn stop(&mut self) -> StopOutcome {
+    pub(super) fn stop(&mut self) -> StopOutcome {
         match self.state {
             RecvState::Recv | RecvState::SizeKnown if !self.stopped => {
                 self.stopped = true;
@@ -265,25 +265,25 @@ impl RecvStream {
     }
 
     /// Still waiting for a STOP_SENDING to take effect (worth re-sending).
-    pub fn is_stopping(&self) -> bool {
+    pub(super) fn is_stopping(&self) -> bool {
         self.stopped && matches!(self.state, RecvState::Recv | RecvState::SizeKnown)
     }
 
     /// A MAX_STREAM_DATA is worth sending: the final size is unknown and the
     /// application consumed about half a window.
-    pub fn update_due(&self) -> bool {
+    pub(super) fn update_due(&self) -> bool {
         self.wants_credit() && self.window.update_due()
     }
 
-    pub fn wants_credit(&self) -> bool {
+    pub(super) fn wants_credit(&self) -> bool {
         self.state == RecvState::Recv && !self.stopped
     }
 
-    pub fn advertise(&mut self) -> u64 {
+    pub(super) fn advertise(&mut self) -> u64 {
         self.window.advertise()
     }
 
-    pub fn is_readable(&self) -> bool {
+    pub(super) fn is_readable(&self) -> bool {
         !self.stopped
             && matches!(
                 self.state,
@@ -294,22 +294,22 @@ impl RecvStream {
     }
 
     /// True when a Readable event is due; disarms until the next read.
-    pub fn take_readable_edge(&mut self) -> bool {
+    pub(super) fn take_readable_edge(&mut self) -> bool {
         self.is_readable() && std::mem::replace(&mut self.readable_armed, false)
     }
 
     /// Keeps waiting for readability after a stale event was dropped.
-    pub fn rearm_readable(&mut self) {
+    pub(super) fn rearm_readable(&mut self) {
         self.readable_armed = true;
     }
 
     /// Nothing more will be delivered to the application.
-    pub fn is_done(&self) -> bool {
+    pub(super) fn is_done(&self) -> bool {
         matches!(self.state, RecvState::DataRead | RecvState::ResetRead)
     }
 
     /// Memory the reassembly buffer spans.
-    pub fn buffered_span(&self) -> u64 {
+    pub(super) fn buffered_span(&self) -> u64 {
         self.assembler.buffered_span()
     }
 }

@@ -15,7 +15,9 @@ use super::id::StreamId;
 pub struct Priority(pub u8);
 
 impl Priority {
+    /// The most urgent level.
     pub const HIGHEST: Priority = Priority(0);
+    /// The least urgent level.
     pub const LOWEST: Priority = Priority(7);
 }
 
@@ -77,17 +79,17 @@ pub(crate) struct Scheduler {
 }
 
 impl Scheduler {
-    pub fn new() -> Self {
+    pub(super) fn new() -> Self {
         Self::default()
     }
 
     /// No stream is queued for either kind of work.
-    pub fn is_empty(&self) -> bool {
+    pub(super) fn is_empty(&self) -> bool {
         self.levels.is_empty()
     }
 
     /// Queues `id` at the back of its level, unless already queued there.
-    pub fn push(&mut self, id: StreamId, priority: Priority, q: Queue) {
+    pub(super) fn push(&mut self, id: StreamId, priority: Priority, q: Queue) {
         self.set_priority(id, priority);
         let m = self.members.entry(id).or_insert(Member {
             level: priority.0,
@@ -106,7 +108,7 @@ impl Scheduler {
     }
 
     /// Takes the stream at the front of `level`'s queue `q`.
-    pub fn pop(&mut self, level: u8, q: Queue) -> Option<StreamId> {
+    pub(super) fn pop(&mut self, level: u8, q: Queue) -> Option<StreamId> {
         let l = self.levels.get_mut(&level)?;
         let id = l.queue(q).pop_front()?;
         if l.is_empty() {
@@ -122,7 +124,7 @@ impl Scheduler {
     }
 
     /// The stream at the front of `level`'s queue `q`, left in place.
-    pub fn front(&self, level: u8, q: Queue) -> Option<StreamId> {
+    pub(super) fn front(&self, level: u8, q: Queue) -> Option<StreamId> {
         let l = self.levels.get(&level)?;
         match q {
             Queue::Retransmit => l.retransmit.front().copied(),
@@ -134,7 +136,7 @@ impl Scheduler {
     /// the same as [`Scheduler::pop`] then [`Scheduler::push`] at an
     /// unchanged priority, without giving up and re-creating the level and
     /// membership entries for a stream that stays queued.
-    pub fn rotate(&mut self, level: u8, q: Queue) {
+    pub(super) fn rotate(&mut self, level: u8, q: Queue) {
         if let Some(queue) = self.levels.get_mut(&level).map(|l| l.queue(q))
             && let Some(id) = queue.pop_front()
         {
@@ -142,7 +144,7 @@ impl Scheduler {
         }
     }
 
-    pub fn queue_len(&self, level: u8, q: Queue) -> usize {
+    pub(super) fn queue_len(&self, level: u8, q: Queue) -> usize {
         self.levels.get(&level).map_or(0, |l| match q {
             Queue::Retransmit => l.retransmit.len(),
             Queue::Fresh => l.fresh.len(),
@@ -150,7 +152,7 @@ impl Scheduler {
     }
 
     /// The most urgent level after `after` (or the most urgent of all).
-    pub fn next_level(&self, after: Option<u8>) -> Option<u8> {
+    pub(super) fn next_level(&self, after: Option<u8>) -> Option<u8> {
         match after {
             None => self.levels.keys().next().copied(),
             Some(l) => self
@@ -162,14 +164,14 @@ impl Scheduler {
     }
 
     /// Forgets `id` entirely (reset, closed).
-    pub fn remove(&mut self, id: StreamId) {
+    pub(super) fn remove(&mut self, id: StreamId) {
         if let Some(m) = self.members.remove(&id) {
             self.unlink(id, m.level);
         }
     }
 
     /// Moves a queued stream to another level, keeping what it is queued for.
-    pub fn set_priority(&mut self, id: StreamId, priority: Priority) {
+    pub(super) fn set_priority(&mut self, id: StreamId, priority: Priority) {
         let Some(m) = self.members.get(&id).copied() else {
             return;
         };

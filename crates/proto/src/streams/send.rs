@@ -36,8 +36,9 @@ pub enum SendState {
 }
 
 /// The content of one STREAM frame, chosen by the scheduler.
+#[cfg(test)]
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StreamChunk {
+pub(crate) struct StreamChunk {
     pub id: StreamId,
     pub offset: u64,
     pub data: Vec<u8>,
@@ -47,7 +48,7 @@ pub struct StreamChunk {
 /// Where one STREAM frame's content lies in its stream, without the bytes
 /// (they stay in the send buffer until acknowledged).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ChunkInfo {
+pub(crate) struct ChunkInfo {
     pub id: StreamId,
     pub offset: u64,
     pub len: u64,
@@ -96,7 +97,7 @@ pub(crate) struct SendStream {
 }
 
 impl SendStream {
-    pub fn new(id: StreamId, priority: Priority, max_stream_data: u64) -> Self {
+    pub(super) fn new(id: StreamId, priority: Priority, max_stream_data: u64) -> Self {
         SendStream {
             id,
             state: SendState::Ready,
@@ -118,20 +119,20 @@ impl SendStream {
         }
     }
 
-    pub fn state(&self) -> SendState {
+    pub(super) fn state(&self) -> SendState {
         self.state
     }
 
-    pub fn priority(&self) -> Priority {
+    pub(super) fn priority(&self) -> Priority {
         self.priority
     }
 
-    pub fn set_priority(&mut self, priority: Priority) {
+    pub(super) fn set_priority(&mut self, priority: Priority) {
         self.priority = priority;
     }
 
     /// Bytes written but never transmitted (retransmissions not counted).
-    pub fn unsent(&self) -> u64 {
+    pub(super) fn unsent(&self) -> u64 {
         self.write_offset - self.sent_offset
     }
 
@@ -151,12 +152,12 @@ impl SendStream {
     /// The TCP_NOTSENT_LOWAT rule: worth writing only while the bytes that
     /// have not left yet are below the low-water mark, and a write would be
     /// accepted (buffer room and stream flow-control credit).
-    pub fn is_writable(&self, low_water_mark: u64, buffer_limit: u64) -> bool {
+    pub(super) fn is_writable(&self, low_water_mark: u64, buffer_limit: u64) -> bool {
         self.accepts_writes() && self.unsent() < low_water_mark && self.write_room(buffer_limit) > 0
     }
 
     /// True when a Writable event is due; disarms until the next write.
-    pub fn take_writable_edge(&mut self, low_water_mark: u64, buffer_limit: u64) -> bool {
+    pub(super) fn take_writable_edge(&mut self, low_water_mark: u64, buffer_limit: u64) -> bool {
         if !self.is_writable(low_water_mark, buffer_limit) {
             // Crossing back below the mark later must be reported.
             self.writable_armed = self.accepts_writes();
@@ -166,7 +167,7 @@ impl SendStream {
     }
 
     /// Keeps waiting for writability after a stale event was dropped.
-    pub fn rearm_writable(&mut self) {
+    pub(super) fn rearm_writable(&mut self) {
         self.writable_armed = self.accepts_writes();
     }
 
@@ -182,7 +183,7 @@ impl SendStream {
 
     /// Buffers as much of `data` as the buffer limit and the peer's stream
     /// window allow; returns how much.
-    pub fn write(&mut self, data: &[u8], buffer_limit: u64) -> Result<usize, StreamError> {
+    pub(super) fn write(&mut self, data: &[u8], buffer_limit: u64) -> Result<usize, StreamError> {
         if !self.accepts_writes() {
             return Err(self.closed_error());
         }
@@ -196,7 +197,7 @@ impl SendStream {
 
     /// The limit to report in STREAM_DATA_BLOCKED, once per limit, when the
     /// peer's stream window stopped a write.
-    pub fn take_data_blocked(&mut self) -> Option<u64> {
+    pub(super) fn take_data_blocked(&mut self) -> Option<u64> {
         if self.write_offset < self.max_stream_data
             || self.blocked_reported == Some(self.max_stream_data)
         {
@@ -206,7 +207,7 @@ impl SendStream {
         self.blocked_reported
     }
 
-    pub fn finish(&mut self) -> Result<(), StreamError> {
+    pub(super) fn finish(&mut self) -> Result<(), StreamError> {
         if !self.accepts_writes() {
             return Err(self.closed_error());
         }
@@ -217,7 +218,7 @@ impl SendStream {
     /// Abandons the stream: drops every buffered byte and every pending
     /// retransmission. Returns the final size for RESET_STREAM, or `None`
     /// when there was nothing left to reset.
-    pub fn reset(&mut self) -> Option<u64> {
+    pub(super) fn reset(&mut self) -> Option<u64> {
         if !matches!(
             self.state,
             SendState::Ready | SendState::Send | SendState::DataSent
@@ -235,20 +236,20 @@ impl SendStream {
     }
 
     /// The peer asked us to stop (STOP_SENDING): reset with its code.
-    pub fn stop(&mut self, error_code: u64) -> Option<u64> {
+    pub(super) fn stop(&mut self, error_code: u64) -> Option<u64> {
         let final_size = self.reset()?;
         self.stop_code = Some(error_code);
         Some(final_size)
     }
 
-    pub fn on_reset_acked(&mut self) {
+    pub(super) fn on_reset_acked(&mut self) {
         if self.state == SendState::ResetSent {
             self.state = SendState::ResetRecvd;
         }
     }
 
     /// Nothing more will ever be sent or re-sent.
-    pub fn is_done(&self) -> bool {
+    pub(super) fn is_done(&self) -> bool {
         matches!(
             self.state,
             SendState::DataRecvd | SendState::ResetSent | SendState::ResetRecvd
@@ -258,7 +259,7 @@ impl SendStream {
     /// The offset of the next chunk of this kind: exact for fresh bytes,
     /// an upper bound for retransmissions. The STREAM frame header's size
     /// depends on it.
-    pub fn next_offset(&self, retransmit: bool) -> u64 {
+    pub(super) fn next_offset(&self, retransmit: bool) -> u64 {
         if retransmit {
             self.write_offset
         } else {
@@ -267,20 +268,20 @@ impl SendStream {
     }
 
     /// Bytes (or a FIN) never sent that the stream window lets us send.
-    pub fn has_fresh(&self) -> bool {
+    pub(super) fn has_fresh(&self) -> bool {
         matches!(self.state, SendState::Ready | SendState::Send)
             && ((self.sent_offset < self.write_offset && self.sent_offset < self.max_stream_data)
                 || (self.fin_pending && self.sent_offset == self.write_offset))
     }
 
-    pub fn has_retransmit(&self) -> bool {
+    pub(super) fn has_retransmit(&self) -> bool {
         matches!(self.state, SendState::Send | SendState::DataSent)
             && (!self.lost.is_empty() || self.fin_lost)
     }
 
     /// Appends the buffered bytes `[offset, offset + len)` to `out`;
     /// false (and nothing appended) when they are not all buffered.
-    pub fn copy_range(&self, offset: u64, len: u64, out: &mut Vec<u8>) -> bool {
+    pub(super) fn copy_range(&self, offset: u64, len: u64, out: &mut Vec<u8>) -> bool {
         let Some(start) = offset.checked_sub(self.acked_offset) else {
             return false;
         };
@@ -305,7 +306,7 @@ impl SendStream {
     #[cfg(test)]
     /// New data: at most `max_len` bytes, within the stream window and the
     /// connection credit `conn_credit`.
-    pub fn poll_fresh(&mut self, max_len: usize, conn_credit: u64) -> Option<StreamChunk> {
+    pub(super) fn poll_fresh(&mut self, max_len: usize, conn_credit: u64) -> Option<StreamChunk> {
         let c = self.take_fresh(max_len, conn_credit)?;
         Some(self.chunk(c))
     }
@@ -313,7 +314,7 @@ impl SendStream {
     /// New data: at most `max_len` bytes, within the stream window and the
     /// connection credit `conn_credit`. The range is marked sent but not
     /// copied; [`SendStream::copy_range`] fetches the bytes.
-    pub fn take_fresh(&mut self, max_len: usize, conn_credit: u64) -> Option<ChunkInfo> {
+    pub(super) fn take_fresh(&mut self, max_len: usize, conn_credit: u64) -> Option<ChunkInfo> {
         if !matches!(self.state, SendState::Ready | SendState::Send) {
             return None;
         }
@@ -344,14 +345,14 @@ impl SendStream {
 
     #[cfg(test)]
     /// The lowest lost range (and a lost FIN), at most `max_len` bytes.
-    pub fn poll_retransmit(&mut self, max_len: usize) -> Option<StreamChunk> {
+    pub(super) fn poll_retransmit(&mut self, max_len: usize) -> Option<StreamChunk> {
         let c = self.take_retransmit(max_len)?;
         Some(self.chunk(c))
     }
 
     /// The lowest lost range (and a lost FIN), at most `max_len` bytes,
     /// without copying the bytes.
-    pub fn take_retransmit(&mut self, max_len: usize) -> Option<ChunkInfo> {
+    pub(super) fn take_retransmit(&mut self, max_len: usize) -> Option<ChunkInfo> {
         if !matches!(self.state, SendState::Send | SendState::DataSent) {
             return None;
         }
@@ -378,7 +379,7 @@ impl SendStream {
         None
     }
 
-    pub fn on_acked(&mut self, offset: u64, len: u64, fin: bool) -> AckOutcome {
+    pub(super) fn on_acked(&mut self, offset: u64, len: u64, fin: bool) -> AckOutcome {
         if !matches!(self.state, SendState::Send | SendState::DataSent) {
             return AckOutcome::default();
         }
@@ -421,7 +422,7 @@ impl SendStream {
 
     /// Queues the unacknowledged part of a lost chunk for retransmission;
     /// returns whether the stream now has something to re-send.
-    pub fn on_lost(&mut self, offset: u64, len: u64, fin: bool) -> bool {
+    pub(super) fn on_lost(&mut self, offset: u64, len: u64, fin: bool) -> bool {
         if !matches!(self.state, SendState::Send | SendState::DataSent) {
             return false;
         }
@@ -440,19 +441,19 @@ impl SendStream {
     }
 
     /// Applies MAX_STREAM_DATA; returns whether the window grew.
-    pub fn raise_max_stream_data(&mut self, max: u64) -> bool {
+    pub(super) fn raise_max_stream_data(&mut self, max: u64) -> bool {
         let grew = max > self.max_stream_data;
         self.max_stream_data = self.max_stream_data.max(max);
         grew
     }
 
     /// Replaces the window (the peer's transport parameters).
-    pub fn set_max_stream_data(&mut self, max: u64) {
+    pub(super) fn set_max_stream_data(&mut self, max: u64) {
         self.max_stream_data = max;
     }
 
     /// Buffered bytes: unacknowledged plus unsent.
-    pub fn buffered(&self) -> u64 {
+    pub(super) fn buffered(&self) -> u64 {
         self.buf.len() as u64
     }
 }
