@@ -37,10 +37,10 @@
 //! ECN-marking queue drops its packets instead, which BBR sees as loss. A
 //! CE response (BBRv2's in-flight cap) is not implemented.
 //!
-//! Pacing: BBR sets its own rate, `pacing_gain * btl_bw`, 1% under to
-//! drain what jitter adds, so it asks the connection's pacer for gain 1
-//! ([`Controller::pacing`]) and hands it that rate as one smoothed RTT's
-//! worth of bytes ([`Controller::pacing_window`]).
+//! Pacing: the connection's pacer sends at `gain * pacing_window / srtt`
+//! with its own gain (2 while [`Controller::in_slow_start`], 1.25 after);
+//! [`Controller::pacing_window`] divides that gain out so the pacer sends at
+//! BBR's rate, `pacing_gain * btl_bw`, 1% under to drain what jitter adds.
 
 use std::time::Duration;
 
@@ -49,7 +49,7 @@ use brisk_wire::Ecn;
 
 use super::delivery_rate::{DeliveryRate, RateSample};
 use super::{AckSample, CcConfig, CcMetrics, Controller, LossSample, Recovery};
-use crate::pacing::{MIN_BURST_PACKETS, PacingParams};
+use crate::pacing::{CONGESTION_AVOIDANCE_GAIN, SLOW_START_GAIN};
 
 /// Startup's pacing and window gain, `2 / ln 2`: the smallest gain that
 /// doubles the delivery rate every round trip.
@@ -522,27 +522,20 @@ impl Controller for Bbr {
         self.cwnd.max(self.min_pipe_cwnd)
     }
 
-    /// BBR's pacing rate times the smoothed RTT: the pacer, at gain 1,
-    /// divides the RTT back out and sends at BBR's rate.
     fn pacing_window(&self) -> u64 {
+        let pacer_gain = if self.in_slow_start() {
+            SLOW_START_GAIN
+        } else {
+            CONGESTION_AVOIDANCE_GAIN
+        };
         let srtt = self.srtt.as_secs_f64();
         let window = if self.pacing_rate > 0.0 && srtt > 0.0 {
-            self.pacing_rate * srtt
+            self.pacing_rate * srtt / pacer_gain
         } else {
             // No bandwidth sample yet: the initial window at Startup's gain.
-            BBR_HIGH_GAIN * self.window() as f64
+            BBR_HIGH_GAIN * self.window() as f64 / pacer_gain
         };
         (window.ceil() as u64).max(1)
-    }
-
-    /// Gain 1: the gains are BBR's own and already in
-    /// [`pacing_window`](Controller::pacing_window); bursts as for the
-    /// other classic controllers.
-    fn pacing(&self) -> PacingParams {
-        PacingParams {
-            gain: 1.0,
-            min_burst_packets: MIN_BURST_PACKETS,
-        }
     }
 
     fn ecn(&self) -> Ecn {
@@ -640,8 +633,10 @@ mod tests {
         assert_eq!(cc.state(), BbrState::Startup);
         assert_eq!(cc.ecn(), Ecn::NotEct);
         // No sample yet: the pacer gets the initial window at 2/ln 2.
-        assert_eq!(cc.pacing_window(), (BBR_HIGH_GAIN * 12_000.0).ceil() as u64);
-        assert_eq!(cc.pacing().gain, 1.0);
+        assert_eq!(
+            cc.pacing_window(),
+            (BBR_HIGH_GAIN * 12_000.0 / SLOW_START_GAIN).ceil() as u64
+        );
     }
 
     /// Startup doubles the delivery rate each round, then three rounds
@@ -870,8 +865,8 @@ mod tests {
         assert_eq!(cc.window(), MIN_PIPE_PACKETS * MDS);
     }
 
-    /// The pacer multiplies `pacing_window / srtt` by the gain BBR asks
-    /// for; the product is BBR's rate in every state.
+    /// The pacer multiplies `pacing_window / srtt` by its own gain; the
+    /// product is BBR's rate in every state.
     #[test]
     fn pacing_window_gives_the_pacer_bbrs_rate() {
         let mut sim = path(ms(20));
@@ -881,10 +876,14 @@ mod tests {
             if cc.pacing_rate() == 0.0 {
                 continue;
             }
-            let srtt = cc.srtt.as_secs_f64();
-            let pacer = cc.pacing().gain * cc.pacing_window() as f64 / srtt;
+            let gain = if cc.in_slow_start() {
+                SLOW_START_GAIN
+            } else {
+                CONGESTION_AVOIDANCE_GAIN
+            };
+            let pacer = gain * cc.pacing_window() as f64 / cc.srtt.as_secs_f64();
             let want = cc.pacing_rate();
-            assert!((pacer - want).abs() <= want * 1e-3 + 1.0 / srtt);
+            assert!((pacer - want).abs() <= want * 1e-3 + 1.0 / cc.srtt.as_secs_f64() * gain);
         }
         let rate = sim.cc.pacing_rate() / sim.cc.pacing_gain();
         assert!((rate / PATH_BYTES_PER_SEC - 1.0).abs() < 0.05, "{rate}");
