@@ -22,6 +22,7 @@
 //!   congestion), [`rtt`];
 //! - congestion: [`congestion`] (NewReno, CUBIC, Prague, BBR), [`pacing`],
 //!   [`ecn_validation`];
+//! - [`fec`]: forward error correction (repair symbols, rebuilt packets);
 //! - [`streams`]: multiplexing, flow control, priorities;
 //! - [`connection`], [`endpoint`], [`config`], [`stats`], [`error`];
 //! - under attack: `admission` (retry or refuse before any key agreement,
@@ -43,6 +44,7 @@ pub mod crypto;
 pub mod ecn_validation;
 pub mod endpoint;
 pub mod error;
+pub mod fec;
 pub mod frame;
 pub mod handshake;
 pub mod loss;

@@ -97,5 +97,11 @@ pub struct ConnectionStats {
     pub migrations: u64,
     /// The server held back sending because of the 3x amplification limit.
     pub amplification_blocked: u64,
+    /// Forward error correction: packets that carried a repair symbol and
+    /// their bytes (overhead the receiver gets no new data from), and
+    /// packets this side rebuilt from the peer's repair.
+    pub repair_packets_sent: u64,
+    pub repair_bytes_sent: u64,
+    pub packets_rebuilt: u64,
     pub dropped: DropStats,
 }
