@@ -56,7 +56,7 @@ impl Connection {
 
     /// A REPAIRED frame: the packets the peer rebuilt were lost on the
     /// path, and congestion control hears of them as of any loss (see
-    /// docs/PROTOCOL.md §4.6 for why).
+    /// docs/PROTOCOL.md §6.6 for why).
     pub(super) fn handle_repaired(&mut self, now: Instant, r: RepairedFrame) {
         if r.largest_pn >= self.next_pn {
             self.transport_error(
@@ -67,6 +67,7 @@ impl Connection {
             );
             return;
         }
+        let queue_free = self.rtt.latest() <= self.rtt.min() + self.rtt.min() / 4;
         let Some(tx) = self.fec_active() else {
             self.transport_error(
                 now,
@@ -76,7 +77,8 @@ impl Connection {
             );
             return;
         };
-        let Some((packets, sent_at)) = tx.on_rebuilt_report(r.packets, r.bursts, r.largest_pn)
+        let Some((packets, sent_at)) =
+            tx.on_rebuilt_report(r.packets, r.bursts, r.largest_pn, queue_free)
         else {
             return;
         };

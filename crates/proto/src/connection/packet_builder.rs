@@ -185,7 +185,11 @@ impl Connection {
             return None;
         };
         let gate = self.gate(now)?;
-        let space = if self.fec_rx.is_some() {
+        // A source packet leaves room for its repair; a repair packet
+        // takes it.
+        let repair_next =
+            gate.may_elicit && self.fec_active().is_some_and(|f| f.next_repair().is_some());
+        let space = if self.fec_rx.is_some() && !repair_next {
             space.saturating_sub(FEC_RESERVE)
         } else {
             space
@@ -301,11 +305,15 @@ impl Connection {
                     index: r.index,
                     shard: &r.shard,
                 };
-                // Always fits: source packets left FEC_RESERVE unused.
+                // Fits: source packets left FEC_RESERVE unused. A symbol
+                // that does not (a packet number 4 bytes longer than its
+                // sources') is dropped rather than kept waiting.
                 if frame.encoded_len() <= room {
                     frame.emit(out);
                     b.record(None, || qlog::frame(&Frame::Repair(frame)), true);
                     b.repair = true;
+                } else if let Some(f) = self.fec_active() {
+                    f.drop_repair();
                 }
             }
             FrameSource::Ack => {

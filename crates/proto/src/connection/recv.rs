@@ -806,7 +806,10 @@ impl Connection {
             if p.ack_eliciting {
                 self.stats.packets_lost += 1;
                 self.stats.bytes_lost += p.size_bytes;
-                if let Some(f) = self.fec_active() {
+                // A loss behind a standing queue is the congestion
+                // controller's business; repair is for the path's own.
+                let queue_free = self.rtt.latest() <= self.rtt.min() + self.rtt.min() / 4;
+                if let Some(f) = self.fec_active().filter(|_| queue_free) {
                     f.on_lost(*pn);
                 }
             }

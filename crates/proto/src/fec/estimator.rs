@@ -4,8 +4,11 @@
 //!
 //! Losses are counted from both sources: packets loss detection declared
 //! lost, and packets the receiver reported it rebuilt (which were lost on
-//! the path all the same). A run of consecutive lost packet numbers is one
-//! burst, so a Gilbert-Elliott channel shows up as a mean burst above one.
+//! the path all the same). The connection leaves out losses it declares
+//! while the RTT shows a standing queue: a full queue's drops are
+//! congestion, which repair would only add to. A run of consecutive lost
+//! packet numbers is one burst, so a Gilbert-Elliott channel shows up as
+//! a mean burst above one.
 
 /// Outcomes kept at full weight: past this, old ones count half.
 const WINDOW_PACKETS: f64 = 2000.0;
@@ -58,6 +61,11 @@ impl LossEstimator {
     pub(super) fn loss_rate(&self) -> f64 {
         let total = self.delivered + self.lost;
         if total > 0.0 { self.lost / total } else { 0.0 }
+    }
+
+    /// Packets measured, recent ones at full weight.
+    pub(super) fn packets_seen(&self) -> f64 {
+        self.delivered + self.lost
     }
 
     /// Packets per loss burst, at least 1.

@@ -1,4 +1,4 @@
-//! Forward error correction (docs/PROTOCOL.md §4.6): repair symbols that
+//! Forward error correction (docs/PROTOCOL.md §6.6): repair symbols that
 //! let a receiver rebuild lost 1-RTT packets without waiting a round trip
 //! for a retransmission.
 //!
@@ -36,15 +36,22 @@ pub enum FecPolicy {
     /// path, more as losses show up.
     #[default]
     Adaptive,
-    /// Repair even before any loss was measured (a fresh connection assumes
-    /// [`ON_LOSS_FLOOR`]): requests and small objects, where one round trip
-    /// costs more than the repair bytes.
+    /// At least one repair symbol per block, and repair even before any
+    /// loss was measured (a fresh connection assumes [`ON_LOSS_FLOOR`],
+    /// an assumption that fades as packets are measured): requests and
+    /// small objects, where one round trip costs more than the repair
+    /// bytes.
     On,
 }
 
-/// The loss rate an [`FecPolicy::On`] stream is protected against at least
-/// (1%): a fresh connection has measured nothing yet.
-pub const ON_LOSS_FLOOR: f64 = 0.01;
+/// The loss rate an [`FecPolicy::On`] stream is protected against on a
+/// fresh connection (2%, a mobile network's common range is 1 to 5%);
+/// it counts as [`ON_PRIOR_PACKETS`] packets of history, so a clean path
+/// soon outweighs it while a lossy one raises the estimate at once.
+pub const ON_LOSS_FLOOR: f64 = 0.05;
+
+/// See [`ON_LOSS_FLOOR`].
+pub const ON_PRIOR_PACKETS: f64 = 500.0;
 
 /// FEC knobs of one connection.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -58,9 +65,14 @@ pub struct FecConfig {
     /// Source packets in a block at most: larger blocks cost fewer repair
     /// symbols per loss, smaller ones repair sooner.
     pub max_block_packets: usize,
-    /// The chance a block may be left unrepairable, at the measured loss
-    /// rate, that the repair count is chosen for.
+    /// The chance a block of an [`FecPolicy::On`] stream may be left
+    /// unrepairable, at the measured loss rate, that its repair count is
+    /// chosen for: small, as each such block costs a round trip.
     pub target_block_failure: f64,
+    /// The same for [`FecPolicy::Adaptive`]: larger, as bulk data pays for
+    /// repair in goodput and a block left to retransmission costs it
+    /// little.
+    pub adaptive_block_failure: f64,
 }
 
 impl Default for FecConfig {
@@ -70,6 +82,7 @@ impl Default for FecConfig {
             default_policy: FecPolicy::Adaptive,
             max_block_packets: 32,
             target_block_failure: 0.01,
+            adaptive_block_failure: 0.2,
         }
     }
 }

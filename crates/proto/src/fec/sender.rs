@@ -17,7 +17,7 @@
 
 use super::codec;
 use super::estimator::{LossEstimator, repair_count};
-use super::{FecConfig, FecPolicy, ON_LOSS_FLOOR};
+use super::{FecConfig, FecPolicy, ON_LOSS_FLOOR, ON_PRIOR_PACKETS};
 use crate::streams::StreamId;
 use brisk_time::Instant;
 use std::collections::{BTreeMap, VecDeque};
@@ -150,12 +150,20 @@ impl FecSender {
     }
 
     fn repair_for(&self, k: usize, floor: f64) -> usize {
-        let rate = self.estimator.loss_rate().max(floor);
+        let seen = self.estimator.packets_seen();
+        let rate = self
+            .estimator
+            .loss_rate()
+            .max(floor * ON_PRIOR_PACKETS / (ON_PRIOR_PACKETS + seen));
         let m = repair_count(
             k,
             rate,
             self.estimator.mean_burst(),
-            self.config.target_block_failure,
+            if floor > 0.0 {
+                self.config.target_block_failure
+            } else {
+                self.config.adaptive_block_failure
+            },
         );
         // A protected-at-least block always gets one.
         if floor > 0.0 { m.max(1) } else { m }
@@ -218,6 +226,21 @@ impl FecSender {
         }
     }
 
+    /// Drops the repair symbol [`FecSender::next_repair`] named, unsent;
+    /// the block's hold ends with its last symbol, sent or not.
+    pub(crate) fn drop_repair(&mut self) {
+        let Some(r) = self.repairs.pop_front() else {
+            return;
+        };
+        if self
+            .repairs
+            .front()
+            .is_none_or(|n| n.first_pn != r.first_pn)
+        {
+            self.guards.retain(|g| g.first_pn != r.first_pn);
+        }
+    }
+
     /// The hold on packet `pn`, if it is in a block whose repair may still
     /// save it.
     pub(crate) fn guard(&self, pn: u64) -> Option<Guard> {
@@ -255,12 +278,15 @@ impl FecSender {
         total: u64,
         bursts: u64,
         largest_pn: u64,
+        queue_free: bool,
     ) -> Option<(u64, Option<Instant>)> {
         let (seen, seen_bursts) = self.rebuilt_seen;
         let new = total.checked_sub(seen).filter(|&n| n > 0)?;
         let new_bursts = bursts.saturating_sub(seen_bursts);
         self.rebuilt_seen = (total, bursts.max(seen_bursts));
-        self.estimator.on_rebuilt(new, new_bursts);
+        if queue_free {
+            self.estimator.on_rebuilt(new, new_bursts);
+        }
         let sent_at = self
             .guards
             .iter()
@@ -338,9 +364,9 @@ mod tests {
     #[test]
     fn rebuilt_reports_count_once() {
         let mut s = sender(FecPolicy::On);
-        assert_eq!(s.on_rebuilt_report(0, 0, 0), None);
-        assert_eq!(s.on_rebuilt_report(2, 1, 7).map(|r| r.0), Some(2));
-        assert_eq!(s.on_rebuilt_report(2, 1, 7), None);
+        assert_eq!(s.on_rebuilt_report(0, 0, 0, true), None);
+        assert_eq!(s.on_rebuilt_report(2, 1, 7, true).map(|r| r.0), Some(2));
+        assert_eq!(s.on_rebuilt_report(2, 1, 7, true), None);
         assert!(s.loss_rate() > 0.0);
     }
 }

@@ -1,4 +1,4 @@
-//! The forward error correction frames (docs/PROTOCOL.md §4.6), sent only
+//! The forward error correction frames (docs/PROTOCOL.md §6.6), sent only
 //! between peers that both announced the `fec` transport parameter.
 //!
 //! ```text
