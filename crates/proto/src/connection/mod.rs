@@ -25,6 +25,8 @@
 
 mod fec;
 #[cfg(test)]
+mod fec_tests;
+#[cfg(test)]
 mod handshake_errors;
 pub(crate) mod packet_builder;
 mod recv;
