@@ -944,6 +944,14 @@ rtt = "40ms"
         assert!(e.contains("`fps`"), "{e}");
         let e = brisk("rate = \"1Mbit\"\n");
         assert!(e.contains("`rate` does not apply"), "{e}");
+        let e = brisk("fec = \"maybe\"\n");
+        assert!(
+            e.contains("line 5") && e.contains("maybe") && e.contains("`adaptive`"),
+            "{e}"
+        );
+        let e =
+            err("duration = \"1s\"\n[[flows]]\nkind = \"cbr\"\nrate = \"1Mbit\"\nfec = \"on\"\n");
+        assert!(e.contains("`fec`"), "{e}");
         let e = brisk("cc = \"vegas\"\n");
         assert!(e.contains("line 5") && e.contains("vegas"), "{e}");
         let e = brisk("app = \"feed\"\nobjects = [\"4kB\", \"lots\"]\n");
