@@ -31,10 +31,12 @@ impl Connection {
         )
     }
 
-    /// Keeps an authenticated packet's payload as a source symbol.
+    /// Keeps a copy of an authenticated packet's payload as a source
+    /// symbol: a copy, as a slice would pin the whole receive buffer
+    /// (a GRO batch) the packet came in for as long as it is kept.
     pub(super) fn keep_for_fec(&mut self, pn: u64, plain: &Bytes) {
         if let Some(rx) = self.fec_rx.as_mut() {
-            rx.on_packet(pn, plain.clone());
+            rx.on_packet(pn, Bytes::copy_from_slice(plain));
         }
     }
 

@@ -269,7 +269,7 @@ impl Connection {
             && !self.ping_pending
             && !self.ack_frequency.as_ref().is_some_and(|a| a.has_pending())
             && !self.streams.may_have_frames()
-            && !self.fec_active().is_some_and(|f| f.next_repair().is_some())
+            && self.fec_active().is_none_or(|f| f.next_repair().is_none())
         {
             return None;
         }
@@ -443,9 +443,7 @@ impl Connection {
         out: &mut Vec<u8>,
         retransmits: bool,
     ) -> Option<Ecn> {
-        if self.keys.is_none() {
-            return None;
-        }
+        self.keys.as_ref()?;
         let pn = b.pn;
         if !b.repair && self.fec_rx.is_some() {
             self.fec_on_source_sent(now, pn, &b, out);

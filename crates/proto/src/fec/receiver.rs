@@ -8,13 +8,17 @@ use crate::frame::RepairFrame;
 use bytes::Bytes;
 use std::collections::{BTreeMap, VecDeque};
 
-/// Packet numbers behind the largest received whose payloads are kept: a
-/// block's repair arrives within a flight of its packets.
-const KEEP_PACKETS: u64 = 1024;
+/// Packet numbers behind the largest received whose payloads are kept
+/// (about 360 KB at most): a block's repair follows its last packet, so
+/// eight blocks of the largest size leave room for reordering.
+const KEEP_PACKETS: u64 = 256;
 /// Bounds on a block a peer may describe, so a REPAIR frame cannot make
 /// the receiver keep or decode more than a window of packets.
 const MAX_SOURCE: u64 = 256;
 const MAX_REPAIR: u64 = 64;
+/// Blocks waiting for more repair at most; past that the oldest goes, so a
+/// peer's symbols for blocks that never complete cannot pile up.
+const MAX_PENDING_BLOCKS: usize = 64;
 /// ACK-carrying packets a new REPAIRED report rides in, against its loss.
 const REPORT_REPEATS: u8 = 3;
 
@@ -82,12 +86,17 @@ impl FecReceiver {
         if r.repair_count == 0 || r.repair_count > MAX_REPAIR || r.index >= r.repair_count {
             return Err("REPAIR index outside its repair count");
         }
-        if r.shard.is_empty() || r.shard.len() % 2 != 0 {
+        if r.shard.is_empty() || !r.shard.len().is_multiple_of(2) {
             return Err("REPAIR symbol of odd length");
         }
         let newest = self.kept.last_key_value().map_or(0, |(&n, _)| n);
-        if r.first_pn + r.source_count + KEEP_PACKETS < newest {
+        // Too old to rebuild, or for packets far beyond any received.
+        if r.first_pn + r.source_count + KEEP_PACKETS < newest || r.first_pn > newest + KEEP_PACKETS
+        {
             return Ok(());
+        }
+        if !self.blocks.contains_key(&r.first_pn) && self.blocks.len() >= MAX_PENDING_BLOCKS {
+            self.blocks.pop_first();
         }
         let b = self.blocks.entry(r.first_pn).or_insert(PendingBlock {
             source_count: r.source_count,
@@ -218,6 +227,27 @@ mod tests {
                 largest_pn: 14
             })
         );
+    }
+
+    #[test]
+    fn symbols_for_far_or_too_many_blocks_do_not_pile_up() {
+        let mut rx = FecReceiver::default();
+        rx.on_packet(1000, payload(1000));
+        let frame = |first_pn| RepairFrame {
+            first_pn,
+            source_count: 4,
+            repair_count: 2,
+            index: 0,
+            shard: &[0, 0],
+        };
+        rx.on_repair(&frame(1001 + KEEP_PACKETS)).unwrap();
+        rx.on_repair(&frame(1000 - KEEP_PACKETS - 5)).unwrap();
+        assert!(rx.blocks.is_empty());
+        // 65 blocks within reach: the oldest goes.
+        for i in 0..100 {
+            rx.on_repair(&frame(1000 + i * 4)).unwrap();
+        }
+        assert_eq!(rx.blocks.len(), MAX_PENDING_BLOCKS);
     }
 
     #[test]
