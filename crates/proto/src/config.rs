@@ -48,6 +48,9 @@ pub struct TransportConfig {
     /// and, if the peer announced it too, ask it to acknowledge less often
     /// while our window is large (see `ack_frequency`).
     pub ack_frequency: bool,
+    /// Forward error correction: whether to announce it, and the default
+    /// per-stream policy.
+    pub fec: crate::fec::FecConfig,
 }
 
 impl Default for TransportConfig {
@@ -65,6 +68,7 @@ impl Default for TransportConfig {
             ecn: true,
             packet_ciphers: PacketCipher::local_preference(),
             ack_frequency: true,
+            fec: crate::fec::FecConfig::default(),
         }
     }
 }

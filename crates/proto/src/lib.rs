@@ -30,6 +30,7 @@
 //!   persistent congestion), `rtt`;
 //! - congestion: `congestion` (NewReno, CUBIC, Prague, BBR), `pacing`,
 //!   `ecn_validation`;
+//! - `fec`: forward error correction (repair symbols, rebuilt packets);
 //! - `streams`: multiplexing, flow control, priorities;
 //! - `connection`, `endpoint`, `config`, `stats`, `error`, `schedule`;
 //! - under attack: `admission` (retry or refuse before any key agreement,
@@ -54,6 +55,7 @@ pub mod crypto;
 pub mod ecn_validation;
 mod endpoint;
 mod error;
+pub mod fec;
 mod frame;
 mod handshake;
 mod loss;

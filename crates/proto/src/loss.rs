@@ -192,6 +192,23 @@ impl LossDetection {
         rtt: &RttEstimator,
         max_ack_delay: Duration,
     ) -> LostBatch {
+        self.detect_lost_held(now, sent, rtt, max_ack_delay, |_| None)
+    }
+
+    /// [`detect_lost`](Self::detect_lost) with a hold on some packets:
+    /// `hold(pn)` names a later packet `(number, send time)` that stands
+    /// in for `pn` in both thresholds (forward error correction: the
+    /// block's last repair packet, which may still rebuild `pn`). A packet
+    /// number of `u64::MAX` or no send time hold it outright, until its
+    /// repair has left.
+    pub(crate) fn detect_lost_held(
+        &mut self,
+        now: Instant,
+        sent: &mut SentPackets,
+        rtt: &RttEstimator,
+        max_ack_delay: Duration,
+        hold: impl Fn(u64) -> Option<(u64, Option<Instant>)>,
+    ) -> LostBatch {
         self.loss_time = None;
         let Some(largest) = self.largest_acked else {
             return LostBatch::default();
@@ -202,12 +219,16 @@ impl LossDetection {
             if pn > largest {
                 break;
             }
-            let by_time = p.time_sent + delay <= now;
-            let by_count = largest >= pn.saturating_add(self.packet_threshold);
+            let (count_pn, time_sent) = match hold(pn) {
+                Some((after, at)) => (after, at),
+                None => (pn, Some(p.time_sent)),
+            };
+            let by_time = time_sent.is_some_and(|t| t + delay <= now);
+            let by_count = largest >= count_pn.saturating_add(self.packet_threshold);
             if by_time || by_count {
                 lost.push(pn);
-            } else {
-                let at = p.time_sent + delay;
+            } else if let Some(t) = time_sent {
+                let at = t + delay;
                 self.loss_time = Some(self.loss_time.map_or(at, |t| t.min(at)));
             }
         }

@@ -182,6 +182,18 @@ pub fn frame(f: &Frame<'_>) -> QlogFrame {
             ack_eliciting_threshold: a.ack_eliciting_threshold,
             request_max_ack_delay: a.request_max_ack_delay,
         },
+        Frame::Repair(r) => QlogFrame::Repair {
+            first_packet_number: r.first_pn,
+            source_count: r.source_count,
+            repair_count: r.repair_count,
+            repair_index: r.index,
+            length_bytes: r.shard.len() as u64,
+        },
+        Frame::Repaired(r) => QlogFrame::Repaired {
+            packets: r.packets,
+            bursts: r.bursts,
+            largest_packet_number: r.largest_pn,
+        },
     }
 }
 

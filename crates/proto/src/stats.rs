@@ -120,6 +120,14 @@ pub struct ConnectionStats {
     pub migrations: u64,
     /// The server held back sending because of the 3x amplification limit.
     pub amplification_blocked: u64,
+    /// Forward error correction: packets that carried a repair symbol
+    /// (overhead the receiver gets no new data from).
+    pub repair_packets_sent: u64,
+    /// Bytes of those packets.
+    pub repair_bytes_sent: u64,
+    /// Packets this side rebuilt from the peer's repair instead of waiting
+    /// for their retransmission.
+    pub packets_rebuilt: u64,
     /// Packets dropped on receipt, by reason.
     pub dropped: DropStats,
 }

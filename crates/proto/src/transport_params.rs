@@ -25,10 +25,12 @@ mod id {
     pub(super) const EARLY_DATA_ACCEPTED: u64 = 0x0a;
     pub(super) const PACKET_CIPHERS: u64 = 0x0b;
     pub(super) const STATELESS_RESET_TOKEN: u64 = 0x0c;
-    /// Extensions take ids from 0x10: 0x10 DATAGRAM, 0x11 FEC, 0x13
+    /// Extensions take ids from 0x10: 0x10 DATAGRAM, 0x13
     /// connection migration (active CID limit), 0x14 stream priorities on
     /// the wire and 0x15 PMTU probing are set aside.
     pub(super) const MIN_ACK_DELAY_US: u64 = 0x12;
+    /// Empty: this side takes REPAIR and REPAIRED frames.
+    pub(super) const FEC: u64 = 0x11;
 }
 
 /// RFC 9000's bound on ack delays: `max_ack_delay` stays below it, and a
@@ -64,6 +66,9 @@ pub(crate) struct TransportParams {
     /// connection ID (`stateless_reset`), so a client learns at once that
     /// a restarted server no longer knows the connection.
     pub stateless_reset_token: Option<[u8; RESET_TOKEN_LEN]>,
+    /// This side takes forward error correction frames (REPAIR, REPAIRED);
+    /// either side sends them only when both announced it.
+    pub fec: bool,
 }
 
 impl Default for TransportParams {
@@ -82,6 +87,7 @@ impl Default for TransportParams {
             packet_ciphers: vec![PacketCipher::ChaCha20Poly1305],
             min_ack_delay: None,
             stateless_reset_token: None,
+            fec: false,
         }
     }
 }
@@ -142,6 +148,9 @@ impl TransportParams {
         if let Some(t) = &self.stateless_reset_token {
             put_bytes(out, id::STATELESS_RESET_TOKEN, t);
         }
+        if self.fec {
+            put_bytes(out, id::FEC, &[]);
+        }
     }
 
     /// Parses a whole parameter block; a parameter given twice, a value
@@ -197,6 +206,12 @@ impl TransportParams {
                     }
                 }
                 id::EARLY_DATA_ACCEPTED => p.early_data_accepted = true,
+                id::FEC => {
+                    if !v.is_empty() {
+                        return Err(DecodeError::Malformed("fec parameter with a value"));
+                    }
+                    p.fec = true;
+                }
                 id::PACKET_CIPHERS => {
                     if v.is_empty() {
                         return Err(DecodeError::Malformed("empty packet cipher list"));
@@ -273,9 +288,22 @@ mod tests {
     fn round_trips_and_skips_unknown_ids() {
         let mut b = Vec::new();
         sample().emit(&mut b);
-        // A parameter of a set-aside extension (id 0x11, 2 bytes) is ignored.
-        b.extend_from_slice(&[0x11, 0x02, 0xab, 0xcd]);
+        // A parameter of a set-aside extension (id 0x10, 2 bytes) is ignored.
+        b.extend_from_slice(&[0x10, 0x02, 0xab, 0xcd]);
         assert_eq!(TransportParams::parse(&b).unwrap(), sample());
+    }
+
+    #[test]
+    fn fec_is_an_empty_parameter() {
+        let on = TransportParams {
+            fec: true,
+            ..sample()
+        };
+        let mut b = Vec::new();
+        on.emit(&mut b);
+        assert_eq!(TransportParams::parse(&b).unwrap(), on);
+        assert!(b.ends_with(&[0x11, 0x00]));
+        assert!(TransportParams::parse(&[0x07, 0x00, 0x11, 0x01, 0x01]).is_err());
     }
 
     #[test]

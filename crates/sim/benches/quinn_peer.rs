@@ -111,6 +111,7 @@ fn brisk(scenario: &Scenario, addrs: FlowAddrs) -> Box<dyn FlowApp> {
         cc: brisk_proto::congestion::CcAlgorithm::Cubic,
         ecn: true,
         ack_frequency: true,
+        fec: None,
         header_len: scenario.header_bytes() as usize,
         start: Instant::ZERO,
         stop: Instant::ZERO + scenario.duration,

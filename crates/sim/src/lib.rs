@@ -132,6 +132,7 @@ fn brisk_config(
             .unwrap_or(brisk_proto::congestion::CcAlgorithm::Prague),
         ecn: spec.ecn != Some(EcnSpec::NotEct),
         ack_frequency: spec.ack_frequency.unwrap_or(true),
+        fec: spec.fec,
         header_len: s.header_bytes() as usize,
         start: setup.start,
         stop: setup.stop,
@@ -291,6 +292,10 @@ fn brisk_results(t: &TransportReport) -> BriskResults {
             ptos: st.as_ref().map_or(0, |s| s.ptos),
             congestion_events: st.as_ref().map_or(0, |s| s.congestion_events),
             ack_frequency_sent: st.as_ref().map_or(0, |s| s.ack_frequency_sent),
+            bytes_sent: st.as_ref().map_or(0, |s| s.bytes_sent),
+            repair_packets_sent: st.as_ref().map_or(0, |s| s.repair_packets_sent),
+            repair_bytes_sent: st.as_ref().map_or(0, |s| s.repair_bytes_sent),
+            packets_rebuilt: t.receiver.as_ref().map_or(0, |s| s.packets_rebuilt),
             receiver_acks: t.receiver.as_ref().map_or(0, |s| s.ack_frames_sent),
             ce_echoed: st.as_ref().map_or(0, |s| s.ecn_echoed.ce),
             ecn_state: st.as_ref().map_or_else(

@@ -90,6 +90,15 @@ pub struct TransportResults {
     /// ACK_FREQUENCY frames the sender sent: changes of the ACK rate it
     /// asked for.
     pub ack_frequency_sent: u64,
+    /// UDP payload bytes the sender sent, all packets included.
+    pub bytes_sent: u64,
+    /// Forward error correction: packets that carried a repair symbol.
+    pub repair_packets_sent: u64,
+    /// Bytes of those packets (part of `bytes_sent`).
+    pub repair_bytes_sent: u64,
+    /// Packets the receiver rebuilt from repair instead of waiting for a
+    /// retransmission.
+    pub packets_rebuilt: u64,
     /// Packets the receiver sent with an ACK frame in them.
     pub receiver_acks: u64,
     /// CE marks the receiver echoed back.

@@ -238,6 +238,11 @@ pub struct FlowSpec {
     /// large (brisk; default true). `false`: an ACK every second packet.
     #[serde(default)]
     pub ack_frequency: Option<bool>,
+    /// Forward error correction (brisk): both ends announce it and the
+    /// sender's streams take this policy: "on", "adaptive" or "off".
+    /// Absent: not announced, no repair at all.
+    #[serde(default)]
+    pub fec: Option<brisk_proto::fec::FecPolicy>,
     /// The workload (brisk): "bulk" (default), "messages", "video", "feed".
     #[serde(default)]
     pub app: Option<BriskApp>,
@@ -373,6 +378,7 @@ fn allowed_fields(kind: FlowKind) -> &'static [&'static str] {
             "app",
             "ecn",
             "ack_frequency",
+            "fec",
             "bytes",
             "message_size",
             "interval",
@@ -434,6 +440,7 @@ impl FlowSpec {
         add("send_jitter", self.send_jitter.is_some());
         add("cc", self.cc.is_some());
         add("ack_frequency", self.ack_frequency.is_some());
+        add("fec", self.fec.is_some());
         add("app", self.app.is_some());
         add("bytes", self.bytes.is_some());
         add("message_size", self.message_size.is_some());
@@ -451,7 +458,7 @@ impl FlowSpec {
     fn validate_brisk(&self) -> Result<(), String> {
         let app = self.app.unwrap_or_default();
         for field in self.present_fields() {
-            let generic = ["cc", "app", "ecn", "ack_frequency"].contains(&field);
+            let generic = ["cc", "app", "ecn", "ack_frequency", "fec"].contains(&field);
             if !generic && !app.fields().contains(&field) {
                 return Err(format!(
                     "field `{field}` does not apply to app \"{}\"",
@@ -937,6 +944,14 @@ rtt = "40ms"
         assert!(e.contains("`fps`"), "{e}");
         let e = brisk("rate = \"1Mbit\"\n");
         assert!(e.contains("`rate` does not apply"), "{e}");
+        let e = brisk("fec = \"maybe\"\n");
+        assert!(
+            e.contains("line 5") && e.contains("maybe") && e.contains("`adaptive`"),
+            "{e}"
+        );
+        let e =
+            err("duration = \"1s\"\n[[flows]]\nkind = \"cbr\"\nrate = \"1Mbit\"\nfec = \"on\"\n");
+        assert!(e.contains("`fec`"), "{e}");
         let e = brisk("cc = \"vegas\"\n");
         assert!(e.contains("line 5") && e.contains("vegas"), "{e}");
         let e = brisk("app = \"feed\"\nobjects = [\"4kB\", \"lots\"]\n");

@@ -241,6 +241,30 @@ pub enum QlogFrame {
         #[serde(serialize_with = "ms")]
         request_max_ack_delay: Duration,
     },
+    /// A repair symbol over a block of earlier packets (forward error
+    /// correction).
+    Repair {
+        /// The block's first source packet.
+        first_packet_number: u64,
+        /// Source packets in the block.
+        source_count: u64,
+        /// Repair symbols the block has in all.
+        repair_count: u64,
+        /// Which of them this is, from 0.
+        repair_index: u64,
+        /// Bytes of the symbol.
+        #[serde(rename = "length")]
+        length_bytes: u64,
+    },
+    /// Running totals of the packets the receiver rebuilt from repair.
+    Repaired {
+        /// Packets rebuilt so far.
+        packets: u64,
+        /// Runs of consecutive packet numbers among them.
+        bursts: u64,
+        /// The highest packet number rebuilt.
+        largest_packet_number: u64,
+    },
     /// A frame type qlog has no name for.
     Unknown {
         /// The frame type number as read.

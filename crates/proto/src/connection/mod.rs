@@ -20,8 +20,12 @@
 //! in, `send` datagrams and GSO trains out, [`packet_builder`] one 1-RTT
 //! packet from frame sources in priority order, `stateless` what the endpoint hands on
 //! from packets that belong to no connection state (Retry, Refuse,
-//! stateless reset), `tests` ACK_FREQUENCY between two endpoints.
+//! stateless reset), `fec` repair and rebuilt packets, `tests`
+//! ACK_FREQUENCY between two endpoints.
 
+mod fec;
+#[cfg(test)]
+mod fec_tests;
 #[cfg(test)]
 mod handshake_errors;
 pub(crate) mod packet_builder;
@@ -267,6 +271,13 @@ pub struct Connection {
     /// The codepoint ECN validation last settled on, as told to the
     /// congestion controller (`Controller::set_path_ecn`).
     path_ecn: Ecn,
+    /// Forward error correction, sending side: present when configured
+    /// (it holds the streams' policies), used once both sides announced
+    /// `fec` (`fec_rx` is then present too).
+    fec_tx: Option<crate::fec::FecSender>,
+    /// Forward error correction, receiving side: present once both sides
+    /// announced `fec`.
+    fec_rx: Option<crate::fec::FecReceiver>,
 }
 
 impl std::fmt::Debug for Connection {
@@ -313,6 +324,7 @@ fn local_params(config: &TransportConfig, local_cid: ConnectionId) -> TransportP
             .ack_frequency
             .then_some(MIN_ACK_DELAY.min(config.max_ack_delay)),
         stateless_reset_token: None,
+        fec: config.fec.enabled,
     }
 }
 
@@ -373,6 +385,9 @@ impl Connection {
             amplification_blocked: 0,
             ack_frames_sent: 0,
             ack_frequency_sent: 0,
+            repair_packets_sent: 0,
+            repair_bytes_sent: 0,
+            packets_rebuilt: 0,
             dropped: DropStats::default(),
         };
         stats.ssthresh_bytes = cc.metrics().ssthresh_bytes;
@@ -436,6 +451,11 @@ impl Connection {
             qlog: None,
             last_ecn_state: ecn_state,
             path_ecn,
+            fec_tx: config
+                .fec
+                .enabled
+                .then(|| crate::fec::FecSender::new(config.fec.clone())),
+            fec_rx: None,
             config,
         };
         conn.restart_idle_timer(now);
@@ -604,7 +624,19 @@ impl Connection {
             max_data: p.initial_max_data,
             max_stream_data: p.initial_max_stream_data,
         });
+        if p.fec && self.fec_tx.is_some() {
+            self.fec_rx = Some(crate::fec::FecReceiver::default());
+        }
         self.peer_params = Some(p);
+    }
+
+    /// The FEC sender, once both sides announced `fec`.
+    fn fec_active(&mut self) -> Option<&mut crate::fec::FecSender> {
+        if self.fec_rx.is_some() {
+            self.fec_tx.as_mut()
+        } else {
+            None
+        }
     }
 
     /// Keys are in place: 1-RTT packets flow from here on.
@@ -739,6 +771,7 @@ impl Connection {
         s.stream_bytes_sent = st.bytes_sent;
         s.stream_bytes_retransmitted = st.bytes_retransmitted;
         s.stream_bytes_received = st.bytes_received;
+        s.packets_rebuilt = self.fec_rx.as_ref().map_or(0, |r| r.rebuilt_packets());
         s
     }
 
@@ -823,6 +856,22 @@ impl Connection {
     /// Changes the urgency of `id`'s data from the next packet on.
     pub fn set_priority(&mut self, id: StreamId, priority: Priority) -> Result<(), StreamError> {
         self.streams.set_priority(id, priority)
+    }
+
+    /// How much forward error correction stream `id`'s data gets (e.g.
+    /// [`FecPolicy::On`](crate::fec::FecPolicy::On) for a request or a
+    /// small object, `Off` for bulk). Has no effect unless FEC is enabled
+    /// in [`TransportConfig::fec`](crate::TransportConfig) and the peer
+    /// announced it too.
+    pub fn set_stream_fec(&mut self, id: StreamId, policy: crate::fec::FecPolicy) {
+        if let Some(f) = self.fec_tx.as_mut() {
+            f.set_policy(id, policy);
+        }
+    }
+
+    /// Whether both sides announced forward error correction.
+    pub fn fec_negotiated(&self) -> bool {
+        self.fec_rx.is_some()
     }
 
     /// Bytes worth writing to `id` now: what the congestion window will let
@@ -1012,9 +1061,7 @@ impl Connection {
 
     fn on_loss_timeout(&mut self, now: Instant) {
         if self.loss.loss_time().is_some_and(|t| t <= now) {
-            let lost =
-                self.loss
-                    .detect_lost(now, &mut self.sent, &self.rtt, self.peer_max_ack_delay);
+            let lost = self.detect_lost(now);
             self.on_packets_lost(now, lost, crate::qlog::LossTrigger::TimeThreshold);
             return;
         }

@@ -18,7 +18,7 @@
 use super::Connection;
 use super::timer::Timer;
 use crate::crypto::TAG_LEN;
-use crate::frame::{Frame, StreamFrame};
+use crate::frame::{Frame, RepairFrame, RepairedFrame, StreamFrame};
 use crate::packet::{Header, TruncatedPn};
 use crate::qlog::{self, PacketEvent, PacketHeader, PacketType, QlogEvent, QlogFrame, RawInfo};
 use crate::sent_packets::{SentFrame, SentFrames, SentPacket};
@@ -33,10 +33,19 @@ const STREAM_HEADER_MAX: usize = 19;
 const CONTROL_FRAME_MAX: usize = 40;
 /// The smallest payload room worth starting a packet for.
 const MIN_PAYLOAD_ROOM: usize = 16;
+/// Payload room source packets leave unused while FEC is on, so a repair
+/// symbol over any of them fits a packet with its REPAIR frame header
+/// (type, four varints of up to 8, 2, 2 and 2 bytes, a 2-byte length),
+/// the source shard's length prefix and padding to an even length, and a
+/// packet number up to 3 bytes longer than the source packet's.
+const FEC_RESERVE: usize = 28;
 
 /// Where the frames of a 1-RTT packet come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum FrameSource {
+    /// A repair symbol (forward error correction), alone in its packet:
+    /// it goes before new data so a block's repair leaves with its flight.
+    Repair,
     /// The acknowledgement of what we received, when one is due or may
     /// ride along.
     Ack,
@@ -55,7 +64,8 @@ pub(crate) enum FrameSource {
 
 /// The order in which a packet is filled: what keeps the peer's sending
 /// and flow control moving goes before data, and PING only fills a gap.
-pub(crate) const PRIORITY: [FrameSource; 6] = [
+pub(crate) const PRIORITY: [FrameSource; 7] = [
+    FrameSource::Repair,
     FrameSource::Ack,
     FrameSource::HandshakeDone,
     FrameSource::AckFrequency,
@@ -100,6 +110,8 @@ pub(crate) struct PacketBuilder {
     /// A source stopped for lack of room: the packet is as large as it
     /// can be, so a GSO train may go on with another of the same size.
     full: bool,
+    /// The packet carries a repair symbol and nothing else.
+    repair: bool,
 }
 
 impl PacketBuilder {
@@ -173,6 +185,15 @@ impl Connection {
             return None;
         };
         let gate = self.gate(now)?;
+        // A source packet leaves room for its repair; a repair packet
+        // takes it.
+        let repair_next =
+            gate.may_elicit && self.fec_active().is_some_and(|f| f.next_repair().is_some());
+        let space = if self.fec_rx.is_some() && !repair_next {
+            space.saturating_sub(FEC_RESERVE)
+        } else {
+            space
+        };
         header.emit(out);
         let payload_start = out.len();
         let traced = self
@@ -191,6 +212,7 @@ impl Connection {
             largest_acked: None,
             app_limited: false,
             full: false,
+            repair: false,
         };
         let retransmitted_before = self.streams.stats().bytes_retransmitted;
         for source in PRIORITY {
@@ -247,6 +269,7 @@ impl Connection {
             && !self.ping_pending
             && !self.ack_frequency.as_ref().is_some_and(|a| a.has_pending())
             && !self.streams.may_have_frames()
+            && self.fec_active().is_none_or(|f| f.next_repair().is_none())
         {
             return None;
         }
@@ -266,10 +289,33 @@ impl Connection {
         b: &mut PacketBuilder,
         out: &mut Vec<u8>,
     ) {
-        if source != FrameSource::Ack && !gate.may_elicit {
+        if (source != FrameSource::Ack && !gate.may_elicit) || b.repair {
             return;
         }
         match source {
+            FrameSource::Repair => {
+                let room = b.room(out);
+                let Some(r) = self.fec_active().and_then(|f| f.next_repair()) else {
+                    return;
+                };
+                let frame = RepairFrame {
+                    first_pn: r.first_pn,
+                    source_count: r.source_count,
+                    repair_count: r.repair_count,
+                    index: r.index,
+                    shard: &r.shard,
+                };
+                // Fits: source packets left FEC_RESERVE unused. A symbol
+                // that does not (a packet number 4 bytes longer than its
+                // sources') is dropped rather than kept waiting.
+                if frame.encoded_len() <= room {
+                    frame.emit(out);
+                    b.record(None, || qlog::frame(&Frame::Repair(frame)), true);
+                    b.repair = true;
+                } else if let Some(f) = self.fec_active() {
+                    f.drop_repair();
+                }
+            }
             FrameSource::Ack => {
                 b.with_ack = gate.ack_due || (gate.may_elicit && self.acks.has_pending());
                 if b.with_ack
@@ -281,6 +327,19 @@ impl Connection {
                     {
                         q.push(qlog::frame(&Frame::Ack(ack)));
                     }
+                }
+                // What repair rebuilt rides with the ACK that reports it.
+                if b.with_ack
+                    && b.room(out) >= CONTROL_FRAME_MAX
+                    && let Some(t) = self.fec_rx.as_mut().and_then(|r| r.poll_report())
+                {
+                    let f = RepairedFrame {
+                        packets: t.packets,
+                        bursts: t.bursts,
+                        largest_pn: t.largest_pn,
+                    };
+                    f.emit(out);
+                    b.record(None, || qlog::frame(&Frame::Repaired(f)), false);
                 }
             }
             FrameSource::HandshakeDone => {
@@ -384,8 +443,12 @@ impl Connection {
         out: &mut Vec<u8>,
         retransmits: bool,
     ) -> Option<Ecn> {
-        let (tx, _) = self.keys.as_ref()?;
+        self.keys.as_ref()?;
         let pn = b.pn;
+        if !b.repair && self.fec_rx.is_some() {
+            self.fec_on_source_sent(now, pn, &b, out);
+        }
+        let (tx, _) = self.keys.as_ref()?;
         tx.seal(pn, out, b.start, b.payload_start);
         let size = (out.len() - b.start) as u64;
         self.sealed_blocks += crate::crypto::sealed_blocks(size as usize);
@@ -435,6 +498,21 @@ impl Connection {
                 self.stats.probes_sent += 1;
             }
         }
+        if b.repair {
+            self.stats.repair_packets_sent += 1;
+            self.stats.repair_bytes_sent += size;
+            if let Some(f) = self.fec_active() {
+                f.on_repair_sent(now, pn);
+            }
+        } else {
+            let in_flight = self.sent.bytes_in_flight();
+            let cwnd = self.cc.window();
+            let mds = self.mds() as u64;
+            let tail = b.app_limited || !self.streams.may_have_frames();
+            if let Some(f) = self.fec_active() {
+                f.after_sent(in_flight, cwnd, mds, tail);
+            }
+        }
         if let (Some(q), Some(frames)) = (self.qlog.as_mut(), b.qframes) {
             q.emit(
                 now,
@@ -449,6 +527,24 @@ impl Connection {
             );
         }
         Some(ecn)
+    }
+
+    /// Hands a packet about to be sealed to the FEC sender as a source
+    /// symbol, protected as its streams' policies say.
+    fn fec_on_source_sent(&mut self, now: Instant, pn: u64, b: &PacketBuilder, out: &[u8]) {
+        let Some(f) = self.fec_tx.as_mut() else {
+            return;
+        };
+        let protection = b
+            .frames
+            .iter()
+            .filter_map(|fr| match fr {
+                SentFrame::Stream { id, .. } => f.protection(*id),
+                _ => None,
+            })
+            .reduce(f64::max);
+        let payload = out.get(b.payload_start..).unwrap_or_default();
+        f.on_packet_sent(now, pn, payload, protection);
     }
 
     /// For a probe with no new data: hands the newest in-flight packet's

@@ -358,7 +358,9 @@ impl Connection {
             self.restart_idle_timer(now);
             return;
         }
+        self.keep_for_fec(pn, &plain);
         self.handle_payload(now, remote, ecn, pn, &plain, Some(&plain), packet_len);
+        self.process_rebuilt(now, remote, ecn);
     }
 
     /// An empty buffer for decrypting `len` bytes: the oldest one if no
@@ -411,7 +413,7 @@ impl Connection {
     /// The frames of an authenticated, non-duplicate 1-RTT packet;
     /// `datagram` is `plain` as a buffer the streams may keep slices of.
     #[allow(clippy::too_many_arguments)]
-    fn handle_payload(
+    pub(super) fn handle_payload(
         &mut self,
         now: Instant,
         remote: SocketAddr,
@@ -581,6 +583,14 @@ impl Connection {
                 self.handle_ack_frequency(now, &f);
                 Ok(())
             }
+            Frame::Repair(r) => {
+                self.handle_repair(now, &r);
+                Ok(())
+            }
+            Frame::Repaired(r) => {
+                self.handle_repaired(now, r);
+                Ok(())
+            }
             Frame::HandshakeDone => {
                 if self.side == Side::Server && self.hs.pattern == crate::handshake::Pattern::Xx {
                     self.transport_error(
@@ -721,11 +731,12 @@ impl Connection {
             ect1: self.stats.ecn_echoed.ect1.max(totals.ect1),
             ce: self.stats.ecn_echoed.ce.max(totals.ce),
         };
+        if let Some(f) = self.fec_active() {
+            f.on_delivered(acked_packets);
+        }
         let delta = self.ecn.on_ack_totals(now, &newly_ecn, &totals, largest);
         self.log_ecn_state(now);
-        let lost = self
-            .loss
-            .detect_lost(now, &mut self.sent, &self.rtt, self.peer_max_ack_delay);
+        let lost = self.detect_lost(now);
         self.on_packets_lost(now, lost, LossTrigger::ReorderingThreshold);
         if acked_bytes > 0 {
             let before = self.cc.window();
@@ -795,6 +806,12 @@ impl Connection {
             if p.ack_eliciting {
                 self.stats.packets_lost += 1;
                 self.stats.bytes_lost += p.size_bytes;
+                // A loss behind a standing queue is the congestion
+                // controller's business; repair is for the path's own.
+                let queue_free = self.rtt.latest() <= self.rtt.min() + self.rtt.min() / 4;
+                if let Some(f) = self.fec_active().filter(|_| queue_free) {
+                    f.on_lost(*pn);
+                }
             }
             if p.ack_eliciting && p.ecn.is_ecn_capable() {
                 self.ecn.on_lost(now, p.ecn);

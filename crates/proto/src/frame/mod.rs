@@ -9,9 +9,11 @@
 
 mod ack;
 mod ack_frequency;
+mod repair;
 
 pub(crate) use ack::{AckEcnCounts, AckFrame, emit_ack};
 pub(crate) use ack_frequency::AckFrequencyFrame;
+pub(crate) use repair::{RepairFrame, RepairedFrame};
 
 use crate::varint::{self, DecodeError, Reader};
 
@@ -38,15 +40,19 @@ pub(crate) mod ty {
     pub(crate) const APPLICATION_CLOSE: u8 = 0x1d;
     pub(crate) const HANDSHAKE_DONE: u8 = 0x1e;
     pub(crate) const ACK_FREQUENCY: u8 = 0x1f;
+    /// A repair symbol (forward error correction).
+    pub(crate) const REPAIR: u8 = 0x20;
+    /// What the receiver rebuilt from repair symbols.
+    pub(crate) const REPAIRED: u8 = 0x21;
 
     #[cfg(test)]
     /// Types set aside for planned extensions: 0x06-0x07 (tokens), 0x16-0x17
     /// (STREAMS_BLOCKED), 0x18-0x1b (NEW/RETIRE_CONNECTION_ID and
-    /// PATH_CHALLENGE/RESPONSE for migration), 0x20-0x2f (FEC repair and
-    /// source-block frames), 0x30-0x31 (DATAGRAM), 0x32 (PRIORITY_UPDATE)
+    /// PATH_CHALLENGE/RESPONSE for migration), 0x22-0x2f (more FEC
+    /// frames), 0x30-0x31 (DATAGRAM), 0x32 (PRIORITY_UPDATE)
     /// and everything from 0x40 up (experiments).
     pub(crate) fn is_reserved(t: u64) -> bool {
-        matches!(t, 0x06..=0x07 | 0x16..=0x1b | 0x20..=0x32) || t >= 0x40
+        matches!(t, 0x06..=0x07 | 0x16..=0x1b | 0x22..=0x32) || t >= 0x40
     }
 }
 
@@ -144,6 +150,10 @@ pub enum Frame<'a> {
     /// Only from a peer that announced `min_ack_delay`; the connection
     /// checks that, the parser cannot.
     AckFrequency(AckFrequencyFrame),
+    /// Only from a peer that announced `fec`; the connection checks that.
+    Repair(RepairFrame<'a>),
+    /// Only from a peer that announced `fec`; the connection checks that.
+    Repaired(RepairedFrame),
 }
 
 impl<'a> Frame<'a> {
@@ -220,6 +230,8 @@ impl<'a> Frame<'a> {
             }
             ty::HANDSHAKE_DONE => Frame::HandshakeDone,
             ty::ACK_FREQUENCY => Frame::AckFrequency(AckFrequencyFrame::parse(r)?),
+            ty::REPAIR => Frame::Repair(RepairFrame::parse(r)?),
+            ty::REPAIRED => Frame::Repaired(RepairedFrame::parse(r)?),
             other => return Err(FrameError::UnknownType(other.into())),
         };
         Ok(frame)
@@ -250,6 +262,8 @@ impl<'a> Frame<'a> {
             Frame::Close(_) => ty::APPLICATION_CLOSE,
             Frame::HandshakeDone => ty::HANDSHAKE_DONE,
             Frame::AckFrequency(_) => ty::ACK_FREQUENCY,
+            Frame::Repair(_) => ty::REPAIR,
+            Frame::Repaired(_) => ty::REPAIRED,
         }
     }
 
@@ -322,6 +336,8 @@ impl<'a> Frame<'a> {
             }
             Frame::HandshakeDone => out.push(ty::HANDSHAKE_DONE),
             Frame::AckFrequency(f) => f.emit(out),
+            Frame::Repair(f) => f.emit(out),
+            Frame::Repaired(f) => f.emit(out),
         }
     }
 
@@ -336,10 +352,14 @@ impl<'a> Frame<'a> {
         false
     }
 
-    /// Frames other than PADDING, ACK and CONNECTION_CLOSE oblige the
-    /// receiver to acknowledge the packet (RFC 9000 §13.2.1).
+    /// Frames other than PADDING, ACK, CONNECTION_CLOSE (RFC 9000
+    /// §13.2.1) and REPAIRED (it rides with ACKs) oblige the receiver to
+    /// acknowledge the packet.
     pub fn is_ack_eliciting(&self) -> bool {
-        !matches!(self, Frame::Padding(_) | Frame::Ack(_) | Frame::Close(_))
+        !matches!(
+            self,
+            Frame::Padding(_) | Frame::Ack(_) | Frame::Close(_) | Frame::Repaired(_)
+        )
     }
 }
 

@@ -109,6 +109,9 @@ pub struct BriskConfig {
     /// Use the ACK_FREQUENCY extension (both ends announce it, the sender
     /// asks for fewer ACKs while its window is large).
     pub ack_frequency: bool,
+    /// Forward error correction: both ends announce it, with this default
+    /// policy for the sender's streams; `None`: not announced.
+    pub fec: Option<brisk_proto::fec::FecPolicy>,
     /// IP + UDP header bytes: datagrams fill [`MTU_BYTES`] with them.
     pub header_len: usize,
     pub start: Instant,
@@ -131,6 +134,10 @@ impl BriskConfig {
             ack_frequency: self.ack_frequency,
             ..TransportConfig::default()
         };
+        if let Some(policy) = self.fec {
+            t.fec.enabled = true;
+            t.fec.default_policy = policy;
+        }
         t.cc_config.max_datagram_size = mds;
         match &self.workload {
             BriskWorkload::Messages { path, .. } => match *path {
