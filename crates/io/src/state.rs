@@ -444,14 +444,17 @@ impl State {
         }
     }
 
-    /// Drops connection `h`'s application state. The map gives back its
-    /// room once three quarters of it are empty, so a burst of thousands
+    /// Drops connection `h`'s application state. The maps give back their
+    /// room once three quarters of them are empty, so a burst of thousands
     /// of connections does not pin its slots after they are gone.
     fn forget(&mut self, h: ConnectionHandle) {
         self.conns.remove(&h);
         self.active.remove(&h);
         if self.conns.len() < self.conns.capacity() / 4 {
             self.conns.shrink_to(self.conns.len() * 2);
+        }
+        if self.armed.len() < self.armed.capacity() / 4 {
+            self.armed.shrink_to(self.armed.len() * 2);
         }
     }
 
