@@ -26,11 +26,10 @@ use crate::connected::ConnectedSockets;
 use crate::error::EndpointError;
 use crate::socket::{DatagramError, Socket};
 use crate::socket_error::{MAX_ERRORS_PER_TURN, ReportKind};
-use crate::state::{Shared, State};
+use crate::state::{MAX_KEPT_HANDLES, MAX_QUEUED_DATAGRAMS, Shared, State};
 use crate::sys::{self, TimerFd};
 use std::future::Future;
 use std::io;
-use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -49,11 +48,6 @@ const RECV_CALLS_PER_TURN: usize = 2;
 /// leave with the reader's answer. A bound, so a busy receiver still
 /// sends its ACKs.
 const MAX_DEFERRALS_PER_PULL: u8 = 2;
-/// Datagrams pulled from the core per turn, at most.
-const MAX_QUEUED_DATAGRAMS: usize = 256;
-/// Room kept, in connection handles, by the per-turn lists of ended
-/// connections and of connections to look at.
-const MAX_KEPT_HANDLES: usize = 64;
 
 pub(crate) struct Driver {
     shared: Arc<Shared>,
@@ -79,6 +73,8 @@ pub(crate) struct Driver {
     /// Connections whose datagrams came through the listening socket in
     /// this turn while they have (or may get) a socket of their own.
     looks: Vec<brisk_proto::ConnectionHandle>,
+    /// Reused list of detached connections to visit in a turn.
+    order: Vec<brisk_proto::ConnectionHandle>,
 }
 
 impl Driver {
@@ -101,6 +97,7 @@ impl Driver {
             load: busy_poll::LoadCheck::default(),
             connected,
             looks: Vec::new(),
+            order: Vec::new(),
         })
     }
 
@@ -123,13 +120,12 @@ impl Driver {
         let mut own = false;
         if let Some(connected) = self.connected.as_mut() {
             let now = st.now();
-            let ep = &mut st.ep;
             let mut errors = Vec::new();
             own = connected
                 .receive(
                     cx,
                     &mut self.socket,
-                    |from, ecn, data| ep.handle_datagram_for(now, from, ecn, data),
+                    |from, ecn, data| st.deliver(now, from, ecn, data),
                     &mut errors,
                     &mut self.looks,
                 )
@@ -140,10 +136,9 @@ impl Driver {
             }
         }
         let now = st.now();
-        let ep = &mut st.ep;
         let (connected, looks) = (&self.connected, &mut self.looks);
         let mut deliver = |from, ecn, data: &[u8]| {
-            let routed = ep.handle_datagram_for(now, from, ecn, data);
+            let routed = st.deliver(now, from, ecn, data);
             if let (Some(h), Some(connected)) = (routed, connected)
                 && looks.last() != Some(&h)
                 && connected.wants_look(h, from)
@@ -190,9 +185,13 @@ impl Driver {
         };
         let gro = self.socket.stats.gro;
         for h in self.looks.drain(..) {
-            if let Some(c) = st.ep.connection(h) {
-                let ready = c.is_established() && !c.is_half_open();
-                connected.adopt(h, c.remote_address(), ready, gro);
+            let seen = st
+                .peek(h, |_, c| {
+                    c.map(|c| (c.remote_address(), c.is_established() && !c.is_half_open()))
+                })
+                .flatten();
+            if let Some((peer, ready)) = seen {
+                connected.adopt(h, peer, ready, gro);
             }
         }
     }
@@ -222,6 +221,7 @@ impl Driver {
         let mut pulled = false;
         if self.socket.queued_datagrams() == 0 {
             let now = st.now();
+            let before = self.socket.queued_datagrams();
             let max_datagrams = self.socket.max_train_datagrams();
             while self.socket.queued_datagrams() < MAX_QUEUED_DATAGRAMS {
                 // The core writes whole GSO trains into the socket's own
@@ -235,8 +235,43 @@ impl Driver {
                     .queue(t.destination, t.ecn, t.segment_bytes, buf);
                 pulled = true;
             }
+            self.pull_detached(st, now);
+            pulled |= self.socket.queued_datagrams() > before;
         }
         pulled
+    }
+
+    /// Pulls datagrams from the detached connections that may have some,
+    /// in turn from where the last pull stopped, until the send queue is
+    /// full; each connection runs under its own lock.
+    fn pull_detached(&mut self, st: &mut State, now: brisk_time::Instant) {
+        let mut order = std::mem::take(&mut self.order);
+        order.clear();
+        let from = brisk_proto::ConnectionHandle(st.cursor);
+        order.extend(st.ready.range(from..));
+        order.extend(st.ready.range(..from));
+        for &h in &order {
+            let more = st.drive_detached(h, now, Some(&mut self.socket));
+            if more {
+                st.cursor = h.0;
+                break;
+            }
+            st.ready.remove(&h);
+        }
+        order.shrink_to(MAX_KEPT_HANDLES);
+        self.order = order;
+    }
+
+    /// Runs the timers and hands out the events of the detached
+    /// connections that may have work, without sending.
+    fn service_detached(&mut self, st: &mut State, now: brisk_time::Instant) {
+        let mut order = std::mem::take(&mut self.order);
+        order.clear();
+        order.extend(st.ready.iter());
+        for &h in &order {
+            st.drive_detached(h, now, None);
+        }
+        self.order = order;
     }
 
     /// Arms the timer at `deadline` (`(due now, monotonic ns)`); true if it
@@ -297,14 +332,20 @@ impl Driver {
             if let Some(reason) = st.stopped.clone() {
                 return Ok(Outcome::Stop(reason));
             }
-            progress = self.receive(cx, &mut st)?;
+            let touched = std::mem::take(&mut shared.wake_state().touched);
+            progress = !touched.is_empty();
+            st.take_touched(touched);
+            progress |= self.receive(cx, &mut st)?;
             let now = st.now();
             if st.ep.poll_timeout().is_some_and(|t| t <= now) {
                 st.ep.handle_timeout(now);
                 progress = true;
             }
+            progress |= st.take_due(now);
             st.take_accepted();
             st.dispatch_events();
+            st.detach_established();
+            self.service_detached(&mut st, now);
             // A reader just woken will likely answer at once: let it run
             // first, so its data leaves with the ACK the core would send
             // now, in one datagram and one send call. Back from that yield
@@ -313,10 +354,10 @@ impl Driver {
             // or a control frame the core holds (MAX_STREAMS every 50
             // streams) would leave alone, ahead of the answer.
             let woken = std::mem::take(&mut st.readers_woken);
-            let unanswered = self.deferrals > 0 && !st.app_woke_driver;
+            let unanswered = self.deferrals > 0 && !shared.wake_state().app_woke;
             if (woken || unanswered) && self.deferrals < MAX_DEFERRALS_PER_PULL {
                 self.deferrals += 1;
-                st.app_woke_driver = false;
+                shared.wake_state().app_woke = false;
                 return Ok(Outcome::Defer);
             }
             self.deferrals = 0;
@@ -332,8 +373,7 @@ impl Driver {
             }
             let now = st.now();
             deadline = st
-                .ep
-                .poll_timeout()
+                .next_deadline()
                 .map(|t| (t <= now, st.to_monotonic_ns(t)));
         }
         let mut refused = Vec::new();
@@ -380,10 +420,7 @@ impl Driver {
         let budget = {
             let st = shared.lock();
             let now = st.now();
-            let until_timer = st
-                .ep
-                .poll_timeout()
-                .map(|t| t.saturating_duration_since(now));
+            let until_timer = st.next_deadline().map(|t| t.saturating_duration_since(now));
             busy_poll::spin_budget(
                 self.busy_poll,
                 busy_poll::awaiting(st.conn_views()),
@@ -404,22 +441,23 @@ impl Driver {
                 if st.stopped.is_some() {
                     break true;
                 }
-                if st.driver_waker.is_none() {
-                    // An application handle woke us (another thread): serve
-                    // it, and be wakeable again afterwards.
-                    st.driver_waker = Some(cx.waker().clone());
-                    break true;
+                {
+                    let mut wake = shared.wake_state();
+                    if wake.waker.is_none() {
+                        // An application handle woke us (another thread):
+                        // serve it, and be wakeable again afterwards.
+                        wake.waker = Some(cx.waker().clone());
+                        break true;
+                    }
                 }
                 if self.connected.as_mut().is_some_and(|c| c.any_ready()) {
                     received = true;
                     break true;
                 }
                 let now = st.now();
-                let ep = &mut st.ep;
-                match self
-                    .socket
-                    .try_recv(|from, ecn, data| ep.handle_datagram(now, from, ecn, data))
-                {
+                match self.socket.try_recv(|from, ecn, data| {
+                    st.deliver(now, from, ecn, data);
+                }) {
                     Ok(0) if !self.socket.errors_pending() => {}
                     // Datagrams, or a pending error the next turn reads;
                     // a broken socket: the next turn's receive says so.
@@ -470,25 +508,11 @@ enum Outcome {
 fn apply_report(st: &mut State, e: &DatagramError) {
     if e.report.kind() == ReportKind::TooBig {
         if let Some(mtu) = e.report.mtu() {
-            record_path_mtu(st, e.destination, mtu);
+            st.record_path_mtu(e.destination, mtu);
         }
         return;
     }
     st.fail_unreachable(e);
-}
-
-/// Records `mtu` on every connection to `peer`, for path MTU discovery
-/// to validate and use.
-fn record_path_mtu(st: &mut State, peer: SocketAddr, mtu: u32) {
-    for (h, io) in st.conns.iter_mut() {
-        if st
-            .ep
-            .connection(*h)
-            .is_some_and(|c| c.remote_address() == peer)
-        {
-            io.reported_path_mtu = Some(mtu);
-        }
-    }
 }
 
 impl Future for Driver {
@@ -498,13 +522,9 @@ impl Future for Driver {
         let this = self.get_mut();
         let shared = this.shared.clone();
         {
-            let mut st = shared.lock();
-            if st
-                .driver_waker
-                .as_ref()
-                .is_none_or(|w| !w.will_wake(cx.waker()))
-            {
-                st.driver_waker = Some(cx.waker().clone());
+            let mut wake = shared.wake_state();
+            if wake.waker.as_ref().is_none_or(|w| !w.will_wake(cx.waker())) {
+                wake.waker = Some(cx.waker().clone());
             }
         }
         if let Some(yielding) = this.yielding.as_mut() {

@@ -25,6 +25,10 @@ use std::time::Duration;
 pub struct EndpointStats {
     pub proto: brisk_proto::EndpointStats,
     pub socket: SocketStats,
+    /// Established connections driven behind a lock of their own (taken
+    /// out of the core endpoint once their handshake finished); the rest
+    /// are handshakes.
+    pub own_lock: usize,
 }
 
 /// A UDP socket and the connections behind it. Cloning gives another
@@ -124,6 +128,7 @@ impl Endpoint {
         EndpointStats {
             proto: st.ep.stats(),
             socket: st.socket_stats,
+            own_lock: st.ep.detached_len(),
         }
     }
 
@@ -198,9 +203,10 @@ impl Endpoint {
             }
             let now = st.now();
             let h = st.ep.connect(now, addr, config)?;
-            st.conns.entry(h).or_default();
-            st.wake_driver();
-            Connection::new_locked(self.shared.clone(), &mut st, h)
+            let cell = st.cell(h);
+            drop(st);
+            self.shared.wake_driver();
+            Connection::new(self.shared.clone(), cell)
         };
         match tokio::time::timeout(timeout, conn.established()).await {
             Ok(Ok(())) => Ok(conn),
@@ -218,11 +224,8 @@ impl Endpoint {
         poll_fn(|cx| {
             let mut st = self.shared.lock();
             if let Some(h) = st.incoming.pop_front() {
-                return Poll::Ready(Some(Connection::new_locked(
-                    self.shared.clone(),
-                    &mut st,
-                    h,
-                )));
+                let cell = st.cell(h);
+                return Poll::Ready(Some(Connection::new(self.shared.clone(), cell)));
             }
             if st.stopped.is_some() {
                 return Poll::Ready(None);
@@ -238,23 +241,18 @@ impl Endpoint {
     /// Closes every connection with `code` and `reason`; the socket stays
     /// open until they have drained (see [`Endpoint::wait_idle`]).
     pub fn close(&self, code: u64, reason: &[u8]) {
-        let mut st = self.shared.lock();
-        let now = st.now();
-        let handles: Vec<_> = st.ep.handles().collect();
-        for h in handles {
-            if let Some(c) = st.ep.connection_mut(h) {
-                c.close(now, code, reason);
-            }
-        }
-        st.wake_driver();
+        self.shared.lock().close_all(code, reason);
+        self.shared.wake_driver();
     }
 
     /// Stops the task and closes the socket at once, telling no peer (as
     /// a crash would): their connections time out.
     pub fn abort(&self) {
-        let mut st = self.shared.lock();
-        st.stopped.get_or_insert_with(|| "aborted".to_owned());
-        st.wake_driver();
+        self.shared
+            .lock()
+            .stopped
+            .get_or_insert_with(|| "aborted".to_owned());
+        self.shared.wake_driver();
     }
 
     /// Why the endpoint's task stopped, if its socket failed (rather than
@@ -268,7 +266,7 @@ impl Endpoint {
     pub async fn wait_idle(&self) {
         poll_fn(|cx| {
             let mut st = self.shared.lock();
-            if st.stopped.is_some() || st.ep.handles().next().is_none() {
+            if st.stopped.is_some() || !st.has_connections() {
                 return Poll::Ready(());
             }
             if !st.idle_wakers.iter().any(|w| w.will_wake(cx.waker())) {
@@ -293,9 +291,11 @@ impl Clone for Endpoint {
 
 impl Drop for Endpoint {
     fn drop(&mut self) {
-        let mut st = self.shared.lock();
-        st.endpoint_refs = st.endpoint_refs.saturating_sub(1);
-        st.wake_driver();
+        {
+            let mut st = self.shared.lock();
+            st.endpoint_refs = st.endpoint_refs.saturating_sub(1);
+        }
+        self.shared.wake_driver();
     }
 }
 

@@ -15,7 +15,9 @@
 //! - [`busy_poll`]: when the task spins on its socket instead of sleeping;
 //! - [`connected`]: a server's per-connection sockets, which keep
 //!   established traffic out of the listening socket's queue;
-//! - internals: `state` (what the task and the handles share), `driver`
+//! - internals: `state` (the endpoint's share of what the task and the
+//!   handles share) and `conn_state` (each connection's, behind its own
+//!   lock), `driver`
 //!   (the endpoint task), [`socket`] (batching, GSO/GRO, ECN control
 //!   messages), [`socket_error`] (which socket errors are transient, a
 //!   peer's, or fatal; ICMP error kinds) and `sys`, the one file with
@@ -23,6 +25,7 @@
 
 pub mod busy_poll;
 pub mod config;
+mod conn_state;
 pub mod connected;
 pub mod connection;
 mod driver;

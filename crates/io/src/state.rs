@@ -1,28 +1,56 @@
-//! The state the endpoint task and the application handles share behind
-//! one mutex: the sans-IO endpoint, the clock, and the wakers of every
-//! task waiting on a connection or stream.
+//! The endpoint's share of the state, behind the endpoint lock: the
+//! sans-IO endpoint (routing, admission, handshakes), the map of
+//! connections, and the driver's schedule of the connections it detached
+//! from the core endpoint; plus, behind a small lock of its own, how
+//! application handles wake the endpoint task. Each connection's own state
+//! lives in `conn_state`, behind its own lock.
 
 use crate::busy_poll::ConnView;
+use crate::conn_state::{ConnCell, ConnIo, ConnSlot};
 use crate::error::ConnectionError;
-use crate::socket::{DatagramError, SocketStats};
+use crate::socket::{DatagramError, Socket, SocketStats};
 use crate::sys;
-use brisk_proto::Event;
-use brisk_proto::streams::{StreamEvent, StreamId};
-use brisk_proto::{ConnectionHandle, Endpoint as ProtoEndpoint};
+use brisk_proto::{
+    Connection as CoreConnection, ConnectionHandle, Delivery, Endpoint as ProtoEndpoint, Event,
+};
 use brisk_time::Instant;
-use std::collections::{HashMap, HashSet, VecDeque};
+use brisk_wire::Ecn;
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::Waker;
 
+/// Datagrams pulled from one connection per visit, at most, while the
+/// send queue has room.
+pub(crate) const MAX_QUEUED_DATAGRAMS: usize = 256;
+
 pub(crate) struct Shared {
     state: Mutex<State>,
+    wake: Mutex<DriverWake>,
+    /// `CLOCK_MONOTONIC` at the endpoint's start: the core's time zero.
+    base_ns: u64,
+}
+
+/// How application handles reach the endpoint task without the endpoint
+/// lock: its waker, and the detached connections they acted on.
+#[derive(Default)]
+pub(crate) struct DriverWake {
+    pub waker: Option<Waker>,
+    /// An application handle asked the task for work (a write, a read, a
+    /// close) since the task last let woken readers run first.
+    pub app_woke: bool,
+    /// Detached connections an application handle acted on since the
+    /// task last looked (each once: `ConnIo::queued`).
+    pub touched: Vec<ConnectionHandle>,
 }
 
 impl Shared {
     pub fn new(state: State) -> Arc<Shared> {
+        let base_ns = state.base_ns;
         Arc::new(Shared {
             state: Mutex::new(state),
+            wake: Mutex::new(DriverWake::default()),
+            base_ns,
         })
     }
 
@@ -31,57 +59,35 @@ impl Shared {
     pub fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
-}
 
-/// What the application side knows about one connection.
-#[derive(Default)]
-pub(crate) struct ConnIo {
-    /// Live `Connection` and `Stream` handles; at zero the connection is
-    /// closed with code 0.
-    pub refs: usize,
-    pub connected: bool,
-    pub error: Option<ConnectionError>,
-    /// The core forgot the connection (after closing or draining).
-    pub closed: bool,
-    pub connect_waker: Option<Waker>,
-    pub accept_waker: Option<Waker>,
-    pub open_waker: Option<Waker>,
-    pub closed_wakers: Vec<Waker>,
-    pub readers: HashMap<StreamId, Waker>,
-    /// Blocked writes and shutdowns waiting for acknowledgement.
-    pub writers: HashMap<StreamId, Waker>,
-    /// `writable()` callers, re-checked after every driver turn.
-    pub low_water: HashMap<StreamId, Waker>,
-    /// Error codes of the peer's RESET_STREAM / STOP_SENDING, kept for the
-    /// stream handles (the core reports each once, as an event).
-    pub resets: HashMap<StreamId, u64>,
-    pub stops: HashMap<StreamId, u64>,
-    /// The path MTU the last "too big" error about a datagram to the peer
-    /// named (ICMP "fragmentation needed", ICMPv6 "packet too big").
-    pub reported_path_mtu: Option<u32>,
-}
+    /// The wake-up channel to the task (a leaf lock: nothing else is
+    /// taken while it is held).
+    pub fn wake_state(&self) -> MutexGuard<'_, DriverWake> {
+        self.wake.lock().unwrap_or_else(|e| e.into_inner())
+    }
 
-impl ConnIo {
-    fn wake_all(&mut self) {
-        let wakers = self
-            .connect_waker
-            .take()
-            .into_iter()
-            .chain(self.accept_waker.take())
-            .chain(self.open_waker.take())
-            .chain(self.closed_wakers.drain(..))
-            .chain(self.readers.drain().map(|(_, w)| w))
-            .chain(self.writers.drain().map(|(_, w)| w))
-            .chain(self.low_water.drain().map(|(_, w)| w));
-        for w in wakers {
-            w.wake();
+    /// Now on the core's clock (nanoseconds since the endpoint started).
+    pub fn now(&self) -> Instant {
+        Instant::from_nanos(sys::monotonic_ns().saturating_sub(self.base_ns))
+    }
+
+    /// Tells the endpoint task there is work (a write, a close, a read
+    /// that frees flow-control credit).
+    pub fn wake_driver(&self) {
+        let mut w = self.wake_state();
+        w.app_woke = true;
+        if let Some(waker) = w.waker.take() {
+            waker.wake();
         }
     }
 
-    /// Records why the connection ended (the first reason wins).
-    pub fn fail(&mut self, error: ConnectionError) {
-        self.error.get_or_insert(error);
-        self.wake_all();
+    /// Queues detached connection `h` (its cell locked by the caller as
+    /// `slot`) for the task to look at in its next turn.
+    pub fn touch_detached(&self, slot: &mut ConnSlot, h: ConnectionHandle) {
+        if !slot.io.queued {
+            slot.io.queued = true;
+            self.wake_state().touched.push(h);
+        }
     }
 }
 
@@ -89,7 +95,7 @@ pub(crate) struct State {
     pub ep: ProtoEndpoint,
     /// `CLOCK_MONOTONIC` at the endpoint's start: the core's time zero.
     base_ns: u64,
-    pub conns: HashMap<ConnectionHandle, ConnIo>,
+    pub conns: HashMap<ConnectionHandle, Arc<ConnCell>>,
     /// Connections that may have a parked writer or an answer on its way:
     /// marked when an application handle acts on one or the core reports
     /// an event for it, dropped by the driver once it has neither. The
@@ -99,7 +105,6 @@ pub(crate) struct State {
     /// Server connections not yet handed to `accept`.
     pub incoming: VecDeque<ConnectionHandle>,
     pub accept_wakers: Vec<Waker>,
-    pub driver_waker: Option<Waker>,
     /// Live `Endpoint` handles.
     pub endpoint_refs: usize,
     /// Set by `abort`, or when the socket failed: the task ends.
@@ -110,46 +115,25 @@ pub(crate) struct State {
     /// A reader or acceptor was woken since the driver last looked: its
     /// answer may go out with the ACK the core would send now.
     pub readers_woken: bool,
-    /// An application handle asked the task for work (a write, a read, a
-    /// close) since the task last let woken readers run first.
-    pub app_woke_driver: bool,
     pub socket_stats: SocketStats,
     pub local_addr: SocketAddr,
     /// Connections the core forgot since the driver last looked: their
     /// own sockets, if any, are closed.
     pub ended: Vec<ConnectionHandle>,
+    /// Handshakes that read a datagram or raised an event this turn: the
+    /// driver detaches those now established.
+    maybe_detach: Vec<ConnectionHandle>,
+    /// Detached connections that may have something to send or report.
+    pub ready: BTreeSet<ConnectionHandle>,
+    /// Where the round robin over `ready` goes on.
+    pub cursor: u64,
+    /// Detached connections' deadlines, earliest first, and the entry of
+    /// each, so a turn finds the due ones without visiting the rest.
+    timers: BTreeSet<(Instant, ConnectionHandle)>,
+    armed: HashMap<ConnectionHandle, Instant>,
 }
 
 impl State {
-    /// The connection a stream operation acts on: its recorded failure if
-    /// it has one, `LocallyClosed` once the core has forgotten it.
-    pub fn usable_connection(
-        &mut self,
-        h: ConnectionHandle,
-    ) -> Result<&mut brisk_proto::Connection, ConnectionError> {
-        self.active.insert(h);
-        if let Some(e) = self.conns.get(&h).and_then(|io| io.error.clone()) {
-            return Err(e);
-        }
-        self.ep
-            .connection_mut(h)
-            .ok_or(ConnectionError::LocallyClosed)
-    }
-
-    /// The application state of connection `h`, for a handle about to
-    /// act on it (park a waker, write, read): the connection becomes one
-    /// the driver looks at each turn until it is quiet again.
-    pub fn io_mut(&mut self, h: ConnectionHandle) -> Option<&mut ConnIo> {
-        self.active.insert(h);
-        self.conns.get_mut(&h)
-    }
-
-    /// Marks connection `h` for the driver's per-turn checks (a read that
-    /// may free flow-control credit, a stream opened).
-    pub fn touch(&mut self, h: ConnectionHandle) {
-        self.active.insert(h);
-    }
-
     pub fn new(ep: ProtoEndpoint, local_addr: SocketAddr) -> State {
         State {
             ep,
@@ -158,16 +142,19 @@ impl State {
             active: HashSet::new(),
             incoming: VecDeque::new(),
             accept_wakers: Vec::new(),
-            driver_waker: None,
             endpoint_refs: 1,
             stopped: None,
             failure: None,
             idle_wakers: Vec::new(),
             readers_woken: false,
-            app_woke_driver: false,
             socket_stats: SocketStats::default(),
             local_addr,
             ended: Vec::new(),
+            maybe_detach: Vec::new(),
+            ready: BTreeSet::new(),
+            cursor: 0,
+            timers: BTreeSet::new(),
+            armed: HashMap::new(),
         }
     }
 
@@ -181,19 +168,238 @@ impl State {
         self.base_ns.saturating_add(t.as_nanos())
     }
 
-    /// Tells the endpoint task there is work (a write, a close, a read
-    /// that frees flow-control credit).
-    pub fn wake_driver(&mut self) {
-        self.app_woke_driver = true;
-        if let Some(w) = self.driver_waker.take() {
-            w.wake();
+    /// The cell of connection `h`, made on first use.
+    pub fn cell(&mut self, h: ConnectionHandle) -> Arc<ConnCell> {
+        self.conns
+            .entry(h)
+            .or_insert_with(|| Arc::new(ConnCell::new(h)))
+            .clone()
+    }
+
+    /// Marks connection `h` for the driver's per-turn checks (a read that
+    /// may free flow-control credit, a parked writer).
+    pub fn touch(&mut self, h: ConnectionHandle) {
+        self.active.insert(h);
+    }
+
+    /// Runs `f` on connection `h`'s application state and core
+    /// connection, wherever the latter lives now.
+    pub fn with_conn<R>(
+        &mut self,
+        h: ConnectionHandle,
+        f: impl FnOnce(&mut ConnIo, Option<&mut CoreConnection>) -> R,
+    ) -> Option<R> {
+        let cell = self.conns.get(&h)?;
+        let mut slot = cell.lock();
+        let ConnSlot { io, core } = &mut *slot;
+        Some(match core {
+            Some(c) => f(io, Some(c)),
+            None => f(io, self.ep.connection_mut(h)),
+        })
+    }
+
+    /// Like [`State::with_conn`], reading only.
+    pub fn peek<R>(
+        &self,
+        h: ConnectionHandle,
+        f: impl FnOnce(&mut ConnIo, Option<&CoreConnection>) -> R,
+    ) -> Option<R> {
+        let cell = self.conns.get(&h)?;
+        let mut slot = cell.lock();
+        let ConnSlot { io, core } = &mut *slot;
+        Some(match core {
+            Some(c) => f(io, Some(c)),
+            None => f(io, self.ep.connection(h)),
+        })
+    }
+
+    /// Hands a received datagram to the connection it is for: the core
+    /// endpoint routes it (and reads it, for a handshake), a detached
+    /// connection reads it under its own lock. Names the connection.
+    pub fn deliver(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        ecn: Ecn,
+        data: &[u8],
+    ) -> Option<ConnectionHandle> {
+        match self.ep.handle_datagram_routed(now, from, ecn, data) {
+            Delivery::Handled(Some(h)) => {
+                if self.maybe_detach.last() != Some(&h) {
+                    self.maybe_detach.push(h);
+                }
+                Some(h)
+            }
+            Delivery::Handled(None) => None,
+            Delivery::Detached(h) => {
+                if let Some(cell) = self.conns.get(&h)
+                    && let Some(c) = cell.lock().core.as_deref_mut()
+                {
+                    c.handle_datagram(now, from, ecn, data);
+                }
+                self.ready.insert(h);
+                Some(h)
+            }
+            Delivery::DetachedReset(h) => {
+                if let Some(cell) = self.conns.get(&h)
+                    && let Some(c) = cell.lock().core.as_deref_mut()
+                {
+                    c.handle_stateless_reset();
+                }
+                self.ready.insert(h);
+                None
+            }
         }
+    }
+
+    /// Takes the handshakes that finished (established, address proved)
+    /// out of the core endpoint into their own cells.
+    pub fn detach_established(&mut self) {
+        let mut candidates = std::mem::take(&mut self.maybe_detach);
+        for h in candidates.drain(..) {
+            let Some(cell) = self.conns.get(&h) else {
+                continue;
+            };
+            let mut slot = cell.lock();
+            if slot.core.is_some() || slot.io.closed {
+                continue;
+            }
+            if let Some(c) = self.ep.detach(h) {
+                slot.core = Some(Box::new(c));
+                drop(slot);
+                self.ready.insert(h);
+                self.active.insert(h);
+            }
+        }
+        candidates.shrink_to(MAX_KEPT_HANDLES);
+        self.maybe_detach = candidates;
+    }
+
+    /// Moves the detached connections application handles acted on into
+    /// the set the turn looks at.
+    pub fn take_touched(&mut self, touched: Vec<ConnectionHandle>) {
+        for h in touched {
+            if let Some(cell) = self.conns.get(&h) {
+                cell.lock().io.queued = false;
+                self.ready.insert(h);
+                self.active.insert(h);
+            }
+        }
+    }
+
+    /// Marks the detached connections whose deadline came as ready.
+    pub fn take_due(&mut self, now: Instant) -> bool {
+        let mut any = false;
+        while let Some(&(t, h)) = self.timers.first() {
+            if t > now {
+                break;
+            }
+            self.timers.pop_first();
+            self.armed.remove(&h);
+            self.ready.insert(h);
+            any = true;
+        }
+        any
+    }
+
+    /// The earliest deadline of any connection, attached or detached.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        let detached = self.timers.first().map(|&(t, _)| t);
+        self.ep.poll_timeout().into_iter().chain(detached).min()
+    }
+
+    /// Records detached connection `h`'s deadline (none: no timer).
+    fn rearm(&mut self, h: ConnectionHandle, deadline: Option<Instant>) {
+        let old = match deadline {
+            Some(t) => self.armed.insert(h, t),
+            None => self.armed.remove(&h),
+        };
+        if old == deadline {
+            return;
+        }
+        if let Some(t) = old {
+            self.timers.remove(&(t, h));
+        }
+        if let Some(t) = deadline {
+            self.timers.insert((t, h));
+        }
+    }
+
+    /// Drives detached connection `h` one step: runs its timers if due,
+    /// pulls its datagrams into `socket` if given (while the send queue
+    /// has room), hands its events to the waiting tasks and re-arms its
+    /// deadline. True if it may have more to send.
+    pub fn drive_detached(
+        &mut self,
+        h: ConnectionHandle,
+        now: Instant,
+        socket: Option<&mut Socket>,
+    ) -> bool {
+        let Some(cell) = self.conns.get(&h).cloned() else {
+            self.rearm(h, None);
+            return false;
+        };
+        let mut slot = cell.lock();
+        let ConnSlot { io, core } = &mut *slot;
+        let Some(c) = core.as_deref_mut() else {
+            drop(slot);
+            self.rearm(h, None);
+            return false;
+        };
+        if c.poll_timeout().is_some_and(|t| t <= now) {
+            c.handle_timeout(now);
+        }
+        let mut more = false;
+        if let Some(socket) = socket {
+            let max_datagrams = socket.max_train_datagrams();
+            loop {
+                if socket.queued_datagrams() >= MAX_QUEUED_DATAGRAMS {
+                    more = true;
+                    break;
+                }
+                // The core writes whole GSO trains into the socket's own
+                // buffer: nothing is copied on the way to the kernel.
+                let mut buf = socket.take_buffer();
+                let Some(t) = c.poll_transmit(now, max_datagrams, &mut buf) else {
+                    socket.recycle(buf);
+                    break;
+                };
+                socket.queue(t.destination, t.ecn, t.segment_bytes, buf);
+            }
+        }
+        let mut closed = false;
+        while let Some(e) = c.poll_event() {
+            closed |= e == Event::Closed;
+            self.readers_woken |= io.dispatch(e);
+        }
+        io.sweep_writers(c);
+        if io.has_parked_writer() || c.bytes_in_flight() > 0 {
+            self.active.insert(h);
+        }
+        let deadline = c.poll_timeout();
+        if closed {
+            // Its memory goes now; the handles keep only the reason.
+            *core = None;
+            let refs = io.refs;
+            drop(slot);
+            self.ep.forget_detached(h);
+            self.ended.push(h);
+            self.rearm(h, None);
+            self.ready.remove(&h);
+            if refs == 0 {
+                self.forget(h);
+            }
+            return false;
+        }
+        drop(slot);
+        self.rearm(h, deadline);
+        more
     }
 
     /// Moves newly accepted server connections to the accept queue.
     pub fn take_accepted(&mut self) {
         while let Some(h) = self.ep.accept() {
-            self.conns.entry(h).or_default();
+            self.cell(h);
             self.incoming.push_back(h);
             for w in self.accept_wakers.drain(..) {
                 w.wake();
@@ -203,86 +409,74 @@ impl State {
         if self.endpoint_refs == 0 {
             let now = self.now();
             while let Some(h) = self.incoming.pop_front() {
-                if let Some(c) = self.ep.connection_mut(h) {
-                    c.close(now, 0, b"server shutting down");
-                }
+                self.with_conn(h, |_, c| {
+                    if let Some(c) = c {
+                        c.close(now, 0, b"server shutting down");
+                    }
+                });
+                self.ready.insert(h);
             }
         }
     }
 
-    /// Hands the core's events to the tasks waiting for them.
+    /// Hands the core endpoint's events (its handshakes') to the tasks
+    /// waiting for them.
     pub fn dispatch_events(&mut self) {
         while let Some((h, event)) = self.ep.poll_event() {
             self.active.insert(h);
-            if matches!(event, Event::Closed) {
+            let closed = matches!(event, Event::Closed);
+            if closed {
                 self.ended.push(h);
+            } else if self.maybe_detach.last() != Some(&h) {
+                self.maybe_detach.push(h);
             }
-            let Some(io) = self.conns.get_mut(&h) else {
+            let Some(cell) = self.conns.get(&h) else {
                 continue;
             };
-            match event {
-                Event::Connected => {
-                    io.connected = true;
-                    if let Some(w) = io.connect_waker.take() {
-                        w.wake();
-                    }
-                }
-                Event::Stream(se) => self.readers_woken |= dispatch_stream_event(io, se),
-                Event::EarlyData { .. } => {}
-                Event::ConnectionLost(e) => io.fail(ConnectionError::Lost(e)),
-                Event::Closed => {
-                    io.closed = true;
-                    io.fail(ConnectionError::LocallyClosed);
-                    if io.refs == 0 {
-                        self.forget(h);
-                    }
-                }
+            let mut slot = cell.lock();
+            self.readers_woken |= slot.io.dispatch(event);
+            let forget = closed && slot.io.refs == 0;
+            drop(slot);
+            if forget {
+                self.forget(h);
             }
         }
     }
 
-    /// Drops connection `h`'s application state. The map gives back its
-    /// room once three quarters of it are empty, so a burst of thousands
+    /// Drops connection `h`'s application state. The maps give back their
+    /// room once three quarters of them are empty, so a burst of thousands
     /// of connections does not pin its slots after they are gone.
     fn forget(&mut self, h: ConnectionHandle) {
         self.conns.remove(&h);
+        self.active.remove(&h);
         if self.conns.len() < self.conns.capacity() / 4 {
             self.conns.shrink_to(self.conns.len() * 2);
         }
+        if self.armed.len() < self.armed.capacity() / 4 {
+            self.armed.shrink_to(self.armed.len() * 2);
+        }
     }
 
-    /// Wakes `writable()` callers whose stream can take bytes now; the
-    /// window the answer depends on moves with every ACK, not only with
-    /// the core's Writable events.
-    /// Blocked writers are re-checked the same way: acknowledgements free
-    /// buffer room without a Writable event.
+    /// Wakes `writable()` callers and blocked writers whose stream can
+    /// take bytes now; the window the answer depends on moves with every
+    /// ACK, not only with the core's Writable events.
     pub fn sweep_writers(&mut self) {
         for h in &self.active {
-            let Some(io) = self.conns.get_mut(h) else {
+            let Some(cell) = self.conns.get(h) else {
                 continue;
             };
-            if io.low_water.is_empty() && io.writers.is_empty() {
+            let mut slot = cell.lock();
+            let ConnSlot { io, core } = &mut *slot;
+            if !io.has_parked_writer() {
                 continue;
             }
-            let Some(c) = self.ep.connection(*h) else {
-                continue;
+            let c = match core {
+                Some(c) => Some(&**c),
+                None => self.ep.connection(*h),
             };
-            io.writers.retain(|id, w| {
-                if c.streams().is_writable(*id) {
-                    w.wake_by_ref();
-                    false
-                } else {
-                    true
-                }
-            });
-            io.low_water.retain(|id, w| {
-                if c.writable_bytes(*id) > 0 {
-                    w.wake_by_ref();
-                    false
-                } else {
-                    true
-                }
-            });
+            if let Some(c) = c {
+                io.sweep_writers(c);
+            }
         }
     }
 
@@ -293,13 +487,15 @@ impl State {
     pub fn forget_quiet(&mut self) {
         let (conns, ep) = (&self.conns, &self.ep);
         self.active.retain(|h| {
-            let Some(io) = conns.get(h) else {
+            let Some(cell) = conns.get(h) else {
                 return false;
             };
-            let Some(c) = ep.connection(*h) else {
-                return false;
+            let slot = cell.lock();
+            let c = match &slot.core {
+                Some(c) => Some(&**c),
+                None => ep.connection(*h),
             };
-            !io.writers.is_empty() || !io.low_water.is_empty() || c.bytes_in_flight() > 0
+            c.is_some_and(|c| slot.io.has_parked_writer() || c.bytes_in_flight() > 0)
         });
         if self.active.len() < self.active.capacity() / 4 {
             self.active.shrink_to(self.active.len() * 2);
@@ -311,24 +507,26 @@ impl State {
     /// an answer nor keeps the endpoint busy).
     pub fn conn_views(&self) -> impl Iterator<Item = ConnView> + '_ {
         self.active.iter().filter_map(|h| {
-            let io = self.conns.get(h)?;
-            let c = self.ep.connection(*h)?;
-            let streams = c.streams();
-            let reader_waiting = !io.readers.is_empty() || io.accept_waker.is_some();
-            let writer_busy = !io.low_water.is_empty()
-                || io.writers.keys().any(|id| streams.unsent_bytes(*id) > 0);
-            let bytes_in_flight = if reader_waiting && !writer_busy {
-                c.bytes_in_flight()
-            } else {
-                0
-            };
-            Some(ConnView {
-                bytes_in_flight,
-                reader_waiting,
-                writer_busy,
-                smoothed_rtt: c.rtt().smoothed(),
-                min_rtt: c.rtt().min(),
+            self.peek(*h, |io, c| {
+                let c = c?;
+                let streams = c.streams();
+                let reader_waiting = !io.readers.is_empty() || io.accept_waker.is_some();
+                let writer_busy = !io.low_water.is_empty()
+                    || io.writers.keys().any(|id| streams.unsent_bytes(*id) > 0);
+                let bytes_in_flight = if reader_waiting && !writer_busy {
+                    c.bytes_in_flight()
+                } else {
+                    0
+                };
+                Some(ConnView {
+                    bytes_in_flight,
+                    reader_waiting,
+                    writer_busy,
+                    smoothed_rtt: c.rtt().smoothed(),
+                    min_rtt: c.rtt().min(),
+                })
             })
+            .flatten()
         })
     }
 
@@ -340,7 +538,13 @@ impl State {
         let Some(source) = brisk_proto::packet::long_header_source_cid(&e.head) else {
             return;
         };
-        for (h, io) in self.conns.iter_mut() {
+        for (h, cell) in &self.conns {
+            let mut slot = cell.lock();
+            let ConnSlot { io, core } = &mut *slot;
+            // A detached connection is established: not a handshake.
+            if core.is_some() {
+                continue;
+            }
             let Some(c) = self.ep.connection(*h) else {
                 continue;
             };
@@ -356,12 +560,30 @@ impl State {
         }
     }
 
+    /// Records `mtu` on every connection to `peer`, for path MTU discovery
+    /// to validate and use.
+    pub fn record_path_mtu(&mut self, peer: SocketAddr, mtu: u32) {
+        for (h, cell) in &self.conns {
+            let mut slot = cell.lock();
+            let ConnSlot { io, core } = &mut *slot;
+            let c = match core {
+                Some(c) => Some(&**c),
+                None => self.ep.connection(*h),
+            };
+            if c.is_some_and(|c| c.remote_address() == peer) {
+                io.reported_path_mtu = Some(mtu);
+            }
+        }
+    }
+
     /// The endpoint task ended: every waiter learns why.
     pub fn stop(&mut self, reason: &str) {
         self.stopped.get_or_insert_with(|| reason.to_owned());
-        for io in self.conns.values_mut() {
-            io.closed = true;
-            io.fail(ConnectionError::EndpointStopped(reason.to_owned()));
+        for cell in self.conns.values() {
+            let mut slot = cell.lock();
+            slot.io.closed = true;
+            slot.io
+                .fail(ConnectionError::EndpointStopped(reason.to_owned()));
         }
         for w in self
             .accept_wakers
@@ -372,15 +594,20 @@ impl State {
         }
     }
 
-    /// No handle is left and the core holds no connection: the task may
-    /// end and release the socket.
+    /// Whether any connection is left, in the core endpoint or detached.
+    pub fn has_connections(&self) -> bool {
+        self.ep.handles().next().is_some() || self.ep.detached_len() > 0
+    }
+
+    /// No handle is left and no connection: the task may end and release
+    /// the socket.
     pub fn is_finished(&self) -> bool {
-        self.endpoint_refs == 0 && self.conns.is_empty() && self.ep.handles().next().is_none()
+        self.endpoint_refs == 0 && self.conns.is_empty() && !self.has_connections()
     }
 
     /// Wakes `wait_idle` callers once no connection is left.
     pub fn check_idle(&mut self) {
-        if self.ep.handles().next().is_none() {
+        if !self.has_connections() {
             for w in self.idle_wakers.drain(..) {
                 w.wake();
             }
@@ -388,55 +615,56 @@ impl State {
     }
 
     /// One handle fewer; at zero the connection closes with code 0.
-    pub fn release(&mut self, h: ConnectionHandle) {
-        let Some(io) = self.conns.get_mut(&h) else {
-            return;
+    /// True if the task should look (a close to send).
+    pub fn release(&mut self, h: ConnectionHandle) -> bool {
+        let Some(cell) = self.conns.get(&h).cloned() else {
+            return false;
         };
-        io.refs = io.refs.saturating_sub(1);
-        if io.refs > 0 {
-            return;
+        let mut slot = cell.lock();
+        slot.io.refs = slot.io.refs.saturating_sub(1);
+        if slot.io.refs > 0 {
+            return false;
         }
-        if io.closed {
+        if slot.io.closed {
+            drop(slot);
             self.forget(h);
-            return;
+            return false;
         }
         let now = self.now();
-        if let Some(c) = self.ep.connection_mut(h) {
-            c.close(now, 0, b"");
+        match slot.core.as_deref_mut() {
+            Some(c) => {
+                c.close(now, 0, b"");
+                self.ready.insert(h);
+            }
+            None => {
+                if let Some(c) = self.ep.connection_mut(h) {
+                    c.close(now, 0, b"");
+                }
+            }
         }
-        self.wake_driver();
+        true
+    }
+
+    /// Closes every connection, attached or detached, with `code`.
+    pub fn close_all(&mut self, code: u64, reason: &[u8]) {
+        let now = self.now();
+        let handles: Vec<_> = self.ep.handles().collect();
+        for h in handles {
+            if let Some(c) = self.ep.connection_mut(h) {
+                c.close(now, code, reason);
+            }
+        }
+        for (h, cell) in &self.conns {
+            if let Some(c) = cell.lock().core.as_deref_mut() {
+                c.close(now, code, reason);
+                self.ready.insert(*h);
+            }
+        }
     }
 }
 
-/// Wakes the task waiting for `event`; true if it was a reader or an
-/// acceptor (a task likely to answer).
-fn dispatch_stream_event(io: &mut ConnIo, event: StreamEvent) -> bool {
-    let reader = matches!(event, StreamEvent::Opened(_) | StreamEvent::Readable(_));
-    let waker = match event {
-        StreamEvent::Opened(_) => io.accept_waker.take(),
-        StreamEvent::Readable(id) => io.readers.remove(&id),
-        StreamEvent::Reset(id, code) => {
-            io.resets.insert(id, code);
-            io.readers.remove(&id)
-        }
-        StreamEvent::Stopped(id, code) => {
-            io.stops.insert(id, code);
-            io.writers.remove(&id)
-        }
-        StreamEvent::Writable(id) | StreamEvent::Finished(id) => {
-            if let Some(w) = io.low_water.remove(&id) {
-                w.wake();
-            }
-            io.writers.remove(&id)
-        }
-        StreamEvent::Available { .. } => io.open_waker.take(),
-    };
-    let Some(w) = waker else {
-        return false;
-    };
-    w.wake();
-    reader
-}
+/// Room kept, in connection handles, by the per-turn lists.
+pub(crate) const MAX_KEPT_HANDLES: usize = 64;
 
 #[cfg(test)]
 mod tests {
@@ -448,7 +676,7 @@ mod tests {
     fn hello(st: &mut State, to: SocketAddr) -> (ConnectionHandle, Vec<u8>) {
         let now = st.now();
         let h = st.ep.connect(now, to, ClientConfig::new(None)).unwrap();
-        st.conns.entry(h).or_default();
+        st.cell(h);
         let mut first = Vec::new();
         st.ep
             .poll_transmit(now, 1, &mut first)
@@ -480,7 +708,8 @@ mod tests {
             let mut st = State::new(ProtoEndpoint::new(7, None), local.parse().unwrap());
             let (a, hello_a) = hello(&mut st, to);
             let (b, _) = hello(&mut st, to);
-            let failed = |st: &State, h| st.conns[&h].error.is_some();
+            let error = |st: &State, h| st.conns[&h].lock().io.error.clone();
+            let failed = |st: &State, h| error(st, h).is_some();
             // An established connection's short header names nobody; the
             // same datagram quoted for another address is not about `to`.
             let mut short = hello_a.clone();
@@ -493,12 +722,12 @@ mod tests {
             st.fail_unreachable(&refused(to, &hello_a));
             assert!(
                 matches!(
-                    &st.conns[&a].error,
+                    &error(&st, a),
                     Some(ConnectionError::Unreachable { addr, reason })
                         if *addr == to && reason.contains("refused")
                 ),
                 "{:?}",
-                st.conns[&a].error
+                error(&st, a)
             );
             assert!(!failed(&st, b));
         }

@@ -9,7 +9,6 @@
 
 use crate::connection::{Connection, StreamOpError};
 use crate::error::ConnectionError;
-use crate::state::State;
 use brisk_proto::streams::{Priority, SendState, StreamError, StreamId};
 use std::io;
 use std::pin::Pin;
@@ -89,20 +88,12 @@ impl Stream {
     /// so dropping the last connection handle right after it may lose the
     /// tail. Finishing twice is no error.
     pub fn finish(&mut self) -> io::Result<()> {
-        let shared = self.conn.shared.clone();
-        let mut st = shared.lock();
-        self.finish_locked(&mut st)
-    }
-
-    /// Queues FIN once and wakes the endpoint task to send it.
-    fn finish_locked(&mut self, st: &mut State) -> io::Result<()> {
         if self.fin_sent {
             return Ok(());
         }
-        let c = st.usable_connection(self.conn.handle)?;
-        c.finish(self.id).map_err(stream_error)?;
+        let id = self.id;
+        self.conn.with_core(|c| c.finish(id)).map_err(op_error)?;
         self.fin_sent = true;
-        st.wake_driver();
         Ok(())
     }
 
@@ -124,53 +115,38 @@ impl AsyncRead for Stream {
         if this.eof || buf.remaining() == 0 {
             return Poll::Ready(Ok(()));
         }
-        let shared = this.conn.shared.clone();
-        let mut st = shared.lock();
-        let h = this.conn.handle;
-        // A read may free flow-control credit the core then announces.
-        st.touch(h);
-        let result = st
-            .ep
-            .connection_mut(h)
-            .map(|c| c.read(this.id, buf.initialize_unfilled()));
-        let reset = st
-            .conns
-            .get(&h)
-            .and_then(|io| io.resets.get(&this.id).copied());
-        match result {
-            Some(Ok(r)) if r.bytes > 0 || r.fin => {
-                buf.advance(r.bytes);
-                this.eof = r.fin;
-                // Reading frees flow-control credit the peer may need.
-                st.wake_driver();
-                Poll::Ready(Ok(()))
-            }
-            Some(Ok(_)) => {
-                let error = st.conns.get(&h).and_then(|io| io.error.clone());
-                if let Some(e) = error {
-                    return Poll::Ready(Err(e.into()));
+        let id = this.id;
+        let (poll, read) = this.conn.with(|io, c| {
+            let Some(c) = c else {
+                let e = io.error.clone().unwrap_or(ConnectionError::LocallyClosed);
+                return (Poll::Ready(Err(e.into())), None);
+            };
+            match c.read(id, buf.initialize_unfilled()) {
+                Ok(r) if r.bytes > 0 || r.fin => {
+                    buf.advance(r.bytes);
+                    (Poll::Ready(Ok(())), Some(r.fin))
                 }
-                if let Some(io) = st.io_mut(h) {
-                    io.readers.insert(this.id, cx.waker().clone());
+                Ok(_) => {
+                    if let Some(e) = io.error.clone() {
+                        return (Poll::Ready(Err(e.into())), None);
+                    }
+                    io.readers.insert(id, cx.waker().clone());
+                    (Poll::Pending, None)
                 }
-                Poll::Pending
+                Err(StreamError::Closed { .. }) if io.resets.contains_key(&id) => {
+                    let error_code = io.resets.get(&id).copied().unwrap_or_default();
+                    let e = stream_error(StreamError::Reset { id, error_code });
+                    (Poll::Ready(Err(e)), None)
+                }
+                Err(e) => (Poll::Ready(Err(stream_error(e))), None),
             }
-            Some(Err(StreamError::Closed { .. })) if reset.is_some() => {
-                Poll::Ready(Err(stream_error(StreamError::Reset {
-                    id: this.id,
-                    error_code: reset.unwrap_or_default(),
-                })))
-            }
-            Some(Err(e)) => Poll::Ready(Err(stream_error(e))),
-            None => {
-                let e = st
-                    .conns
-                    .get(&h)
-                    .and_then(|io| io.error.clone())
-                    .unwrap_or(ConnectionError::LocallyClosed);
-                Poll::Ready(Err(e.into()))
-            }
+        });
+        if let Some(fin) = read {
+            this.eof = fin;
+            // Reading frees flow-control credit the peer may need.
+            this.conn.shared.wake_driver();
         }
+        poll
     }
 }
 
@@ -184,26 +160,27 @@ impl AsyncWrite for Stream {
         if buf.is_empty() {
             return Poll::Ready(Ok(0));
         }
-        let shared = this.conn.shared.clone();
-        let mut st = shared.lock();
-        let h = this.conn.handle;
-        let c = match st.usable_connection(h) {
-            Ok(c) => c,
-            Err(e) => return Poll::Ready(Err(e.into())),
-        };
-        match c.write(this.id, buf) {
-            Ok(0) => {
-                if let Some(io) = st.io_mut(h) {
-                    io.writers.insert(this.id, cx.waker().clone());
+        let id = this.id;
+        let poll = this.conn.with(|io, c| {
+            if let Some(e) = io.error.clone() {
+                return Poll::Ready(Err(e.into()));
+            }
+            let Some(c) = c else {
+                return Poll::Ready(Err(ConnectionError::LocallyClosed.into()));
+            };
+            match c.write(id, buf) {
+                Ok(0) => {
+                    io.writers.insert(id, cx.waker().clone());
+                    Poll::Pending
                 }
-                Poll::Pending
+                Ok(n) => Poll::Ready(Ok(n)),
+                Err(e) => Poll::Ready(Err(stream_error(e))),
             }
-            Ok(n) => {
-                st.wake_driver();
-                Poll::Ready(Ok(n))
-            }
-            Err(e) => Poll::Ready(Err(stream_error(e))),
+        });
+        if matches!(poll, Poll::Ready(Ok(_))) {
+            this.conn.shared.wake_driver();
         }
+        poll
     }
 
     fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -213,32 +190,43 @@ impl AsyncWrite for Stream {
     /// Sends FIN, then waits until the peer acknowledged everything.
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        let shared = this.conn.shared.clone();
-        let mut st = shared.lock();
-        let h = this.conn.handle;
-        // A connection that failed while we waited reports why.
-        if let Err(e) = st.usable_connection(h) {
-            return Poll::Ready(Err(e.into()));
-        }
-        if let Err(e) = this.finish_locked(&mut st) {
-            return Poll::Ready(Err(e));
-        }
-        let Some(c) = st.ep.connection(h) else {
-            return Poll::Ready(Err(ConnectionError::LocallyClosed.into()));
-        };
-        match c.streams().send_state(this.id) {
-            // Gone: both halves finished and were forgotten.
-            None | Some(SendState::DataRecvd) => Poll::Ready(Ok(())),
-            Some(SendState::ResetSent | SendState::ResetRecvd) => {
-                Poll::Ready(Err(io::ErrorKind::BrokenPipe.into()))
+        let (id, fin_sent) = (this.id, this.fin_sent);
+        let (poll, queued_fin) = this.conn.with(|io, c| {
+            // A connection that failed while we waited reports why.
+            if let Some(e) = io.error.clone() {
+                return (Poll::Ready(Err(e.into())), false);
             }
-            Some(_) => {
-                if let Some(io) = st.io_mut(h) {
-                    io.writers.insert(this.id, cx.waker().clone());
+            let Some(c) = c else {
+                return (
+                    Poll::Ready(Err(ConnectionError::LocallyClosed.into())),
+                    false,
+                );
+            };
+            let mut queued_fin = false;
+            if !fin_sent {
+                if let Err(e) = c.finish(id) {
+                    return (Poll::Ready(Err(stream_error(e))), false);
                 }
-                Poll::Pending
+                queued_fin = true;
             }
+            let poll = match c.streams().send_state(id) {
+                // Gone: both halves finished and were forgotten.
+                None | Some(SendState::DataRecvd) => Poll::Ready(Ok(())),
+                Some(SendState::ResetSent | SendState::ResetRecvd) => {
+                    Poll::Ready(Err(io::ErrorKind::BrokenPipe.into()))
+                }
+                Some(_) => {
+                    io.writers.insert(id, cx.waker().clone());
+                    Poll::Pending
+                }
+            };
+            (poll, queued_fin)
+        });
+        if queued_fin {
+            this.fin_sent = true;
+            this.conn.shared.wake_driver();
         }
+        poll
     }
 }
 

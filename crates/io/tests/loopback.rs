@@ -59,8 +59,10 @@ async fn many_connections_and_streams(v6: bool) {
     spawn_source_server(server.clone());
     let client = client(v6);
     let mut tasks = Vec::new();
+    let mut conns = Vec::new();
     for c in 0..16 {
         let conn = client.connect(addr, key).await.unwrap();
+        conns.push(conn.clone());
         for s in 0..8 {
             let conn = conn.clone();
             let n = 1000 + 997 * (c * 8 + s);
@@ -74,6 +76,11 @@ async fn many_connections_and_streams(v6: bool) {
         t.await.unwrap();
     }
     assert_eq!(server.stats().proto.connections_accepted, 16);
+    // Every established connection, on both sides, ran behind its own
+    // lock rather than the endpoint's.
+    assert_eq!(client.stats().own_lock, 16);
+    assert_eq!(server.stats().own_lock, 16);
+    drop(conns);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -14,11 +14,13 @@
 //! transfer's own CPU demand (a CPU-bound loopback transfer sharing one
 //! core with the flood's receive work slows by construction). The same
 //! transfer runs unloaded first, then 300 ms into the flood; the server
-//! answers each with the SHA-256 of what it read. Memory is what the
-//! process's allocations hold (glibc's `mallinfo2`), before the flood and
-//! after the half-open timeout that follows it: the resident set, printed
-//! beside it (after `malloc_trim`), also counts pages the allocator keeps
-//! and a thread stack the harness starts, which no endpoint owns.
+//! answers each with the SHA-256 of what it read. Memory is the bytes
+//! the process's live allocations hold, counted by its allocator, before
+//! the flood and after the half-open timeout that follows it. glibc's own
+//! count (`mallinfo2`), printed beside it, also holds the chunks its
+//! per-thread caches keep for reuse; the resident set (after
+//! `malloc_trim`) also counts pages the allocator keeps and a thread
+//! stack the harness starts, which no endpoint owns.
 //!
 //! The default run floods for 3 s with a 30 MB transfer and a 1 s
 //! half-open timeout, XX over IPv4 and IK over IPv6 (about 11 s each);
@@ -31,6 +33,12 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use brisk_netbench::flood::{FloodPlan, FloodReport, Forged, measure};
+use brisk_netbench::heap::CountingAllocator;
+
+/// Counts live heap bytes: the memory goal's measure (glibc's own count
+/// also holds what its per-thread caches keep).
+#[global_allocator]
+static ALLOCATOR: CountingAllocator = CountingAllocator;
 
 /// The transfer's paced rate, bits per second.
 const RATE_BPS: u64 = 200_000_000;

@@ -122,6 +122,40 @@ pub struct Endpoint {
     /// The address each connection in `starved` is kept under (its own
     /// may have changed since), to take it out when it goes.
     starved_at: BTreeMap<ConnectionHandle, IpAddr>,
+    /// Connections handed out by [`Endpoint::detach`], with the routes
+    /// that still lead to them, until [`Endpoint::forget_detached`].
+    detached: BTreeMap<ConnectionHandle, Routes>,
+}
+
+/// The routing keys of a detached connection, kept so that forgetting it
+/// later removes exactly its entries.
+#[derive(Debug, Clone, Copy)]
+struct Routes {
+    local_cid: ConnectionId,
+    initial_dcid: ConnectionId,
+    reset_token: Option<[u8; RESET_TOKEN_LEN]>,
+}
+
+/// What `route` found for a datagram.
+enum Route {
+    /// One of the endpoint's own connections reads it.
+    To(ConnectionHandle),
+    /// Dealt with already, or for the caller to deliver.
+    Elsewhere(Delivery),
+}
+
+/// Where [`Endpoint::handle_datagram_routed`] sent a datagram.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivery {
+    /// The endpoint dealt with it: read by the connection named (which may
+    /// have ended since), or answered, counted or dropped (`None`).
+    Handled(Option<ConnectionHandle>),
+    /// It is for a connection the caller detached: the caller hands it to
+    /// that connection's `handle_datagram`.
+    Detached(ConnectionHandle),
+    /// A stateless reset ended a connection the caller detached: the
+    /// caller tells it with `Connection::handle_stateless_reset`.
+    DetachedReset(ConnectionHandle),
 }
 
 impl Endpoint {
@@ -147,6 +181,7 @@ impl Endpoint {
             reset_tokens: BTreeMap::new(),
             starved: BTreeMap::new(),
             starved_at: BTreeMap::new(),
+            detached: BTreeMap::new(),
         }
     }
 
@@ -181,7 +216,8 @@ impl Endpoint {
         Some(c)
     }
 
-    /// Live connections, in handle order.
+    /// Live connections the endpoint holds, in handle order (detached
+    /// ones are the caller's).
     pub fn handles(&self) -> impl Iterator<Item = ConnectionHandle> + '_ {
         self.connections.keys().copied()
     }
@@ -258,8 +294,29 @@ impl Endpoint {
         ecn: Ecn,
         data: &[u8],
     ) -> Option<ConnectionHandle> {
+        match self.handle_datagram_routed(now, remote, ecn, data) {
+            Delivery::Handled(h) => h,
+            Delivery::Detached(h) | Delivery::DetachedReset(h) => Some(h),
+        }
+    }
+
+    /// Like [`Endpoint::handle_datagram_for`], for a caller that detached
+    /// some connections ([`Endpoint::detach`]): a datagram for one of
+    /// those is not read here but handed back to the caller to deliver,
+    /// so the endpoint keeps routing and admission while each detached
+    /// connection is driven (and locked) on its own.
+    pub fn handle_datagram_routed(
+        &mut self,
+        now: Instant,
+        remote: SocketAddr,
+        ecn: Ecn,
+        data: &[u8],
+    ) -> Delivery {
         let long = data.first().is_some_and(|b| b & 0x80 != 0);
-        let routed = self.route(now, remote, data);
+        let routed = match self.route(now, remote, data) {
+            Route::To(h) => Some(h),
+            Route::Elsewhere(d) => return d,
+        };
         if let Some(h) = routed
             && let Some(c) = self.connections.get_mut(&h)
         {
@@ -268,12 +325,74 @@ impl Endpoint {
             self.after_datagram(h, long, raises_allowance.then_some(remote.ip()));
         }
         self.settle();
-        routed
+        Delivery::Handled(routed)
+    }
+
+    /// Takes established connection `h` out of the endpoint, for a caller
+    /// that drives each connection on its own (its own lock, timer and
+    /// polls) while the endpoint keeps routing and admission: datagrams
+    /// for it come back from [`Endpoint::handle_datagram_routed`] as
+    /// [`Delivery::Detached`], and it still counts towards the connection
+    /// limit. `None` (and the connection stays) while it is still a
+    /// handshake or half-open: admission and the shared amplification
+    /// allowance need those here. Once the detached connection reports
+    /// [`Event::Closed`], call [`Endpoint::forget_detached`].
+    pub fn detach(&mut self, h: ConnectionHandle) -> Option<Connection> {
+        let c = self.connections.get(&h)?;
+        if !c.is_established() || c.is_half_open() {
+            return None;
+        }
+        let routes = Routes {
+            local_cid: c.local_cid(),
+            initial_dcid: c.initial_dcid(),
+            reset_token: c.peer_reset_token(),
+        };
+        let c = self.connections.remove(&h)?;
+        self.sched.forget(h);
+        self.unstarve(h);
+        if self.cursor == Some(h) {
+            self.cursor = None;
+        }
+        self.detached.insert(h, routes);
+        if self.connections.is_empty() {
+            self.connections = BTreeMap::new();
+        }
+        Some(c)
+    }
+
+    /// Drops the routes of detached connection `h`, which has ended: its
+    /// connection ID and reset token may be used again.
+    pub fn forget_detached(&mut self, h: ConnectionHandle) {
+        let Some(r) = self.detached.remove(&h) else {
+            return;
+        };
+        if self.by_cid.get(&r.local_cid) == Some(&h) {
+            self.by_cid.remove(&r.local_cid);
+        }
+        if self.by_initial.get(&r.initial_dcid) == Some(&h) {
+            self.by_initial.remove(&r.initial_dcid);
+        }
+        if let Some(t) = r.reset_token
+            && self.reset_tokens.get(&t) == Some(&h)
+        {
+            self.reset_tokens.remove(&t);
+        }
+        if self.last_route.is_some_and(|(_, l)| l == h) {
+            self.last_route = None;
+        }
+    }
+
+    /// Connections taken out with [`Endpoint::detach`] and not yet
+    /// forgotten.
+    pub fn detached_len(&self) -> usize {
+        self.detached.len()
     }
 
     /// Like [`Endpoint::handle_datagram`], for a datagram the caller hands
     /// over: it is decrypted where it lies, and the stream data in it is
-    /// handed to the reader as slices of it, without a copy.
+    /// handed to the reader as slices of it, without a copy. For an
+    /// endpoint without detached connections: one for a detached
+    /// connection is dropped.
     pub fn handle_datagram_owned(
         &mut self,
         now: Instant,
@@ -282,7 +401,7 @@ impl Endpoint {
         data: BytesMut,
     ) {
         let long = data.first().is_some_and(|b| b & 0x80 != 0);
-        if let Some(h) = self.route(now, remote, &data)
+        if let Route::To(h) = self.route(now, remote, &data)
             && let Some(c) = self.connections.get_mut(&h)
         {
             let raises_allowance = counts_for_allowance(c, remote);
@@ -318,21 +437,21 @@ impl Endpoint {
     /// (counting malformed and unknown datagrams, answering unknown
     /// versions and connections, stateless packets, accepting new
     /// connections) itself.
-    fn route(&mut self, now: Instant, remote: SocketAddr, data: &[u8]) -> Option<ConnectionHandle> {
+    fn route(&mut self, now: Instant, remote: SocketAddr, data: &[u8]) -> Route {
         self.stats.datagrams_received += 1;
         if StatelessPacket::is_stateless_type(data)
             && let Ok(p) = StatelessPacket::parse(data)
         {
             self.handle_stateless(now, p);
-            return None;
+            return Route::Elsewhere(Delivery::Handled(None));
         }
         let Ok(view) = HeaderView::new_checked(data, LOCAL_CID_LEN) else {
             self.stats.malformed += 1;
-            return None;
+            return Route::Elsewhere(Delivery::Handled(None));
         };
         let Some(dcid) = ConnectionId::new(view.dcid()) else {
             self.stats.malformed += 1;
-            return None;
+            return Route::Elsewhere(Delivery::Handled(None));
         };
         let initial = view.long_type() == Some(LongType::Initial);
         let routed = match self.last_route {
@@ -347,29 +466,34 @@ impl Endpoint {
             },
         };
         if let Some(h) = routed {
+            if self.detached.contains_key(&h) {
+                return Route::Elsewhere(Delivery::Detached(h));
+            }
             self.sched.touch(h);
-            return Some(h);
+            return Route::To(h);
         }
-        if !view.is_long() && self.take_stateless_reset(data) {
-            return None;
+        if !view.is_long()
+            && let Some(d) = self.take_stateless_reset(data)
+        {
+            return Route::Elsewhere(d);
         }
         if self.server.is_none() {
             self.stats.unknown_connection += 1;
-            return None;
+            return Route::Elsewhere(Delivery::Handled(None));
         }
         if view.is_foreign_version() {
             self.send_version_negotiation(&view, remote, data.len());
-            return None;
+            return Route::Elsewhere(Delivery::Handled(None));
         }
         if !initial {
             self.stats.unknown_connection += 1;
             if !view.is_long() {
                 self.send_stateless_reset(now, remote, dcid, data.len());
             }
-            return None;
+            return Route::Elsewhere(Delivery::Handled(None));
         }
         self.accept_initial(now, remote, &view, data.len());
-        None
+        Route::Elsewhere(Delivery::Handled(None))
     }
 
     fn send_version_negotiation(
@@ -427,7 +551,8 @@ impl Endpoint {
         };
         // Everything up to the handshake is stateless and costs at most
         // one HMAC: refuse when full, ask for proof of address when loaded.
-        let established = self.connections.len().saturating_sub(adm.half_open.len());
+        let established =
+            (self.connections.len() + self.detached.len()).saturating_sub(adm.half_open.len());
         if established >= server.max_connections {
             self.stats.refused += 1;
             let refuse = StatelessPacket::Refuse {
@@ -560,20 +685,23 @@ impl Endpoint {
     }
 
     /// A datagram for no known connection that ends in a reset token a
-    /// server gave one of our client connections: that connection is over.
-    fn take_stateless_reset(&mut self, data: &[u8]) -> bool {
+    /// server gave one of our client connections: that connection is over
+    /// (told here, or by the caller if it was detached).
+    fn take_stateless_reset(&mut self, data: &[u8]) -> Option<Delivery> {
         if self.reset_tokens.is_empty() {
-            return false;
+            return None;
         }
-        let Some(h) = trailing_token(data).and_then(|t| self.reset_tokens.remove(&t)) else {
-            return false;
-        };
+        let h = trailing_token(data).and_then(|t| self.reset_tokens.remove(&t))?;
+        if self.detached.contains_key(&h) {
+            self.stats.resets_received += 1;
+            return Some(Delivery::DetachedReset(h));
+        }
         if let Some(c) = self.connections.get_mut(&h) {
             c.handle_stateless_reset();
             self.stats.resets_received += 1;
             self.sched.touch(h);
         }
-        true
+        Some(Delivery::Handled(None))
     }
 
     /// A Retry or Refuse for one of our client connections.

@@ -75,7 +75,7 @@ mod varint;
 
 pub use config::{AdmissionConfig, ClientConfig, RetryPolicy, ServerConfig, TransportConfig};
 pub use connection::{ConnState, Connection, Event, Idempotent, MAX_TRAIN_BYTES, Transmit};
-pub use endpoint::{ConnectionHandle, Endpoint, EndpointStats};
+pub use endpoint::{ConnectionHandle, Delivery, Endpoint, EndpointStats};
 pub use error::{ConnectError, ConnectionError, EarlyDataError};
 pub use handshake::Pattern;
 pub use loss::LossConfig;

@@ -72,8 +72,10 @@ impl Connection {
     }
 
     /// A datagram ending in the server's reset token: the server no
-    /// longer knows this connection. Nothing more is sent.
-    pub(crate) fn handle_stateless_reset(&mut self) {
+    /// longer knows this connection. Nothing more is sent. The endpoint
+    /// calls this itself, or reports it as `Delivery::DetachedReset` for a
+    /// connection its caller detached.
+    pub fn handle_stateless_reset(&mut self) {
         if matches!(self.state, ConnState::Draining | ConnState::Drained) {
             return;
         }
