@@ -77,7 +77,7 @@ mod tests {
         steps: u64,
     }
 
-    fn results() -> RunResults<u32, Driver> {
+    fn results() -> RunResults<Driver, Driver> {
         let b = Bottleneck::new(&Network::default(), 1);
         let label = FlowLabel {
             id: 0,
@@ -93,7 +93,7 @@ mod tests {
             rtt_ms: None,
             return_delay: Duration::ZERO,
             unanswered: 0,
-            brisk: Some(7),
+            brisk: Some(Driver { steps: 7 }),
         };
         RunResults {
             scenario: "s".into(),
@@ -120,7 +120,7 @@ mod tests {
 
     #[test]
     fn map_converts_transport_reports_and_the_driver_part_only() {
-        let r = results().map(|t| t * 2, |d| d.steps + 1);
+        let r = results().map(|t| t.steps * 2, |d| d.steps + 1);
         assert_eq!(r.flows[0].brisk, Some(14));
         assert_eq!(r.driver, 6);
         assert_eq!((r.scenario.as_str(), r.flows[0].sent_bytes), ("s", 10));
