@@ -165,7 +165,7 @@ fn bulk_progress(workload: &Workload, json: bool) -> ProgressBar {
 
 fn print_summary(r: &LiveResults, tables: &QueueTables) {
     print!("{}", live_summary::summary(r, tables));
-    if let Some(b) = &r.bulk {
+    if let Some(b) = &r.driver.bulk {
         println!(
             "bulk tcp ({}, ecn {}): {:.3} Mbit/s ({:.3} in the second half), {} retransmits, rtt {:.1} ms",
             b.cc,
@@ -176,7 +176,7 @@ fn print_summary(r: &LiveResults, tables: &QueueTables) {
             b.sender.rtt_ms
         );
     }
-    let f = &r.fidelity;
+    let f = &r.driver.fidelity;
     let rate = |d: &brisk_live::results::DirectionFidelityResults| match d.rate_error {
         Some(e) => format!("{:+.3}%", e * 100.0),
         None => "n/a".into(),

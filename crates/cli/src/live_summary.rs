@@ -78,7 +78,7 @@ pub fn summary(r: &LiveResults, tables: &QueueTables) -> String {
         out += &format!(
             "{:<44} {:>4} {:>7.2} Mb/s {:>6.2}% {:>5.1}% {:>6.1} ms {:>6.1} ms {:>6.1} ms\n",
             f.name,
-            r.flow_directions.get(i).copied().unwrap_or("?"),
+            r.driver.flow_directions.get(i).copied().unwrap_or("?"),
             f.goodput_mbps,
             f.loss_rate * 100.0,
             f.ce_fraction * 100.0,
@@ -93,7 +93,7 @@ pub fn summary(r: &LiveResults, tables: &QueueTables) -> String {
 /// Flows whose data went each way (down, up) and the bytes they delivered.
 pub fn traffic(r: &LiveResults) -> [(usize, u64); 2] {
     let mut t = [(0, 0); 2];
-    for (f, d) in r.flows.iter().zip(&r.flow_directions) {
+    for (f, d) in r.flows.iter().zip(&r.driver.flow_directions) {
         if f.sent_bytes > 0 {
             let side = &mut t[usize::from(*d == "up")];
             side.0 += 1;

@@ -105,7 +105,7 @@ pub fn run(args: SimArgs) -> Result<()> {
         writeln!(out)?;
     } else {
         print_table(&run.results);
-        let hops = run.results.engine.packet_hops as f64;
+        let hops = run.results.driver.engine.packet_hops as f64;
         eprintln!(
             "simulated {:.1} s in {:.3} s of wall time ({:.2} M packet-hops/s)",
             run.results.duration_s,

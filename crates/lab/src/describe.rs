@@ -5,8 +5,9 @@
 use brisk_netmodel::LinkConfig;
 use brisk_netmodel::link::{EcnRewrite, Jitter, LossModel, RateModel, ReorderDepth, profiles};
 use brisk_netmodel::queue::{QueueConfig, StepThreshold};
-use brisk_sim::scenario::{BriskApp, EcnSpec, FlowKind, FlowSpec, IpFamily, Scenario};
-use brisk_sim::{DEFAULT_FPS, DEFAULT_MESSAGE_BYTES};
+use brisk_sim::scenario::{
+    Brisk, BriskWorkloadSpec, EcnSpec, Flow, IpFamily, Scenario, SendLimit, Traffic,
+};
 use serde::Serialize;
 use std::time::Duration;
 
@@ -72,7 +73,7 @@ pub fn describe(s: &Scenario) -> Described {
         .flows
         .iter()
         .enumerate()
-        .map(|(i, f)| flow(f.get_ref(), i, s))
+        .map(|(i, f)| flow(f, i, s))
         .collect();
     Described {
         network,
@@ -295,76 +296,89 @@ pub fn queue(q: &QueueConfig) -> String {
     }
 }
 
-fn ecn_spec(e: Option<EcnSpec>) -> &'static str {
+fn ecn_spec(e: EcnSpec) -> &'static str {
     match e {
-        None | Some(EcnSpec::NotEct) => "Not-ECT",
-        Some(EcnSpec::Ect0) => "ECT(0)",
-        Some(EcnSpec::Ect1) => "ECT(1), L4S",
+        EcnSpec::NotEct => "Not-ECT",
+        EcnSpec::Ect0 => "ECT(0)",
+        EcnSpec::Ect1 => "ECT(1), L4S",
     }
 }
 
 /// A transport flow: controller, workload and send path.
-fn brisk(f: &FlowSpec) -> String {
-    let cc = f.cc.map_or("prague", |c| c.name());
-    let work = match f.app.unwrap_or_default() {
-        BriskApp::Bulk => match f.bytes {
-            Some(b) => format!("bulk transfer of {}", bytes_text(b)),
-            None => "bulk transfer until it stops".to_string(),
-        },
-        BriskApp::Messages => format!(
-            "{} messages {}",
-            bytes_text(f.message_size.unwrap_or(DEFAULT_MESSAGE_BYTES)),
-            f.interval.map_or("back to back".to_string(), |d| format!(
-                "every {}",
-                duration(d)
-            ))
+fn brisk(b: &Brisk) -> String {
+    let cc = b.cc.name();
+    let (work, limit) = match &b.app {
+        BriskWorkloadSpec::Bulk { bytes } => (
+            match bytes {
+                Some(b) => format!("bulk transfer of {}", bytes_text(*b)),
+                None => "bulk transfer until it stops".to_string(),
+            },
+            None,
         ),
-        BriskApp::Video => format!("video call at {} fps", f.fps.unwrap_or(DEFAULT_FPS)),
-        BriskApp::Feed => {
-            let objects = f.objects.as_deref().unwrap_or_default();
+        BriskWorkloadSpec::Messages {
+            size_bytes,
+            interval,
+            limit,
+        } => (
+            format!(
+                "{} messages {}",
+                bytes_text(*size_bytes),
+                interval.map_or("back to back".to_string(), |d| format!(
+                    "every {}",
+                    duration(d)
+                ))
+            ),
+            *limit,
+        ),
+        BriskWorkloadSpec::Video { fps, limit } => (format!("video call at {fps} fps"), *limit),
+        BriskWorkloadSpec::Feed { objects, .. } => (
             format!(
                 "feed page of {} objects, {} in all",
                 objects.len(),
                 bytes_text(objects.iter().sum())
-            )
-        }
+            ),
+            None,
+        ),
     };
-    let path = match (f.send_buffer, f.low_water_mark) {
-        (Some(b), _) => format!(", {} send buffer", bytes_text(b)),
-        (None, Some(m)) => format!(", {} low-water mark", bytes_text(m)),
-        (None, None) => String::new(),
+    let path = match limit {
+        Some(SendLimit::SendBuffer(b)) => format!(", {} send buffer", bytes_text(b)),
+        Some(SendLimit::LowWaterMark(m)) => format!(", {} low-water mark", bytes_text(m)),
+        None => String::new(),
     };
     format!("Brisk transport ({cc}), {work}{path}")
 }
 
-fn flow(f: &FlowSpec, i: usize, s: &Scenario) -> FlowWords {
-    let size = |default: u64| f.size.unwrap_or(default);
-    let what = match f.kind {
-        FlowKind::Cbr => format!(
-            "constant {} of {}-byte datagrams",
-            bps_text(f.rate.unwrap_or(0) as f64),
-            size(1500)
-        ),
-        FlowKind::OnOff => format!(
-            "{} of {}-byte datagrams for {}, then silent for {}, repeating",
-            bps_text(f.rate.unwrap_or(0) as f64),
-            size(1500),
-            duration(f.on.unwrap_or_default()),
-            duration(f.off.unwrap_or_default())
-        ),
-        FlowKind::Ping => format!(
-            "echo every {}, {}-byte datagrams",
-            duration(f.interval.unwrap_or(Duration::from_millis(100))),
-            size(s.header_bytes() + 56)
-        ),
-        FlowKind::Brisk => brisk(f),
-        FlowKind::UdpPrague => "reference UDP Prague bulk (the udp_prague crate)".to_string(),
+fn flow(f: &Flow, i: usize, s: &Scenario) -> FlowWords {
+    let constant = |rate_bps: u64, size: u64| {
+        format!("{} of {size}-byte datagrams", bps_text(rate_bps as f64))
     };
-    let ecn = match (f.kind, f.ecn) {
-        (FlowKind::Brisk, Some(EcnSpec::NotEct)) => "ECN off",
-        (FlowKind::Brisk, _) => "ECN on",
-        (FlowKind::UdpPrague, _) => "ECT(1)",
-        (_, e) => ecn_spec(e),
+    let (what, ecn) = match &f.traffic {
+        Traffic::Cbr(src) => (
+            format!("constant {}", constant(src.rate_bps, src.size_bytes)),
+            ecn_spec(src.ecn),
+        ),
+        Traffic::OnOff { source, on, off } => (
+            format!(
+                "{} for {}, then silent for {}, repeating",
+                constant(source.rate_bps, source.size_bytes),
+                duration(*on),
+                duration(*off)
+            ),
+            ecn_spec(source.ecn),
+        ),
+        Traffic::Ping(p) => (
+            format!(
+                "echo every {}, {}-byte datagrams",
+                duration(p.interval),
+                p.size_bytes.unwrap_or(s.header_bytes() + 56)
+            ),
+            ecn_spec(p.ecn),
+        ),
+        Traffic::Brisk(b) => (brisk(b), if b.ecn { "ECN on" } else { "ECN off" }),
+        Traffic::UdpPrague => (
+            "reference UDP Prague bulk (the udp_prague crate)".to_string(),
+            "ECT(1)",
+        ),
     };
     let mut line = format!("{what}, {ecn}");
     if let Some(rtt) = f.rtt {
@@ -378,7 +392,7 @@ fn flow(f: &FlowSpec, i: usize, s: &Scenario) -> FlowWords {
     }
     FlowWords {
         name: f.label(i),
-        kind: f.kind.name(),
+        kind: f.traffic.kind().name(),
         words: line,
     }
 }

@@ -17,6 +17,7 @@
 //!   what it returns; [`sections`]: the registry and the sections
 //!   themselves, one file each; [`live`]: sections whose runs are live
 //!   experiments with real kernel TCP (`brisk-live`), their own registry;
+//! - [`numbers`]: a live section's measured numbers as a typed struct;
 //! - [`claim`]: the seed documents and claims; [`verdict`]: checks against
 //!   thresholds and the pass / partial / fail verdict;
 //! - [`runner`]: runs a suite's scenarios in parallel;
@@ -33,6 +34,7 @@ pub mod claim;
 pub mod describe;
 pub mod html;
 pub mod live;
+pub mod numbers;
 pub mod output;
 pub mod report;
 pub mod runner;

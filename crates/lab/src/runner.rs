@@ -9,7 +9,7 @@
 //! wall-clock time on real sockets, and a busy pool would only add noise
 //! to what they measure.
 
-use crate::section::{LiveExperiment, LiveRecord, Measured, ScenarioRun};
+use crate::section::{LiveExperiment, LiveRecord, LiveRunError, Measured, ScenarioRun};
 use crate::suite::{Suite, SuiteScenario};
 use brisk_sim::capture::PcapSink;
 use brisk_sim::engine::CaptureSink;
@@ -82,8 +82,10 @@ pub enum RunError {
     Capture { path: String, message: String },
     #[error("a worker thread panicked while running {0}")]
     Panicked(String),
-    #[error("{path}: the live experiment failed: {message}")]
-    Live { path: String, message: String },
+    #[error("{path}: the live experiment failed: {source}")]
+    Live { path: String, source: LiveRunError },
+    #[error("{path}: not run: an earlier live experiment failed")]
+    LiveSkipped { path: String },
 }
 
 /// The scenario as it runs under `config`.
@@ -156,9 +158,9 @@ fn run_live_one(
 ) -> Result<Finished, RunError> {
     let live = experiment
         .run_live(&s.stem, &s.scenario, capture)
-        .map_err(|message| RunError::Live {
+        .map_err(|source| RunError::Live {
             path: s.path.clone(),
-            message,
+            source,
         })?;
     Ok(Finished {
         run: ScenarioRun {
@@ -230,9 +232,8 @@ pub fn run_suite(
     for (i, (section, s)) in work.iter().enumerate() {
         if let Some(experiment) = live(*section) {
             let result = if live_failed {
-                Err(RunError::Live {
+                Err(RunError::LiveSkipped {
                     path: s.path.clone(),
-                    message: "not run: an earlier live experiment failed".into(),
                 })
             } else {
                 run_live_one(s, experiment, config.capture)

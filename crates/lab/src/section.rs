@@ -8,8 +8,8 @@
 //!
 //! A live section ([`Section::live`]) names networks instead: the runner
 //! hands each scenario to its [`LiveExperiment`], which runs real programs
-//! through that network in the live lab (`brisk-live`) and returns named
-//! numbers ([`ScenarioRun::measured`]) beside the router's results.
+//! through that network in the live lab (`brisk-live`) and returns its
+//! numbers as a typed struct ([`crate::numbers`]) beside the router's results.
 
 use crate::claim::Claim;
 use crate::verdict::Check;
@@ -50,7 +50,43 @@ pub trait Section: Sync {
 pub trait LiveExperiment: Sync {
     /// Runs scenario `stem` (as the suite's file describes its network),
     /// keeping a pcap of the bottleneck if `capture` is set.
-    fn run_live(&self, stem: &str, scenario: &Scenario, capture: bool) -> Result<LiveRun, String>;
+    fn run_live(
+        &self,
+        stem: &str,
+        scenario: &Scenario,
+        capture: bool,
+    ) -> Result<LiveRun, LiveRunError>;
+}
+
+/// Why a live run produced no numbers: each variant says which step
+/// failed, so the runner and its tests can tell a machine that cannot host
+/// the lab from an experiment that went wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum LiveRunError {
+    /// The section was handed a scenario it has no run for (the suite
+    /// loader hands each section only its own stems).
+    #[error("section {section} has no live run for scenario {stem:?}")]
+    UnknownStem { section: &'static str, stem: String },
+    /// The scenario's network lacks what the experiment needs.
+    #[error("section {section}: the scenario's network does not fit: {need}")]
+    UnsuitableNetwork {
+        section: &'static str,
+        need: &'static str,
+    },
+    /// Namespaces, TUN devices or the router could not be brought up.
+    #[error("the live lab could not be set up: {0}")]
+    LabSetup(#[source] brisk_live::LiveError),
+    /// The programs in the namespaces failed (could not start, exited
+    /// with an error, timed out, or reported something unreadable); the
+    /// recipe's error says which.
+    #[error("the experiment failed: {0}")]
+    Experiment(#[source] brisk_live::recipes::RecipeError),
+    /// The router stopped badly or its capture could not be kept.
+    #[error("the live lab could not be torn down cleanly: {0}")]
+    LabTeardown(#[source] brisk_live::LiveError),
+    /// The recipe's report could not be kept as JSON.
+    #[error("the recipe's report could not be recorded: {0}")]
+    Report(#[source] serde_json::Error),
 }
 
 /// What one live run returns.
@@ -58,7 +94,8 @@ pub trait LiveExperiment: Sync {
 pub struct LiveRun {
     /// The router's view of the run, in the simulator's result shape.
     pub results: Results,
-    /// The experiment's numbers, by name (units in the names).
+    /// The experiment's numbers (its section's [`crate::numbers::Numbers`]
+    /// struct, units in the names), as results.json keeps them.
     pub measured: Measured,
     /// What else the run's results.json keeps.
     pub record: LiveRecord,
@@ -90,8 +127,8 @@ pub struct CaptureSummary {
     pub limit_bytes: usize,
 }
 
-/// Named numbers a live experiment measured.
-pub type Measured = std::collections::BTreeMap<String, f64>;
+pub use crate::numbers::Measured;
+use crate::numbers::Numbers;
 
 /// What a section concluded from its runs.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -241,8 +278,8 @@ impl ScenarioRun {
             .flows
             .iter()
             .enumerate()
-            .find(|(i, f)| f.get_ref().label(*i) == name)
-            .map(|(_, f)| f.get_ref().rtt.unwrap_or(bottleneck))
+            .find(|(i, f)| f.label(*i) == name)
+            .map(|(_, f)| f.rtt.unwrap_or(bottleneck))
             .ok_or_else(|| self.missing(name))
     }
 
@@ -260,15 +297,12 @@ impl ScenarioRun {
         Ok(self.series(flow)?.rtt.iter().map(|(_, d)| ms(*d)).collect())
     }
 
-    /// A number a live experiment measured.
-    pub fn number(&self, name: &str) -> Result<f64, SectionError> {
-        self.measured
-            .get(name)
-            .copied()
-            .ok_or_else(|| SectionError::Unsuitable {
-                scenario: self.path.clone(),
-                message: format!("the live run measured no {name:?}"),
-            })
+    /// The numbers a live experiment measured, as its section's struct.
+    pub fn numbers<T: Numbers>(&self) -> Result<T, SectionError> {
+        T::read("", &self.measured).map_err(|key| SectionError::Unsuitable {
+            scenario: self.path.clone(),
+            message: format!("the live run measured no {key:?}"),
+        })
     }
 
     fn missing(&self, flow: &str) -> SectionError {

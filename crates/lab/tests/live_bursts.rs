@@ -62,7 +62,7 @@ fn probe(mode: IpMode, bursts: bool) -> (Vec<f64>, f64) {
     .expect("ping runs");
     let results = lab.finish(None, None).expect("lab finishes");
     assert_eq!(report.received, report.sent, "no probe may be lost");
-    let f = &results.fidelity;
+    let f = &results.driver.fidelity;
     let late = f.down.delay_error_ms.p99 + f.up.delay_error_ms.p99;
     let mut rtts: Vec<f64> = report
         .rtts

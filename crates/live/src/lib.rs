@@ -56,6 +56,6 @@ pub mod tun;
 
 pub use error::LiveError;
 pub use lab::{Lab, LabConfig};
-pub use results::{FlowResults, LiveResults};
+pub use results::{FlowResults, LiveResults, Routed};
 pub use run::{LiveOutcome, LiveRun, Workload, run};
 pub use topology::IpMode;

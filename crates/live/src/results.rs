@@ -1,13 +1,13 @@
-//! The results of a live run: the same JSON shape as `brisk sim` (same
-//! field names, the bottleneck's own result types from brisk-netmodel)
-//! with `fidelity` in place of `engine`, and the built-in bulk transfer's
-//! report when one ran.
+//! The results of a live run: the same type as `brisk sim`'s
+//! (brisk-netmodel's `RunResults`), with the router's `fidelity` and each
+//! flow's direction in place of the engine's counters, and the built-in
+//! bulk transfer's report when one ran.
 
 use crate::bulk::BulkReport;
 use crate::router::event_loop::RouterOutcome;
 use crate::router::fidelity::DirectionFidelity;
 use crate::router::flows::FlowEntry;
-use brisk_netmodel::{Direction, FlowEnds, FlowLabel, LinkResults, QueueResults};
+use brisk_netmodel::{Direction, FlowEnds, FlowLabel, RunResults};
 use brisk_trace::stats::Percentiles;
 use serde::Serialize;
 use std::net::SocketAddr;
@@ -26,20 +26,14 @@ pub enum NoTransport {}
 /// A flow the router saw, in the simulator's shape.
 pub type FlowResults = brisk_netmodel::FlowResults<NoTransport>;
 
+/// A live run's results: the simulator's shape (brisk-netmodel's
+/// [`RunResults`], the same type `brisk sim` prints), with what the live
+/// router adds in place of the engine's counters.
+pub type LiveResults = RunResults<NoTransport, Routed>;
+
+/// What the live router adds to the shared results.
 #[derive(Debug, Clone, Serialize)]
-pub struct LiveResults {
-    pub scenario: String,
-    pub seed: u64,
-    /// "v4", "v6" or "v6only" (IPv6-only client through NAT64).
-    pub ip: &'static str,
-    /// Wall time from the router's start to its stop.
-    pub duration_s: f64,
-    /// The down direction (server to client): where downloads queue.
-    pub link: LinkResults,
-    pub link_up: LinkResults,
-    pub queue: QueueResults,
-    pub queue_up: QueueResults,
-    pub flows: Vec<FlowResults>,
+pub struct Routed {
     /// Which way each flow's data went ("down" or "up"), in `flows`' order:
     /// the queue it crossed is `queue` or `queue_up`.
     pub flow_directions: Vec<&'static str>,
@@ -258,9 +252,11 @@ pub fn build(scenario: &str, seed: u64, outcome: &RouterOutcome, facts: RunFacts
         queue: b.queue_results(Direction::Down),
         queue_up: b.queue_results(Direction::Up),
         flows,
-        flow_directions,
-        fidelity,
-        client_exit_code: facts.client_exit_code,
-        bulk: facts.bulk,
+        driver: Routed {
+            flow_directions,
+            fidelity,
+            client_exit_code: facts.client_exit_code,
+            bulk: facts.bulk,
+        },
     }
 }

@@ -116,7 +116,7 @@ fn codel_removes_the_bufferbloat_of_a_deep_fifo() {
         assert!(codel.results.queue.drops_aqm > 0);
         // CoDel holds the standing queue near its 5 ms target; a busy host
         // delays the ping's packets by as much as it delays the router.
-        let late = common::router_lateness_ms(&codel.results.fidelity);
+        let late = common::router_lateness_ms(&codel.results.driver.fidelity);
         common::bound(codel.added_ms() < 15.0 + late, || {
             format!("codel adds {} ms, router late {late} ms", codel.added_ms())
         })?;
@@ -212,7 +212,7 @@ fn ecn_tcp_sees_ce_marks_through_dualpi2() {
         // Classic ECN traffic sits in DualPI2's classic queue, steered to
         // 15 ms; the bound allows the router's measured lateness.
         let added = r.added_ms();
-        let late = common::router_lateness_ms(&r.results.fidelity);
+        let late = common::router_lateness_ms(&r.results.driver.fidelity);
         common::bound(added < 30.0 + late, || {
             format!("dualpi2 adds {added} ms, router late {late} ms")
         })

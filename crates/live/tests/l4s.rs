@@ -44,11 +44,12 @@ fn pair(queue: &str, label: &str) -> (PairReport, f64) {
     )
     .expect("both flows crossed the router");
     let slack_ms = results
+        .driver
         .fidelity
         .down
         .delay_error_ms
         .p99
-        .max(results.fidelity.timer_lateness_ms.p99);
+        .max(results.driver.fidelity.timer_lateness_ms.p99);
     eprintln!(
         "{label}: link busy {:.1}%, goodput share {:.1}%; queue marks {} drops {}; \
          router kept up {}, its lateness p99 {slack_ms:.2} ms",
@@ -56,7 +57,7 @@ fn pair(queue: &str, label: &str) -> (PairReport, f64) {
         report.goodput_share_of_link * 100.0,
         results.queue.marks,
         results.queue.drops,
-        results.fidelity.kept_up,
+        results.driver.fidelity.kept_up,
     );
     for (name, f) in [("prague", report.brisk), ("cubic", report.tcp)] {
         eprintln!(

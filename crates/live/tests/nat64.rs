@@ -49,7 +49,7 @@ fn udp_across_nat64_once() -> Result<(), String> {
     .expect("ping runs");
     let results = lab.finish(None, None).expect("lab finishes");
     let p50 = report.quantile(0.5).as_secs_f64() * 1000.0;
-    let f = &results.fidelity;
+    let f = &results.driver.fidelity;
     eprintln!(
         "NAT64 ping: {} of {}, p50 {p50:.3} ms (model 20 ms + serialization); \
          router delay error p50 down {:.3} ms up {:.3} ms, p99 down {:.3} ms up {:.3} ms",
@@ -173,7 +173,7 @@ fn kernel_tcp_through_the_nat64_gets_the_rate() {
         let results = lab
             .finish(None, Some(report.clone()))
             .expect("lab finishes");
-        assert_eq!(results.fidelity.refused_foreign, 0);
+        assert_eq!(results.driver.fidelity.refused_foreign, 0);
         // Full-size IPv6 segments on the bottleneck: 1428 payload bytes of 1500.
         let share = report.steady_goodput_mbps / (10.0 * 1428.0 / 1500.0);
         eprintln!(

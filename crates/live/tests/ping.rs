@@ -42,7 +42,7 @@ fn ping_once(config: &LabConfig, mode: IpMode) -> Result<(), String> {
     let expected_ms = 30.0 + 2.0 * len_bits / 10e6 * 1000.0;
     let ms = |q| report.quantile(q).as_secs_f64() * 1000.0;
     let (p50, p90, p99) = (ms(0.5), ms(0.9), ms(0.99));
-    let f = &results.fidelity;
+    let f = &results.driver.fidelity;
     eprintln!(
         "{mode:?}: {} of {} replies; rtt p50 {p50:.3} ms p90 {p90:.3} ms p99 {p99:.3} ms; \
          model {expected_ms:.3} ms; router delay error p99 down {:.3} ms up {:.3} ms; \

@@ -26,7 +26,7 @@ fn rate_run(rate_mbit: u64, limit_packets: u64, secs: u64) -> (f64, brisk_live::
         .expect("lab finishes");
     let model = rate_mbit as f64 * PAYLOAD_SHARE_V4;
     let share = report.steady_goodput_mbps / model;
-    let f = &results.fidelity;
+    let f = &results.driver.fidelity;
     eprintln!(
         "{rate_mbit} Mbit/s: steady goodput {:.3} Mbit/s = {:.2}% of the {model:.3} Mbit/s payload rate; \
          router achieved {:.4} Mbit/s (error {:+.3}%); delay error p50 {:.3} ms p99 {:.3} ms; \
@@ -53,7 +53,12 @@ fn kernel_tcp_gets_10_mbit() {
     };
     common::within_attempts("kernel TCP at 10 Mbit/s", || {
         let (share, results) = rate_run(10, 100, 6);
-        let e = results.fidelity.down.rate_error.expect("rate measured");
+        let e = results
+            .driver
+            .fidelity
+            .down
+            .rate_error
+            .expect("rate measured");
         common::bound((0.98..=1.005).contains(&share), || {
             format!("goodput share {share}")
         })?;
@@ -71,10 +76,10 @@ fn kernel_tcp_gets_100_mbit() {
         // The goal is 1%; a loaded 2-core machine may not keep up at this
         // rate, which the fidelity report says. The bound here is what it
         // must reach even then.
-        if !results.fidelity.kept_up {
+        if !results.driver.fidelity.kept_up {
             eprintln!(
                 "100 Mbit/s: the router did not keep up: {:?}",
-                results.fidelity.warnings
+                results.driver.fidelity.warnings
             );
         }
         common::bound(share > 0.9 && share <= 1.005, || {

@@ -13,7 +13,7 @@
 //! units ("10Mbit", "20ms") for configuration files; [`bottleneck`] both
 //! directions of a link as the simulator, the live router and the
 //! transport's test harness drive them, with per-flow accounting
-//! ([`FlowMetrics`]) and result summaries; [`direction`] down and up;
+//! ([`FlowMetrics`]) and result summaries (a whole run's in [`RunResults`]); [`direction`] down and up;
 //! [`network`] the network half of a scenario file; [`family`] IPv4 or
 //! IPv6.
 
@@ -31,6 +31,7 @@ pub mod units;
 
 pub use bottleneck::flow_metrics::FlowMetrics;
 pub use bottleneck::flow_results::{FlowEnds, FlowLabel, FlowResults};
+pub use bottleneck::run_results::RunResults;
 pub use bottleneck::summary::{LinkResults, QueueResults};
 pub use bottleneck::{Bottleneck, BottleneckOutput, FlowLedger};
 pub use direction::Direction;

@@ -184,7 +184,8 @@ impl LossDetection {
     }
 
     /// Removes and returns the packets now deemed lost, and arms
-    /// [`loss_time`](Self::loss_time) for the next one.
+    /// [`loss_time`](Self::loss_time) for the next one (no packet held).
+    #[cfg(test)]
     pub(crate) fn detect_lost(
         &mut self,
         now: Instant,
@@ -195,7 +196,7 @@ impl LossDetection {
         self.detect_lost_held(now, sent, rtt, max_ack_delay, |_| None)
     }
 
-    /// [`detect_lost`](Self::detect_lost) with a hold on some packets:
+    /// Removes and returns the packets now deemed lost, with a hold on some:
     /// `hold(pn)` names a later packet `(number, send time)` that stands
     /// in for `pn` in both thresholds (forward error correction: the
     /// block's last repair packet, which may still rebuild `pn`). A packet

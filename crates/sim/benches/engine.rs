@@ -14,6 +14,7 @@ fn engine(c: &mut Criterion) {
         // Runs are deterministic: every iteration moves the same hops.
         let hops = run(&case.scenario, RunOptions::default())
             .results
+            .driver
             .engine
             .packet_hops;
         group.throughput(Throughput::Elements(hops));

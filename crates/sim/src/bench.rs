@@ -119,7 +119,7 @@ mod tests {
                 case.name,
                 r.link.utilization
             );
-            assert!(r.engine.packet_hops > 10_000, "{}", case.name);
+            assert!(r.driver.engine.packet_hops > 10_000, "{}", case.name);
             assert_eq!(r.queue.kind, &case.name[case.name.find('-').unwrap() + 1..]);
         }
     }

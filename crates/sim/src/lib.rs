@@ -31,9 +31,9 @@ use flows::brisk::{BriskConfig, BriskFlow, BriskWorkload, SendPath, TransportRep
 use flows::{ConstantRate, FlowApp, Ping, SendJitter};
 use results::{
     BriskResults, EngineResults, FlowEnds, FlowLabel, FlowResults, FrameResults, Results,
-    TransportResults,
+    Simulated, TransportResults,
 };
-use scenario::{BriskApp, EcnSpec, FlowKind, FlowSpec, IpFamily, Scenario};
+use scenario::{Brisk, BriskWorkloadSpec, Flow, IpFamily, Scenario, SendLimit, Traffic};
 use std::time::Duration;
 
 /// How to run a scenario.
@@ -68,10 +68,7 @@ pub struct Run {
     pub outcome: Outcome,
 }
 
-/// Default size of a brisk message.
-pub const DEFAULT_MESSAGE_BYTES: u64 = 1000;
-/// Default frame rate of a brisk video call.
-pub const DEFAULT_FPS: u32 = 30;
+pub use scenario::{DEFAULT_FPS, DEFAULT_MESSAGE_BYTES};
 
 /// The seed of flow `index`'s own randomness (keys, connection IDs).
 fn flow_seed(seed: u64, index: usize) -> u64 {
@@ -83,55 +80,67 @@ fn flow_seed(seed: u64, index: usize) -> u64 {
 const SEND_JITTER_STREAM: u64 = 0x6a69_7474_6572;
 
 /// How far flow `index`'s sends may wander from their grid.
-fn send_jitter(spec: &FlowSpec, seed: u64, index: usize) -> SendJitter {
+fn send_jitter(max: Option<Duration>, seed: u64, index: usize) -> SendJitter {
     SendJitter {
-        max: spec.send_jitter,
+        max,
         rng: brisk_netmodel::rng(flow_seed(seed, index), SEND_JITTER_STREAM),
     }
 }
 
-/// The brisk flow of a spec (validated: fields fit the app).
+/// The transport's send path for a messages or video sender's limit.
+fn send_path(limit: SendLimit) -> SendPath {
+    match limit {
+        SendLimit::SendBuffer(b) => SendPath::SendBuffer(b),
+        SendLimit::LowWaterMark(m) => SendPath::LowWaterMark(m),
+    }
+}
+
+/// The brisk flow of a spec.
 fn brisk_config(
     s: &Scenario,
-    spec: &FlowSpec,
+    spec: &Brisk,
     setup: &FlowSetup,
     seed: u64,
     series: bool,
     qlog: Option<&FlowQlog>,
 ) -> BriskConfig {
-    let path = match (spec.send_buffer, spec.low_water_mark) {
-        (Some(b), _) => Some(SendPath::SendBuffer(b)),
-        (None, Some(m)) => Some(SendPath::LowWaterMark(m)),
-        (None, None) => None,
-    };
-    let workload = match spec.app.unwrap_or_default() {
-        BriskApp::Bulk => BriskWorkload::Bulk { bytes: spec.bytes },
-        BriskApp::Messages => BriskWorkload::Messages {
-            size_bytes: spec.message_size.unwrap_or(DEFAULT_MESSAGE_BYTES),
-            interval: spec.interval,
+    let workload = match &spec.app {
+        BriskWorkloadSpec::Bulk { bytes } => BriskWorkload::Bulk { bytes: *bytes },
+        BriskWorkloadSpec::Messages {
+            size_bytes,
+            interval,
+            limit,
+        } => BriskWorkload::Messages {
+            size_bytes: *size_bytes,
+            interval: *interval,
             // The transport's own default mark.
-            path: path.unwrap_or(SendPath::LowWaterMark(
-                brisk_proto::streams::StreamsConfig::default().low_water_mark,
-            )),
+            path: limit.map_or(
+                SendPath::LowWaterMark(
+                    brisk_proto::streams::StreamsConfig::default().low_water_mark,
+                ),
+                send_path,
+            ),
         },
-        BriskApp::Video => BriskWorkload::Video {
-            fps: spec.fps.unwrap_or(DEFAULT_FPS),
-            path: path.unwrap_or(SendPath::Unbounded),
+        BriskWorkloadSpec::Video { fps, limit } => BriskWorkload::Video {
+            fps: *fps,
+            path: limit.map_or(SendPath::Unbounded, send_path),
         },
-        BriskApp::Feed => BriskWorkload::Feed {
-            objects: spec.objects.clone().unwrap_or_default(),
-            sequential: spec.sequential.unwrap_or(false),
-            setup_round_trips: spec.setup_round_trips.unwrap_or(0) as usize,
+        BriskWorkloadSpec::Feed {
+            objects,
+            sequential,
+            setup_round_trips,
+        } => BriskWorkload::Feed {
+            objects: objects.clone(),
+            sequential: *sequential,
+            setup_round_trips: *setup_round_trips as usize,
         },
     };
     BriskConfig {
         addrs: setup.addrs,
         seed,
-        cc: spec
-            .cc
-            .unwrap_or(brisk_proto::congestion::CcAlgorithm::Prague),
-        ecn: spec.ecn != Some(EcnSpec::NotEct),
-        ack_frequency: spec.ack_frequency.unwrap_or(true),
+        cc: spec.cc,
+        ecn: spec.ecn,
+        ack_frequency: spec.ack_frequency,
         fec: spec.fec,
         header_len: s.header_bytes() as usize,
         start: setup.start,
@@ -148,7 +157,7 @@ fn brisk_config(
 /// Builds the application of flow `index`.
 fn build_app(
     s: &Scenario,
-    spec: &FlowSpec,
+    spec: &Flow,
     setup: &FlowSetup,
     seed: u64,
     index: usize,
@@ -156,34 +165,35 @@ fn build_app(
     qlog: Option<&FlowQlog>,
 ) -> Box<dyn FlowApp> {
     let header = s.header_bytes() as usize;
-    let ecn = spec.ecn.map(Into::into).unwrap_or_default();
-    match spec.kind {
-        FlowKind::Cbr | FlowKind::OnOff => {
-            let on_off = spec.on.zip(spec.off);
+    let constant_rate =
+        |source: &scenario::Source, on_off: Option<(Duration, Duration)>| -> Box<dyn FlowApp> {
             Box::new(ConstantRate::new(
                 setup.addrs,
-                spec.rate.unwrap_or(1_000_000),
-                spec.size.unwrap_or(scenario::DEFAULT_SOURCE_SIZE) as usize,
+                source.rate_bps,
+                source.size_bytes as usize,
                 header,
-                ecn,
+                source.ecn.into(),
                 setup.start,
                 setup.stop,
                 on_off,
-                send_jitter(spec, seed, index),
+                send_jitter(source.send_jitter, seed, index),
             ))
-        }
-        FlowKind::Ping => Box::new(Ping::new(
+        };
+    match &spec.traffic {
+        Traffic::Cbr(source) => constant_rate(source, None),
+        Traffic::OnOff { source, on, off } => constant_rate(source, Some((*on, *off))),
+        Traffic::Ping(p) => Box::new(Ping::new(
             setup.addrs,
-            spec.interval.unwrap_or(scenario::DEFAULT_PING_INTERVAL),
-            spec.size.unwrap_or(header as u64 + 56) as usize,
+            p.interval,
+            p.size_bytes.unwrap_or(header as u64 + 56) as usize,
             header,
-            ecn,
+            p.ecn.into(),
             setup.start,
             setup.stop,
-            send_jitter(spec, seed, index),
+            send_jitter(p.send_jitter, seed, index),
         )),
         #[cfg(feature = "reference-prague")]
-        FlowKind::UdpPrague => Box::new(flows::udp_prague::UdpPragueFlow::new(
+        Traffic::UdpPrague => Box::new(flows::udp_prague::UdpPragueFlow::new(
             setup.addrs,
             setup.start,
             setup.stop,
@@ -192,10 +202,10 @@ fn build_app(
         // feature; a scenario built in code that skips validation gets a
         // flow that sends nothing.
         #[cfg(not(feature = "reference-prague"))]
-        FlowKind::UdpPrague => Box::new(flows::Idle),
-        FlowKind::Brisk => Box::new(BriskFlow::new(brisk_config(
+        Traffic::UdpPrague => Box::new(flows::Idle),
+        Traffic::Brisk(b) => Box::new(BriskFlow::new(brisk_config(
             s,
-            spec,
+            b,
             setup,
             flow_seed(seed, index),
             series,
@@ -216,11 +226,10 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Run {
         engine.set_progress(progress);
     }
     let end = Instant::ZERO + s.duration;
-    for (i, spanned) in s.flows.iter().enumerate() {
-        let spec = spanned.get_ref();
+    for (i, spec) in s.flows.iter().enumerate() {
         let mut setup = FlowSetup {
             name: spec.label(i),
-            kind: spec.kind.name(),
+            kind: spec.traffic.kind().name(),
             app: Box::new(flows::Idle),
             addrs: engine::flow_addrs(s.ip, i),
             start: Instant::ZERO + spec.start.unwrap_or_default(),
@@ -350,9 +359,11 @@ fn summarize(s: &Scenario, seed: u64, o: &Outcome) -> Results {
         queue: o.bottleneck.queue_results(Direction::Down),
         queue_up: o.bottleneck.queue_results(Direction::Up),
         flows,
-        engine: EngineResults {
-            steps: o.steps,
-            packet_hops: o.packet_hops,
+        driver: Simulated {
+            engine: EngineResults {
+                steps: o.steps,
+                packet_hops: o.packet_hops,
+            },
         },
     }
 }

@@ -13,19 +13,14 @@ pub type FlowResults = brisk_netmodel::FlowResults<BriskResults>;
 /// What a flow's ends report, for its [`FlowResults`].
 pub type FlowEnds = brisk_netmodel::FlowEnds<BriskResults>;
 
+/// A simulated run's results: the shape the live lab shares
+/// ([`brisk_netmodel::RunResults`]), with brisk flows' transport reports
+/// and the engine's counters.
+pub type Results = brisk_netmodel::RunResults<BriskResults, Simulated>;
+
+/// What the simulator adds to the shared results.
 #[derive(Debug, Clone, Serialize)]
-pub struct Results {
-    pub scenario: String,
-    pub seed: u64,
-    pub ip: &'static str,
-    pub duration_s: f64,
-    /// The down direction of the bottleneck (the one data queues in).
-    pub link: LinkResults,
-    pub link_up: LinkResults,
-    /// The down direction's queue.
-    pub queue: QueueResults,
-    pub queue_up: QueueResults,
-    pub flows: Vec<FlowResults>,
+pub struct Simulated {
     pub engine: EngineResults,
 }
 

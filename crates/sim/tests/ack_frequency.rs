@@ -7,14 +7,16 @@
 mod common;
 
 use brisk_sim::results::Results;
-use brisk_sim::scenario::{IpFamily, Scenario};
+use brisk_sim::scenario::{IpFamily, Scenario, Traffic};
 use common::{FAMILIES, flow, run_on, scenario, share};
 
 /// `s` with every brisk flow's ACK frequency on or off.
 fn with_ack_frequency(s: &Scenario, on: bool) -> Scenario {
     let mut s = s.clone();
     for f in &mut s.flows {
-        f.get_mut().ack_frequency = Some(on);
+        if let Traffic::Brisk(b) = &mut f.traffic {
+            b.ack_frequency = on;
+        }
     }
     s
 }

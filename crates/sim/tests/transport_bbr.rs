@@ -7,7 +7,7 @@
 
 mod common;
 
-use brisk_sim::scenario::{IpFamily, Scenario};
+use brisk_sim::scenario::{IpFamily, Scenario, Traffic};
 use brisk_sim::{Run, RunOptions, run};
 use common::{FAMILIES, flow, run_on, share};
 
@@ -56,7 +56,9 @@ fn two(a: &str, b: &str, start_b: &str) -> String {
 /// `s` with ACK frequency off for every flow.
 fn acking_every_second_packet(mut s: Scenario) -> Scenario {
     for f in &mut s.flows {
-        f.get_mut().ack_frequency = Some(false);
+        if let Traffic::Brisk(b) = &mut f.traffic {
+            b.ack_frequency = false;
+        }
     }
     s
 }

@@ -8,6 +8,7 @@
 mod common;
 
 use brisk_proto::congestion::CcAlgorithm;
+use brisk_sim::scenario::Traffic;
 use common::{FAMILIES, flow, run_on, scenario, share};
 
 #[test]
@@ -134,7 +135,10 @@ fn prague_behind_a_bleaching_hop_falls_back_and_shares_fairly_with_cubic() {
 fn prague_through_a_classic_fifo_behaves_like_newreno() {
     let s = scenario("brisk-prague-fifo.toml", 6);
     let mut reno = s.clone();
-    reno.flows[0].get_mut().cc = Some(CcAlgorithm::NewReno);
+    let Traffic::Brisk(b) = &mut reno.flows[0].traffic else {
+        panic!("the scenario's first flow is a brisk flow")
+    };
+    b.cc = CcAlgorithm::NewReno;
     for ip in FAMILIES {
         let r = run_on(&s, ip);
         let prague = flow(&r, "prague");

@@ -121,8 +121,8 @@ fn measure(scenario: &brisk_sim::scenario::Scenario) -> Measured {
         .zip(cpu_before)
         .map(|(a, b)| a.saturating_sub(b));
     Measured {
-        packet_hops: r.engine.packet_hops,
-        steps: r.engine.steps,
+        packet_hops: r.driver.engine.packet_hops,
+        steps: r.driver.engine.steps,
         wall,
         cpu,
     }

@@ -16,7 +16,8 @@
 use super::{base_rtt_ms, before_after, flag, in_lab, unknown_stem, with_numbers};
 use crate::claim::{Claim, Source};
 use crate::section::{
-    Cell, Findings, LiveExperiment, LiveRun, Runs, ScenarioRun, Section, SectionError, Table,
+    Cell, Findings, LiveExperiment, LiveRun, LiveRunError, Runs, ScenarioRun, Section,
+    SectionError, Table,
 };
 use crate::verdict::{Bound, Check};
 use brisk_live::IpMode;
@@ -64,8 +65,8 @@ impl Section for FastOpen {
     fn evaluate(&self, runs: &Runs<'_>) -> Result<Findings, SectionError> {
         let (off, on) = (runs.get(BEFORE)?, runs.get(AFTER)?);
         let rtt = base_rtt_ms(&on.scenario);
-        let off_repeat = off.number("repeat_ms")?;
-        let on_repeat = on.number("repeat_ms")?;
+        let off_repeat = off.numbers::<FastOpenNumbers>()?.repeat_ms;
+        let on_repeat = on.numbers::<FastOpenNumbers>()?.repeat_ms;
         let checks = vec![
             Check::new(
                 "without Fast Open: repeat connection, first byte in RTTs",
@@ -100,7 +101,7 @@ impl Section for FastOpen {
             Check::new(
                 "repeat connections whose SYN data the server acknowledged",
                 "the server takes the request from the SYN",
-                on.number("repeat_syn_data_acked")?,
+                on.numbers::<FastOpenNumbers>()?.repeat_syn_data_acked,
                 "",
                 Bound::AtLeast(1.0),
             )
@@ -110,14 +111,16 @@ impl Section for FastOpen {
         let row = |label: &str, r: &ScenarioRun| -> Result<Vec<Cell>, SectionError> {
             Ok(vec![
                 Cell::text(label),
-                Cell::num(r.number("first_ms")?, "ms", 0),
-                Cell::num(r.number("repeat_ms")?, "ms", 0),
-                Cell::num(r.number("repeat_syn_bytes")?, "B", 0),
-                Cell::text(if r.number("repeat_syn_data_acked")? >= 1.0 {
-                    "yes"
-                } else {
-                    "no"
-                }),
+                Cell::num(r.numbers::<FastOpenNumbers>()?.first_ms, "ms", 0),
+                Cell::num(r.numbers::<FastOpenNumbers>()?.repeat_ms, "ms", 0),
+                Cell::num(r.numbers::<FastOpenNumbers>()?.repeat_syn_bytes, "B", 0),
+                Cell::text(
+                    if r.numbers::<FastOpenNumbers>()?.repeat_syn_data_acked >= 1.0 {
+                        "yes"
+                    } else {
+                        "no"
+                    },
+                ),
             ])
         };
         let table = Table {
@@ -142,8 +145,14 @@ impl Section for FastOpen {
             ("time to first byte", "ms"),
             &["first connection", "repeat connections"],
             vec![
-                ("Fast Open off", vec![off.number("first_ms")?, off_repeat]),
-                ("Fast Open on", vec![on.number("first_ms")?, on_repeat]),
+                (
+                    "Fast Open off",
+                    vec![off.numbers::<FastOpenNumbers>()?.first_ms, off_repeat],
+                ),
+                (
+                    "Fast Open on",
+                    vec![on.numbers::<FastOpenNumbers>()?.first_ms, on_repeat],
+                ),
             ],
         )?];
         Ok(Findings {
@@ -154,8 +163,26 @@ impl Section for FastOpen {
     }
 }
 
+crate::numbers! {
+    /// What one run measured: the first and the repeat connection.
+    pub(crate) struct FastOpenNumbers {
+        first_ms,
+        repeat_ms,
+        /// Data bytes the repeat connection carried in its SYN.
+        repeat_syn_bytes,
+        /// 1 if the server acknowledged that data, else 0.
+        repeat_syn_data_acked,
+        rtt_ms,
+    }
+}
+
 impl LiveExperiment for FastOpen {
-    fn run_live(&self, stem: &str, scenario: &Scenario, capture: bool) -> Result<LiveRun, String> {
+    fn run_live(
+        &self,
+        stem: &str,
+        scenario: &Scenario,
+        capture: bool,
+    ) -> Result<LiveRun, LiveRunError> {
         let on = match stem {
             BEFORE => false,
             AFTER => true,
@@ -168,13 +195,13 @@ impl LiveExperiment for FastOpen {
         let repeat_syn_bytes = o.connections.last().map_or(0, |c| c.syn_bytes);
         Ok(with_numbers(
             run,
-            &[
-                ("first_ms", o.first_ms),
-                ("repeat_ms", o.repeat_ms),
-                ("repeat_syn_bytes", repeat_syn_bytes as f64),
-                ("repeat_syn_data_acked", flag(o.repeat_syn_data_acked)),
-                ("rtt_ms", o.rtt_ms),
-            ],
+            &FastOpenNumbers {
+                first_ms: o.first_ms,
+                repeat_ms: o.repeat_ms,
+                repeat_syn_bytes: repeat_syn_bytes as f64,
+                repeat_syn_data_acked: flag(o.repeat_syn_data_acked),
+                rtt_ms: o.rtt_ms,
+            },
         ))
     }
 }

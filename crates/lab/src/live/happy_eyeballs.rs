@@ -16,7 +16,8 @@
 use super::{base_rtt_ms, before_after, flag, in_lab, unknown_stem, with_numbers};
 use crate::claim::{Claim, Source};
 use crate::section::{
-    Cell, Findings, LiveExperiment, LiveRun, Runs, ScenarioRun, Section, SectionError, Table,
+    Cell, Findings, LiveExperiment, LiveRun, LiveRunError, Runs, ScenarioRun, Section,
+    SectionError, Table,
 };
 use crate::verdict::{Bound, Check};
 use brisk_live::IpMode;
@@ -71,9 +72,11 @@ impl Section for HappyEyeballs {
         let (seq, race) = (runs.get(BEFORE)?, runs.get(AFTER)?);
         let rtt = base_rtt_ms(&race.scenario);
         let delay_ms = crate::section::ms(ATTEMPT_DELAY);
-        let seq_ms = seq.number("connect_ms")?;
-        let race_ms = race.number("connect_ms")?;
-        let ipv4 = |r: &ScenarioRun| r.number("winner_ipv4");
+        let seq_ms = seq.numbers::<HappyEyeballsNumbers>()?.connect_ms;
+        let race_ms = race.numbers::<HappyEyeballsNumbers>()?.connect_ms;
+        let ipv4 = |r: &ScenarioRun| {
+            Ok::<_, SectionError>(r.numbers::<HappyEyeballsNumbers>()?.winner_ipv4)
+        };
         let checks = vec![
             Check::new(
                 "sequential: connected after",
@@ -86,7 +89,7 @@ impl Section for HappyEyeballs {
             Check::new(
                 "racing: IPv4 attempt started at",
                 "one attempt delay (250 ms) after IPv6",
-                race.number("ipv4_started_ms")?,
+                race.numbers::<HappyEyeballsNumbers>()?.ipv4_started_ms,
                 "ms",
                 Bound::Within {
                     low: delay_ms - 10.0,
@@ -114,9 +117,13 @@ impl Section for HappyEyeballs {
         let row = |label: &str, r: &ScenarioRun| -> Result<Vec<Cell>, SectionError> {
             Ok(vec![
                 Cell::text(label),
-                Cell::num(r.number("control_v6_ms")?, "ms", 1),
-                Cell::num(r.number("ipv4_started_ms")?, "ms", 0),
-                Cell::num(r.number("connect_ms")?, "ms", 0),
+                Cell::num(r.numbers::<HappyEyeballsNumbers>()?.control_v6_ms, "ms", 1),
+                Cell::num(
+                    r.numbers::<HappyEyeballsNumbers>()?.ipv4_started_ms,
+                    "ms",
+                    0,
+                ),
+                Cell::num(r.numbers::<HappyEyeballsNumbers>()?.connect_ms, "ms", 0),
                 Cell::text(if ipv4(r)? >= 1.0 { "IPv4" } else { "IPv6" }),
             ])
         };
@@ -154,8 +161,26 @@ impl Section for HappyEyeballs {
     }
 }
 
+crate::numbers! {
+    /// What one run measured.
+    pub(crate) struct HappyEyeballsNumbers {
+        connect_ms,
+        control_v6_ms,
+        ipv4_started_ms,
+        /// 1 if the IPv4 attempt won, else 0.
+        winner_ipv4,
+        /// Connection attempts started.
+        attempts,
+    }
+}
+
 impl LiveExperiment for HappyEyeballs {
-    fn run_live(&self, stem: &str, scenario: &Scenario, capture: bool) -> Result<LiveRun, String> {
+    fn run_live(
+        &self,
+        stem: &str,
+        scenario: &Scenario,
+        capture: bool,
+    ) -> Result<LiveRun, LiveRunError> {
         let strategy = match stem {
             BEFORE => Strategy::Sequential {
                 per_address_timeout: SEQUENTIAL_TIMEOUT,
@@ -175,13 +200,13 @@ impl LiveExperiment for HappyEyeballs {
             .map_or(f64::NAN, |a| a.started_ms);
         Ok(with_numbers(
             run,
-            &[
-                ("connect_ms", o.connect_ms),
-                ("control_v6_ms", o.control_v6_ms),
-                ("ipv4_started_ms", ipv4_started),
-                ("winner_ipv4", flag(o.winner.is_ipv4())),
-                ("attempts", o.attempts.len() as f64),
-            ],
+            &HappyEyeballsNumbers {
+                connect_ms: o.connect_ms,
+                control_v6_ms: o.control_v6_ms,
+                ipv4_started_ms: ipv4_started,
+                winner_ipv4: flag(o.winner.is_ipv4()),
+                attempts: o.attempts.len() as f64,
+            },
         ))
     }
 }

@@ -17,15 +17,16 @@
 //! - Prague's queue delay p99 through DualPI2 over through the FIFO
 //!   **≤ 0.05** (the FIFO holds CUBIC's standing queue).
 
-use super::{before_after, in_lab, unknown_stem, with_numbers};
+use super::{before_after, constant_down_rate, in_lab, unknown_stem, with_numbers};
 use crate::claim::{Claim, Source};
+use crate::numbers::{Measured, Numbers};
 use crate::section::{
-    Cell, Findings, LiveExperiment, LiveRun, Runs, ScenarioRun, Section, SectionError, Table,
+    Cell, Findings, LiveExperiment, LiveRun, LiveRunError, Runs, Section, SectionError, Table,
 };
 use crate::verdict::{Bound, Check};
 use brisk_live::IpMode;
-use brisk_live::recipes::l4s::{self, PairExperiment, PairReport};
-use brisk_live::recipes::{RecipeError, down_rate_bps};
+use brisk_live::recipes::l4s::{self, FlowFigures, PairExperiment, PairReport};
+
 use brisk_sim::scenario::Scenario;
 use std::time::Duration;
 
@@ -73,8 +74,8 @@ impl Section for L4sDualpi2 {
 
     fn evaluate(&self, runs: &Runs<'_>) -> Result<Findings, SectionError> {
         let (dual, fifo) = (runs.get(DUALPI2)?, runs.get(FIFO)?);
-        let n = |r: &ScenarioRun, k: &str| r.number(k);
-        let p99 = n(dual, "prague_queue_p99_ms")?;
+        let (d, f): (PairNumbers, PairNumbers) = (dual.numbers()?, fifo.numbers()?);
+        let p99 = d.prague.queue_p99_ms;
         let checks = vec![
             Check::new(
                 "DualPI2: Prague queue delay, 99th percentile",
@@ -87,7 +88,7 @@ impl Section for L4sDualpi2 {
             Check::new(
                 "DualPI2: Prague path RTT, 99th percentile",
                 "under 25 ms at 20 ms base RTT",
-                n(dual, "prague_path_rtt_p99_ms")?,
+                d.prague.path_rtt_p99_ms,
                 "ms",
                 Bound::AtMost(25.0),
             )
@@ -95,7 +96,7 @@ impl Section for L4sDualpi2 {
             Check::new(
                 "DualPI2: link busy over the transfer",
                 "the link stays busy",
-                n(dual, "link_utilization")? * 100.0,
+                d.link_utilization * 100.0,
                 "%",
                 Bound::AtLeast(93.0),
             )
@@ -103,26 +104,30 @@ impl Section for L4sDualpi2 {
             Check::new(
                 "Prague queue delay p99, DualPI2 over FIFO",
                 "near zero against a bloated FIFO",
-                p99 / n(fifo, "prague_queue_p99_ms")?,
+                p99 / f.prague.queue_p99_ms,
                 "",
                 Bound::AtMost(0.05),
             )
             .decimals(3),
         ];
-        let row = |queue: &str, flow: &str, r: &ScenarioRun| -> Result<Vec<Cell>, SectionError> {
-            let k = |m: &str| n(r, &format!("{flow}_{m}"));
-            Ok(vec![
+        let row = |queue: &str, flow: &str, n: &PairNumbers| -> Vec<Cell> {
+            let k = if flow == "prague" {
+                &n.prague
+            } else {
+                &n.cubic
+            };
+            vec![
                 Cell::text(queue),
                 Cell::text(flow),
-                Cell::num(k("goodput_mbps")?, "Mbit/s", 2),
-                Cell::num(k("queue_p50_ms")?, "ms", 2),
-                Cell::num(k("queue_p99_ms")?, "ms", 2),
-                Cell::num(k("rtt_p50_ms")?, "ms", 1),
-                Cell::num(k("rtt_p99_ms")?, "ms", 1),
-                Cell::num(k("path_rtt_p99_ms")?, "ms", 1),
-                Cell::num(k("ce_fraction")? * 100.0, "%", 1),
-                Cell::num(n(r, "link_utilization")? * 100.0, "%", 1),
-            ])
+                Cell::num(k.goodput_mbps, "Mbit/s", 2),
+                Cell::num(k.queue_p50_ms, "ms", 2),
+                Cell::num(k.queue_p99_ms, "ms", 2),
+                Cell::num(k.rtt_p50_ms, "ms", 1),
+                Cell::num(k.rtt_p99_ms, "ms", 1),
+                Cell::num(k.path_rtt_p99_ms, "ms", 1),
+                Cell::num(k.ce_fraction * 100.0, "%", 1),
+                Cell::num(n.link_utilization * 100.0, "%", 1),
+            ]
         };
         let table = Table {
             caption: "Per flow, both downloads at once: goodput at the receiving application, \
@@ -145,10 +150,10 @@ impl Section for L4sDualpi2 {
             .map(String::from)
             .to_vec(),
             rows: vec![
-                row("DualPI2", "prague", dual)?,
-                row("DualPI2", "cubic", dual)?,
-                row("FIFO", "prague", fifo)?,
-                row("FIFO", "cubic", fifo)?,
+                row("DualPI2", "prague", &d),
+                row("DualPI2", "cubic", &d),
+                row("FIFO", "prague", &f),
+                row("FIFO", "cubic", &f),
             ],
         };
         let plots = vec![before_after(
@@ -158,14 +163,8 @@ impl Section for L4sDualpi2 {
             ("queue delay p99", "ms"),
             &["prague", "cubic"],
             vec![
-                ("DualPI2", vec![p99, n(dual, "cubic_queue_p99_ms")?]),
-                (
-                    "FIFO",
-                    vec![
-                        n(fifo, "prague_queue_p99_ms")?,
-                        n(fifo, "cubic_queue_p99_ms")?,
-                    ],
-                ),
+                ("DualPI2", vec![p99, d.cubic.queue_p99_ms]),
+                ("FIFO", vec![f.prague.queue_p99_ms, f.cubic.queue_p99_ms]),
             ],
         )?];
         Ok(Findings {
@@ -176,13 +175,73 @@ impl Section for L4sDualpi2 {
     }
 }
 
+crate::numbers! {
+    /// One download's numbers: goodput at the receiving application,
+    /// queue delay, path RTT, CE and loss at the router, and RTT (Prague:
+    /// Brisk's own samples; CUBIC: the router's).
+    pub(crate) struct FlowNumbers {
+        goodput_mbps,
+        queue_p50_ms,
+        queue_p99_ms,
+        rtt_p50_ms,
+        rtt_p99_ms,
+        path_rtt_p50_ms,
+        path_rtt_p99_ms,
+        /// Share of the flow's packets marked CE, 0..1.
+        ce_fraction,
+        /// Share of the flow's packets lost, 0..1.
+        loss_rate,
+    }
+}
+
+/// What one run measured: the link, and each download under its own
+/// prefix (`prague_`, `cubic_`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct PairNumbers {
+    /// The link's busy time over the transfer, 0..1.
+    link_utilization: f64,
+    /// Both downloads' goodput over the link's rate.
+    goodput_share_of_link: f64,
+    prague: FlowNumbers,
+    cubic: FlowNumbers,
+}
+
+impl Numbers for PairNumbers {
+    fn write(&self, prefix: &str, into: &mut Measured) {
+        into.insert(format!("{prefix}link_utilization"), self.link_utilization);
+        into.insert(
+            format!("{prefix}goodput_share_of_link"),
+            self.goodput_share_of_link,
+        );
+        self.prague.write(&format!("{prefix}prague_"), into);
+        self.cubic.write(&format!("{prefix}cubic_"), into);
+    }
+
+    fn read(prefix: &str, from: &Measured) -> Result<Self, String> {
+        let get = |k: &str| {
+            let key = format!("{prefix}{k}");
+            from.get(&key).copied().ok_or(key)
+        };
+        Ok(PairNumbers {
+            link_utilization: get("link_utilization")?,
+            goodput_share_of_link: get("goodput_share_of_link")?,
+            prague: FlowNumbers::read(&format!("{prefix}prague_"), from)?,
+            cubic: FlowNumbers::read(&format!("{prefix}cubic_"), from)?,
+        })
+    }
+}
+
 impl LiveExperiment for L4sDualpi2 {
-    fn run_live(&self, stem: &str, scenario: &Scenario, capture: bool) -> Result<LiveRun, String> {
+    fn run_live(
+        &self,
+        stem: &str,
+        scenario: &Scenario,
+        capture: bool,
+    ) -> Result<LiveRun, LiveRunError> {
         if stem != DUALPI2 && stem != FIFO {
             return Err(unknown_stem(ID, stem));
         }
-        let rate_bps = down_rate_bps(&scenario.network)
-            .ok_or_else(|| format!("{ID}: the down link needs a constant rate"))?;
+        let rate_bps = constant_down_rate(ID, scenario)?;
         let exp = PairExperiment::l4s(Duration::from_secs(SECS));
         let (run, outcome) = in_lab(scenario, IpMode::V4, capture, |lab| l4s::run(lab, &exp))?;
         let report = PairReport::new(
@@ -192,30 +251,27 @@ impl LiveExperiment for L4sDualpi2 {
             run.results.duration_s,
             rate_bps as f64,
         )
-        .map_err(|e: RecipeError| e.to_string())?;
-        let mut run = with_numbers(
+        .map_err(LiveRunError::Experiment)?;
+        let flow = |f: &FlowFigures| FlowNumbers {
+            goodput_mbps: f.goodput_mbps,
+            queue_p50_ms: f.queue_delay_p50_ms,
+            queue_p99_ms: f.queue_delay_p99_ms,
+            rtt_p50_ms: f.rtt_p50_ms,
+            rtt_p99_ms: f.rtt_p99_ms,
+            path_rtt_p50_ms: f.path_rtt_p50_ms,
+            path_rtt_p99_ms: f.path_rtt_p99_ms,
+            ce_fraction: f.ce_fraction,
+            loss_rate: f.loss_rate,
+        };
+        let run = with_numbers(
             run,
-            &[
-                ("link_utilization", report.link_utilization),
-                ("goodput_share_of_link", report.goodput_share_of_link),
-            ],
+            &PairNumbers {
+                link_utilization: report.link_utilization,
+                goodput_share_of_link: report.goodput_share_of_link,
+                prague: flow(&report.brisk),
+                cubic: flow(&report.tcp),
+            },
         );
-        for (flow, f) in [("prague", report.brisk), ("cubic", report.tcp)] {
-            let named = [
-                ("goodput_mbps", f.goodput_mbps),
-                ("queue_p50_ms", f.queue_delay_p50_ms),
-                ("queue_p99_ms", f.queue_delay_p99_ms),
-                ("rtt_p50_ms", f.rtt_p50_ms),
-                ("rtt_p99_ms", f.rtt_p99_ms),
-                ("path_rtt_p50_ms", f.path_rtt_p50_ms),
-                ("path_rtt_p99_ms", f.path_rtt_p99_ms),
-                ("ce_fraction", f.ce_fraction),
-                ("loss_rate", f.loss_rate),
-            ];
-            for (k, v) in named {
-                run.measured.insert(format!("{flow}_{k}"), v);
-            }
-        }
         Ok(run)
     }
 }
@@ -235,6 +291,9 @@ mod tests {
                 false,
             )
             .unwrap_err();
-        assert!(e.contains("\"other\""), "{e}");
+        assert!(
+            matches!(&e, LiveRunError::UnknownStem { section: ID, stem } if stem == "other"),
+            "{e}"
+        );
     }
 }

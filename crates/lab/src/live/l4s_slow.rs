@@ -11,15 +11,15 @@
 //! CE fraction. Wall-clock runs on a shared machine vary a little; the
 //! bound is the goal itself, so a run that misses it says so.
 
-use super::{in_lab, unknown_stem, with_numbers};
+use super::{constant_down_rate, in_lab, unknown_stem, with_numbers};
 use crate::claim::{Claim, Source};
 use crate::section::{
-    Cell, Findings, LiveExperiment, LiveRun, Runs, ScenarioRun, Section, SectionError, Table, plot,
+    Cell, Findings, LiveExperiment, LiveRun, LiveRunError, Runs, Section, SectionError, Table, plot,
 };
 use crate::verdict::{Bound, Check};
 use brisk_live::IpMode;
 use brisk_live::recipes::brisk_bulk::{self, BriskBulkConfig};
-use brisk_live::recipes::down_rate_bps;
+
 use brisk_sim::scenario::Scenario;
 use brisk_trace::plot::{Axis, BarChart, BarSeries, Frame, bar_chart};
 use std::time::Duration;
@@ -68,10 +68,9 @@ impl Section for L4sSlow {
         let mut rows = Vec::new();
         let mut busy = Vec::new();
         for stem in STEMS {
-            let r = runs.get(stem)?;
-            let n = |k: &str| r.number(k);
-            let rate = n("link_rate_mbps")?;
-            let busy_percent = n("link_busy")? * 100.0;
+            let n: SlowNumbers = runs.get(stem)?.numbers()?;
+            let rate = n.link_rate_mbps;
+            let busy_percent = n.link_busy * 100.0;
             checks.push(
                 Check::new(
                     format!("Prague alone, {rate:.0} Mbit/s: link busy over the transfer"),
@@ -83,7 +82,7 @@ impl Section for L4sSlow {
                 .decimals(1),
             );
             busy.push(busy_percent);
-            rows.push(row(r, rate, busy_percent)?);
+            rows.push(row(&n));
         }
         let table = Table {
             caption: "Per link rate: the link's busy time over the transfer, the receiving \
@@ -131,26 +130,48 @@ impl Section for L4sSlow {
     }
 }
 
-fn row(r: &ScenarioRun, rate: f64, busy_percent: f64) -> Result<Vec<Cell>, SectionError> {
-    let n = |k: &str| r.number(k);
-    Ok(vec![
-        Cell::num(rate, "Mbit/s", 0),
-        Cell::num(busy_percent, "%", 1),
-        Cell::num(n("goodput_mbps")?, "Mbit/s", 2),
-        Cell::num(n("rtt_p50_ms")?, "ms", 1),
-        Cell::num(n("rtt_p99_ms")?, "ms", 1),
-        Cell::num(n("queue_p99_ms")?, "ms", 2),
-        Cell::num(n("ce_fraction")? * 100.0, "%", 1),
-    ])
+crate::numbers! {
+    /// What one run measured.
+    pub(crate) struct SlowNumbers {
+        /// The down link's configured rate.
+        link_rate_mbps,
+        /// The router's busy time over the transfer's time, 0..1.
+        link_busy,
+        /// The receiving application's goodput, second half of the transfer.
+        goodput_mbps,
+        /// Brisk's own RTT samples.
+        rtt_p50_ms,
+        rtt_p99_ms,
+        /// The router's queue delay of the download.
+        queue_p99_ms,
+        /// The download's share of CE-marked packets, 0..1.
+        ce_fraction,
+    }
+}
+
+fn row(n: &SlowNumbers) -> Vec<Cell> {
+    vec![
+        Cell::num(n.link_rate_mbps, "Mbit/s", 0),
+        Cell::num(n.link_busy * 100.0, "%", 1),
+        Cell::num(n.goodput_mbps, "Mbit/s", 2),
+        Cell::num(n.rtt_p50_ms, "ms", 1),
+        Cell::num(n.rtt_p99_ms, "ms", 1),
+        Cell::num(n.queue_p99_ms, "ms", 2),
+        Cell::num(n.ce_fraction * 100.0, "%", 1),
+    ]
 }
 
 impl LiveExperiment for L4sSlow {
-    fn run_live(&self, stem: &str, scenario: &Scenario, capture: bool) -> Result<LiveRun, String> {
+    fn run_live(
+        &self,
+        stem: &str,
+        scenario: &Scenario,
+        capture: bool,
+    ) -> Result<LiveRun, LiveRunError> {
         if !STEMS.contains(&stem) {
             return Err(unknown_stem(ID, stem));
         }
-        let rate_bps = down_rate_bps(&scenario.network)
-            .ok_or_else(|| format!("{ID}: the down link needs a constant rate"))?;
+        let rate_bps = constant_down_rate(ID, scenario)?;
         let config = BriskBulkConfig::new("prague", Duration::from_secs(SECS));
         let (run, report) = in_lab(scenario, IpMode::V4, capture, |lab| {
             brisk_bulk::run(lab, &config)
@@ -170,15 +191,15 @@ impl LiveExperiment for L4sSlow {
             .unwrap_or((f64::NAN, f64::NAN));
         Ok(with_numbers(
             run,
-            &[
-                ("link_rate_mbps", rate_bps as f64 / 1e6),
-                ("link_busy", link_busy),
-                ("goodput_mbps", report.steady_goodput_mbps),
-                ("rtt_p50_ms", report.rtt.p50_ms),
-                ("rtt_p99_ms", report.rtt.p99_ms),
-                ("queue_p99_ms", queue_p99),
-                ("ce_fraction", ce),
-            ],
+            &SlowNumbers {
+                link_rate_mbps: rate_bps as f64 / 1e6,
+                link_busy,
+                goodput_mbps: report.steady_goodput_mbps,
+                rtt_p50_ms: report.rtt.p50_ms,
+                rtt_p99_ms: report.rtt.p99_ms,
+                queue_p99_ms: queue_p99,
+                ce_fraction: ce,
+            },
         ))
     }
 }
@@ -196,6 +217,9 @@ mod tests {
                 false,
             )
             .unwrap_err();
-        assert!(e.contains("\"other\""), "{e}");
+        assert!(
+            matches!(&e, LiveRunError::UnknownStem { section: ID, stem } if stem == "other"),
+            "{e}"
+        );
     }
 }

@@ -14,14 +14,15 @@
 //! - 5% loss, 220 ms: Brisk BBR **≥ 70%**, and **≥ 2x** kernel CUBIC there
 //!   (a build without BBR has no number and misses both).
 
-use super::{before_after, in_lab, unknown_stem};
+use super::{before_after, constant_down_rate, in_lab, unknown_stem, with_numbers};
 use crate::claim::{Claim, Source};
 use crate::section::{
-    Cell, Findings, LiveExperiment, LiveRun, Runs, ScenarioRun, Section, SectionError, Table,
+    Cell, Findings, LiveExperiment, LiveRun, LiveRunError, Runs, ScenarioRun, Section,
+    SectionError, Table,
 };
 use crate::verdict::{Bound, Check};
 use brisk_live::IpMode;
-use brisk_live::recipes::down_rate_bps;
+
 use brisk_live::recipes::loss::{self, LossExperiment};
 use brisk_sim::scenario::Scenario;
 use std::time::Duration;
@@ -35,15 +36,24 @@ const LONG: &str = "220ms-5pct";
 /// Each transfer's length; utilization counts it from the first byte.
 const SECS: u64 = 10;
 /// The senders, in table order, and the names of their numbers.
-const SENDERS: [(&str, &str); 4] = [
-    ("tcp cubic", "tcp_cubic"),
-    ("tcp bbr", "tcp_bbr"),
-    ("brisk cubic", "brisk_cubic"),
-    ("brisk bbr", "brisk_bbr"),
+/// The senders, in the experiment's order: label and utilization.
+type Sender = (&'static str, fn(&LossNumbers) -> f64);
+const SENDERS: [Sender; 4] = [
+    ("tcp cubic", |n| n.tcp_cubic_utilization),
+    ("tcp bbr", |n| n.tcp_bbr_utilization),
+    ("brisk cubic", |n| n.brisk_cubic_utilization),
+    ("brisk bbr", |n| n.brisk_bbr_utilization),
 ];
 
-fn key(sender: &str) -> String {
-    format!("{sender}_utilization")
+crate::numbers! {
+    /// What one run measured: each sender's goodput from its first byte
+    /// over the link rate, 0..1 (NaN: the sender could not run here).
+    pub(crate) struct LossNumbers {
+        tcp_cubic_utilization,
+        tcp_bbr_utilization,
+        brisk_cubic_utilization,
+        brisk_bbr_utilization,
+    }
 }
 
 impl Section for LossGoodput {
@@ -81,16 +91,16 @@ impl Section for LossGoodput {
 
     fn evaluate(&self, runs: &Runs<'_>) -> Result<Findings, SectionError> {
         let (clean, short, long) = (runs.get(CLEAN)?, runs.get(SHORT)?, runs.get(LONG)?);
-        let pct = |r: &ScenarioRun, sender: &str| -> Result<f64, SectionError> {
-            Ok(r.number(&key(sender))? * 100.0)
+        let pct = |r: &ScenarioRun, sender: fn(&LossNumbers) -> f64| -> Result<f64, SectionError> {
+            Ok(sender(&r.numbers()?) * 100.0)
         };
-        let long_cubic = pct(long, "tcp_cubic")?;
-        let long_bbr = pct(long, "brisk_bbr")?;
+        let long_cubic = pct(long, |n| n.tcp_cubic_utilization)?;
+        let long_bbr = pct(long, |n| n.brisk_bbr_utilization)?;
         let checks = vec![
             Check::new(
                 "0% loss, 20 ms: kernel CUBIC utilization",
                 "99%",
-                pct(clean, "tcp_cubic")?,
+                pct(clean, |n| n.tcp_cubic_utilization)?,
                 "%",
                 Bound::AtLeast(90.0),
             )
@@ -177,23 +187,37 @@ impl Section for LossGoodput {
 }
 
 impl LiveExperiment for LossGoodput {
-    fn run_live(&self, stem: &str, scenario: &Scenario, capture: bool) -> Result<LiveRun, String> {
+    fn run_live(
+        &self,
+        stem: &str,
+        scenario: &Scenario,
+        capture: bool,
+    ) -> Result<LiveRun, LiveRunError> {
         if ![CLEAN, SHORT, LONG].contains(&stem) {
             return Err(unknown_stem(ID, stem));
         }
-        let rate_bps = down_rate_bps(&scenario.network)
-            .ok_or_else(|| format!("{ID}: the down link needs a constant rate"))?;
+        let rate_bps = constant_down_rate(ID, scenario)?;
         let exp = LossExperiment::okru(Duration::from_secs(SECS));
-        let (mut run, outcome) = in_lab(scenario, IpMode::V4, capture, |lab| {
+        let (run, outcome) = in_lab(scenario, IpMode::V4, capture, |lab| {
             loss::run(lab, &exp, rate_bps)
         })?;
-        for (t, (_, name)) in exp.transports.iter().zip(SENDERS) {
-            // A sender that could not run has no utilization: NaN, which
-            // no bound accepts.
-            let u = outcome.utilization(t).unwrap_or(f64::NAN);
-            run.measured.insert(key(name), u);
-        }
-        Ok(run)
+        // A sender that could not run has no utilization: NaN, which no
+        // bound accepts. The transports are in `SENDERS`' order.
+        let u = |i: usize| {
+            exp.transports
+                .get(i)
+                .and_then(|t| outcome.utilization(t))
+                .unwrap_or(f64::NAN)
+        };
+        Ok(with_numbers(
+            run,
+            &LossNumbers {
+                tcp_cubic_utilization: u(0),
+                tcp_bbr_utilization: u(1),
+                brisk_cubic_utilization: u(2),
+                brisk_bbr_utilization: u(3),
+            },
+        ))
     }
 }
 
@@ -215,6 +239,9 @@ mod tests {
                 false,
             )
             .unwrap_err();
-        assert!(e.contains("\"x\""), "{e}");
+        assert!(
+            matches!(&e, LiveRunError::UnknownStem { section: ID, stem } if stem == "x"),
+            "{e}"
+        );
     }
 }

@@ -29,11 +29,14 @@ mod notsent_lowat;
 mod rpm;
 mod write_sizing;
 
-use crate::section::{CaptureSummary, LiveRecord, LiveRun, Measured, Plot, SectionError, plot};
+use crate::numbers::Numbers;
+use crate::section::{
+    CaptureSummary, LiveRecord, LiveRun, LiveRunError, Measured, Plot, SectionError, plot,
+};
 use brisk_live::capture::BOTTLENECK_CAPTURE_LIMIT_BYTES;
 use brisk_live::recipes::RecipeError;
 use brisk_live::{IpMode, Lab, LabConfig, LiveResults};
-use brisk_sim::results::{EngineResults, Results};
+use brisk_sim::results::{EngineResults, Results, Simulated};
 use brisk_sim::scenario::Scenario;
 use brisk_trace::plot::{Axis, BarChart, BarSeries, Frame, bar_chart};
 use serde::Serialize;
@@ -62,22 +65,22 @@ fn in_lab<T: Serialize>(
     mode: IpMode,
     capture: bool,
     f: impl FnOnce(&Lab) -> Result<T, RecipeError>,
-) -> Result<(LiveRun, T), String> {
+) -> Result<(LiveRun, T), LiveRunError> {
     let mut config = LabConfig::new(scenario.network.clone());
     config.name = scenario.name.clone();
     config.seed = scenario.seed;
     config.ip = mode;
     config.snaplen = scenario.capture.snaplen;
     config.bottleneck_capture_bytes = capture.then_some(BOTTLENECK_CAPTURE_LIMIT_BYTES);
-    let lab = Lab::up(config).map_err(|e| e.to_string())?;
-    let out = f(&lab).map_err(|e| e.to_string())?;
+    let lab = Lab::up(config).map_err(LiveRunError::LabSetup)?;
+    let out = f(&lab).map_err(LiveRunError::Experiment)?;
     let (results, pcap) = lab
         .finish_with_pcap(None, None)
-        .map_err(|e| e.to_string())?;
-    let recipe = serde_json::to_value(&out).map_err(|e| format!("the recipe's report: {e}"))?;
+        .map_err(LiveRunError::LabTeardown)?;
+    let recipe = serde_json::to_value(&out).map_err(LiveRunError::Report)?;
     let run = LiveRun {
         record: LiveRecord {
-            fidelity: Some(results.fidelity.clone()),
+            fidelity: Some(results.driver.fidelity.clone()),
             recipe,
             capture: pcap.as_ref().map(|p| CaptureSummary {
                 packets: p.packets,
@@ -86,41 +89,27 @@ fn in_lab<T: Serialize>(
             }),
         },
         pcap: pcap.map(|p| p.bytes),
-        results: sim_shape(results),
+        results: sim_driver(results),
         measured: Measured::new(),
     };
     Ok((run, out))
 }
 
-/// The router's results in the simulator's shape (the live ones are the
-/// same types plus fidelity): the engine's steps are the router's wake-ups,
-/// its packet hops the packets both links carried.
-fn sim_shape(r: LiveResults) -> Results {
-    Results {
-        engine: EngineResults {
-            steps: r.fidelity.wakeups,
-            packet_hops: r.link.transmitted_packets + r.link_up.transmitted_packets,
-        },
-        scenario: r.scenario,
-        seed: r.seed,
-        ip: r.ip,
-        duration_s: r.duration_s,
-        link: r.link,
-        link_up: r.link_up,
-        queue: r.queue,
-        queue_up: r.queue_up,
-        flows: r
-            .flows
-            .into_iter()
-            .map(|f| f.map_transport(|none| match none {}))
-            .collect(),
-    }
+/// The router's results as the lab keeps every run's: the type is the
+/// simulator's, so only the driver's part differs. The engine's steps are
+/// the router's wake-ups, its packet hops the packets both links carried;
+/// the router's flows carry no transport report.
+fn sim_driver(r: LiveResults) -> Results {
+    let engine = EngineResults {
+        steps: r.driver.fidelity.wakeups,
+        packet_hops: r.link.transmitted_packets + r.link_up.transmitted_packets,
+    };
+    r.map(|none| match none {}, |_| Simulated { engine })
 }
 
-/// `run` with these named numbers added.
-fn with_numbers(mut run: LiveRun, numbers: &[(&str, f64)]) -> LiveRun {
-    run.measured
-        .extend(numbers.iter().map(|(k, v)| (k.to_string(), *v)));
+/// `run` with these numbers added.
+fn with_numbers(mut run: LiveRun, numbers: &impl Numbers) -> LiveRun {
+    numbers.write("", &mut run.measured);
     run
 }
 
@@ -131,8 +120,20 @@ fn base_rtt_ms(scenario: &Scenario) -> f64 {
 
 /// An unknown stem: the suite loader only hands a section its own stems,
 /// so this is a section listing a stem it cannot run.
-fn unknown_stem(section: &str, stem: &str) -> String {
-    format!("section {section} has no live run for scenario {stem:?}")
+fn unknown_stem(section: &'static str, stem: &str) -> LiveRunError {
+    LiveRunError::UnknownStem {
+        section,
+        stem: stem.to_string(),
+    }
+}
+
+/// The down link's constant rate, which the section's numbers are
+/// relative to.
+fn constant_down_rate(section: &'static str, scenario: &Scenario) -> Result<u64, LiveRunError> {
+    brisk_live::recipes::down_rate_bps(&scenario.network).ok_or(LiveRunError::UnsuitableNetwork {
+        section,
+        need: "the down link needs a constant rate",
+    })
 }
 
 /// 1 for true, 0 for false: flags travel as numbers.
@@ -240,12 +241,14 @@ pub(crate) mod tests {
             ("repeat_ms", 205.0),
             ("repeat_syn_bytes", 0.0),
             ("repeat_syn_data_acked", 0.0),
+            ("rtt_ms", 101.0),
         ],
         &[
             ("first_ms", 207.0),
             ("repeat_ms", 101.0),
             ("repeat_syn_bytes", 30.0),
             ("repeat_syn_data_acked", 1.0),
+            ("rtt_ms", 101.0),
         ],
     ];
 
@@ -260,6 +263,7 @@ pub(crate) mod tests {
                 &[
                     ("latency_p50_ms", 2646.0),
                     ("latency_p99_ms", 2716.0),
+                    ("latency_max_ms", 2800.0),
                     ("send_buffer_bytes", 196_608.0),
                     ("queued_ahead_p50_bytes", 123_826.0),
                     ("bulk_goodput_kbps", 380.0),
@@ -268,6 +272,7 @@ pub(crate) mod tests {
                 &[
                     ("latency_p50_ms", 316.0),
                     ("latency_p99_ms", 406.0),
+                    ("latency_max_ms", 450.0),
                     ("send_buffer_bytes", 196_608.0),
                     ("queued_ahead_p50_bytes", 12_991.0),
                     ("bulk_goodput_kbps", 380.0),
@@ -299,12 +304,14 @@ pub(crate) mod tests {
                     ("control_v6_ms", 50.0),
                     ("ipv4_started_ms", 2001.0),
                     ("winner_ipv4", 1.0),
+                    ("attempts", 2.0),
                 ],
                 &[
                     ("connect_ms", 302.0),
                     ("control_v6_ms", 50.0),
                     ("ipv4_started_ms", 251.0),
                     ("winner_ipv4", 1.0),
+                    ("attempts", 2.0),
                 ],
             ),
             (
@@ -345,6 +352,7 @@ pub(crate) mod tests {
             ("prague_path_rtt_p50_ms", 21.0),
             ("prague_path_rtt_p99_ms", prague[2]),
             ("prague_ce_fraction", 0.15),
+            ("prague_loss_rate", 0.0),
             ("cubic_goodput_mbps", 4.7),
             ("cubic_queue_p50_ms", cubic[0]),
             ("cubic_queue_p99_ms", cubic[1]),
@@ -353,7 +361,9 @@ pub(crate) mod tests {
             ("cubic_path_rtt_p50_ms", 38.0),
             ("cubic_path_rtt_p99_ms", cubic[2]),
             ("cubic_ce_fraction", 0.01),
+            ("cubic_loss_rate", 0.001),
             ("link_utilization", link),
+            ("goodput_share_of_link", link * 0.95),
         ]
     }
 
@@ -400,6 +410,6 @@ pub(crate) mod tests {
         let suite = Suite::embedded("live").unwrap();
         let s = &suite.sections[0].scenarios[0].scenario;
         assert_eq!(base_rtt_ms(s), 20.0);
-        assert!(unknown_stem("x", "y").contains("\"y\""));
+        assert!(unknown_stem("x", "y").to_string().contains("\"y\""));
     }
 }

@@ -15,7 +15,8 @@
 use super::{base_rtt_ms, before_after, flag, in_lab, unknown_stem, with_numbers};
 use crate::claim::{Claim, Source};
 use crate::section::{
-    Cell, Findings, LiveExperiment, LiveRun, Runs, ScenarioRun, Section, SectionError, Table,
+    Cell, Findings, LiveExperiment, LiveRun, LiveRunError, Runs, ScenarioRun, Section,
+    SectionError, Table,
 };
 use crate::verdict::{Bound, Check};
 use brisk_live::IpMode;
@@ -65,7 +66,7 @@ impl Section for Nat64Literal {
             Check::new(
                 "without synthesis: fetches that succeeded",
                 "an IPv4 literal cannot connect",
-                off.number("connected")?,
+                off.numbers::<Nat64Numbers>()?.connected,
                 "",
                 Bound::AtMost(0.0),
             )
@@ -73,8 +74,9 @@ impl Section for Nat64Literal {
             Check::new(
                 "with synthesis: fetches that succeeded over a synthesized address",
                 "the synthesized address connects",
-                on.number("connected")?
-                    .min(on.number("dialed_synthesized")?),
+                on.numbers::<Nat64Numbers>()?
+                    .connected
+                    .min(on.numbers::<Nat64Numbers>()?.dialed_synthesized),
                 "",
                 Bound::AtLeast(1.0),
             )
@@ -82,19 +84,19 @@ impl Section for Nat64Literal {
             Check::new(
                 "with synthesis: first byte, in RTTs",
                 "discovery costs one DNS round trip",
-                on.number("elapsed_ms")? / rtt,
+                on.numbers::<Nat64Numbers>()?.elapsed_ms / rtt,
                 "RTT",
                 Bound::AtMost(3.5),
             )
             .decimals(2),
         ];
         let row = |label: &str, r: &ScenarioRun| -> Result<Vec<Cell>, SectionError> {
-            let ok = r.number("connected")? >= 1.0;
+            let ok = r.numbers::<Nat64Numbers>()?.connected >= 1.0;
             Ok(vec![
                 Cell::text(label),
                 Cell::text(if ok { "connected" } else { "failed" }),
-                Cell::num(r.number("elapsed_ms")?, "ms", 1),
-                Cell::num(r.number("connect_ms")?, "ms", 1),
+                Cell::num(r.numbers::<Nat64Numbers>()?.elapsed_ms, "ms", 1),
+                Cell::num(r.numbers::<Nat64Numbers>()?.connect_ms, "ms", 1),
             ])
         };
         let table = Table {
@@ -117,7 +119,10 @@ impl Section for Nat64Literal {
             &["synthesis off (fails)", "synthesis on"],
             vec![(
                 "measured",
-                vec![off.number("elapsed_ms")?, on.number("elapsed_ms")?],
+                vec![
+                    off.numbers::<Nat64Numbers>()?.elapsed_ms,
+                    on.numbers::<Nat64Numbers>()?.elapsed_ms,
+                ],
             )],
         )?];
         Ok(Findings {
@@ -128,8 +133,26 @@ impl Section for Nat64Literal {
     }
 }
 
+crate::numbers! {
+    /// What one run measured.
+    pub(crate) struct Nat64Numbers {
+        /// 1 if the client connected, else 0.
+        connected,
+        /// 1 if it dialed the synthesized IPv6 address, else 0.
+        dialed_synthesized,
+        elapsed_ms,
+        /// NaN when it never connected.
+        connect_ms,
+    }
+}
+
 impl LiveExperiment for Nat64Literal {
-    fn run_live(&self, stem: &str, scenario: &Scenario, capture: bool) -> Result<LiveRun, String> {
+    fn run_live(
+        &self,
+        stem: &str,
+        scenario: &Scenario,
+        capture: bool,
+    ) -> Result<LiveRun, LiveRunError> {
         let synthesis = match stem {
             BEFORE => false,
             AFTER => true,
@@ -140,12 +163,12 @@ impl LiveExperiment for Nat64Literal {
         })?;
         Ok(with_numbers(
             run,
-            &[
-                ("connected", flag(o.connected)),
-                ("dialed_synthesized", flag(o.dialed_synthesized)),
-                ("elapsed_ms", o.elapsed_ms),
-                ("connect_ms", o.connect_ms.unwrap_or(f64::NAN)),
-            ],
+            &Nat64Numbers {
+                connected: flag(o.connected),
+                dialed_synthesized: flag(o.dialed_synthesized),
+                elapsed_ms: o.elapsed_ms,
+                connect_ms: o.connect_ms.unwrap_or(f64::NAN),
+            },
         ))
     }
 }

@@ -17,7 +17,8 @@
 use super::{before_after, in_lab, unknown_stem, with_numbers};
 use crate::claim::{Claim, Source};
 use crate::section::{
-    Cell, Findings, LiveExperiment, LiveRun, Runs, ScenarioRun, Section, SectionError, Table,
+    Cell, Findings, LiveExperiment, LiveRun, LiveRunError, Runs, ScenarioRun, Section,
+    SectionError, Table,
 };
 use crate::verdict::{Bound, Check};
 use brisk_live::IpMode;
@@ -66,9 +67,9 @@ impl Section for NotsentLowat {
 
     fn evaluate(&self, runs: &Runs<'_>) -> Result<Findings, SectionError> {
         let (before, after) = (runs.get(BEFORE)?, runs.get(AFTER)?);
-        let n = |r: &ScenarioRun, k: &str| r.number(k);
-        let (b50, b99) = (n(before, "latency_p50_ms")?, n(before, "latency_p99_ms")?);
-        let (a50, a99) = (n(after, "latency_p50_ms")?, n(after, "latency_p99_ms")?);
+        let n = |r: &ScenarioRun| r.numbers::<LowatNumbers>();
+        let (b50, b99) = (n(before)?.latency_p50_ms, n(before)?.latency_p99_ms);
+        let (a50, a99) = (n(after)?.latency_p50_ms, n(after)?.latency_p99_ms);
         let checks = vec![
             Check::new(
                 "default send buffer: message delay, median",
@@ -101,12 +102,12 @@ impl Section for NotsentLowat {
         let row = |label: &str, r: &ScenarioRun| -> Result<Vec<Cell>, SectionError> {
             Ok(vec![
                 Cell::text(label),
-                Cell::num(n(r, "latency_p50_ms")?, "ms", 0),
-                Cell::num(n(r, "latency_p99_ms")?, "ms", 0),
-                Cell::num(n(r, "send_buffer_bytes")? / 1000.0, "kB", 1),
-                Cell::num(n(r, "queued_ahead_p50_bytes")? / 1000.0, "kB", 1),
-                Cell::num(n(r, "bulk_goodput_kbps")?, "kbit/s", 0),
-                Cell::count(n(r, "messages")? as u64),
+                Cell::num(n(r)?.latency_p50_ms, "ms", 0),
+                Cell::num(n(r)?.latency_p99_ms, "ms", 0),
+                Cell::num(n(r)?.send_buffer_bytes / 1000.0, "kB", 1),
+                Cell::num(n(r)?.queued_ahead_p50_bytes / 1000.0, "kB", 1),
+                Cell::num(n(r)?.bulk_goodput_kbps, "kbit/s", 0),
+                Cell::count(n(r)?.messages as u64),
             ])
         };
         let table = Table {
@@ -145,8 +146,28 @@ impl Section for NotsentLowat {
     }
 }
 
+crate::numbers! {
+    /// What one run measured: message delay behind a bulk stream.
+    pub(crate) struct LowatNumbers {
+        latency_p50_ms,
+        latency_p99_ms,
+        latency_max_ms,
+        /// Messages measured.
+        messages,
+        send_buffer_bytes,
+        /// Bytes the kernel held ahead of each message (unsent plus in flight), median.
+        queued_ahead_p50_bytes,
+        bulk_goodput_kbps,
+    }
+}
+
 impl LiveExperiment for NotsentLowat {
-    fn run_live(&self, stem: &str, scenario: &Scenario, capture: bool) -> Result<LiveRun, String> {
+    fn run_live(
+        &self,
+        stem: &str,
+        scenario: &Scenario,
+        capture: bool,
+    ) -> Result<LiveRun, LiveRunError> {
         let mark = match stem {
             BEFORE => None,
             AFTER => Some(MARK_BYTES),
@@ -157,15 +178,15 @@ impl LiveExperiment for NotsentLowat {
         let goodput_kbps = o.bulk_bytes as f64 * 8.0 / o.duration_ms;
         Ok(with_numbers(
             run,
-            &[
-                ("latency_p50_ms", o.latency.p50_ms),
-                ("latency_p99_ms", o.latency.p99_ms),
-                ("latency_max_ms", o.latency.max_ms),
-                ("messages", o.latency.count as f64),
-                ("send_buffer_bytes", o.send_buffer_bytes as f64),
-                ("queued_ahead_p50_bytes", o.queued_ahead_p50_bytes),
-                ("bulk_goodput_kbps", goodput_kbps),
-            ],
+            &LowatNumbers {
+                latency_p50_ms: o.latency.p50_ms,
+                latency_p99_ms: o.latency.p99_ms,
+                latency_max_ms: o.latency.max_ms,
+                messages: o.latency.count as f64,
+                send_buffer_bytes: o.send_buffer_bytes as f64,
+                queued_ahead_p50_bytes: o.queued_ahead_p50_bytes,
+                bulk_goodput_kbps: goodput_kbps,
+            },
         ))
     }
 }

@@ -29,7 +29,9 @@
 
 use super::{before_after, in_lab, unknown_stem, with_numbers};
 use crate::claim::{Claim, Source};
-use crate::section::{Cell, Findings, LiveExperiment, LiveRun, Runs, Section, SectionError, Table};
+use crate::section::{
+    Cell, Findings, LiveExperiment, LiveRun, LiveRunError, Runs, Section, SectionError, Table,
+};
 use crate::verdict::{Bound, Check};
 use brisk_live::IpMode;
 use brisk_live::recipes::{Background, RecipeError, block_on_in, server_bind};
@@ -99,13 +101,13 @@ impl Section for Rpm {
     }
 
     fn evaluate(&self, runs: &Runs<'_>) -> Result<Findings, SectionError> {
-        let n = |stem: &str, k: &str| runs.get(stem)?.number(k);
-        let fq_new = n("fq-codel-lowat", "http_foreign_ms")?;
+        let n = |stem: &str| runs.get(stem)?.numbers::<RpmNumbers>();
+        let fq_new = n("fq-codel-lowat")?.http_foreign_ms;
         let checks = vec![
             Check::new(
                 "FIFO without the mark: responsiveness",
                 "poor on Apple's scale (under 300 RPM)",
-                n("fifo", "rpm")?,
+                n("fifo")?.rpm,
                 "RPM",
                 Bound::AtMost(300.0),
             )
@@ -121,7 +123,7 @@ impl Section for Rpm {
             Check::new(
                 "HTTP/2 request on a new connection, FIFO over FQ-CoDel",
                 "the bloated FIFO delays new flows behind the load",
-                n("fifo-lowat", "http_foreign_ms")? / fq_new,
+                n("fifo-lowat")?.http_foreign_ms / fq_new,
                 "x",
                 Bound::AtLeast(5.0),
             )
@@ -129,7 +131,7 @@ impl Section for Rpm {
             Check::new(
                 "FQ-CoDel: request time on the loaded connections, with the mark over without",
                 "requests no longer wait behind the server's send buffer",
-                n("fq-codel-lowat", "http_self_ms")? / n("fq-codel", "http_self_ms")?,
+                n("fq-codel-lowat")?.http_self_ms / n("fq-codel")?.http_self_ms,
                 "",
                 Bound::AtMost(0.8),
             )
@@ -137,7 +139,7 @@ impl Section for Rpm {
             Check::new(
                 "FQ-CoDel with the mark: download goodput",
                 "the load fills the 20 Mbit/s link",
-                n("fq-codel-lowat", "download_mbps")?,
+                n("fq-codel-lowat")?.download_mbps,
                 "Mbit/s",
                 Bound::AtLeast(0.7 * LINK_MBPS),
             )
@@ -148,19 +150,19 @@ impl Section for Rpm {
         for (prefix, name) in QUEUES {
             for (suffix, mark) in [("", "no"), ("-lowat", "16 KiB")] {
                 let stem = format!("{prefix}{suffix}");
-                let k = |m: &str| n(&stem, m);
-                let rpm = k("rpm")?;
+                let k = n(&stem)?;
+                let rpm = k.rpm;
                 rows.push(vec![
                     Cell::text(name),
                     Cell::text(mark),
                     Cell::num(rpm, "RPM", 0),
                     Cell::text(brisk_rpm::stats::rating(rpm)),
-                    Cell::num(k("tcp_ms")?, "ms", 1),
-                    Cell::num(k("tls_ms")?, "ms", 1),
-                    Cell::num(k("http_foreign_ms")?, "ms", 1),
-                    Cell::num(k("http_self_ms")?, "ms", 1),
-                    Cell::num(k("download_mbps")?, "Mbit/s", 1),
-                    Cell::num(k("upload_mbps")?, "Mbit/s", 1),
+                    Cell::num(k.tcp_ms, "ms", 1),
+                    Cell::num(k.tls_ms, "ms", 1),
+                    Cell::num(k.http_foreign_ms, "ms", 1),
+                    Cell::num(k.http_self_ms, "ms", 1),
+                    Cell::num(k.download_mbps, "Mbit/s", 1),
+                    Cell::num(k.upload_mbps, "Mbit/s", 1),
                 ]);
             }
         }
@@ -189,8 +191,8 @@ impl Section for Rpm {
         let mut without = Vec::new();
         let mut with = Vec::new();
         for (prefix, _) in QUEUES {
-            without.push(n(prefix, "rpm")?);
-            with.push(n(&format!("{prefix}-lowat"), "rpm")?);
+            without.push(n(prefix)?.rpm);
+            with.push(n(&format!("{prefix}-lowat"))?.rpm);
         }
         let plots = vec![before_after(
             "Responsiveness per queue, without and with TCP_NOTSENT_LOWAT",
@@ -249,8 +251,33 @@ fn measure(lab: &brisk_live::Lab, lowat: Option<u32>) -> Result<Report, RecipeEr
     report.map_err(|e| RecipeError::failed("RPM client", e))
 }
 
+crate::numbers! {
+    /// What one run measured: responsiveness and the probes behind it.
+    pub(crate) struct RpmNumbers {
+        /// Round trips per minute.
+        rpm,
+        /// Foreign probes: TCP, TLS and HTTP round trips.
+        tcp_ms,
+        tls_ms,
+        http_foreign_ms,
+        http_self_ms,
+        download_mbps,
+        upload_mbps,
+        download_connections,
+        upload_connections,
+        foreign_probes,
+        self_probes,
+        failed_probes,
+    }
+}
+
 impl LiveExperiment for Rpm {
-    fn run_live(&self, stem: &str, scenario: &Scenario, capture: bool) -> Result<LiveRun, String> {
+    fn run_live(
+        &self,
+        stem: &str,
+        scenario: &Scenario,
+        capture: bool,
+    ) -> Result<LiveRun, LiveRunError> {
         if !STEMS.contains(&stem) {
             return Err(unknown_stem(ID, stem));
         }
@@ -259,20 +286,20 @@ impl LiveExperiment for Rpm {
         let c = r.components;
         Ok(with_numbers(
             run,
-            &[
-                ("rpm", r.rpm),
-                ("tcp_ms", c.tcp_foreign_ms),
-                ("tls_ms", c.tls_foreign_ms),
-                ("http_foreign_ms", c.http_foreign_ms),
-                ("http_self_ms", c.http_self_ms),
-                ("download_mbps", r.download_bps / 1e6),
-                ("upload_mbps", r.upload_bps / 1e6),
-                ("download_connections", r.download_connections as f64),
-                ("upload_connections", r.upload_connections as f64),
-                ("foreign_probes", r.foreign_probes as f64),
-                ("self_probes", r.self_probes as f64),
-                ("failed_probes", r.failed_probes as f64),
-            ],
+            &RpmNumbers {
+                rpm: r.rpm,
+                tcp_ms: c.tcp_foreign_ms,
+                tls_ms: c.tls_foreign_ms,
+                http_foreign_ms: c.http_foreign_ms,
+                http_self_ms: c.http_self_ms,
+                download_mbps: r.download_bps / 1e6,
+                upload_mbps: r.upload_bps / 1e6,
+                download_connections: r.download_connections as f64,
+                upload_connections: r.upload_connections as f64,
+                foreign_probes: r.foreign_probes as f64,
+                self_probes: r.self_probes as f64,
+                failed_probes: r.failed_probes as f64,
+            },
         ))
     }
 }
@@ -295,6 +322,9 @@ mod tests {
                 false,
             )
             .unwrap_err();
-        assert!(e.contains("\"other\""), "{e}");
+        assert!(
+            matches!(&e, LiveRunError::UnknownStem { section: ID, stem } if stem == "other"),
+            "{e}"
+        );
     }
 }

@@ -17,8 +17,10 @@
 
 use super::{base_rtt_ms, before_after, in_lab, unknown_stem, with_numbers};
 use crate::claim::{Claim, Source};
+use crate::numbers::{Measured, Numbers};
 use crate::section::{
-    Cell, Findings, LiveExperiment, LiveRun, Runs, ScenarioRun, Section, SectionError, Table,
+    Cell, Findings, LiveExperiment, LiveRun, LiveRunError, Runs, ScenarioRun, Section,
+    SectionError, Table,
 };
 use crate::verdict::{Bound, Check};
 use brisk_live::IpMode;
@@ -69,8 +71,8 @@ impl Section for WriteSizing {
     fn evaluate(&self, runs: &Runs<'_>) -> Result<Findings, SectionError> {
         let (before, after) = (runs.get(BEFORE)?, runs.get(AFTER)?);
         let rtt = base_rtt_ms(&after.scenario);
-        let b = before.number("small_complete_ms")?;
-        let a = after.number("small_complete_ms")?;
+        let b = before.numbers::<SizingNumbers>()?.small_complete_ms;
+        let a = after.numbers::<SizingNumbers>()?.small_complete_ms;
         let checks = vec![
             Check::new(
                 "default writes: urgent response, in RTTs",
@@ -101,17 +103,15 @@ impl Section for WriteSizing {
             .decimals(2),
         ];
         let row = |label: &str, r: &ScenarioRun| -> Result<Vec<Cell>, SectionError> {
-            let runs: Vec<String> = (0..)
-                .map_while(|i| r.measured.get(&format!("small_run_{i}_ms")))
-                .map(|v| format!("{v:.0}"))
-                .collect();
+            let n: SizingNumbers = r.numbers()?;
+            let runs: Vec<String> = n.small_runs_ms.iter().map(|v| format!("{v:.0}")).collect();
             Ok(vec![
                 Cell::text(label),
-                Cell::num(r.number("small_complete_ms")?, "ms", 0),
+                Cell::num(n.small_complete_ms, "ms", 0),
                 Cell::text(format!("{} ms", runs.join(", "))),
-                Cell::num(r.number("waited_behind_bytes")? / 1000.0, "kB", 1),
-                Cell::num(r.number("large_complete_ms")?, "ms", 0),
-                Cell::num(r.number("rtt_ms")?, "ms", 0),
+                Cell::num(n.waited_behind_bytes / 1000.0, "kB", 1),
+                Cell::num(n.large_complete_ms, "ms", 0),
+                Cell::num(n.rtt_ms, "ms", 0),
             ])
         };
         let table = Table {
@@ -150,8 +150,60 @@ impl Section for WriteSizing {
     }
 }
 
+/// What one run measured: the urgent response behind the page.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SizingNumbers {
+    /// The urgent response's time from its request, median of the fetches.
+    small_complete_ms: f64,
+    /// The same, per fetch in order (kept as `small_run_<i>_ms`).
+    small_runs_ms: Vec<f64>,
+    /// Page bytes that arrived while the urgent response was pending.
+    waited_behind_bytes: f64,
+    large_complete_ms: f64,
+    /// The client's smoothed RTT.
+    rtt_ms: f64,
+}
+
+impl Numbers for SizingNumbers {
+    fn write(&self, prefix: &str, into: &mut Measured) {
+        let fixed = [
+            ("small_complete_ms", self.small_complete_ms),
+            ("waited_behind_bytes", self.waited_behind_bytes),
+            ("large_complete_ms", self.large_complete_ms),
+            ("rtt_ms", self.rtt_ms),
+        ];
+        for (k, v) in fixed {
+            into.insert(format!("{prefix}{k}"), v);
+        }
+        for (i, v) in self.small_runs_ms.iter().enumerate() {
+            into.insert(format!("{prefix}small_run_{i}_ms"), *v);
+        }
+    }
+
+    fn read(prefix: &str, from: &Measured) -> Result<Self, String> {
+        let get = |k: &str| {
+            let key = format!("{prefix}{k}");
+            from.get(&key).copied().ok_or(key)
+        };
+        Ok(SizingNumbers {
+            small_complete_ms: get("small_complete_ms")?,
+            small_runs_ms: (0..)
+                .map_while(|i| get(&format!("small_run_{i}_ms")).ok())
+                .collect(),
+            waited_behind_bytes: get("waited_behind_bytes")?,
+            large_complete_ms: get("large_complete_ms")?,
+            rtt_ms: get("rtt_ms")?,
+        })
+    }
+}
+
 impl LiveExperiment for WriteSizing {
-    fn run_live(&self, stem: &str, scenario: &Scenario, capture: bool) -> Result<LiveRun, String> {
+    fn run_live(
+        &self,
+        stem: &str,
+        scenario: &Scenario,
+        capture: bool,
+    ) -> Result<LiveRun, LiveRunError> {
         let sizing = match stem {
             BEFORE => false,
             AFTER => true,
@@ -161,16 +213,15 @@ impl LiveExperiment for WriteSizing {
         let (run, o) = in_lab(scenario, IpMode::V4, capture, |lab| {
             write_sizing::run(lab, &exp)
         })?;
-        let mut numbers = vec![
-            ("small_complete_ms".to_string(), o.small_complete_ms),
-            ("waited_behind_bytes".to_string(), o.waited_behind_bytes),
-            ("large_complete_ms".to_string(), o.large_complete_ms),
-            ("rtt_ms".to_string(), o.rtt_ms),
-        ];
-        for (i, v) in o.small_complete_runs_ms.iter().enumerate() {
-            numbers.push((format!("small_run_{i}_ms"), *v));
-        }
-        let pairs: Vec<(&str, f64)> = numbers.iter().map(|(k, v)| (k.as_str(), *v)).collect();
-        Ok(with_numbers(run, &pairs))
+        Ok(with_numbers(
+            run,
+            &SizingNumbers {
+                small_complete_ms: o.small_complete_ms,
+                small_runs_ms: o.small_complete_runs_ms.clone(),
+                waited_behind_bytes: o.waited_behind_bytes,
+                large_complete_ms: o.large_complete_ms,
+                rtt_ms: o.rtt_ms,
+            },
+        ))
     }
 }

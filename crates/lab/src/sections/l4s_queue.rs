@@ -101,7 +101,7 @@ impl Section for L4sQueue {
         for (call, run) in [("without L4S", legacy), ("with L4S", l4s)] {
             let mask = l_queue_mask(run)?;
             for (spec, f) in run.scenario.flows.iter().zip(&run.results.flows) {
-                let in_l = is_l(spec.get_ref().ecn, mask);
+                let in_l = is_l(spec.traffic.source_ecn(), mask);
                 flow_rows.push(vec![
                     Cell::text(call),
                     Cell::text(&f.name),
@@ -278,9 +278,12 @@ fn is_l(ecn: Option<EcnSpec>, mask: EcnMask) -> bool {
 fn queue_delays(run: &ScenarioRun, mask: EcnMask) -> Result<(Vec<f64>, Vec<f64>), SectionError> {
     let (mut l, mut c) = (Vec::new(), Vec::new());
     for (i, spec) in run.scenario.flows.iter().enumerate() {
-        let spec = spec.get_ref();
         let series = run.series(&spec.label(i))?;
-        let out = if is_l(spec.ecn, mask) { &mut l } else { &mut c };
+        let out = if is_l(spec.traffic.source_ecn(), mask) {
+            &mut l
+        } else {
+            &mut c
+        };
         out.extend(series.queue_delay.iter().map(|(_, d)| ms(*d)));
     }
     Ok((l, c))

@@ -31,6 +31,7 @@
 use crate::section::{Cell, Plot, ScenarioRun, SectionError, Table, ms, plot};
 use crate::verdict::{Bound, Check};
 use brisk_netmodel::RateModel;
+use brisk_sim::scenario::{Brisk, BriskWorkloadSpec, Traffic};
 use brisk_trace::plot::{Axis, BarChart, BarSeries, Frame, bar_chart};
 use std::time::Duration;
 
@@ -188,13 +189,20 @@ impl Page {
             .flows
             .iter()
             .enumerate()
-            .find(|(i, f)| f.get_ref().label(*i) == FEED)
-            .map(|(_, f)| f.get_ref())
+            .find(|(i, f)| f.label(*i) == FEED)
+            .map(|(_, f)| f)
             .ok_or_else(|| unsuitable("the section needs a flow named \"feed\""))?;
-        let objects = spec
-            .objects
-            .clone()
-            .ok_or_else(|| unsuitable("flow \"feed\" must be a brisk flow with app = \"feed\""))?;
+        let objects = match &spec.traffic {
+            Traffic::Brisk(Brisk {
+                app: BriskWorkloadSpec::Feed { objects, .. },
+                ..
+            }) => objects.clone(),
+            _ => {
+                return Err(unsuitable(
+                    "flow \"feed\" must be a brisk flow with app = \"feed\"",
+                ));
+            }
+        };
         let bps = match run.scenario.network.link.down.rate {
             RateModel::Constant { bps } if bps > 0 => bps as f64,
             _ => return Err(unsuitable("the feed needs a constant down rate")),

@@ -46,16 +46,12 @@ pub(crate) fn twin(run: &ScenarioRun) -> Twin {
 
 #[cfg(feature = "reference-prague")]
 fn run_twin(run: &ScenarioRun) -> Twin {
-    use brisk_sim::scenario::FlowKind;
+    use brisk_sim::scenario::Traffic;
     let mut scenario = run.scenario.clone();
     let mut replaced = 0;
-    for spanned in &mut scenario.flows {
-        let f = spanned.get_mut();
-        // Brisk's default controller is Prague.
-        if f.kind == FlowKind::Brisk && f.cc.is_none_or(|c| c.name() == "prague") {
-            f.kind = FlowKind::UdpPrague;
-            f.cc = None;
-            f.app = None;
+    for f in &mut scenario.flows {
+        if matches!(&f.traffic, Traffic::Brisk(b) if b.cc.name() == "prague") {
+            f.traffic = Traffic::UdpPrague;
             replaced += 1;
         }
     }

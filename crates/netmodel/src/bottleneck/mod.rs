@@ -14,6 +14,7 @@
 pub mod flow_metrics;
 pub mod flow_results;
 pub mod flow_tag;
+pub mod run_results;
 pub mod summary;
 
 use crate::direction::Direction;
