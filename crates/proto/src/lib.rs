@@ -15,10 +15,11 @@
 //!
 //! Public modules, for what the other crates name: [`congestion`] (the
 //! controller choice, [`congestion::CcAlgorithm`]), [`crypto`] (static
-//! keys), [`ecn_validation`] (the path's ECN state), [`packet`] (header
-//! peeking for the socket driver's routing), [`qlog`] (events for
-//! `brisk-trace`'s qlog writer) and [`streams`] (stream IDs, priorities,
-//! events and errors).
+//! keys), [`ecn_validation`] (the path's ECN state), [`fec`] (the
+//! per-stream repair policy and the erasure code its bench measures),
+//! [`packet`] (header peeking for the socket driver's routing), [`qlog`]
+//! (events for `brisk-trace`'s qlog writer) and [`streams`] (stream IDs,
+//! priorities, events and errors).
 //!
 //! Private to the crate, by layer:
 //! - wire format: `varint`, `packet` (headers, packet numbers), `frame`,
@@ -30,7 +31,7 @@
 //!   persistent congestion), `rtt`;
 //! - congestion: `congestion` (NewReno, CUBIC, Prague, BBR), `pacing`,
 //!   `ecn_validation`;
-//! - `fec`: forward error correction (repair symbols, rebuilt packets);
+//! - recovery without a round trip: `fec` (repair symbols, rebuilt packets);
 //! - `streams`: multiplexing, flow control, priorities;
 //! - `connection`, `endpoint`, `config`, `stats`, `error`, `schedule`;
 //! - under attack: `admission` (retry or refuse before any key agreement,
