@@ -1,10 +1,24 @@
-//! A two-endpoint harness: a client and a server [`Endpoint`] joined by a
-//! tiny in-memory network, driven in virtual time that jumps to the next
-//! wake-up (a delivery or a timer). Each direction is a [`Link`] with
-//! delay, an optional bottleneck rate and queue, seeded random and burst
-//! loss, reordering, duplication, outages and ECN rewriting.
+//! A two-endpoint harness: a client and a server [`Endpoint`] joined by
+//! brisk-netmodel's [`Bottleneck`] (the same links and queues the
+//! simulator and the live router drive), stepped in virtual time that
+//! jumps to the next wake-up (a delivery, a link event or a timer).
+//! Datagrams travel as IPv4 or IPv6 UDP packets; the client-to-server
+//! direction is the bottleneck's down link. Each direction is described
+//! by a [`LinkConfig`] in the tests' terms (delay, an optional rate and
+//! tail-drop queue, a step CE marker, random or burst loss, reordering,
+//! duplication, outages, ECN bleaching), translated by [`net_link`] and
+//! [`net_queue`].
 #![allow(dead_code)]
 
+use brisk_netmodel::link::ecn_rewrite::EcnRewrite as NetEcnRewrite;
+use brisk_netmodel::link::loss::{GilbertElliott, LossModel};
+use brisk_netmodel::link::outage::Outage;
+use brisk_netmodel::link::reorder::{Reorder, ReorderDepth};
+use brisk_netmodel::network::Links;
+use brisk_netmodel::queue::{DualPi2Config, FifoConfig, QueueConfig, StepThreshold};
+use brisk_netmodel::{
+    Bottleneck, BottleneckOutput, Direction, LinkEvent, Network, Packet, RateModel,
+};
 use brisk_proto::crypto::Keypair;
 use brisk_proto::streams::StreamId;
 use brisk_proto::{ClientConfig, ConnectionHandle, Endpoint, Event, ServerConfig};
@@ -12,7 +26,6 @@ use brisk_time::Instant;
 use brisk_wire::Ecn;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
@@ -69,21 +82,24 @@ pub struct BurstLoss {
 #[derive(Debug, Clone, Default)]
 pub struct LinkConfig {
     pub delay: Duration,
-    /// Bottleneck rate; `None` is infinitely fast.
+    /// Bottleneck rate; `None` is as good as infinitely fast
+    /// ([`UNLIMITED_BPS`]).
     pub rate_bps: Option<u64>,
-    /// Tail-drop limit of the bottleneck queue.
+    /// Tail-drop limit of the bottleneck queue, in bytes of IP packets.
     pub queue_bytes: u64,
-    /// Mark ECN-capable packets CE when the queue holds more than this
-    /// much delay (a step AQM, as an L4S queue uses).
+    /// Mark ECN-capable packets CE when they waited in the queue longer
+    /// than this (a step AQM, as an L4S queue uses): the queue becomes a
+    /// DualPI2 whose L queue steps at this sojourn time.
     pub ce_threshold: Option<Duration>,
+    /// Independent loss probability per packet (not with `burst`).
     pub loss: f64,
     pub burst: Option<BurstLoss>,
-    /// Every `n`-th packet is held back for the extra delay.
+    /// One packet in `n`, at random, is held back for the extra delay.
     pub reorder_every: Option<u64>,
     pub reorder_delay: Duration,
     pub duplicate: f64,
     pub ecn: EcnRewrite,
-    /// Everything sent in these windows is lost.
+    /// Everything leaving the transmitter in these windows is lost.
     pub outages: Vec<(Instant, Instant)>,
 }
 
@@ -97,131 +113,122 @@ impl LinkConfig {
     }
 }
 
+/// The rate of a direction without `rate_bps`: 1 Tbit/s serializes a
+/// 1500-byte packet in 12 ns, far below any delay the tests use.
+pub const UNLIMITED_BPS: u64 = 1_000_000_000_000;
+
+/// How much later than its delays alone say a handshake step lands on
+/// unlimited links: each datagram still takes about 10 ns to serialize at
+/// [`UNLIMITED_BPS`], behind those sent with it; a microsecond bounds a
+/// flight of dozens and is far below any round trip the tests claim.
+pub const SERIALIZATION_SLACK: Duration = Duration::from_micros(1);
+
+/// Asserts that `got` is `want` or later by at most
+/// [`SERIALIZATION_SLACK`].
+#[track_caller]
+pub fn assert_at(got: Instant, want: Instant, what: &str) {
+    assert!(
+        got >= want && got - want <= SERIALIZATION_SLACK,
+        "{what}: at {got:?}, want {want:?} plus serialization"
+    );
+}
+
+/// The bottleneck link a test's direction describes.
+pub fn net_link(c: &LinkConfig) -> brisk_netmodel::LinkConfig {
+    assert!(
+        c.burst.is_none() || c.loss == 0.0,
+        "a direction has one loss model: `loss` or `burst`"
+    );
+    let loss = match c.burst {
+        // The same chain: enter with p_enter, leave with p_exit, so the
+        // mean rate is p_enter / (p_enter + p_exit) and the mean burst
+        // 1 / p_exit packets.
+        Some(b) => Some(LossModel::GilbertElliott(GilbertElliott {
+            loss: b.p_enter / (b.p_enter + b.p_exit),
+            burst_packets: 1.0 / b.p_exit,
+        })),
+        None if c.loss > 0.0 => Some(LossModel::Random {
+            probability: c.loss,
+        }),
+        None => None,
+    };
+    brisk_netmodel::LinkConfig {
+        rate: RateModel::Constant {
+            bps: c.rate_bps.unwrap_or(UNLIMITED_BPS),
+        },
+        delay: c.delay,
+        loss,
+        reorder: c.reorder_every.map(|n| Reorder {
+            probability: 1.0 / n.max(1) as f64,
+            depth: ReorderDepth::Time(c.reorder_delay),
+        }),
+        duplicate: c.duplicate,
+        outages: c
+            .outages
+            .iter()
+            .map(|&(start, end)| Outage {
+                start: start - Instant::ZERO,
+                duration: end.saturating_duration_since(start),
+            })
+            .collect(),
+        outage_drops: true,
+        ecn: match c.ecn {
+            EcnRewrite::Keep => NetEcnRewrite::Pass,
+            EcnRewrite::Bleach => NetEcnRewrite::Bleach,
+        },
+        ..brisk_netmodel::LinkConfig::default()
+    }
+}
+
+/// The bottleneck queue a test's direction describes: a tail-drop FIFO,
+/// or with `ce_threshold` a DualPI2 marking L4S packets at that step.
+pub fn net_queue(c: &LinkConfig) -> QueueConfig {
+    let limit_bytes = (c.queue_bytes != u64::MAX).then_some(c.queue_bytes);
+    match c.ce_threshold {
+        None => QueueConfig::Fifo(FifoConfig {
+            limit_packets: None,
+            limit_bytes,
+        }),
+        Some(step) => QueueConfig::DualPi2(DualPi2Config {
+            limit_packets: None,
+            limit_bytes,
+            step_threshold: StepThreshold::Time(step),
+            ..DualPi2Config::default()
+        }),
+    }
+}
+
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LinkStats {
     pub sent: u64,
     pub delivered: u64,
+    /// Dropped by the queue or lost on the link.
     pub dropped: u64,
     pub duplicated: u64,
     pub ce_marked: u64,
     pub bytes_sent: u64,
 }
 
-/// A datagram on the wire: source, destination, ECN field, bytes.
-pub type InFlight = (SocketAddr, SocketAddr, Ecn, Vec<u8>);
+impl LinkStats {
+    /// Counts what the bottleneck reports about this direction.
+    fn count(&mut self, event: &LinkEvent) {
+        match event {
+            LinkEvent::QueueDrop { .. } | LinkEvent::Lost { .. } => self.dropped += 1,
+            LinkEvent::Marked { .. } => self.ce_marked += 1,
+            LinkEvent::Duplicated { .. } => self.duplicated += 1,
+            _ => {}
+        }
+    }
+}
 
 /// Sees (and may change) every datagram; false drops it.
 pub type Tap = Box<dyn FnMut(Dir, &mut Vec<u8>) -> bool>;
 
-#[derive(Debug)]
-pub struct Link {
+/// One direction as the tests see it: its settings and what it did.
+#[derive(Debug, Clone)]
+pub struct LinkSide {
     pub config: LinkConfig,
-    rng: ChaCha8Rng,
-    in_burst: bool,
-    busy_until: Instant,
-    count: u64,
-    seq: u64,
-    /// (deliver at, sequence) -> (source, destination, ecn, bytes)
-    pending: BTreeMap<(Instant, u64), InFlight>,
     pub stats: LinkStats,
-}
-
-impl Link {
-    pub fn new(config: LinkConfig, seed: u64) -> Self {
-        Link {
-            config,
-            rng: ChaCha8Rng::seed_from_u64(seed),
-            in_burst: false,
-            busy_until: Instant::ZERO,
-            count: 0,
-            seq: 0,
-            pending: BTreeMap::new(),
-            stats: LinkStats::default(),
-        }
-    }
-
-    pub fn send(
-        &mut self,
-        now: Instant,
-        src: SocketAddr,
-        dst: SocketAddr,
-        mut ecn: Ecn,
-        data: Vec<u8>,
-    ) {
-        self.stats.sent += 1;
-        self.stats.bytes_sent += data.len() as u64;
-        self.count += 1;
-        let c = &self.config;
-        if c.outages.iter().any(|&(a, b)| now >= a && now < b) {
-            self.stats.dropped += 1;
-            return;
-        }
-        if let Some(b) = c.burst {
-            let flip = self.rng.random::<f64>();
-            self.in_burst = if self.in_burst {
-                flip >= b.p_exit
-            } else {
-                flip < b.p_enter
-            };
-            if self.in_burst {
-                self.stats.dropped += 1;
-                return;
-            }
-        }
-        if c.loss > 0.0 && self.rng.random::<f64>() < c.loss {
-            self.stats.dropped += 1;
-            return;
-        }
-        let mut depart = now;
-        if let Some(rate) = c.rate_bps {
-            let backlog = self.busy_until.max(now) - now;
-            let backlog_bytes = (backlog.as_secs_f64() * rate as f64 / 8.0) as u64;
-            if backlog_bytes + data.len() as u64 > c.queue_bytes {
-                self.stats.dropped += 1;
-                return;
-            }
-            if let Some(th) = c.ce_threshold
-                && backlog > th
-                && ecn.is_ecn_capable()
-            {
-                ecn = Ecn::Ce;
-                self.stats.ce_marked += 1;
-            }
-            let tx = Duration::from_secs_f64(data.len() as f64 * 8.0 / rate as f64);
-            depart = self.busy_until.max(now) + tx;
-            self.busy_until = depart;
-        }
-        if c.ecn == EcnRewrite::Bleach {
-            ecn = Ecn::NotEct;
-        }
-        let mut at = depart + c.delay;
-        if c.reorder_every
-            .is_some_and(|n| self.count.is_multiple_of(n))
-        {
-            at += c.reorder_delay;
-        }
-        if c.duplicate > 0.0 && self.rng.random::<f64>() < c.duplicate {
-            self.stats.duplicated += 1;
-            self.seq += 1;
-            self.pending
-                .insert((at + MS, self.seq), (src, dst, ecn, data.clone()));
-        }
-        self.seq += 1;
-        self.pending.insert((at, self.seq), (src, dst, ecn, data));
-    }
-
-    pub fn next_delivery(&self) -> Option<Instant> {
-        self.pending.keys().next().map(|(t, _)| *t)
-    }
-
-    pub fn take_due(&mut self, now: Instant) -> Option<InFlight> {
-        let (&key, _) = self.pending.iter().next()?;
-        if key.0 > now {
-            return None;
-        }
-        self.stats.delivered += 1;
-        self.pending.remove(&key)
-    }
 }
 
 /// Which way a datagram travels.
@@ -279,8 +286,12 @@ pub struct Pair {
     pub server: Endpoint,
     pub client_addr: SocketAddr,
     pub server_addr: SocketAddr,
-    pub to_server: Link,
-    pub to_client: Link,
+    /// Both directions: client to server is [`Direction::Down`].
+    pub net: Bottleneck,
+    pub to_server: LinkSide,
+    pub to_client: LinkSide,
+    /// The id the next packet handed to the bottleneck gets.
+    next_packet_id: u64,
     pub client_conn: ConnectionHandle,
     pub server_conn: Option<ConnectionHandle>,
     pub client_events: Vec<Event>,
@@ -320,8 +331,27 @@ impl Pair {
             server,
             client_addr,
             server_addr,
-            to_server: Link::new(cfg.to_server, cfg.seed.wrapping_add(2)),
-            to_client: Link::new(cfg.to_client, cfg.seed.wrapping_add(3)),
+            net: Bottleneck::new(
+                &Network {
+                    link: Links {
+                        down: net_link(&cfg.to_server),
+                        up: net_link(&cfg.to_client),
+                    },
+                    queue: net_queue(&cfg.to_server),
+                    queue_up: net_queue(&cfg.to_client),
+                    ..Network::default()
+                },
+                cfg.seed.wrapping_add(2),
+            ),
+            to_server: LinkSide {
+                config: cfg.to_server,
+                stats: LinkStats::default(),
+            },
+            to_client: LinkSide {
+                config: cfg.to_client,
+                stats: LinkStats::default(),
+            },
+            next_packet_id: 0,
             client_conn,
             server_conn: None,
             client_events: Vec::new(),
@@ -386,14 +416,45 @@ impl Pair {
         {
             return;
         }
-        match dir {
-            Dir::ToServer => {
-                self.to_server
-                    .send(self.now, self.client_addr, self.server_addr, ecn, data)
-            }
-            Dir::ToClient => {
-                self.to_client
-                    .send(self.now, self.server_addr, self.client_addr, ecn, data)
+        let (src, dst, side, direction) = match dir {
+            Dir::ToServer => (
+                self.client_addr,
+                self.server_addr,
+                &mut self.to_server,
+                Direction::Down,
+            ),
+            Dir::ToClient => (
+                self.server_addr,
+                self.client_addr,
+                &mut self.to_client,
+                Direction::Up,
+            ),
+        };
+        side.stats.sent += 1;
+        side.stats.bytes_sent += data.len() as u64;
+        let bytes = brisk_wire::ip::udp_datagram(src, dst, ecn, &data).expect("a UDP datagram");
+        let packet = Packet::new(self.next_packet_id, self.now, bytes).expect("a valid IP packet");
+        self.next_packet_id += 1;
+        self.net.handle_packet(self.now, direction, packet);
+    }
+
+    /// Advances the bottleneck's direction `dir` to now, counts what it
+    /// did and hands each datagram that arrived to its endpoint.
+    fn deliver_due(&mut self, dir: Dir) {
+        let (direction, side, to) = match dir {
+            Dir::ToServer => (Direction::Down, &mut self.to_server, &mut self.server),
+            Dir::ToClient => (Direction::Up, &mut self.to_client, &mut self.client),
+        };
+        self.net.handle_timeout(self.now, direction);
+        while let Some(out) = self.net.poll(direction, &mut ()) {
+            match out {
+                BottleneckOutput::Event(e) => side.stats.count(&e),
+                BottleneckOutput::Delivered { packet, .. } => {
+                    side.stats.delivered += 1;
+                    let (src, _, ecn, payload) =
+                        brisk_wire::ip::parse_udp(&packet.data).expect("the datagram sent");
+                    deliver(to, self.now, src, ecn, payload, self.owned);
+                }
             }
         }
     }
@@ -433,8 +494,8 @@ impl Pair {
         let next = [
             self.client.poll_timeout(),
             self.server.poll_timeout(),
-            self.to_server.next_delivery(),
-            self.to_client.next_delivery(),
+            self.net.poll_timeout(Direction::Down),
+            self.net.poll_timeout(Direction::Up),
         ]
         .into_iter()
         .flatten()
@@ -458,12 +519,8 @@ impl Pair {
             self.stalled_steps = 0;
         }
         self.now = self.now.max(t);
-        while let Some((src, _, ecn, d)) = self.to_server.take_due(self.now) {
-            deliver(&mut self.server, self.now, src, ecn, &d, self.owned);
-        }
-        while let Some((src, _, ecn, d)) = self.to_client.take_due(self.now) {
-            deliver(&mut self.client, self.now, src, ecn, &d, self.owned);
-        }
+        self.deliver_due(Dir::ToServer);
+        self.deliver_due(Dir::ToClient);
         if self.client.poll_timeout().is_some_and(|x| x <= self.now) {
             self.client.handle_timeout(self.now);
         }
