@@ -44,8 +44,8 @@ const MAX_GSO_BYTES: usize = brisk_proto::MAX_TRAIN_BYTES;
 /// Send buffers kept for reuse, at most (one batch's worth).
 const MAX_SPARE_BUFFERS: usize = sys::BATCH;
 /// Bytes of send buffers kept for reuse, at most: four full GSO trains.
-/// Buffers are sized to what they carry, so a turn's queue is bounded by
-/// the datagrams in it, and what stays after a burst is bounded here.
+/// With GSO every buffer is a whole train's worth, so what stays after a
+/// burst is bounded here.
 const MAX_SPARE_BYTES: usize = 4 * MAX_GSO_BYTES;
 /// Receive buffer size with GRO (a coalesced train) and without.
 const GRO_BUFFER_BYTES: usize = 65_536;
@@ -468,15 +468,22 @@ impl Socket {
 
     /// A buffer to write the next datagram or train into: one the kernel
     /// is done with if any (emptied), so queueing needs no allocation.
+    /// With GSO it holds a full train from the start: grown datagram by
+    /// datagram instead, a train's buffer was reallocated and copied
+    /// several times on its way to 64 KiB.
     pub fn take_buffer(&mut self) -> Vec<u8> {
-        match self.spare.pop() {
+        let mut buf = match self.spare.pop() {
             Some(mut buf) => {
                 self.spare_bytes -= buf.capacity();
                 buf.clear();
                 buf
             }
             None => Vec::new(),
+        };
+        if self.gso {
+            buf.reserve(MAX_GSO_BYTES);
         }
+        buf
     }
 
     /// Gives back a buffer from [`Socket::take_buffer`] that was not
@@ -765,6 +772,30 @@ mod tests {
             assert_eq!(s.stats.errors.port_unreachable, 2);
             assert_eq!(s.stats.icmp_errors, 2);
             assert_eq!(s.try_recv(|_, _, _| {}).unwrap(), 0);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_train_buffer_holds_a_full_train_without_growing() {
+        for bind in ["127.0.0.1:0", "[::1]:0"] {
+            let mut s = Socket::bind(bind.parse().unwrap(), &SocketConfig::default()).unwrap();
+            // Without GSO a buffer carries one datagram: nothing reserved.
+            s.gso = false;
+            assert_eq!(s.take_buffer().capacity(), 0);
+            // With it (whatever this kernel offers: nothing is sent), fresh
+            // and then recycled, the buffer never moves while a train of
+            // MAX_GSO_BYTES is written into it datagram by datagram.
+            s.gso = true;
+            for _ in 0..2 {
+                let mut buf = s.take_buffer();
+                assert!(buf.capacity() >= MAX_GSO_BYTES, "{}", buf.capacity());
+                let at = buf.as_ptr();
+                for chunk in vec![0x5au8; MAX_GSO_BYTES].chunks(1_200) {
+                    buf.extend_from_slice(chunk);
+                }
+                assert_eq!(buf.as_ptr(), at, "the train buffer was reallocated");
+                s.recycle(buf);
+            }
         }
     }
 

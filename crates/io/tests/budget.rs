@@ -9,11 +9,9 @@
 //! Without the budget each connection could pin the transport's default
 //! 4 MiB send buffer, 40 MiB for the ten, five times the bound here.
 //!
-//! The server sends with UDP GSO, as by default: the socket layer sizes
-//! each queued message's buffer to what it carries and keeps at most four
-//! trains' worth of spare buffers, so its send queue stays within what
-//! the turn queued (before, an unjoinable message took a 65,000-byte
-//! train buffer each and the opening burst peaked at 22 MB).
+//! The server sends with UDP GSO, as by default: every queued message's
+//! buffer holds a full train, and the socket layer keeps at most four
+//! trains' worth of spare buffers.
 //!
 //! Heap is counted per side (`common/counting.rs`); the server runs on a
 //! thread and runtime of its own. One test function, since the counters
