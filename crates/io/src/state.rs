@@ -13,7 +13,7 @@ use crate::sys;
 use brisk_proto::{
     Connection as CoreConnection, ConnectionHandle, Delivery, Endpoint as ProtoEndpoint, Event,
 };
-use brisk_time::Instant;
+use brisk_time::{Deadlines, Instant};
 use brisk_wire::Ecn;
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::net::SocketAddr;
@@ -127,10 +127,9 @@ pub(crate) struct State {
     pub ready: BTreeSet<ConnectionHandle>,
     /// Where the round robin over `ready` goes on.
     pub cursor: u64,
-    /// Detached connections' deadlines, earliest first, and the entry of
-    /// each, so a turn finds the due ones without visiting the rest.
-    timers: BTreeSet<(Instant, ConnectionHandle)>,
-    armed: HashMap<ConnectionHandle, Instant>,
+    /// Detached connections' deadlines, earliest first, so a turn finds
+    /// the due ones without visiting the rest.
+    timers: Deadlines<ConnectionHandle>,
 }
 
 impl State {
@@ -153,8 +152,7 @@ impl State {
             maybe_detach: Vec::new(),
             ready: BTreeSet::new(),
             cursor: 0,
-            timers: BTreeSet::new(),
-            armed: HashMap::new(),
+            timers: Deadlines::default(),
         }
     }
 
@@ -290,12 +288,7 @@ impl State {
     /// Marks the detached connections whose deadline came as ready.
     pub fn take_due(&mut self, now: Instant) -> bool {
         let mut any = false;
-        while let Some(&(t, h)) = self.timers.first() {
-            if t > now {
-                break;
-            }
-            self.timers.pop_first();
-            self.armed.remove(&h);
+        while let Some(h) = self.timers.pop_due(now) {
             self.ready.insert(h);
             any = true;
         }
@@ -304,25 +297,13 @@ impl State {
 
     /// The earliest deadline of any connection, attached or detached.
     pub fn next_deadline(&self) -> Option<Instant> {
-        let detached = self.timers.first().map(|&(t, _)| t);
+        let detached = self.timers.first();
         self.ep.poll_timeout().into_iter().chain(detached).min()
     }
 
     /// Records detached connection `h`'s deadline (none: no timer).
     fn rearm(&mut self, h: ConnectionHandle, deadline: Option<Instant>) {
-        let old = match deadline {
-            Some(t) => self.armed.insert(h, t),
-            None => self.armed.remove(&h),
-        };
-        if old == deadline {
-            return;
-        }
-        if let Some(t) = old {
-            self.timers.remove(&(t, h));
-        }
-        if let Some(t) = deadline {
-            self.timers.insert((t, h));
-        }
+        self.timers.rearm(h, deadline);
     }
 
     /// Drives detached connection `h` one step: runs its timers if due,
@@ -443,17 +424,15 @@ impl State {
         }
     }
 
-    /// Drops connection `h`'s application state. The maps give back their
-    /// room once three quarters of them are empty, so a burst of thousands
-    /// of connections does not pin its slots after they are gone.
+    /// Drops connection `h`'s application state. The connection map gives
+    /// back its room once three quarters of it is empty, so a burst of
+    /// thousands of connections does not pin its slots after they are gone
+    /// (the deadlines are B-trees, which free their nodes as they shrink).
     fn forget(&mut self, h: ConnectionHandle) {
         self.conns.remove(&h);
         self.active.remove(&h);
         if self.conns.len() < self.conns.capacity() / 4 {
             self.conns.shrink_to(self.conns.len() * 2);
-        }
-        if self.armed.len() < self.armed.capacity() / 4 {
-            self.armed.shrink_to(self.armed.len() * 2);
         }
     }
 

@@ -806,7 +806,7 @@ impl Endpoint {
             .timers
             .iter()
             .find(|(_, h)| !touched.contains(h))
-            .map(|&(t, _)| t);
+            .map(|(t, _)| t);
         armed.into_iter().chain(fresh).min()
     }
 

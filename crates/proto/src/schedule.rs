@@ -11,15 +11,13 @@
 //! it something to send is time reaching its deadline (`mark_due`).
 
 use crate::endpoint::ConnectionHandle;
-use brisk_time::Instant;
-use std::collections::{BTreeMap, BTreeSet};
+use brisk_time::{Deadlines, Instant};
+use std::collections::BTreeSet;
 
 #[derive(Debug, Default)]
 pub(crate) struct Schedule {
     /// Every connection's next deadline, earliest first.
-    pub timers: BTreeSet<(Instant, ConnectionHandle)>,
-    /// The entry each connection has in `timers`.
-    armed: BTreeMap<ConnectionHandle, Instant>,
+    pub timers: Deadlines<ConnectionHandle>,
     /// May have a datagram to send, in handle order for the round robin.
     pub send_ready: BTreeSet<ConnectionHandle>,
     /// May have an event to report, in handle order.
@@ -40,42 +38,20 @@ impl Schedule {
 
     /// Records `h`'s deadline (none: no timer running).
     pub(crate) fn rearm(&mut self, h: ConnectionHandle, deadline: Option<Instant>) {
-        let old = match deadline {
-            Some(t) => self.armed.insert(h, t),
-            None => self.armed.remove(&h),
-        };
-        if old == deadline {
-            return;
-        }
-        if let Some(t) = old {
-            self.timers.remove(&(t, h));
-        }
-        if let Some(t) = deadline {
-            self.timers.insert((t, h));
-        }
+        self.timers.rearm(h, deadline);
     }
 
     /// Connections whose deadline is at or before `now` may send again
     /// (a pacer's release, an ACK delay that ran out) even if nobody ran
     /// their timers yet.
     pub(crate) fn mark_due(&mut self, now: Instant) {
-        for &(t, h) in &self.timers {
-            if t > now {
-                break;
-            }
-            self.send_ready.insert(h);
-        }
+        self.send_ready.extend(self.timers.due(now));
     }
 
     /// Takes out the connections whose deadline is at or before `now`,
     /// into `due` (each once); the caller re-arms them afterwards.
     pub(crate) fn take_due(&mut self, now: Instant, due: &mut Vec<ConnectionHandle>) {
-        while let Some(&(t, h)) = self.timers.first() {
-            if t > now {
-                break;
-            }
-            self.timers.pop_first();
-            self.armed.remove(&h);
+        while let Some(h) = self.timers.pop_due(now) {
             due.push(h);
         }
     }
@@ -102,7 +78,7 @@ impl Schedule {
     /// Connections with a deadline (for tests of the bookkeeping).
     #[cfg(test)]
     pub(crate) fn armed_len(&self) -> usize {
-        self.armed.len()
+        self.timers.len()
     }
 }
 
