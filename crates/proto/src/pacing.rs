@@ -19,7 +19,10 @@
 //! (`Controller::pacing`): Prague paces at exactly its window per RTT and
 //! with single-datagram bursts, because an L4S queue marks any packet that
 //! waits longer than about a millisecond, and below 12 Mbit/s the second
-//! packet of a back-to-back pair of 1500 bytes always does.
+//! packet of a back-to-back pair of 1500 bytes always does. A controller
+//! that models the path's rate itself (BBR, `Controller::pacing_rate`)
+//! hands that rate over through [`Pacer::next_send_time_at_rate`], and the
+//! pacer applies no gain to it.
 
 use std::time::Duration;
 
@@ -72,11 +75,20 @@ pub(crate) struct Pacer {
     rate_bytes_per_sec: f64,
     /// When `tokens` was last set: a packet left or the rate changed.
     last_refill: Option<Instant>,
-    /// The `(cwnd, srtt, gain bits, minimum burst)` the rate and capacity
-    /// were computed from: they change per ACK, the pacer is asked per
-    /// packet, so the float divisions are skipped while the inputs stay the
-    /// same.
-    rate_inputs: Option<(u64, Duration, u64, u64)>,
+    /// What the rate and capacity were computed from: they change per ACK,
+    /// the pacer is asked per packet, so the float divisions are skipped
+    /// while the inputs stay the same.
+    rate_inputs: Option<RateInputs>,
+}
+
+/// The inputs of the current rate and bucket size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RateInputs {
+    /// `(cwnd, srtt, gain bits, minimum burst)`: a window spread over the
+    /// smoothed RTT at a gain.
+    Window(u64, Duration, u64, u64),
+    /// `(rate bits, minimum burst)`: a rate the controller computed.
+    Rate(u64, u64),
 }
 
 impl Pacer {
@@ -112,7 +124,27 @@ impl Pacer {
         srtt: Duration,
         params: PacingParams,
     ) -> Instant {
-        self.set_rate(now, cwnd, srtt, params);
+        self.set_window_rate(now, cwnd, srtt, params);
+        self.release_time(now, bytes)
+    }
+
+    /// [`next_send_time`](Self::next_send_time) at `rate_bytes_per_sec`
+    /// exactly, for a controller that computes its rate itself: no window,
+    /// RTT or gain enters it; `params` only sets the smallest burst. A rate
+    /// that is not a positive number disables pacing.
+    pub(crate) fn next_send_time_at_rate(
+        &mut self,
+        now: Instant,
+        bytes: u64,
+        rate_bytes_per_sec: f64,
+        params: PacingParams,
+    ) -> Instant {
+        self.set_given_rate(now, rate_bytes_per_sec, params.min_burst_packets);
+        self.release_time(now, bytes)
+    }
+
+    /// When a packet of `bytes` may leave at the current rate.
+    fn release_time(&self, now: Instant, bytes: u64) -> Instant {
         if self.rate_bytes_per_sec <= 0.0 {
             return now;
         }
@@ -170,17 +202,12 @@ impl Pacer {
         }
     }
 
-    fn set_rate(&mut self, now: Instant, cwnd: u64, srtt: Duration, params: PacingParams) {
-        let inputs = Some((cwnd, srtt, params.gain.to_bits(), params.min_burst_packets));
-        if self.rate_inputs == inputs {
-            // Same rate and capacity; `on_sent` keeps the tokens within the
-            // capacity.
+    fn set_window_rate(&mut self, now: Instant, cwnd: u64, srtt: Duration, params: PacingParams) {
+        let inputs =
+            RateInputs::Window(cwnd, srtt, params.gain.to_bits(), params.min_burst_packets);
+        if !self.inputs_changed(now, inputs) {
             return;
         }
-        // What accrued so far accrued at the old rate.
-        self.tokens = self.tokens_at(now);
-        self.last_refill = Some(now.max(self.last_refill.unwrap_or(now)));
-        self.rate_inputs = inputs;
         let srtt_secs = srtt.as_secs_f64();
         if srtt_secs <= 0.0 {
             self.rate_bytes_per_sec = 0.0;
@@ -192,8 +219,40 @@ impl Pacer {
             1.0
         };
         self.rate_bytes_per_sec = gain * cwnd.max(1) as f64 / srtt_secs;
-        let min_burst = params
-            .min_burst_packets
+        self.set_capacity(params.min_burst_packets);
+    }
+
+    fn set_given_rate(&mut self, now: Instant, rate: f64, min_burst_packets: u64) {
+        if !self.inputs_changed(now, RateInputs::Rate(rate.to_bits(), min_burst_packets)) {
+            return;
+        }
+        if !(rate.is_finite() && rate > 0.0) {
+            self.rate_bytes_per_sec = 0.0;
+            return;
+        }
+        self.rate_bytes_per_sec = rate;
+        self.set_capacity(min_burst_packets);
+    }
+
+    /// Whether `inputs` differ from the current rate's; if so, banks what
+    /// accrued so far (at the old rate) and records them.
+    fn inputs_changed(&mut self, now: Instant, inputs: RateInputs) -> bool {
+        if self.rate_inputs == Some(inputs) {
+            // Same rate and capacity; `on_sent` keeps the tokens within the
+            // capacity.
+            return false;
+        }
+        // What accrued so far accrued at the old rate.
+        self.tokens = self.tokens_at(now);
+        self.last_refill = Some(now.max(self.last_refill.unwrap_or(now)));
+        self.rate_inputs = Some(inputs);
+        true
+    }
+
+    /// The bucket for the current rate: `MAX_BURST_TIME` of it, at least
+    /// `min_burst_packets` datagrams.
+    fn set_capacity(&mut self, min_burst_packets: u64) {
+        let min_burst = min_burst_packets
             .max(1)
             .saturating_mul(self.max_datagram_size) as f64;
         self.capacity = (self.rate_bytes_per_sec * MAX_BURST_TIME.as_secs_f64()).max(min_burst);
@@ -305,6 +364,39 @@ mod tests {
             .max()
             .unwrap();
         assert_eq!(longest_run as u64, burst / MDS);
+    }
+
+    /// A rate handed over as it is: the window, RTT and gain play no part,
+    /// the bucket is sized from that rate as from any other, and a rate
+    /// that is not a positive number disables pacing.
+    #[test]
+    fn a_given_rate_is_paced_as_it_is() {
+        let srtt = Duration::from_millis(20);
+        let cwnd = 10 * MDS;
+        let params = PacingParams::classic(false);
+        let start = Instant::from_secs_f64(1.0);
+        let mut p = Pacer::new(MDS);
+        assert_eq!(
+            p.next_send_time_at_rate(start, MDS, 1_000_000.0, params),
+            start
+        );
+        assert_eq!(p.rate_bps(), 8_000_000);
+        // 250 us at 1 MB/s is 250 bytes: the two-datagram floor holds.
+        assert_eq!(p.burst_bytes(), 2 * MDS);
+        // Two datagrams leave at once, the third 1.2 ms later.
+        p.on_sent(start, MDS);
+        p.on_sent(start, MDS);
+        let third = p.next_send_time_at_rate(start, MDS, 1_000_000.0, params);
+        assert_eq!(third, start + Duration::from_micros(1200));
+        // The same inputs as a window give 1.25 * cwnd / srtt instead.
+        let _ = p.next_send_time(start, MDS, cwnd, srtt, params);
+        assert_eq!(p.rate_bps(), 6_000_000);
+        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            let mut q = Pacer::new(MDS);
+            q.on_sent(start, 2 * MDS);
+            assert_eq!(q.next_send_time_at_rate(start, MDS, bad, params), start);
+            assert_eq!(q.rate_bps(), 0);
+        }
     }
 
     /// Prague's parameters: exactly the window per RTT, and no two

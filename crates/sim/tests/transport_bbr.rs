@@ -297,6 +297,15 @@ fn two_bbr_flows_share_roughly_fairly() {
 /// answers CUBIC's overflows). Bounds: CUBIC is never starved outright,
 /// and from 1.8 BDPs of buffer up it keeps a quarter.
 ///
+/// At 30 packets one run's split is chaotic: starting CUBIC 0 to 19 ms
+/// after BBR moves its share between 0.35 and 0.54 (IPv4) and 0.37 and
+/// 0.52 (IPv6). Changing BBR's pacing rate by about 1e-4 (the pacer taking
+/// BBR's rate instead of a window rounded up to a byte) moved the IPv6 run
+/// at 0 ms from 0.38 to 0.52, while the mean over those 20 starts moved by
+/// under 0.01. So that case is judged on ten runs, CUBIC starting 0 to 9 ms
+/// after BBR: every one keeps a quarter, and their mean (0.41 on IPv4,
+/// 0.43 on IPv6) stays under half.
+///
 /// Both flows are acknowledged every second packet, as TCP's were in the
 /// measurements these shapes are known from. With CUBIC asking for sparser
 /// ACKs (`ack_frequency`, the default) the shape is the same but the even
@@ -322,7 +331,33 @@ fn beside_cubic_in_a_fifo_does_not_starve_it() {
             "{ip:?} FIFO 10: CUBIC share {cubic}"
         );
     }
-    for fifo in [30, 100, 400] {
+    for ip in FAMILIES {
+        let mut shares = Vec::new();
+        for offset_ms in 0..10 {
+            let s = network(
+                "20s",
+                "\"10Mbit\"",
+                20,
+                "0%",
+                30,
+                &two("bbr", "cubic", &format!("{offset_ms}ms")),
+            );
+            let r = run_on(&acking_every_second_packet(s), ip);
+            let cubic = share(&r, "b");
+            assert!(
+                cubic > 0.25,
+                "{ip:?} FIFO 30, CUBIC {offset_ms} ms later: CUBIC share {cubic}"
+            );
+            assert!(r.link.utilization > 0.95, "{ip:?} FIFO 30 {offset_ms} ms");
+            shares.push(cubic);
+        }
+        let mean = shares.iter().sum::<f64>() / shares.len() as f64;
+        assert!(
+            mean < 0.5,
+            "{ip:?} FIFO 30: CUBIC's mean share {mean} ({shares:?})"
+        );
+    }
+    for fifo in [100, 400] {
         let s = network(
             "20s",
             "\"10Mbit\"",
@@ -337,9 +372,6 @@ fn beside_cubic_in_a_fifo_does_not_starve_it() {
             let cubic = share(&r, "b");
             assert!(cubic > 0.25, "{ip:?} FIFO {fifo}: CUBIC share {cubic}");
             assert!(r.link.utilization > 0.95, "{ip:?} FIFO {fifo}");
-            if fifo == 30 {
-                assert!(cubic < 0.5, "{ip:?} FIFO {fifo}: CUBIC share {cubic}");
-            }
         }
     }
 }

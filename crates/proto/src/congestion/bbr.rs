@@ -37,10 +37,14 @@
 //! ECN-marking queue drops its packets instead, which BBR sees as loss. A
 //! CE response (BBRv2's in-flight cap) is not implemented.
 //!
-//! Pacing: the connection's pacer sends at `gain * pacing_window / srtt`
-//! with its own gain (2 while [`Controller::in_slow_start`], 1.25 after);
-//! [`Controller::pacing_window`] divides that gain out so the pacer sends at
-//! BBR's rate, `pacing_gain * btl_bw`, 1% under to drain what jitter adds.
+//! Pacing: BBR hands the pacer its rate as it is, `pacing_gain * btl_bw`,
+//! 1% under to drain what jitter adds ([`Controller::pacing_rate`]); the
+//! pacer applies no gain of its own to it. Before the first bandwidth
+//! sample the pacer spreads the initial window at Startup's gain.
+//! [`Controller::pacing_window`] stays what every controller reports to
+//! applications: the rate per smoothed RTT before the headroom the pacer
+//! gives window-based controllers, so an application sizing its output
+//! from it treats every controller alike.
 
 use std::time::Duration;
 
@@ -49,7 +53,6 @@ use brisk_wire::Ecn;
 
 use super::delivery_rate::{DeliveryRate, RateSample};
 use super::{AckSample, CcConfig, CcMetrics, Controller, LossSample, Recovery};
-use crate::pacing::{CONGESTION_AVOIDANCE_GAIN, SLOW_START_GAIN};
 
 /// Startup's pacing and window gain, `2 / ln 2`: the smallest gain that
 /// doubles the delivery rate every round trip.
@@ -233,12 +236,6 @@ impl Bbr {
     /// The current pacing gain (ProbeBw's cycle, Startup's or Drain's).
     pub(crate) fn pacing_gain(&self) -> f64 {
         self.pacing_gain
-    }
-
-    #[cfg(test)]
-    /// BBR's own pacing rate in bytes per second (zero before a sample).
-    pub(crate) fn pacing_rate(&self) -> f64 {
-        self.pacing_rate
     }
 
     /// `gain` BDPs plus the quantization budget; the initial window while
@@ -522,12 +519,18 @@ impl Controller for Bbr {
         self.cwnd.max(self.min_pipe_cwnd)
     }
 
+    /// BBR's rate once it has a bandwidth sample and an RTT; before that
+    /// the pacer spreads [`pacing_window`](Controller::pacing_window).
+    fn pacing_rate(&self) -> Option<f64> {
+        (self.pacing_rate > 0.0 && self.srtt > Duration::ZERO).then_some(self.pacing_rate)
+    }
+
+    /// The rate per smoothed RTT, divided by the gain the pacer gives a
+    /// window (only reported: the pacer itself takes
+    /// [`pacing_rate`](Controller::pacing_rate)). Before a bandwidth sample,
+    /// the initial window at Startup's gain, which the pacer does spread.
     fn pacing_window(&self) -> u64 {
-        let pacer_gain = if self.in_slow_start() {
-            SLOW_START_GAIN
-        } else {
-            CONGESTION_AVOIDANCE_GAIN
-        };
+        let pacer_gain = self.pacing().gain;
         let srtt = self.srtt.as_secs_f64();
         let window = if self.pacing_rate > 0.0 && srtt > 0.0 {
             self.pacing_rate * srtt / pacer_gain
@@ -569,6 +572,7 @@ mod tests {
     use super::*;
     use crate::congestion::Cubic;
     use crate::congestion::test_path::{MDS, PathSim, ack, loss};
+    use crate::pacing::SLOW_START_GAIN;
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
@@ -633,6 +637,7 @@ mod tests {
         assert_eq!(cc.state(), BbrState::Startup);
         assert_eq!(cc.ecn(), Ecn::NotEct);
         // No sample yet: the pacer gets the initial window at 2/ln 2.
+        assert_eq!(cc.pacing_rate(), None);
         assert_eq!(
             cc.pacing_window(),
             (BBR_HIGH_GAIN * 12_000.0 / SLOW_START_GAIN).ceil() as u64
@@ -865,27 +870,33 @@ mod tests {
         assert_eq!(cc.window(), MIN_PIPE_PACKETS * MDS);
     }
 
-    /// The pacer multiplies `pacing_window / srtt` by its own gain; the
-    /// product is BBR's rate in every state.
+    /// The pacer is handed BBR's rate itself in every state once there is
+    /// one; the reported window is that rate per smoothed RTT with the
+    /// pacer's window gain divided out, rounded up to a byte.
     #[test]
-    fn pacing_window_gives_the_pacer_bbrs_rate() {
+    fn the_pacer_gets_bbrs_rate_and_the_window_reports_it() {
         let mut sim = path(ms(20));
+        let mut checked = 0;
         for _ in 0..400 {
             sim.run_for(ms(5));
             let cc = &sim.cc;
-            if cc.pacing_rate() == 0.0 {
+            if cc.pacing_rate == 0.0 {
+                assert_eq!(cc.pacing_rate(), None);
                 continue;
             }
-            let gain = if cc.in_slow_start() {
-                SLOW_START_GAIN
-            } else {
-                CONGESTION_AVOIDANCE_GAIN
-            };
-            let pacer = gain * cc.pacing_window() as f64 / cc.srtt.as_secs_f64();
-            let want = cc.pacing_rate();
-            assert!((pacer - want).abs() <= want * 1e-3 + 1.0 / cc.srtt.as_secs_f64() * gain);
+            let want = cc.pacing_rate;
+            assert_eq!(cc.pacing_rate(), Some(want));
+            let gain = cc.pacing().gain;
+            let srtt = cc.srtt.as_secs_f64();
+            let reported = gain * cc.pacing_window() as f64 / srtt;
+            assert!(
+                reported >= want * (1.0 - 1e-9) && reported <= want + gain / srtt,
+                "{reported} B/s reported, {want} B/s paced"
+            );
+            checked += 1;
         }
-        let rate = sim.cc.pacing_rate() / sim.cc.pacing_gain();
+        assert!(checked > 300, "{checked} of 400 samples had a rate");
+        let rate = sim.cc.pacing_rate / sim.cc.pacing_gain();
         assert!((rate / PATH_BYTES_PER_SEC - 1.0).abs() < 0.05, "{rate}");
     }
 

@@ -163,11 +163,21 @@ pub(crate) trait Controller: Send + fmt::Debug {
     fn on_loss(&mut self, loss: &LossSample);
     /// The congestion window in bytes; never below the minimum window.
     fn window(&self) -> u64;
-    /// The window the pacer should spread over one smoothed RTT. Equal to
-    /// [`window`](Controller::window) except for controllers that keep a
-    /// fractional window below the minimum (Prague on low-BDP paths).
+    /// The window the pacer should spread over one smoothed RTT, and what
+    /// the connection reports as the controller's sending window before
+    /// the pacer's headroom. Equal to [`window`](Controller::window) except
+    /// for controllers that keep a fractional window below the minimum
+    /// (Prague on low-BDP paths) or pace at a rate of their own (BBR).
     fn pacing_window(&self) -> u64 {
         self.window()
+    }
+    /// Bytes per second to pace at, for a controller that models the
+    /// path's rate itself (BBR): the pacer then takes that rate as it is,
+    /// without the gain of [`pacing`](Controller::pacing), instead of
+    /// spreading [`pacing_window`](Controller::pacing_window). `None`, the
+    /// default, paces the window.
+    fn pacing_rate(&self) -> Option<f64> {
+        None
     }
     /// The pacer's gain on `pacing_window / srtt` and its smallest burst.
     /// The default is RFC 9002's: gain 2 in slow start, 1.25 after, bursts

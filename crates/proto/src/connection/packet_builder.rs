@@ -240,13 +240,18 @@ impl Connection {
         let cwnd_ok = self.sent.bytes_in_flight() + mds <= self.cc.window();
         let mut pacing_ok = true;
         if !probe && cwnd_ok {
-            let at = self.pacer.next_send_time(
-                now,
-                mds,
-                self.cc.pacing_window(),
-                self.rtt.smoothed(),
-                self.cc.pacing(),
-            );
+            let at = match self.cc.pacing_rate() {
+                Some(rate) => self
+                    .pacer
+                    .next_send_time_at_rate(now, mds, rate, self.cc.pacing()),
+                None => self.pacer.next_send_time(
+                    now,
+                    mds,
+                    self.cc.pacing_window(),
+                    self.rtt.smoothed(),
+                    self.cc.pacing(),
+                ),
+            };
             if at > now {
                 pacing_ok = false;
                 self.timers.set(Timer::Pacing, at);
