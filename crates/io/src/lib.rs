@@ -23,6 +23,9 @@
 //!   peer's, or fatal; ICMP error kinds) and `sys`, the one file with
 //!   `unsafe` system calls.
 
+// System calls live in `sys`, the one module that allows `unsafe`.
+#![deny(unsafe_code)]
+
 pub mod busy_poll;
 pub mod config;
 mod conn_state;

@@ -24,6 +24,8 @@
 //! kernel returned. Control messages are walked with the `CMSG_*` macros
 //! and each payload is read with `read_unaligned` after checking its length.
 
+#![allow(unsafe_code)]
+
 use std::io;
 use std::mem::{self, MaybeUninit};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};

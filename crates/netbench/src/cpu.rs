@@ -4,6 +4,8 @@
 //! CPU cost of the whole transfer: client, server, and any helper threads a
 //! transport library spawns.
 
+#![allow(unsafe_code)]
+
 use std::io;
 use std::time::Duration;
 

@@ -13,6 +13,8 @@
 //! unloaded, how many newcomers got in, and the memory before, at its
 //! peak during, and after the flood.
 
+#![allow(unsafe_code)]
+
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};

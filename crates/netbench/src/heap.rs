@@ -6,6 +6,8 @@
 //! allocated and not yet freed can. The `brisk-netbench` binary installs
 //! [`CountingAllocator`]; a process without it reads `None`.
 
+#![allow(unsafe_code)]
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicU64, Ordering};
 

@@ -26,6 +26,10 @@
 //! Run it with `cargo run --release -p brisk-netbench -- --help`;
 //! docs/PERFORMANCE.md ("Transport on loopback") explains the numbers.
 
+// System calls and the counting allocator live in the few modules that
+// allow `unsafe` below.
+#![deny(unsafe_code)]
+
 pub mod brisk;
 pub mod bulk;
 pub mod contender;

@@ -7,6 +7,8 @@
 //! each `memory` line on its stdin with `memory <heap bytes or -> <resident
 //! bytes>`, and stops when its stdin closes.
 
+#![allow(unsafe_code)]
+
 use std::io::{BufRead, BufReader, Write};
 use std::net::IpAddr;
 use std::path::Path;
