@@ -1,6 +1,6 @@
-// The ns-3 side of `brisk bench`: the network of its `brisk-fq_codel` case
-// built in ns-3.37, so one invocation times both simulators on the same
-// load. `brisk bench` compiles this file against Debian's libns3-dev,
+// The ns-3 side of `brisk bench`: the network of its `brisk-fq_codel` and
+// `brisk100-fq_codel` cases built in ns-3.37, so one invocation times both
+// simulators on the same load. `brisk bench` compiles this file against Debian's libns3-dev,
 // runs it for as many simulated seconds as its own cases, and times it.
 //
 // The network: sender -- r1 == bottleneck == r2 -- receiver.
@@ -10,8 +10,9 @@
 //     packets, target 5 ms, interval 100 ms, quantum one MTU).
 //   - Up queue (r2 towards r1, ACKs and echoes): a 1000-packet FIFO,
 //     Brisk's default when only the down queue is configured.
-//   - Load: one bulk flow from sender to receiver for the whole run, plus
-//     a ping every 10 ms (56-byte payload), as in Brisk's case.
+//   - Load: `--flows` bulk flows (1 unless given) from sender to receiver
+//     for the whole run, plus a ping every 10 ms (56-byte payload), as in
+//     Brisk's cases.
 //
 // Where ns-3 cannot match Brisk's case exactly:
 //   - The bulk flow is TCP with ns-3's TcpCubic (ns-3's default SACK,
@@ -92,11 +93,18 @@ main(int argc, char* argv[])
 {
     double seconds = 60.0;
     CommandLine cmd(__FILE__);
+    uint32_t flows = 1;
     cmd.AddValue("seconds", "Simulated seconds", seconds);
+    cmd.AddValue("flows", "Bulk TCP flows", flows);
     cmd.Parse(argc, argv);
     if (!(seconds > 0.0))
     {
         std::fprintf(stderr, "--seconds must be positive, got %g\n", seconds);
+        return 2;
+    }
+    if (flows < 1)
+    {
+        std::fprintf(stderr, "--flows must be at least 1, got %u\n", flows);
         return 2;
     }
 
@@ -154,7 +162,11 @@ main(int argc, char* argv[])
     BulkSendHelper bulk("ns3::TcpSocketFactory", InetSocketAddress(receiver_address, port));
     bulk.SetAttribute("MaxBytes", UintegerValue(0));
     bulk.SetAttribute("SendSize", UintegerValue(64 << 10));
-    ApplicationContainer source = bulk.Install(sender);
+    ApplicationContainer source;
+    for (uint32_t i = 0; i < flows; ++i)
+    {
+        source.Add(bulk.Install(sender));
+    }
 
     V4PingHelper ping_helper(receiver_address);
     ping_helper.SetAttribute("Interval", TimeValue(MilliSeconds(10)));
@@ -190,13 +202,14 @@ main(int argc, char* argv[])
     uint64_t events = Simulator::GetEventCount();
     Simulator::Destroy();
 
-    std::printf("{\"simulator\":\"ns-3\",\"version\":\"%u.%u\",\"simulated_s\":%.6f,"
+    std::printf("{\"simulator\":\"ns-3\",\"version\":\"%u.%u\",\"simulated_s\":%.6f,\"flows\":%u,"
                 "\"delivered_bytes\":%llu,\"goodput_bit_s\":%.1f,"
                 "\"bottleneck_packet_hops\":%llu,\"link_packet_hops\":%llu,"
                 "\"events\":%llu,\"run_cpu_s\":%.6f,\"run_wall_s\":%.6f}\n",
                 Version::Major(),
                 Version::Minor(),
                 seconds,
+                flows,
                 static_cast<unsigned long long>(delivered),
                 delivered * 8.0 / seconds,
                 static_cast<unsigned long long>(g_bottleneck_hops),

@@ -6,9 +6,10 @@
 //! The network is a dumbbell: 100 Mbit/s each way, 10 ms each way (20 ms
 //! base RTT). The bottleneck is kept saturated: a constant-rate UDP
 //! overload of 110 Mbit/s in 1500-byte datagrams plus a ping every 10 ms,
-//! through FQ-CoDel and through a 1000-packet FIFO; and one Brisk CUBIC
-//! bulk transfer plus the same ping through FQ-CoDel, the case ns-3
-//! reproduces with one TCP CUBIC flow.
+//! through FQ-CoDel and through a 1000-packet FIFO; one Brisk CUBIC bulk
+//! transfer plus the same ping through FQ-CoDel, the case ns-3 reproduces
+//! with one TCP CUBIC flow; and the same with 100 bulk transfers, which
+//! ns-3 reproduces with 100 TCP CUBIC flows.
 //!
 //! Speed is counted in packet-hops: a packet crossing the bottleneck link,
 //! in either direction, to its far end (`engine.packet_hops`). The access
@@ -27,9 +28,14 @@ pub const GOAL_SPEEDUP_VS_NS3: f64 = 50.0;
 /// One reference load.
 #[derive(Debug, Clone)]
 pub struct BenchCase {
-    /// Short name: "cbr-fq_codel", "cbr-fifo", "brisk-fq_codel".
+    /// Short name: "cbr-fq_codel", "cbr-fifo", "brisk-fq_codel",
+    /// "brisk100-fq_codel".
     pub name: &'static str,
     pub scenario: Scenario,
+    /// How many bulk TCP flows the ns-3 run this case is compared with
+    /// has: its own twin for the Brisk cases, the one-flow run for the CBR
+    /// loads (the same network under a different load).
+    pub ns3_flows: u32,
 }
 
 /// The network shared by every case, `duration_ms` long.
@@ -67,6 +73,13 @@ kind = "brisk"
 cc = "cubic"
 "#;
 
+/// `n` Brisk CUBIC bulk flows, named "cubic-1" to "cubic-n".
+fn cubic_flows(n: u32) -> String {
+    (1..=n)
+        .map(|i| format!("\n[[flows]]\nname = \"cubic-{i}\"\nkind = \"brisk\"\ncc = \"cubic\"\n"))
+        .collect()
+}
+
 const PING: &str = r#"
 [[flows]]
 name = "ping"
@@ -78,16 +91,18 @@ interval = "10ms"
 pub fn cases(duration: Duration) -> Result<Vec<BenchCase>, ScenarioError> {
     let ms = duration.as_millis().max(1);
     [
-        ("cbr-fq_codel", FQ_CODEL, CBR_OVERLOAD),
-        ("cbr-fifo", FIFO, CBR_OVERLOAD),
-        ("brisk-fq_codel", FQ_CODEL, CUBIC),
+        ("cbr-fq_codel", FQ_CODEL, CBR_OVERLOAD.to_string(), 1),
+        ("cbr-fifo", FIFO, CBR_OVERLOAD.to_string(), 1),
+        ("brisk-fq_codel", FQ_CODEL, CUBIC.to_string(), 1),
+        ("brisk100-fq_codel", FQ_CODEL, cubic_flows(100), 100),
     ]
     .into_iter()
-    .map(|(name, queue, load)| {
-        let text = network(name, ms, queue) + load + PING;
+    .map(|(name, queue, load, ns3_flows)| {
+        let text = network(name, ms, queue) + &load + PING;
         Ok(BenchCase {
             name,
             scenario: Scenario::parse(&text, name)?,
+            ns3_flows,
         })
     })
     .collect()
@@ -112,7 +127,12 @@ mod tests {
         // Long enough for CUBIC to leave slow start and fill the pipe.
         for case in cases(Duration::from_secs(2)).unwrap() {
             let r = run(&case.scenario, RunOptions::default()).results;
-            assert_eq!(r.flows.len(), 2, "{}", case.name);
+            let bulk = if case.name.starts_with("brisk") {
+                case.ns3_flows as usize
+            } else {
+                1
+            };
+            assert_eq!(r.flows.len(), bulk + 1, "{}", case.name);
             assert!(
                 r.link.utilization > 0.8,
                 "{} {}",

@@ -3,8 +3,11 @@
 //! beside ns-3 run on the same network in the same invocation.
 //!
 //! ns-3 simulates the `brisk-fq_codel` case (one TCP CUBIC flow and a ping)
-//! for the same simulated time as Brisk's cases; every ratio printed is
-//! computed from the two measurements of this run (`compare`). Without ns-3
+//! and the `brisk100-fq_codel` case (100 flows and the ping), each when
+//! that case is run, for the same simulated time as Brisk's cases; every
+//! ratio printed is computed from two measurements of this run
+//! (`compare`): a Brisk case against its ns-3 twin, a CBR load against the
+//! one-flow ns-3 run. Without ns-3
 //! the bench says why and prints no ratio. The goal is 50 times ns-3, in
 //! time per simulated second and in packet-hops per CPU-second. A
 //! packet-hop is one packet crossing the bottleneck link, in either
@@ -23,6 +26,7 @@ use brisk_sim::RunOptions;
 use brisk_sim::bench::{self, GOAL_SPEEDUP_VS_NS3};
 use compare::{Clock, Timing, Versus};
 use serde_json::json;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 /// CPU time per 60 simulated seconds and packet-hops per CPU-second on a
@@ -34,7 +38,8 @@ pub struct BenchArgs {
     /// Simulated seconds per case, for Brisk and ns-3 alike (the reference is 60).
     #[arg(long, default_value = "60", value_parser = crate::seconds::positive)]
     seconds: Duration,
-    /// Run only this case (cbr-fq_codel, cbr-fifo, brisk-fq_codel); repeatable.
+    /// Run only this case (cbr-fq_codel, cbr-fifo, brisk-fq_codel,
+    /// brisk100-fq_codel); repeatable.
     #[arg(long)]
     only: Vec<String>,
     /// Run each Brisk case this many times and keep the run with the least
@@ -57,8 +62,9 @@ struct Measured {
     cpu: Option<Duration>,
 }
 
-/// ns-3's side of this invocation: its run, or why there is none.
-type Peer = std::result::Result<ns3::Run, ns3::Absent>;
+/// ns-3's side of this invocation: its runs by number of bulk flows, or
+/// why there are none.
+type Peers = std::result::Result<BTreeMap<u32, ns3::Run>, ns3::Absent>;
 
 pub fn run(args: BenchArgs) -> Result<()> {
     let simulated = args.seconds;
@@ -71,22 +77,23 @@ pub fn run(args: BenchArgs) -> Result<()> {
         }
     }
     cases.retain(|c| args.only.is_empty() || args.only.iter().any(|o| o == c.name));
-    let peer: Peer = if args.no_ns3 {
+    let peers: Peers = if args.no_ns3 {
         Err(ns3::Absent::NotRun)
     } else {
         match ns3::prepare()? {
-            Ok(program) => Ok(program.run(simulated)?),
+            Ok(program) => {
+                let twins: BTreeSet<u32> = cases.iter().map(|c| c.ns3_flows).collect();
+                let mut runs = BTreeMap::new();
+                for flows in twins {
+                    runs.insert(flows, program.run(simulated, flows)?);
+                }
+                Ok(runs)
+            }
             Err(absent) => Err(absent),
         }
     };
-    let ns3_timing = peer.as_ref().ok().map(|r| Timing {
-        simulated,
-        packet_hops: r.report.bottleneck_packet_hops,
-        wall: r.wall,
-        cpu: Some(r.cpu),
-    });
     if !args.json {
-        print_header(seconds, &peer);
+        print_header(seconds, &peers);
     }
     for case in &cases {
         let m = (0..args.repeat.max(1))
@@ -99,11 +106,18 @@ pub fn run(args: BenchArgs) -> Result<()> {
             wall: m.wall,
             cpu: m.cpu,
         };
+        let twin = peers.as_ref().ok().and_then(|p| p.get(&case.ns3_flows));
+        let ns3_timing = twin.map(|r| Timing {
+            simulated,
+            packet_hops: r.report.bottleneck_packet_hops,
+            wall: r.wall,
+            cpu: Some(r.cpu),
+        });
         let versus = compare::versus(&timing, ns3_timing.as_ref());
         if args.json {
             println!(
                 "{}",
-                json_row(case.name, seconds, &m, &peer, versus.as_ref())
+                json_row(case.name, seconds, &m, &peers, twin, versus.as_ref())
             );
         } else {
             print_row(case.name, seconds, &m, versus.as_ref());
@@ -129,33 +143,41 @@ fn measure(scenario: &brisk_sim::scenario::Scenario) -> Measured {
 }
 
 /// What the network is, how ns-3 was measured (or why it was not), and
-/// the table's header and ns-3 row.
-fn print_header(seconds: f64, peer: &Peer) {
+/// the table's header and ns-3 rows.
+fn print_header(seconds: f64, peers: &Peers) {
     println!(
         "{seconds} simulated s per case; 100 Mbit/s each way, 20 ms base RTT.\n\
          packet-hop: a packet crossing the bottleneck link (either direction), \
          counted alike in both simulators. steps: Brisk's engine steps; for ns-3, \
          its scheduled events."
     );
-    match peer {
-        Ok(r) => println!(
-            "ns-{} measured now on the same network: one TCP CUBIC flow and a 10 ms ping \
-             through FQ-CoDel (Brisk's brisk-fq_codel case), {:.1} Mbit/s goodput; \
-             the cbr rows compare their load with it.\n\
-             goal: {GOAL_SPEEDUP_VS_NS3:.0}x ns-3 in time per simulated second and in \
-             packet-hops per second.",
-            r.report.version,
-            r.report.goodput_bit_s / 1e6,
-        ),
+    match peers {
+        Ok(runs) => {
+            for (flows, r) in runs {
+                println!(
+                    "ns-{} measured now on the same network: {flows} TCP CUBIC flow(s) and a \
+                     10 ms ping through FQ-CoDel (Brisk's {} case), {:.1} Mbit/s goodput.",
+                    r.report.version,
+                    twin_case(*flows),
+                    r.report.goodput_bit_s / 1e6,
+                );
+            }
+            println!(
+                "Each brisk row is compared with its ns-3 twin, the cbr rows with the one-flow \
+                 run (a different load on the same network).\n\
+                 goal: {GOAL_SPEEDUP_VS_NS3:.0}x ns-3 in time per simulated second and in \
+                 packet-hops per second."
+            );
+        }
         Err(absent @ ns3::Absent::NotRun) => println!("{absent}; no ratio printed."),
         Err(ns3::Absent::NotFound(why)) => println!(
             "ns-3 not found: install Debian's libns3-dev to compare; no ratio printed ({}).",
             why.trim_end_matches('.')
         ),
     }
-    let ratios = peer.is_ok();
+    let ratios = peers.is_ok();
     print!(
-        "{:<15} {:>9} {:>12} {:>13} {:>8} {:>9}",
+        "{:<18} {:>9} {:>12} {:>13} {:>8} {:>9}",
         "case", "hops", "Mhops/CPU-s", "CPU s per 60s", "wall s", "steps"
     );
     if ratios {
@@ -165,11 +187,11 @@ fn print_header(seconds: f64, peer: &Peer) {
         );
     }
     println!();
-    if let Ok(r) = peer {
+    for (flows, r) in peers.iter().flatten() {
         let cpu_s = r.cpu.as_secs_f64().max(1e-9);
         println!(
-            "{:<15} {:>9} {:>12.3} {:>13.1} {:>8.3} {:>9} {:>9} {:>9} {:>6} {:>6}",
-            format!("ns-{}", r.report.version),
+            "{:<18} {:>9} {:>12.3} {:>13.1} {:>8.3} {:>9} {:>9} {:>9} {:>6} {:>6}",
+            format!("ns-{} {flows} flow(s)", r.report.version),
             r.report.bottleneck_packet_hops,
             r.report.bottleneck_packet_hops as f64 / cpu_s / 1e6,
             cpu_s * 60.0 / seconds,
@@ -183,6 +205,15 @@ fn print_header(seconds: f64, peer: &Peer) {
     }
 }
 
+/// The Brisk case the ns-3 run with `flows` bulk flows reproduces.
+fn twin_case(flows: u32) -> String {
+    if flows == 1 {
+        "brisk-fq_codel".to_string()
+    } else {
+        format!("brisk{flows}-fq_codel")
+    }
+}
+
 fn print_row(name: &str, seconds: f64, m: &Measured, versus: Option<&Versus>) {
     let wall_s = m.wall.as_secs_f64().max(1e-9);
     let cpu_s = m.cpu.map(|c| c.as_secs_f64().max(1e-9));
@@ -190,7 +221,7 @@ fn print_row(name: &str, seconds: f64, m: &Measured, versus: Option<&Versus>) {
     let clock = if cpu_s.is_some() { "" } else { "w" };
     let spent = cpu_s.unwrap_or(wall_s);
     print!(
-        "{:<15} {:>9} {:>11.2}{clock:1} {:>12.3}{clock:1} {:>8.3} {:>9}",
+        "{:<18} {:>9} {:>11.2}{clock:1} {:>12.3}{clock:1} {:>8.3} {:>9}",
         name,
         m.packet_hops,
         m.packet_hops as f64 / spent / 1e6,
@@ -215,7 +246,8 @@ fn json_row(
     name: &str,
     seconds: f64,
     m: &Measured,
-    peer: &Peer,
+    peers: &Peers,
+    twin: Option<&ns3::Run>,
     versus: Option<&Versus>,
 ) -> serde_json::Value {
     let wall_s = m.wall.as_secs_f64().max(1e-9);
@@ -231,8 +263,8 @@ fn json_row(
         "packet_hops_per_wall_s": hops / wall_s,
         "packet_hops_per_cpu_s": cpu_s.map(|c| hops / c),
         "s_per_60_simulated_s": cpu_s.unwrap_or(wall_s) * 60.0 / seconds,
-        "ns3": peer.as_ref().ok().map(|r| json!({
-            "case": "brisk-fq_codel",
+        "ns3": twin.map(|r| json!({
+            "case": twin_case(r.report.flows),
             "report": r.report,
             "wall_s": r.wall.as_secs_f64(),
             "cpu_s": r.cpu.as_secs_f64(),
@@ -240,7 +272,7 @@ fn json_row(
         })),
         "versus_ns3": versus,
     });
-    if let Err(absent) = peer {
+    if let Err(absent) = peers {
         row["ns3_absent"] = json!(absent.to_string());
     }
     row

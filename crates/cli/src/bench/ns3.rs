@@ -18,7 +18,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// The program: the bench's `brisk-fq_codel` case written for ns-3.
+/// The program: the bench's `brisk-fq_codel` case written for ns-3, with
+/// as many bulk flows as asked (`brisk100-fq_codel` with 100).
 const SOURCE: &str = include_str!("../../../../bench/ns3/dumbbell.cc");
 
 /// The ns-3 modules the program uses, as pkg-config names them.
@@ -37,6 +38,8 @@ const MODULES: &[&str] = &[
 pub struct Report {
     pub version: String,
     pub simulated_s: f64,
+    /// Bulk TCP flows.
+    pub flows: u32,
     pub delivered_bytes: u64,
     pub goodput_bit_s: f64,
     /// Packets that crossed the bottleneck, either direction.
@@ -170,12 +173,14 @@ fn compile(cxx: &OsString, flags: &[&str], dir: &Path, out: &Path) -> Result<()>
 }
 
 impl Program {
-    /// Simulates `simulated` seconds, showing progress on a terminal.
-    pub fn run(&self, simulated: Duration) -> Result<Run> {
+    /// Simulates `simulated` seconds with `flows` bulk flows, showing
+    /// progress on a terminal.
+    pub fn run(&self, simulated: Duration, flows: u32) -> Result<Run> {
         let seconds = simulated.as_secs_f64();
         let started = Instant::now();
         let mut child = Command::new(&self.path)
             .arg(format!("--seconds={seconds}"))
+            .arg(format!("--flows={flows}"))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
