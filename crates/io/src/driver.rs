@@ -271,6 +271,7 @@ impl Driver {
         for &h in &order {
             st.drive_detached(h, now, None);
         }
+        order.shrink_to(MAX_KEPT_HANDLES);
         self.order = order;
     }
 
@@ -387,6 +388,16 @@ impl Driver {
         if let Poll::Ready(Err(e)) = flushed {
             return Err(EndpointError::new("send", &e));
         }
+        // Spare send buffers a burst left are freed once unused; the timer
+        // wakes the task for that only while some are held.
+        let trim = self
+            .socket
+            .trim_spares(sys::monotonic_ns())
+            .map(|ns| (false, ns));
+        let deadline = match (deadline, trim) {
+            (Some(d), Some(t)) => Some(if d.0 || d.1 <= t.1 { d } else { t }),
+            (d, t) => d.or(t),
+        };
         progress |= self.poll_timer(cx, deadline)?;
         // With nothing else to do, an ICMP error may still be waiting: its
         // entry holds receive-buffer room until it is read.

@@ -47,6 +47,13 @@ const MAX_SPARE_BUFFERS: usize = sys::BATCH;
 /// With GSO every buffer is a whole train's worth, so what stays after a
 /// burst is bounded here.
 const MAX_SPARE_BYTES: usize = 4 * MAX_GSO_BYTES;
+/// Spare buffers kept however long they sit unused: what a quiet
+/// endpoint needs for its next ACK or train.
+const KEPT_SPARE_BUFFERS: usize = 1;
+/// How often spare buffers that sat unused since the last look are
+/// freed, in nanoseconds: a burst (a flood's Retry packets, thousands of
+/// closes) fills the pool to its bound, and without this it stayed there.
+pub(crate) const SPARE_TRIM_INTERVAL_NS: u64 = 250_000_000;
 /// Receive buffer size with GRO (a coalesced train) and without.
 const GRO_BUFFER_BYTES: usize = 65_536;
 const PLAIN_BUFFER_BYTES: usize = 16_384;
@@ -162,6 +169,11 @@ pub struct Socket {
     spare: Vec<Vec<u8>>,
     /// The capacity of the `spare` buffers, in bytes.
     spare_bytes: usize,
+    /// The fewest spare buffers the pool held since the last trim: that
+    /// many went unused the whole time.
+    spare_unused: usize,
+    /// When the next trim is due (`CLOCK_MONOTONIC` nanoseconds).
+    spare_trim_at_ns: u64,
     /// The error queue may hold entries: a receive or send reported a
     /// pending error, `POLLERR` was seen, or the last drain stopped at its
     /// bound.
@@ -238,6 +250,8 @@ impl Socket {
             tx: VecDeque::new(),
             spare: Vec::new(),
             spare_bytes: 0,
+            spare_unused: 0,
+            spare_trim_at_ns: 0,
             tx_datagrams: 0,
             errors_pending: false,
             error_watch: None,
@@ -475,6 +489,7 @@ impl Socket {
         let mut buf = match self.spare.pop() {
             Some(mut buf) => {
                 self.spare_bytes -= buf.capacity();
+                self.spare_unused = self.spare_unused.min(self.spare.len());
                 buf.clear();
                 buf
             }
@@ -484,6 +499,25 @@ impl Socket {
             buf.reserve(MAX_GSO_BYTES);
         }
         buf
+    }
+
+    /// Frees the spare buffers that sat unused since the last trim (at
+    /// most one a [`SPARE_TRIM_INTERVAL_NS`]), down to
+    /// [`KEPT_SPARE_BUFFERS`]: after a burst the pool shrinks back to what
+    /// the traffic since uses. The next trim's time while spares above
+    /// that are held, for the driver's timer.
+    pub fn trim_spares(&mut self, now_ns: u64) -> Option<u64> {
+        if now_ns >= self.spare_trim_at_ns {
+            let free = self
+                .spare_unused
+                .min(self.spare.len().saturating_sub(KEPT_SPARE_BUFFERS));
+            for buf in self.spare.drain(self.spare.len() - free..) {
+                self.spare_bytes -= buf.capacity();
+            }
+            self.spare_unused = self.spare.len();
+            self.spare_trim_at_ns = now_ns.saturating_add(SPARE_TRIM_INTERVAL_NS);
+        }
+        (self.spare.len() > KEPT_SPARE_BUFFERS).then_some(self.spare_trim_at_ns)
     }
 
     /// Gives back a buffer from [`Socket::take_buffer`] that was not
@@ -796,6 +830,35 @@ mod tests {
                 assert_eq!(buf.as_ptr(), at, "the train buffer was reallocated");
                 s.recycle(buf);
             }
+        }
+    }
+
+    #[tokio::test]
+    async fn spare_buffers_a_burst_left_are_freed_once_they_sit_unused() {
+        const I: u64 = SPARE_TRIM_INTERVAL_NS;
+        for bind in ["127.0.0.1:0", "[::1]:0"] {
+            let mut s = Socket::bind(bind.parse().unwrap(), &SocketConfig::default()).unwrap();
+            s.gso = true;
+            let t0 = 5 * I;
+            assert_eq!(s.trim_spares(t0), None, "nothing held, no trim due");
+            // A burst: four buffers out at once, then all back.
+            let burst: Vec<_> = (0..4).map(|_| s.take_buffer()).collect();
+            for buf in burst {
+                s.recycle(buf);
+            }
+            assert_eq!(s.spare.len(), 4);
+            // Within the burst's interval every spare was in use.
+            assert_eq!(s.trim_spares(t0 + I / 2), Some(t0 + I), "not due yet");
+            assert_eq!(s.trim_spares(t0 + I), Some(t0 + 2 * I));
+            assert_eq!(s.spare.len(), 4);
+            // Then one at a time, as a quiet connection's ACKs take them:
+            // the three never taken go, one stays for the next ACK.
+            let buf = s.take_buffer();
+            s.recycle(buf);
+            assert_eq!(s.trim_spares(t0 + 2 * I), None);
+            assert_eq!(s.spare.len(), 1);
+            assert_eq!(s.spare_bytes, s.spare[0].capacity());
+            assert!(s.spare_bytes >= MAX_GSO_BYTES);
         }
     }
 

@@ -160,6 +160,11 @@ pub struct FloodReport {
     /// the process does not run on it.
     pub live_before_kib: Option<u64>,
     pub live_after_kib: Option<u64>,
+    /// Where live allocations grew most from before to after the flood:
+    /// the largest size of the allocations' size class (from half that
+    /// size plus one byte) and the growth, both in bytes. A pool of
+    /// same-sized buffers that kept its peak shows up here.
+    pub largest_growth: Option<(u64, u64)>,
     /// Bytes glibc's arenas count as in use (see [`heap_live_kib`]).
     pub heap_before_kib: u64,
     pub heap_peak_kib: u64,
@@ -213,7 +218,7 @@ impl FloodReport {
              slowest {slow:.0} ms\n  server: {retries} Retry packets, {hs} handshakes, \
              {half} half-open after, {drops} datagrams dropped at its full listening \
              socket, {own} read from connections' own sockets\n  \
-             process memory, live allocations: {live} ({lg:+.1}%; goal within 10%)\n  \
+             process memory, live allocations: {live} ({lg:+.1}%; goal within 10%){grew}\n  \
              process memory, in use by glibc's count (mallinfo2, with its per-thread caches): \
              {hb} KiB before, {hp} KiB peak, {ha} KiB after ({hg:+.1}%)\n  \
              process memory, resident after malloc_trim: \
@@ -253,6 +258,14 @@ impl FloodReport {
                 _ => "not counted (no counting allocator)".to_owned(),
             },
             lg = (self.heap_growth_after() - 1.0) * 100.0,
+            grew = match self.largest_growth {
+                Some((size, grew)) => format!(
+                    ", grown most in allocations of {}-{size} bytes: +{} KiB",
+                    size / 2 + 1,
+                    grew / 1024
+                ),
+                None => String::new(),
+            },
             b = self.rss_before_kib,
             p = self.rss_peak_kib,
             a = self.rss_after_kib,
@@ -490,6 +503,7 @@ async fn measure_async(
     let rss_before = settled_rss_kib()?;
     let heap_before = heap_live_kib();
     let live_before = crate::heap::live_bytes().map(|b| b / 1024);
+    let classes_before = crate::heap::live_by_class();
 
     let child = Command::new(&plan.attacker)
         .args([
@@ -606,6 +620,10 @@ async fn measure_async(
     let rss_after = settled_rss_kib()?;
     let heap_after = heap_live_kib();
     let live_after = crate::heap::live_bytes().map(|b| b / 1024);
+    let largest_growth = live_before.and(crate::heap::largest_growth(
+        &classes_before,
+        &crate::heap::live_by_class(),
+    ));
     conn.close(0, b"done");
     let server_stats = server.stats();
     let stats = server_stats.proto;
@@ -623,6 +641,7 @@ async fn measure_async(
         newcomer_slowest_ms: slowest.as_secs_f64() * 1e3,
         live_before_kib: live_before,
         live_after_kib: live_after,
+        largest_growth,
         heap_before_kib: heap_before,
         heap_peak_kib: heap_peak.load(Ordering::Relaxed),
         heap_after_kib: heap_after,

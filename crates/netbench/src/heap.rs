@@ -17,6 +17,47 @@ pub struct CountingAllocator;
 
 static LIVE_BYTES: AtomicU64 = AtomicU64::new(0);
 
+/// Size classes of [`live_by_class`].
+pub const SIZE_CLASSES: usize = 48;
+
+/// Live bytes by size class: class `k` holds allocations of 2^(k-1) + 1
+/// to 2^k bytes, so a pool of same-sized buffers that kept its peak shows
+/// up as one class that grew.
+static BY_CLASS: [AtomicU64; SIZE_CLASSES] = [const { AtomicU64::new(0) }; SIZE_CLASSES];
+
+fn class(size: usize) -> usize {
+    (usize::BITS - size.saturating_sub(1).leading_zeros()).min(SIZE_CLASSES as u32 - 1) as usize
+}
+
+fn add(size: usize) {
+    LIVE_BYTES.fetch_add(size as u64, Ordering::Relaxed);
+    BY_CLASS[class(size)].fetch_add(size as u64, Ordering::Relaxed);
+}
+
+fn sub(size: usize) {
+    LIVE_BYTES.fetch_sub(size as u64, Ordering::Relaxed);
+    BY_CLASS[class(size)].fetch_sub(size as u64, Ordering::Relaxed);
+}
+
+/// Live bytes by size class: entry `k` counts allocations of
+/// 2^(k-1) + 1 to 2^k bytes.
+pub fn live_by_class() -> [u64; SIZE_CLASSES] {
+    std::array::from_fn(|k| BY_CLASS[k].load(Ordering::Relaxed))
+}
+
+/// The size class whose live bytes grew most from `before` to `after`:
+/// its largest allocation size in bytes and the growth in bytes; `None`
+/// if no class grew.
+pub fn largest_growth(
+    before: &[u64; SIZE_CLASSES],
+    after: &[u64; SIZE_CLASSES],
+) -> Option<(u64, u64)> {
+    (0..SIZE_CLASSES)
+        .map(|k| (1u64 << k, after[k].saturating_sub(before[k])))
+        .filter(|&(_, grew)| grew > 0)
+        .max_by_key(|&(_, grew)| grew)
+}
+
 // SAFETY: every call goes to the system allocator with the caller's own
 // arguments and returns its answer unchanged; the counter only watches.
 unsafe impl GlobalAlloc for CountingAllocator {
@@ -24,7 +65,7 @@ unsafe impl GlobalAlloc for CountingAllocator {
         // SAFETY: forwarded as received.
         let p = unsafe { System.alloc(layout) };
         if !p.is_null() {
-            LIVE_BYTES.fetch_add(layout.size() as u64, Ordering::Relaxed);
+            add(layout.size());
         }
         p
     }
@@ -33,7 +74,7 @@ unsafe impl GlobalAlloc for CountingAllocator {
         // SAFETY: forwarded as received.
         let p = unsafe { System.alloc_zeroed(layout) };
         if !p.is_null() {
-            LIVE_BYTES.fetch_add(layout.size() as u64, Ordering::Relaxed);
+            add(layout.size());
         }
         p
     }
@@ -41,15 +82,15 @@ unsafe impl GlobalAlloc for CountingAllocator {
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         // SAFETY: forwarded as received.
         unsafe { System.dealloc(ptr, layout) };
-        LIVE_BYTES.fetch_sub(layout.size() as u64, Ordering::Relaxed);
+        sub(layout.size());
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         // SAFETY: forwarded as received.
         let p = unsafe { System.realloc(ptr, layout, new_size) };
         if !p.is_null() {
-            LIVE_BYTES.fetch_sub(layout.size() as u64, Ordering::Relaxed);
-            LIVE_BYTES.fetch_add(new_size as u64, Ordering::Relaxed);
+            sub(layout.size());
+            add(new_size);
         }
         p
     }

@@ -78,6 +78,11 @@ struct Args {
     /// Requests in flight at once in the `--many` case.
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..))]
     many_concurrency: u64,
+    /// Worker threads of the `--many` case's server runtime: above 1, the
+    /// server's application tasks on different connections run at once
+    /// beside its endpoint task (the contended case).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=64))]
+    many_server_threads: u64,
     /// Internal: run as the `--many` case's server process for this stack
     /// (the benchmark starts it itself).
     #[arg(long, hide = true, value_enum)]
@@ -148,7 +153,7 @@ fn main() -> ExitCode {
         limit,
     };
     if let Some(stack) = args.serve_many {
-        return serve_many(stack, ip, &args.many);
+        return serve_many(stack, ip, &args.many, args.many_server_threads);
     }
     if !args.many.is_empty() {
         return run_many(&args, ip, measure, limit);
@@ -221,13 +226,14 @@ fn emit(args: &Args, report: &(impl serde::Serialize + std::fmt::Display)) -> bo
 }
 
 /// The `--many` case's server process (started by [`run_many`]).
-fn serve_many(stack: ManyStack, ip: IpAddr, many: &[u64]) -> ExitCode {
+fn serve_many(stack: ManyStack, ip: IpAddr, many: &[u64], threads: u64) -> ExitCode {
     let connections = many
         .first()
         .map_or(1, |&n| usize::try_from(n).unwrap_or(usize::MAX));
+    let threads = usize::try_from(threads).unwrap_or(1);
     let served = match stack {
-        ManyStack::Brisk => many::server::serve_child(BriskFleet, ip, connections),
-        ManyStack::Quinn => many::server::serve_child(QuinnFleet, ip, connections),
+        ManyStack::Brisk => many::server::serve_child(BriskFleet, ip, connections, threads),
+        ManyStack::Quinn => many::server::serve_child(QuinnFleet, ip, connections, threads),
     };
     match served {
         Ok(()) => ExitCode::SUCCESS,
@@ -256,6 +262,7 @@ fn run_many(args: &Args, ip: IpAddr, measure: Duration, limit: Duration) -> Exit
         measure,
         limit,
         progress: true,
+        server_threads: usize::try_from(args.many_server_threads).unwrap_or(1),
     };
     // quinn first, as the baseline, whatever order `--only` gives.
     let stacks = [Which::Quinn, Which::Brisk]

@@ -25,6 +25,7 @@ fn plan() -> ManyPlan {
         measure: Duration::from_millis(300),
         limit: Duration::from_secs(60),
         progress: false,
+        server_threads: 1,
     }
 }
 

@@ -90,6 +90,9 @@ pub(crate) struct SentPacket {
     pub requeued: bool,
 }
 
+/// Slots the ring keeps however few packets are in flight.
+const KEPT_SLOTS: usize = 64;
+
 /// Packets in flight, in a ring indexed by packet number: packet numbers
 /// only grow, so a new packet goes at the back, acknowledgements mostly
 /// take from the front, and every lookup is an index, not a tree walk.
@@ -143,11 +146,19 @@ impl SentPackets {
         (i < self.slots.len()).then_some(i)
     }
 
-    /// Drops empty slots at the front so the front is a live packet.
+    /// Drops empty slots at the front so the front is a live packet, and
+    /// gives back the ring's room once three quarters of it are unused:
+    /// the ring grows to the most packets ever in flight, and a flight
+    /// that was large for a while (a queue that built, a burst of loss)
+    /// should not pin that room for the rest of the connection.
     fn trim_front(&mut self) {
         while let Some(None) = self.slots.front() {
             self.slots.pop_front();
             self.base += 1;
+        }
+        let room = self.slots.capacity();
+        if room > KEPT_SLOTS && self.slots.len() < room / 4 {
+            self.slots.shrink_to((2 * self.slots.len()).max(KEPT_SLOTS));
         }
     }
 
@@ -255,6 +266,34 @@ mod tests {
         assert_eq!(f.len(), 3);
         assert!(f.iter().copied().eq(frames));
         assert!((&f).into_iter().copied().eq(frames));
+    }
+
+    #[test]
+    fn the_ring_gives_back_its_room_once_the_flight_is_small_again() {
+        let mut ring = SentPackets::default();
+        for pn in 0..4_000 {
+            ring.insert(pn, pkt(1_200, true));
+        }
+        let peak = ring.slots.capacity();
+        assert!(peak >= 4_000);
+        // All but the last ten acknowledged: a small flight again.
+        let mut out = Vec::new();
+        ring.remove_range_into(0..=3_989, &mut out);
+        assert_eq!(out.len(), 3_990);
+        assert_eq!(ring.len(), 10);
+        assert!(
+            ring.slots.capacity() <= KEPT_SLOTS.max(4 * ring.len()),
+            "{} slots kept for {} packets (peak {peak})",
+            ring.slots.capacity(),
+            ring.len()
+        );
+        // The rest, one by one from the front, as single ACKs take them.
+        for pn in 3_990..4_000 {
+            assert!(ring.remove(pn).is_some());
+        }
+        assert_eq!(ring.len(), 0);
+        assert!(ring.slots.capacity() <= KEPT_SLOTS);
+        assert_eq!(ring.bytes_in_flight(), 0);
     }
 
     #[test]

@@ -25,7 +25,9 @@
 //! default 30 s.
 //!
 //! Each end runs one current-thread runtime, so each stack has one core
-//! per end on a machine with two.
+//! per end on a machine with two; `server_threads` above one gives the
+//! server a multi-threaded runtime instead, so its application tasks on
+//! different connections run at once beside the endpoint's own task.
 
 mod fleet;
 mod report;
@@ -59,6 +61,11 @@ pub struct ManyPlan {
     pub limit: Duration,
     /// Print progress lines on stderr (at most one a second).
     pub progress: bool,
+    /// Worker threads of the server's runtime: 1 runs the endpoint and
+    /// every application task on one thread; more lets application tasks
+    /// on different connections run at once beside the endpoint task,
+    /// the case where per-connection state pays (or one lock contends).
+    pub server_threads: usize,
 }
 
 /// One stack at one connection count.
@@ -129,7 +136,13 @@ pub fn run<F: Fleet>(
     plan: ManyPlan,
 ) -> Result<ManyResult, BenchError> {
     server::raise_open_files_limit();
-    let (mut server, line) = ServerProcess::spawn(server_exe, fleet.name(), ip, plan.connections)?;
+    let (mut server, line) = ServerProcess::spawn(
+        server_exe,
+        fleet.name(),
+        ip,
+        plan.connections,
+        plan.server_threads,
+    )?;
     let ticket = F::parse_ticket(&line)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -12,6 +12,8 @@ use crate::rpc::{REQUEST_BYTES, RESPONSE_BYTES};
 pub struct ManyReport {
     pub ip_version: u8,
     pub concurrency: usize,
+    /// Worker threads of each server's runtime.
+    pub server_threads: usize,
     pub measure_secs: f64,
     pub results: Vec<ManyResult>,
     pub ratios: Vec<ManyRatio>,
@@ -59,6 +61,7 @@ impl ManyReport {
         ManyReport {
             ip_version,
             concurrency: plan.concurrency,
+            server_threads: plan.server_threads,
             measure_secs: plan.measure.as_secs_f64(),
             results,
             ratios,
@@ -118,8 +121,13 @@ impl std::fmt::Display for ManyReport {
         writeln!(
             f,
             "\nRequests ({} in flight, {REQUEST_BYTES} B request and {RESPONSE_BYTES} B response \
-             on a fresh stream of the next connection in turn, {:.1} s):",
-            self.concurrency, self.measure_secs
+             on a fresh stream of the next connection in turn, {:.1} s; server runtime: {}):",
+            self.concurrency,
+            self.measure_secs,
+            match self.server_threads {
+                1 => "one thread".to_owned(),
+                n => format!("{n} worker threads"),
+            }
         )?;
         writeln!(
             f,

@@ -3,9 +3,9 @@
 //! that joins it to the benchmark.
 //!
 //! The benchmark starts `brisk-netbench --serve-many <stack> --many <N>
-//! [--v6]`. The child prints `ready <ticket>` once listening, answers
-//! each `memory` line on its stdin with `memory <heap bytes or -> <resident
-//! bytes>`, and stops when its stdin closes.
+//! --many-server-threads <T> [--v6]`. The child prints `ready <ticket>`
+//! once listening, answers each `memory` line on its stdin with `memory
+//! <heap bytes or -> <resident bytes>`, and stops when its stdin closes.
 
 #![allow(unsafe_code)]
 
@@ -44,7 +44,12 @@ pub fn raise_open_files_limit() {
 
 /// The child's side: serves `fleet` on `ip` until stdin closes,
 /// answering memory questions on stdout.
-pub fn serve_child<F: Fleet>(fleet: F, ip: IpAddr, connections: usize) -> Result<(), BenchError> {
+pub fn serve_child<F: Fleet>(
+    fleet: F,
+    ip: IpAddr,
+    connections: usize,
+    threads: usize,
+) -> Result<(), BenchError> {
     raise_open_files_limit();
     let fleet = Arc::new(fleet);
     let (ticket_tx, ticket_rx) = std::sync::mpsc::channel();
@@ -52,10 +57,17 @@ pub fn serve_child<F: Fleet>(fleet: F, ip: IpAddr, connections: usize) -> Result
     let server = std::thread::Builder::new()
         .name(format!("{}-server", fleet.name()))
         .spawn(move || -> Result<(), BenchError> {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .map_err(BenchError::io("tokio runtime"))?;
+            let rt = if threads > 1 {
+                tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(threads)
+                    .enable_all()
+                    .build()
+            } else {
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+            }
+            .map_err(BenchError::io("tokio runtime"))?;
             rt.block_on(fleet.serve(ip, connections, ticket_tx, stop_rx))
         })
         .map_err(BenchError::io("spawn the server thread"))?;
@@ -111,16 +123,19 @@ pub struct ServerProcess {
 
 impl ServerProcess {
     /// Starts `exe` as the server of `stack` for `connections` clients on
-    /// `ip`; returns it and the ticket line it printed.
+    /// `ip`, on a runtime of `threads` worker threads; returns it and the
+    /// ticket line it printed.
     pub fn spawn(
         exe: &Path,
         stack: &str,
         ip: IpAddr,
         connections: usize,
+        threads: usize,
     ) -> Result<(ServerProcess, String), BenchError> {
         let mut command = Command::new(exe);
         command
             .args(["--serve-many", stack, "--many", &connections.to_string()])
+            .args(["--many-server-threads", &threads.to_string()])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());

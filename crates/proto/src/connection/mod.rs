@@ -30,6 +30,8 @@ mod fec_tests;
 mod handshake_errors;
 pub(crate) mod packet_builder;
 mod recv;
+#[cfg(test)]
+mod rx_pool_tests;
 mod send;
 
 pub use send::MAX_TRAIN_BYTES;

@@ -21,9 +21,13 @@ use std::net::SocketAddr;
 /// Frames of a packet kept from the validating parse to act on.
 const KEPT_FRAMES: usize = 2;
 
+/// Room for newly acknowledged packets kept between ACKs however few the
+/// last ones acknowledged.
+const KEPT_ACKED: usize = 64;
+
 /// Decryption buffers a connection may keep for reuse however small its
-/// receive window.
-const RX_BUFS_MIN: usize = 64;
+/// receive window, and the most it keeps once a backlog is read.
+pub(super) const RX_BUFS_MIN: usize = 64;
 
 /// A received datagram: borrowed from the caller, or handed over.
 enum Datagram<'a> {
@@ -367,6 +371,12 @@ impl Connection {
     /// slice of it is left, else a new one. The connection keeps at most a
     /// receive window of datagrams' buffers (at least [`RX_BUFS_MIN`]);
     /// past that the oldest is let go, to be freed with its last slice.
+    ///
+    /// A reader that falls behind (a busy application task) pins a buffer
+    /// per packet, so the pool grows with the backlog; once the reader has
+    /// caught up, the free buffers beyond [`RX_BUFS_MIN`] go at the next
+    /// packet, and the pool no longer holds its peak for the rest of the
+    /// connection (hundreds of KB after a burst).
     fn take_rx_buf(&mut self, len: usize) -> BytesMut {
         let mds = self.mds();
         let need = len.max(mds);
@@ -375,6 +385,7 @@ impl Connection {
             if front.try_reclaim(need)
                 && let Some(buf) = self.rx_bufs.pop_front()
             {
+                self.trim_rx_bufs(need);
                 return buf;
             }
         }
@@ -384,6 +395,27 @@ impl Connection {
             self.rx_bufs.pop_front();
         }
         BytesMut::with_capacity(need)
+    }
+
+    /// Frees the oldest buffers while no slice of them is left and more
+    /// than [`RX_BUFS_MIN`] are kept (the reader frees them in order).
+    fn trim_rx_bufs(&mut self, need: usize) {
+        while self.rx_bufs.len() > RX_BUFS_MIN {
+            let Some(front) = self.rx_bufs.front_mut() else {
+                break;
+            };
+            front.clear();
+            if !front.try_reclaim(need) {
+                break;
+            }
+            self.rx_bufs.pop_front();
+        }
+    }
+
+    /// Number of decryption buffers kept (for the pool's tests).
+    #[cfg(test)]
+    pub(super) fn rx_bufs_kept(&self) -> usize {
+        self.rx_bufs.len()
     }
 
     /// Feeds `payload` to the frame handlers as the content of an
@@ -667,7 +699,13 @@ impl Connection {
         if !newly.is_empty() {
             self.on_newly_acked(now, &ack, &newly);
         }
+        // Kept between ACKs at the size ACKs need lately: one that once
+        // acknowledged a large flight does not pin that room for good.
+        let acked = newly.len();
         newly.clear();
+        if newly.capacity() > KEPT_ACKED && acked < newly.capacity() / 4 {
+            newly.shrink_to((2 * acked).max(KEPT_ACKED));
+        }
         self.acked_scratch = newly;
     }
 

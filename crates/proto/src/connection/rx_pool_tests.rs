@@ -1,0 +1,59 @@
+//! The decryption buffer pool: a reader that falls behind pins a buffer
+//! per packet and the pool grows with the backlog; once it has read the
+//! backlog the pool gives the buffers back instead of keeping its peak.
+
+use super::recv::RX_BUFS_MIN;
+use super::tests::Pair;
+use crate::streams::Priority;
+
+/// Bytes the client sends while the server's application does not read:
+/// several hundred packets' worth, far past [`RX_BUFS_MIN`].
+const BACKLOG_BYTES: usize = 600_000;
+
+#[test]
+fn buffers_a_backlog_pinned_are_freed_once_the_reader_catches_up() {
+    for v6 in [false, true] {
+        let mut p = Pair::connected(v6, false, false);
+        let c = p.client();
+        let id = c.open_stream(true, Priority::default()).unwrap();
+        let data: Vec<u8> = (0..BACKLOG_BYTES).map(|i| (i % 251) as u8).collect();
+        let mut written = 0;
+        for _ in 0..400 {
+            written += p.client().write(id, &data[written..]).unwrap();
+            p.exchange(1);
+            let c = p.client();
+            if written == data.len()
+                && c.streams().unsent_bytes(id) == 0
+                && c.bytes_in_flight() == 0
+            {
+                break;
+            }
+        }
+        assert_eq!(written, data.len());
+        assert_eq!(p.client().streams().unsent_bytes(id), 0, "all delivered");
+        let peak = p.server().rx_bufs_kept();
+        assert!(
+            peak > 4 * RX_BUFS_MIN,
+            "{peak} buffers for an unread backlog of {BACKLOG_BYTES} bytes"
+        );
+        // The application reads it all, then the client sends a little
+        // more: that packet's buffer comes from the freed pool, and the
+        // rest of the backlog's buffers go.
+        let mut out = vec![0u8; 64 * 1024];
+        let mut read = Vec::new();
+        while let Ok(r) = p.server().read(id, &mut out) {
+            if r.bytes == 0 {
+                break;
+            }
+            read.extend_from_slice(&out[..r.bytes]);
+        }
+        assert_eq!(read, data, "the backlog arrives intact");
+        p.client().write(id, b"more").unwrap();
+        p.exchange(3);
+        let kept = p.server().rx_bufs_kept();
+        assert!(
+            kept <= RX_BUFS_MIN + 1,
+            "{kept} buffers kept after the backlog was read (peak {peak})"
+        );
+    }
+}
