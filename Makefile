@@ -25,3 +25,5 @@ test: setup
 	cargo test --profile ci -p brisk-lab --features reference-prague --test reference_peer
 	cargo test --profile ci -p brisk-proto --features fuzzing --test fuzz_corpus
 	BRISK_PROFILE=ci .ci/lab-check
+	VIRTUAL_ENV=$(CURDIR)/.venv .venv/bin/maturin develop --quiet --profile ci -m python/Cargo.toml
+	.venv/bin/python -m pytest -q python/tests

@@ -20,6 +20,7 @@ mod seconds;
 mod serve;
 mod sim;
 mod sim_plots;
+mod sweep;
 mod tcp;
 
 use clap::{Parser, Subcommand};
@@ -40,6 +41,8 @@ struct Cli {
 enum Command {
     /// Run one scenario in the deterministic simulator.
     Sim(sim::SimArgs),
+    /// Run a grid of scenarios (axes x seeds) on all cores into a Parquet store.
+    Sweep(sweep::SweepArgs),
     /// Measure the simulator's speed on reference loads, beside ns-3.
     Bench(bench::BenchArgs),
     /// Run a lab suite and write its report (report.html, results.json).
@@ -64,6 +67,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Sim(args) => sim::run(args),
+        Command::Sweep(args) => sweep::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Lab(args) => lab::run(args),
         Command::Tcp(args) => tcp::run(args),
