@@ -13,8 +13,9 @@
 //! The pipeline, in order (each stage in its own module):
 //! 1. the queue discipline ([`crate::queue`]);
 //! 2. the transmitter ([`rate`]): constant, scheduled or mahimahi-trace
-//!    capacity, optionally sent in [`bursts`] at transmit opportunities,
-//!    frozen during [`outage`]s unless `outage_drops`;
+//!    capacity, optionally sent in [`bursts`] at transmit opportunities
+//!    (from a short driver queue below the queue discipline when
+//!    configured), frozen during [`outage`]s unless `outage_drops`;
 //! 3. [`loss`]: outage losses in `outage_drops` mode, losses after idle,
 //!    then random, Gilbert-Elliott or [`fade`] loss; after the transmitter, so lost
 //!    packets used capacity;
@@ -28,6 +29,7 @@
 
 pub mod bursts;
 pub mod config;
+mod driver_queue;
 pub mod ecn_rewrite;
 pub mod fade;
 mod in_flight;
@@ -252,12 +254,14 @@ impl Link {
         if idle && self.queue.is_empty() {
             self.tx.wake(now);
         }
+        let pulls = self.tx.pulls(now);
         self.queue.enqueue(now, packet);
         self.drain_queue_events();
         // A busy transmitter is next due when its packet is done, whatever
         // the queue holds, and nothing else moved: the remembered wake-up
         // stands (and nothing is due by `now`, `advance_if_due` saw to it).
-        if idle {
+        // A driver queue with room takes the packet at once, though.
+        if idle || pulls {
             self.advance(now);
         }
     }
