@@ -574,6 +574,53 @@ mod tests {
         assert_eq!(s.transmitted_packets, s.lost_packets + s.delivered_packets);
     }
 
+    /// The same with a driver queue below the queue discipline, which takes
+    /// packets as they arrive: every packet comes out, in order, and the
+    /// remembered wake-up never goes stale.
+    #[test]
+    fn a_driver_queue_keeps_the_wake_up_exact_and_loses_nothing() {
+        use rand::Rng as _;
+        let bursts = Bursts::new(Duration::from_millis(4), Duration::from_millis(1))
+            .and_then(|b| b.with_driver_queue(Duration::from_millis(6)))
+            .unwrap();
+        let config = LinkConfig {
+            rate: RateModel::Constant { bps: 8_000_000 },
+            delay: Duration::from_millis(3),
+            bursts: Some(bursts),
+            outage_every: Some(PeriodicOutage {
+                period: Duration::from_millis(50),
+                duration: Duration::from_millis(7),
+                first: Duration::from_millis(20),
+            }),
+            ..LinkConfig::default()
+        };
+        let fifo = Box::new(Fifo::new(FifoConfig::default()));
+        let mut l = Link::new(config, fifo, crate::rng(3, 0));
+        let mut rng = crate::rng(4, 0);
+        let mut now = Instant::ZERO;
+        let (mut sent, mut delivered) = (0u64, Vec::new());
+        for i in 0..3_000 {
+            now += Duration::from_micros(rng.random_range(0..1_500));
+            if rng.random_bool(0.5) {
+                l.handle_packet(now, udp(sent, 0, 1000, Ecn::NotEct));
+                sent += 1;
+            } else if let Some(t) = l.poll_timeout().filter(|t| *t <= now) {
+                l.handle_timeout(t);
+            } else {
+                l.handle_timeout(now);
+            }
+            assert_eq!(l.poll_timeout(), l.due_times().0, "after step {i}");
+            while l.poll_event().is_some() {}
+            delivered.extend(std::iter::from_fn(|| l.poll_delivery()).map(|(_, p)| p.id));
+        }
+        while let Some(t) = l.poll_timeout() {
+            l.handle_timeout(t);
+            delivered.extend(std::iter::from_fn(|| l.poll_delivery()).map(|(_, p)| p.id));
+        }
+        assert!(sent > 1_000, "{sent}");
+        assert_eq!(delivered, (0..sent).collect::<Vec<_>>());
+    }
+
     #[test]
     fn remembered_wake_up_is_always_the_one_worked_out_afresh() {
         // Every impairment that moves a wake-up: jitter and reordering
