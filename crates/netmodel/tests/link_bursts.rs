@@ -127,3 +127,94 @@ fn the_same_seed_gives_the_same_trains_and_another_seed_others() {
     assert_eq!(trains(4), trains(4));
     assert_ne!(trains(4), trains(5));
 }
+
+/// Sojourn times in the queue discipline, in dequeue order.
+fn queue_delays(events: &[LinkEvent]) -> Vec<Duration> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            LinkEvent::Dequeued { queue_delay, .. } => Some(*queue_delay),
+            _ => None,
+        })
+        .collect()
+}
+
+fn with_driver(config: LinkConfig, airtime_ms: u64) -> LinkConfig {
+    let bursts = config
+        .bursts
+        .unwrap()
+        .with_driver_queue(Duration::from_millis(airtime_ms))
+        .unwrap();
+    LinkConfig {
+        bursts: Some(bursts),
+        ..config
+    }
+}
+
+#[test]
+fn with_a_driver_queue_a_lone_packet_waits_below_the_queue() {
+    for v6 in [false, true] {
+        let mut l = link(with_driver(bursty(10_000_000, 4, 0), 8), 100, 1);
+        let (got, events) = run(
+            &mut l,
+            vec![(ms(5), udp(0, v6, 1000, brisk_wire::Ecn::NotEct))],
+        );
+        // Same opportunity as without a driver queue ...
+        assert_eq!(got[0].0, ms(8) + Duration::from_millis(10));
+        // ... but the wait happened in the driver: none in the queue.
+        assert_eq!(queue_delays(&events), vec![Duration::ZERO]);
+    }
+}
+
+#[test]
+fn with_a_driver_queue_the_queue_sees_only_what_the_driver_has_no_room_for() {
+    for v6 in [false, true] {
+        // 9 Mbit/s offered to 10 Mbit/s in 4 +- 1 ms bursts, 2 s.
+        let load = || paced(1500, Duration::from_micros(1333), 1500, v6);
+        let (plain_got, plain_ev) = run(&mut link(bursty(10_000_000, 4, 1), 1000, 3), load());
+        let config = with_driver(bursty(10_000_000, 4, 1), 8);
+        let (got, events) = run(&mut link(config, 1000, 3), load());
+        // Without the driver the queue counts the wait for each
+        // opportunity (2 ms on average); with it, never any wait.
+        let plain = queue_delays(&plain_ev);
+        let mean = plain.iter().sum::<Duration>() / plain.len() as u32;
+        assert!(mean > Duration::from_millis(1), "v6={v6}: {mean:?}");
+        assert!(queue_delays(&events).iter().all(|d| d.is_zero()), "v6={v6}");
+        // Both deliver everything, at the same opportunities' pace.
+        assert_eq!((got.len(), plain_got.len()), (1500, 1500));
+        let (a, b) = (
+            rate_bps(&got, ms(200), ms(1800)),
+            rate_bps(&plain_got, ms(200), ms(1800)),
+        );
+        assert!((a / b - 1.0).abs() < 0.02, "v6={v6}: {a} vs {b}");
+    }
+}
+
+#[test]
+fn with_a_driver_queue_a_saturated_link_keeps_its_rate_and_the_queue_its_backlog() {
+    for v6 in [false, true] {
+        // 12 Mbit/s offered to 10 Mbit/s: the backlog builds in the queue
+        // discipline while the driver holds 8 ms (10 KB) at most.
+        let config = with_driver(bursty(10_000_000, 4, 1), 8);
+        let mut l = link(config, 100_000, 3);
+        let (got, events) = run(&mut l, paced(2000, Duration::from_millis(1), 1500, v6));
+        let r = rate_bps(&got, ms(200), ms(1800));
+        assert!((r / 10e6 - 1.0).abs() < 0.02, "v6={v6}: {r}");
+        // The queue's sojourn grows with the 2 Mbit/s excess: about 0.2 s
+        // of it after 1 s (the driver's 8 ms are not counted).
+        let d = queue_delays(&events);
+        let late = d[1000];
+        assert!(
+            late > Duration::from_millis(150) && late < Duration::from_millis(250),
+            "v6={v6}: {late:?}"
+        );
+    }
+}
+
+#[test]
+fn a_driver_queue_shorter_than_the_opportunity_spacing_is_refused() {
+    let b = Bursts::new(Duration::from_millis(4), Duration::from_millis(1)).unwrap();
+    let e = b.with_driver_queue(Duration::from_millis(5)).unwrap_err();
+    assert!(e.contains("widest spacing"), "{e}");
+    assert!(b.with_driver_queue(Duration::from_millis(6)).is_ok());
+}

@@ -93,6 +93,23 @@ fn prague_alone_fills_25_to_100mbit_links_with_a_one_packet_queue() {
     check_alone(100.0, 5, 1.0);
 }
 
+/// The ends of the grid, goals not met yet: at 1 Mbit/s, where one
+/// 1500-byte packet takes 12 ms, Prague kept 77% with a queue p99 of
+/// 48 ms; at a 200 ms base RTT (10 Mbit/s) 92% with 14 ms. Run with
+/// `cargo test --release -p brisk-sim --test l4s_slow_links -- --ignored --nocapture fills_a`.
+#[test]
+#[ignore = "goal not met yet: 77% and a 48 ms queue p99"]
+fn prague_alone_fills_a_1mbit_link() {
+    check_alone(1.0, 20, 1.0);
+}
+
+/// See [`prague_alone_fills_a_1mbit_link`].
+#[test]
+#[ignore = "goal not met yet: 92% and a 14 ms queue p99"]
+fn prague_alone_fills_a_link_with_200ms_base_rtt() {
+    check_alone(10.0, 200, 1.0);
+}
+
 fn check_ratio(mbit: f64, other: &str, range: std::ops::RangeInclusive<f64>) {
     for ip in FAMILIES {
         let (p, o) = beside(mbit, 20, other, ip);

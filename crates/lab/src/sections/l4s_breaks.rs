@@ -107,10 +107,10 @@ impl Section for L4sBreaks {
             scope: "Brisk's Prague over its own transport in the simulator; CUBIC is Brisk's \
                     CUBIC, not the kernel's. DualPI2 runs Linux's defaults. The bursts are \
                     the simulator's model of an aggregating radio (a transmit opportunity \
-                    every 4 ± 1 ms), not a measured Wi-Fi trace, with DualPI2 in front of \
-                    it: the queue counts the wait for the next opportunity as sojourn \
-                    time, so about three packets in four wait past the 1 ms step whatever \
-                    the sender's rate. The reference column runs \
+                    every 4 ± 1 ms), not a measured Wi-Fi trace. As in Linux Wi-Fi, the \
+                    wait for the next opportunity happens in a driver queue below DualPI2 \
+                    (at most 12 ms of air time, Linux's default airtime queue limit), so DualPI2 sees only its own sojourn \
+                    time. The reference column runs \
                     the udp_prague crate's controller (a port of the L4S team's UDP Prague) \
                     in the same networks, when the lab is built with it.",
         }

@@ -12,8 +12,20 @@
 //! left sends its remaining bytes at the next opportunities and leaves with
 //! the one that completes it.
 //!
+//! Where the wait for an opportunity happens is a choice. By default the
+//! transmitter takes packets straight from the queue discipline, so the
+//! queue (and its AQM) counts the wait as sojourn time: the harshest case.
+//! With `driver_queue`, packets move at once into a short driver queue
+//! below the queue discipline that holds at most that much air time at the
+//! current rate, and the opportunities drain the driver queue. This is how
+//! Linux Wi-Fi behaves with its airtime queue limits (or BQL on a wired
+//! NIC): the aggregation wait happens in the driver, and the queue
+//! discipline holds only what the driver has no room for, so its AQM sees
+//! its own sojourn time only.
+//!
 //! In a scenario: `bursts = { interval = "4ms", jitter = "1ms" }` beside a
-//! constant or scheduled `rate` (a mahimahi trace has its own timing).
+//! constant or scheduled `rate` (a mahimahi trace has its own timing), and
+//! optionally `driver_queue = "8ms"`.
 
 use super::rate::RateModel;
 use crate::Rng;
@@ -32,6 +44,11 @@ pub struct Bursts {
     pub interval: Duration,
     /// Largest offset either way from each opportunity's nominal time; at most half of `interval`.
     pub jitter: Duration,
+    /// Air time the driver queue below the queue discipline holds, or
+    /// `None` to take packets from the queue discipline at each
+    /// opportunity. At least `interval + 2 * jitter`, the widest spacing
+    /// of two opportunities, so one opportunity's budget always fits.
+    pub driver_queue: Option<Duration>,
 }
 
 impl Bursts {
@@ -47,7 +64,28 @@ impl Bursts {
                  so transmit opportunities keep their order"
             ));
         }
-        Ok(Bursts { interval, jitter })
+        Ok(Bursts {
+            interval,
+            jitter,
+            driver_queue: None,
+        })
+    }
+
+    /// The same bursts with a driver queue of `airtime` below the queue
+    /// discipline; refused when one opportunity's budget would not fit.
+    pub fn with_driver_queue(self, airtime: Duration) -> Result<Bursts, String> {
+        let widest = self.interval + 2 * self.jitter;
+        if airtime < widest {
+            return Err(format!(
+                "bursts driver_queue {airtime:?} must hold at least the widest spacing of two \
+                 transmit opportunities (interval + 2 * jitter = {widest:?}), or the link \
+                 could never run at its rate"
+            ));
+        }
+        Ok(Bursts {
+            driver_queue: Some(airtime),
+            ..self
+        })
     }
 }
 
@@ -58,13 +96,19 @@ struct BurstsToml {
     interval: Duration,
     #[serde(default, with = "crate::units::duration")]
     jitter: Duration,
+    #[serde(default, deserialize_with = "crate::units::opt_duration::deserialize")]
+    driver_queue: Option<Duration>,
 }
 
 impl TryFrom<BurstsToml> for Bursts {
     type Error = String;
 
     fn try_from(t: BurstsToml) -> Result<Bursts, String> {
-        Bursts::new(t.interval, t.jitter)
+        let b = Bursts::new(t.interval, t.jitter)?;
+        match t.driver_queue {
+            Some(airtime) => b.with_driver_queue(airtime),
+            None => Ok(b),
+        }
     }
 }
 

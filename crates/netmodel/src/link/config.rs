@@ -21,6 +21,7 @@
 //! outage_drops = false
 //! ecn = "pass"                   # "bleach", "ce_only", "ect1_to_ect0"
 //! bursts = { interval = "4ms", jitter = "1ms" }   # aggregating radio
+//!                                # add driver_queue = "8ms" to wait below the queue
 //! ```
 //!
 //! Fields that take several forms accept a bare value for the common case
@@ -115,7 +116,10 @@ pub struct LinkConfig {
     /// transmitter send only at transmit opportunities, one per interval
     /// (each moved by up to the jitter, at most half the interval), each
     /// sending at once what `rate` accumulated since the previous one, as
-    /// an aggregating Wi-Fi radio does. Needs a constant or scheduled
+    /// an aggregating Wi-Fi radio does. With `driver_queue = "8ms"` the
+    /// wait for an opportunity happens in a driver queue below the queue
+    /// discipline that holds that much air time, so the AQM sees only its
+    /// own sojourn time ([`Bursts`]). Needs a constant or scheduled
     /// `rate`. Default none: packets leave as they are serialized.
     pub bursts: Option<Bursts>,
 }
@@ -222,7 +226,12 @@ impl LinkConfig {
             ) {
                 return Err(LinkConfigError::BurstsWithTrace);
             }
-            Bursts::new(b.interval, b.jitter).map_err(LinkConfigError::Bursts)?;
+            let checked = Bursts::new(b.interval, b.jitter).map_err(LinkConfigError::Bursts)?;
+            if let Some(airtime) = b.driver_queue {
+                checked
+                    .with_driver_queue(airtime)
+                    .map_err(LinkConfigError::Bursts)?;
+            }
         }
         Ok(())
     }
@@ -598,5 +607,17 @@ mod tests {
             toml::from_str("rate = { mahimahi = \"x\" }\nbursts = { interval = \"4ms\" }").unwrap();
         c.load_trace("1\n2\n").unwrap();
         assert_eq!(c.validate(), Err(LinkConfigError::BurstsWithTrace));
+        let c: LinkConfig =
+            toml::from_str("bursts = { interval = \"4ms\", driver_queue = \"8ms\" }").unwrap();
+        assert_eq!(
+            c.bursts.and_then(|b| b.driver_queue),
+            Some(Duration::from_millis(8))
+        );
+        let e = toml::from_str::<LinkConfig>(
+            "bursts = { interval = \"4ms\", jitter = \"1ms\", driver_queue = \"4ms\" }",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("driver_queue"), "{e}");
     }
 }

@@ -13,8 +13,9 @@
 //! The pipeline, in order (each stage in its own module):
 //! 1. the queue discipline ([`crate::queue`]);
 //! 2. the transmitter ([`rate`]): constant, scheduled or mahimahi-trace
-//!    capacity, optionally sent in [`bursts`] at transmit opportunities,
-//!    frozen during [`outage`]s unless `outage_drops`;
+//!    capacity, optionally sent in [`bursts`] at transmit opportunities
+//!    (from a short driver queue below the queue discipline when
+//!    configured), frozen during [`outage`]s unless `outage_drops`;
 //! 3. [`loss`]: outage losses in `outage_drops` mode, losses after idle,
 //!    then random, Gilbert-Elliott or [`fade`] loss; after the transmitter, so lost
 //!    packets used capacity;
@@ -28,6 +29,7 @@
 
 pub mod bursts;
 pub mod config;
+mod driver_queue;
 pub mod ecn_rewrite;
 pub mod fade;
 mod in_flight;
@@ -252,12 +254,14 @@ impl Link {
         if idle && self.queue.is_empty() {
             self.tx.wake(now);
         }
+        let pulls = self.tx.pulls(now);
         self.queue.enqueue(now, packet);
         self.drain_queue_events();
         // A busy transmitter is next due when its packet is done, whatever
         // the queue holds, and nothing else moved: the remembered wake-up
         // stands (and nothing is due by `now`, `advance_if_due` saw to it).
-        if idle {
+        // A driver queue with room takes the packet at once, though.
+        if idle || pulls {
             self.advance(now);
         }
     }
@@ -568,6 +572,53 @@ mod tests {
         assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
         let s = l.stats();
         assert_eq!(s.transmitted_packets, s.lost_packets + s.delivered_packets);
+    }
+
+    /// The same with a driver queue below the queue discipline, which takes
+    /// packets as they arrive: every packet comes out, in order, and the
+    /// remembered wake-up never goes stale.
+    #[test]
+    fn a_driver_queue_keeps_the_wake_up_exact_and_loses_nothing() {
+        use rand::Rng as _;
+        let bursts = Bursts::new(Duration::from_millis(4), Duration::from_millis(1))
+            .and_then(|b| b.with_driver_queue(Duration::from_millis(6)))
+            .unwrap();
+        let config = LinkConfig {
+            rate: RateModel::Constant { bps: 8_000_000 },
+            delay: Duration::from_millis(3),
+            bursts: Some(bursts),
+            outage_every: Some(PeriodicOutage {
+                period: Duration::from_millis(50),
+                duration: Duration::from_millis(7),
+                first: Duration::from_millis(20),
+            }),
+            ..LinkConfig::default()
+        };
+        let fifo = Box::new(Fifo::new(FifoConfig::default()));
+        let mut l = Link::new(config, fifo, crate::rng(3, 0));
+        let mut rng = crate::rng(4, 0);
+        let mut now = Instant::ZERO;
+        let (mut sent, mut delivered) = (0u64, Vec::new());
+        for i in 0..3_000 {
+            now += Duration::from_micros(rng.random_range(0..1_500));
+            if rng.random_bool(0.5) {
+                l.handle_packet(now, udp(sent, 0, 1000, Ecn::NotEct));
+                sent += 1;
+            } else if let Some(t) = l.poll_timeout().filter(|t| *t <= now) {
+                l.handle_timeout(t);
+            } else {
+                l.handle_timeout(now);
+            }
+            assert_eq!(l.poll_timeout(), l.due_times().0, "after step {i}");
+            while l.poll_event().is_some() {}
+            delivered.extend(std::iter::from_fn(|| l.poll_delivery()).map(|(_, p)| p.id));
+        }
+        while let Some(t) = l.poll_timeout() {
+            l.handle_timeout(t);
+            delivered.extend(std::iter::from_fn(|| l.poll_delivery()).map(|(_, p)| p.id));
+        }
+        assert!(sent > 1_000, "{sent}");
+        assert_eq!(delivered, (0..sent).collect::<Vec<_>>());
     }
 
     #[test]

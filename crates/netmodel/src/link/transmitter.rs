@@ -2,6 +2,7 @@
 //! per the rate model, honouring outages when they freeze the link.
 
 use super::bursts::{Bursts, OpportunityClock};
+use super::driver_queue::DriverQueue;
 use super::outage::OutageSchedule;
 use super::rate::{MAHIMAHI_OPPORTUNITY_BYTES, MahimahiTrace, RateModel};
 use crate::Rng;
@@ -60,9 +61,23 @@ enum State {
         clock: Box<OpportunityClock>,
         /// The packet in transit and its bytes still to send.
         sending: Option<(Packet, usize)>,
+        /// The driver queue the opportunities drain, when the aggregation
+        /// wait happens below the queue discipline; `None` drains the
+        /// queue discipline itself.
+        driver: Option<Driver>,
     },
     /// A trace file that was never loaded: no capacity at all.
     Stalled,
+}
+
+/// A driver queue and when it last took packets from the queue discipline.
+#[derive(Debug)]
+struct Driver {
+    queue: DriverQueue,
+    /// When it takes from the queue discipline next, if it has room and
+    /// the queue discipline holds packets (it empties the queue discipline
+    /// whenever it has room, so both hold only for a packet just queued).
+    pull_at: Instant,
 }
 
 impl Transmitter {
@@ -80,6 +95,10 @@ impl Transmitter {
                     rate: rate.clone(),
                     clock: Box::new(OpportunityClock::new(b, rng)),
                     sending: None,
+                    driver: b.driver_queue.map(|airtime| Driver {
+                        queue: DriverQueue::new(airtime),
+                        pull_at: Instant::ZERO,
+                    }),
                 }
             }
             (RateModel::Constant { .. } | RateModel::Schedule(_), None) => State::Continuous {
@@ -126,13 +145,33 @@ impl Transmitter {
         Some(opportunities.saturating_mul(MAHIMAHI_OPPORTUNITY_BYTES as u64))
     }
 
-    /// True when no packet is partly or wholly being serialized.
+    /// True when no packet is partly or wholly being serialized (nor
+    /// waits in a driver queue).
     pub(crate) fn is_idle(&self) -> bool {
         match &self.state {
             State::Continuous { sending, .. } => sending.is_none(),
             State::Trace { sending, .. } => sending.is_none(),
-            State::Bursty { sending, .. } => sending.is_none(),
+            State::Bursty {
+                sending, driver, ..
+            } => sending.is_none() && driver.as_ref().is_none_or(|d| d.queue.is_empty()),
             State::Stalled => true,
+        }
+    }
+
+    /// A packet is about to be queued at `now`: true when a driver queue
+    /// has room for it and takes it at once, so the caller must step the
+    /// transmitter at `now`.
+    pub(crate) fn pulls(&mut self, now: Instant) -> bool {
+        match &mut self.state {
+            State::Bursty {
+                rate,
+                driver: Some(d),
+                ..
+            } if d.queue.has_room(rate.piece(now).0) => {
+                d.pull_at = now;
+                true
+            }
+            _ => false,
         }
     }
 
@@ -170,8 +209,25 @@ impl Transmitter {
                 next,
                 sending,
             } => (sending.is_some() || queue_has_packets()).then(|| trace.opportunity_at(*next)),
-            State::Bursty { clock, sending, .. } => {
-                (sending.is_some() || queue_has_packets()).then(|| clock.next())
+            State::Bursty {
+                clock,
+                sending,
+                driver: None,
+                ..
+            } => (sending.is_some() || queue_has_packets()).then(|| clock.next()),
+            State::Bursty {
+                rate,
+                clock,
+                sending,
+                driver: Some(d),
+            } => {
+                let send = (sending.is_some() || !d.queue.is_empty()).then(|| clock.next());
+                let pull = (d.queue.has_room(rate.piece(d.pull_at).0) && queue_has_packets())
+                    .then_some(d.pull_at);
+                match (send, pull) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                }
             }
             State::Stalled => None,
         }
@@ -231,26 +287,60 @@ impl Transmitter {
                 *next += 1;
                 // Air time at the trace's mean rate.
                 let mean_bps = trace.mean_bps();
-                send_budget(at, MAHIMAHI_OPPORTUNITY_BYTES, queue, sending, out, |len| {
-                    Duration::from_secs_f64(len as f64 * 8.0 / mean_bps)
-                });
+                send_budget(
+                    at,
+                    MAHIMAHI_OPPORTUNITY_BYTES,
+                    &mut |out| from_queue(at, queue, out),
+                    sending,
+                    out,
+                    |len| Duration::from_secs_f64(len as f64 * 8.0 / mean_bps),
+                );
             }
             State::Bursty {
                 rate,
                 clock,
                 sending,
+                driver,
             } => {
-                if let Some(up) = frozen_until {
-                    // The radio is down: these opportunities are lost.
-                    clock.skip_to(up, true);
-                    return false;
-                }
-                let budget = clock.budget_bytes(rate);
-                clock.advance();
                 let bps = rate.piece(at).0;
-                send_budget(at, budget, queue, sending, out, |len| {
-                    Duration::from_nanos((len as u64 * 8_000_000_000).div_ceil(bps))
-                });
+                let air = |len: usize| {
+                    Duration::from_nanos((len as u64 * 8_000_000_000).div_ceil(bps.max(1)))
+                };
+                let Some(d) = driver else {
+                    if let Some(up) = frozen_until {
+                        // The radio is down: these opportunities are lost.
+                        clock.skip_to(up, true);
+                        return false;
+                    }
+                    let budget = clock.budget_bytes(rate);
+                    clock.advance();
+                    send_budget(
+                        at,
+                        budget,
+                        &mut |out| from_queue(at, queue, out),
+                        sending,
+                        out,
+                        air,
+                    );
+                    return false;
+                };
+                if let Some(up) = frozen_until {
+                    // The radio is down: these opportunities are lost, but
+                    // the driver still fills from the queue discipline.
+                    clock.skip_to(up, true);
+                } else if clock.next() <= at && (sending.is_some() || !d.queue.is_empty()) {
+                    let budget = clock.budget_bytes(rate);
+                    clock.advance();
+                    let driver_queue = &mut d.queue;
+                    send_budget(at, budget, &mut |_| driver_queue.pop(), sending, out, air);
+                }
+                d.pull_at = at;
+                while d.queue.has_room(bps) {
+                    let Some(packet) = from_queue(at, queue, out) else {
+                        break;
+                    };
+                    d.queue.push(packet);
+                }
             }
             State::Stalled => {}
         }
@@ -259,23 +349,23 @@ impl Transmitter {
 }
 
 /// Spends `budget` bytes at the opportunity `at`: finishes the packet in
-/// transit, then takes packets from the queue head until the budget runs
-/// out; a packet it cannot finish keeps its remaining bytes in `sending`.
-/// Every packet finished leaves at `at`, with the air time `air(len)`.
+/// transit, then takes packets from `next` (the queue head or a driver
+/// queue) until the budget runs out; a packet it cannot finish keeps its
+/// remaining bytes in `sending`. Every packet finished leaves at `at`,
+/// with the air time `air(len)`.
 fn send_budget(
     at: Instant,
     mut budget: usize,
-    queue: &mut dyn Queue,
+    next: &mut dyn FnMut(&mut Vec<TxOutput>) -> Option<Packet>,
     sending: &mut Option<(Packet, usize)>,
     out: &mut Vec<TxOutput>,
     air: impl Fn(usize) -> Duration,
 ) {
     while budget > 0 {
         if sending.is_none() {
-            let Some(packet) = queue.dequeue(at) else {
+            let Some(packet) = next(out) else {
                 break;
             };
-            out.push(dequeued(at, &packet));
             let len = packet.len();
             *sending = Some((packet, len));
         }
@@ -290,6 +380,13 @@ fn send_budget(
             out.push(TxOutput::Sent { at, packet, busy });
         }
     }
+}
+
+/// The queue discipline's head at `at`, reported as it leaves.
+fn from_queue(at: Instant, queue: &mut dyn Queue, out: &mut Vec<TxOutput>) -> Option<Packet> {
+    let packet = queue.dequeue(at)?;
+    out.push(dequeued(at, &packet));
+    Some(packet)
 }
 
 fn dequeued(at: Instant, packet: &Packet) -> TxOutput {
