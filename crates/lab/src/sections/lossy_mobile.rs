@@ -3,7 +3,7 @@
 //! networks (Wi-Fi 110 ms, LTE 220 ms, 3G 550 ms, EDGE 900 ms), and how
 //! much of it forward error correction wins back.
 //!
-//! Objects: each scenario fetches 60 objects (50, 10 and 200 KB in turn),
+//! Objects: each scenario fetches 120 objects (50, 10 and 200 KB in turn),
 //! each on a fresh connection, one every 500 ms, over a 10 Mbit/s link
 //! with the profile's round trip, a 200-packet FIFO and one loss condition
 //! on the data direction: none, 1%, 3%, 5% random, or 5% in
@@ -78,7 +78,7 @@ const FEC_GAIN: f64 = 2.0;
 const BULK_SHARE: f64 = 0.9;
 /// Fetches of one size a full run holds: fewer (a `--quick` run) makes
 /// the p95 the slowest of a handful, which the setup check names.
-const FULL_SAMPLES: f64 = 20.0;
+const FULL_SAMPLES: f64 = 40.0;
 /// OK.ru's TCP utilisation: (loss %, RTT ms, percent).
 const SEED_TCP: [(u32, u32, f64); 3] = [(0, 20, 99.0), (5, 20, 74.0), (5, 220, 45.0)];
 
