@@ -9,6 +9,7 @@ mod bufferbloat_flow;
 mod l4s_breaks;
 mod l4s_call;
 mod l4s_queue;
+mod lossy_mobile;
 mod mobile;
 mod mobile_feed;
 mod reference_peer;
@@ -28,6 +29,7 @@ pub fn all() -> &'static [&'static dyn Section] {
         &send_buffer::SendBuffer,
         &mobile::Mobile,
         &tcp_inefficiency::TcpInefficiency,
+        &lossy_mobile::LossyMobile,
     ]
 }
 

@@ -348,11 +348,16 @@ impl Bbr {
         }
     }
 
+    /// Only a minimum the filter holds can expire: a connection whose
+    /// first ACK comes more than [`MIN_RTT_FILTER`] after the clock's zero
+    /// (any connection opened after a process's first 10 s) must not start
+    /// in ProbeRtt.
     fn update_min_rtt(&mut self, now: Instant, rtt: Duration) {
-        self.min_rtt_expired = self
-            .min_rtt_stamp
-            .checked_add(MIN_RTT_FILTER)
-            .is_some_and(|expiry| now > expiry);
+        self.min_rtt_expired = self.min_rtt.is_some()
+            && self
+                .min_rtt_stamp
+                .checked_add(MIN_RTT_FILTER)
+                .is_some_and(|expiry| now > expiry);
         if self.min_rtt.is_none_or(|min| rtt <= min) || self.min_rtt_expired {
             self.min_rtt = Some(rtt);
             self.min_rtt_stamp = now;
@@ -642,6 +647,23 @@ mod tests {
             cc.pacing_window(),
             (BBR_HIGH_GAIN * 12_000.0 / SLOW_START_GAIN).ceil() as u64
         );
+    }
+
+    /// A connection opened long after the clock's zero starts in Startup
+    /// and stays there on its first ACKs: its minimum RTT is new, not
+    /// stale. (It used to enter ProbeRtt on its first ACK, cutting its
+    /// window to four packets.)
+    #[test]
+    fn a_late_connection_does_not_start_in_probe_rtt() {
+        let mut cc = bbr();
+        let start = Instant::from_millis(60_000);
+        let mut steady = Steady {
+            now: start,
+            ..Steady::default()
+        };
+        steady.run(&mut cc, ms(300), ms(1), ms(100), false);
+        assert_eq!(cc.state(), BbrState::Startup);
+        assert!(cc.window() > 12_000, "window {}", cc.window());
     }
 
     /// Startup doubles the delivery rate each round, then three rounds
