@@ -33,6 +33,8 @@ pub(crate) struct ConnIo {
     pub accept_waker: Option<Waker>,
     pub open_waker: Option<Waker>,
     pub closed_wakers: Vec<Waker>,
+    /// A `recv_datagram` caller waiting for a datagram.
+    pub datagram_waker: Option<Waker>,
     pub readers: HashMap<StreamId, Waker>,
     /// Blocked writes and shutdowns waiting for acknowledgement.
     pub writers: HashMap<StreamId, Waker>,
@@ -57,6 +59,7 @@ impl ConnIo {
             .into_iter()
             .chain(self.accept_waker.take())
             .chain(self.open_waker.take())
+            .chain(self.datagram_waker.take())
             .chain(self.closed_wakers.drain(..))
             .chain(self.readers.drain().map(|(_, w)| w))
             .chain(self.writers.drain().map(|(_, w)| w))
@@ -85,6 +88,13 @@ impl ConnIo {
             }
             Event::Stream(se) => self.dispatch_stream_event(se),
             Event::EarlyData { .. } => false,
+            Event::DatagramsReadable => match self.datagram_waker.take() {
+                Some(w) => {
+                    w.wake();
+                    true
+                }
+                None => false,
+            },
             Event::ConnectionLost(e) => {
                 self.fail(ConnectionError::Lost(e));
                 false

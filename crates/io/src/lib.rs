@@ -10,6 +10,8 @@
 //! - [`endpoint`]: [`Endpoint`] (`server`, `client`, `connect`, `accept`,
 //!   `close`, `abort`, `stats`);
 //! - [`connection`]: [`Connection`] (streams, `writable`, `stats`, `close`);
+//! - [`datagram`]: unreliable datagrams on a [`Connection`]
+//!   (`send_datagram` with a deadline, `recv_datagram`);
 //! - [`stream`]: [`Stream`], a tokio `AsyncRead` + `AsyncWrite`;
 //! - [`config`], [`error`], [`keys`] (key files);
 //! - [`busy_poll`]: when the task spins on its socket instead of sleeping;
@@ -31,6 +33,7 @@ pub mod config;
 mod conn_state;
 pub mod connected;
 pub mod connection;
+pub mod datagram;
 mod driver;
 pub mod endpoint;
 pub mod error;
@@ -45,6 +48,7 @@ pub use brisk_proto::crypto::{KEY_LEN, Keypair};
 pub use brisk_proto::{ConnectionStats, TransportConfig};
 pub use config::{EndpointConfig, ServerConfig, SocketConfig};
 pub use connection::Connection;
+pub use datagram::DatagramSendError;
 pub use endpoint::{Endpoint, EndpointStats};
 pub use error::{ConnectError, ConnectionError, EndpointError};
 pub use stream::Stream;

@@ -330,7 +330,14 @@ fn brisk(b: &Brisk) -> String {
             ),
             *limit,
         ),
-        BriskWorkloadSpec::Video { fps, limit } => (format!("video call at {fps} fps"), *limit),
+        BriskWorkloadSpec::Video {
+            fps,
+            limit,
+            delivery,
+        } => (
+            format!("video call at {fps} fps on {}", delivery.name()),
+            *limit,
+        ),
         BriskWorkloadSpec::Feed { objects, .. } => (
             format!(
                 "feed page of {} objects, {} in all",

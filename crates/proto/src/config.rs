@@ -51,6 +51,9 @@ pub struct TransportConfig {
     /// Forward error correction: whether to announce it, and the default
     /// per-stream policy.
     pub fec: crate::fec::FecConfig,
+    /// Unreliable datagrams: whether and up to what size to take them,
+    /// queue bounds, and their FEC policy.
+    pub datagrams: crate::datagrams::DatagramConfig,
 }
 
 impl Default for TransportConfig {
@@ -69,6 +72,7 @@ impl Default for TransportConfig {
             packet_ciphers: PacketCipher::local_preference(),
             ack_frequency: true,
             fec: crate::fec::FecConfig::default(),
+            datagrams: crate::datagrams::DatagramConfig::default(),
         }
     }
 }

@@ -32,6 +32,7 @@
 //! - congestion: `congestion` (NewReno, CUBIC, Prague, BBR), `pacing`,
 //!   `ecn_validation`;
 //! - recovery without a round trip: `fec` (repair symbols, rebuilt packets);
+//! - `datagrams`: unreliable datagrams with deadlines, bounded queues;
 //! - `streams`: multiplexing, flow control, priorities;
 //! - `connection`, `endpoint`, `config`, `stats`, `error`, `schedule`;
 //! - under attack: `admission` (retry or refuse before any key agreement,
@@ -53,6 +54,7 @@ mod config;
 pub mod congestion;
 mod connection;
 pub mod crypto;
+mod datagrams;
 pub mod ecn_validation;
 mod endpoint;
 mod error;
@@ -76,6 +78,7 @@ mod varint;
 
 pub use config::{AdmissionConfig, ClientConfig, RetryPolicy, ServerConfig, TransportConfig};
 pub use connection::{ConnState, Connection, Event, Idempotent, MAX_TRAIN_BYTES, Transmit};
+pub use datagrams::{DatagramConfig, DatagramError, DatagramStats};
 pub use endpoint::{ConnectionHandle, Delivery, Endpoint, EndpointStats};
 pub use error::{ConnectError, ConnectionError, EarlyDataError};
 pub use handshake::Pattern;

@@ -194,6 +194,9 @@ pub fn frame(f: &Frame<'_>) -> QlogFrame {
             bursts: r.bursts,
             largest_packet_number: r.largest_pn,
         },
+        Frame::Datagram(d) => QlogFrame::Datagram {
+            length_bytes: d.data.len() as u64,
+        },
     }
 }
 

@@ -128,6 +128,9 @@ pub struct ConnectionStats {
     /// Packets this side rebuilt from the peer's repair instead of waiting
     /// for their retransmission.
     pub packets_rebuilt: u64,
+    /// Unreliable datagrams (the application's, not UDP's): sent,
+    /// received, and dropped by deadline or queue bound.
+    pub app_datagrams: crate::datagrams::DatagramStats,
     /// Packets dropped on receipt, by reason.
     pub dropped: DropStats,
 }

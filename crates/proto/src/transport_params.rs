@@ -25,12 +25,15 @@ mod id {
     pub(super) const EARLY_DATA_ACCEPTED: u64 = 0x0a;
     pub(super) const PACKET_CIPHERS: u64 = 0x0b;
     pub(super) const STATELESS_RESET_TOKEN: u64 = 0x0c;
-    /// Extensions take ids from 0x10: 0x10 DATAGRAM, 0x13
+    /// Extensions take ids from 0x10: 0x13
     /// connection migration (active CID limit), 0x14 stream priorities on
     /// the wire and 0x15 PMTU probing are set aside.
     pub(super) const MIN_ACK_DELAY_US: u64 = 0x12;
     /// Empty: this side takes REPAIR and REPAIRED frames.
     pub(super) const FEC: u64 = 0x11;
+    /// The largest DATAGRAM frame this side takes, in bytes (RFC 9221
+    /// uses 0x20 on QUIC's registry; Brisk numbers its own).
+    pub(super) const MAX_DATAGRAM_FRAME_SIZE: u64 = 0x10;
 }
 
 /// RFC 9000's bound on ack delays: `max_ack_delay` stays below it, and a
@@ -69,6 +72,10 @@ pub(crate) struct TransportParams {
     /// This side takes forward error correction frames (REPAIR, REPAIRED);
     /// either side sends them only when both announced it.
     pub fec: bool,
+    /// The largest DATAGRAM frame (type, length and data) this side takes;
+    /// `None` (or zero on the wire) means it takes none, and the peer must
+    /// not send any.
+    pub max_datagram_frame_size: Option<u64>,
 }
 
 impl Default for TransportParams {
@@ -88,6 +95,7 @@ impl Default for TransportParams {
             min_ack_delay: None,
             stateless_reset_token: None,
             fec: false,
+            max_datagram_frame_size: None,
         }
     }
 }
@@ -151,6 +159,9 @@ impl TransportParams {
         if self.fec {
             put_bytes(out, id::FEC, &[]);
         }
+        if let Some(m) = self.max_datagram_frame_size.filter(|&m| m > 0) {
+            put_int(out, id::MAX_DATAGRAM_FRAME_SIZE, m);
+        }
     }
 
     /// Parses a whole parameter block; a parameter given twice, a value
@@ -211,6 +222,9 @@ impl TransportParams {
                         return Err(DecodeError::Malformed("fec parameter with a value"));
                     }
                     p.fec = true;
+                }
+                id::MAX_DATAGRAM_FRAME_SIZE => {
+                    p.max_datagram_frame_size = Some(int(&mut v)?).filter(|&m| m > 0);
                 }
                 id::PACKET_CIPHERS => {
                     if v.is_empty() {
@@ -288,8 +302,8 @@ mod tests {
     fn round_trips_and_skips_unknown_ids() {
         let mut b = Vec::new();
         sample().emit(&mut b);
-        // A parameter of a set-aside extension (id 0x10, 2 bytes) is ignored.
-        b.extend_from_slice(&[0x10, 0x02, 0xab, 0xcd]);
+        // A parameter of a set-aside extension (id 0x14, 2 bytes) is ignored.
+        b.extend_from_slice(&[0x14, 0x02, 0xab, 0xcd]);
         assert_eq!(TransportParams::parse(&b).unwrap(), sample());
     }
 
@@ -304,6 +318,22 @@ mod tests {
         assert_eq!(TransportParams::parse(&b).unwrap(), on);
         assert!(b.ends_with(&[0x11, 0x00]));
         assert!(TransportParams::parse(&[0x07, 0x00, 0x11, 0x01, 0x01]).is_err());
+    }
+
+    #[test]
+    fn max_datagram_frame_size_is_an_integer_and_zero_means_none() {
+        let on = TransportParams {
+            max_datagram_frame_size: Some(1200),
+            ..sample()
+        };
+        let mut b = Vec::new();
+        on.emit(&mut b);
+        assert_eq!(TransportParams::parse(&b).unwrap(), on);
+        // id 0x10, length 2, 1200 as a 2-byte varint.
+        assert!(b.ends_with(&[0x10, 0x02, 0x44, 0xb0]));
+        let zero = TransportParams::parse(&[0x07, 0x00, 0x10, 0x01, 0x00]).unwrap();
+        assert_eq!(zero.max_datagram_frame_size, None);
+        assert!(TransportParams::parse(&[0x07, 0x00, 0x10, 0x00]).is_err());
     }
 
     #[test]

@@ -121,9 +121,14 @@ fn brisk_config(
                 send_path,
             ),
         },
-        BriskWorkloadSpec::Video { fps, limit } => BriskWorkload::Video {
+        BriskWorkloadSpec::Video {
+            fps,
+            limit,
+            delivery,
+        } => BriskWorkload::Video {
             fps: *fps,
             path: limit.map_or(SendPath::Unbounded, send_path),
+            datagrams: *delivery == scenario::VideoDelivery::Datagrams,
         },
         BriskWorkloadSpec::Feed {
             objects,
@@ -305,6 +310,9 @@ fn brisk_results(t: &TransportReport) -> BriskResults {
             repair_packets_sent: st.as_ref().map_or(0, |s| s.repair_packets_sent),
             repair_bytes_sent: st.as_ref().map_or(0, |s| s.repair_bytes_sent),
             packets_rebuilt: t.receiver.as_ref().map_or(0, |s| s.packets_rebuilt),
+            datagrams_sent: st.as_ref().map_or(0, |s| s.app_datagrams.sent),
+            datagrams_expired: st.as_ref().map_or(0, |s| s.app_datagrams.expired),
+            datagrams_received: t.receiver.as_ref().map_or(0, |s| s.app_datagrams.received),
             receiver_acks: t.receiver.as_ref().map_or(0, |s| s.ack_frames_sent),
             ce_echoed: st.as_ref().map_or(0, |s| s.ecn_echoed.ce),
             ecn_state: st.as_ref().map_or_else(

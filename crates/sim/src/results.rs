@@ -94,6 +94,11 @@ pub struct TransportResults {
     /// Packets the receiver rebuilt from repair instead of waiting for a
     /// retransmission.
     pub packets_rebuilt: u64,
+    /// Unreliable datagrams the sender sent (each once), dropped unsent
+    /// past their deadline, and the receiver took (video on datagrams).
+    pub datagrams_sent: u64,
+    pub datagrams_expired: u64,
+    pub datagrams_received: u64,
     /// Packets the receiver sent with an ACK frame in them.
     pub receiver_acks: u64,
     /// CE marks the receiver echoed back.

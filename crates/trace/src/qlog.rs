@@ -265,6 +265,12 @@ pub enum QlogFrame {
         /// The highest packet number rebuilt.
         largest_packet_number: u64,
     },
+    /// An unreliable datagram (RFC 9221): sent once, never retransmitted.
+    Datagram {
+        /// Bytes of application data it carries.
+        #[serde(rename = "length")]
+        length_bytes: u64,
+    },
     /// A frame type qlog has no name for.
     Unknown {
         /// The frame type number as read.

@@ -29,7 +29,7 @@ fn send(p: &mut Pair, len: usize) -> StreamId {
 
 /// Delivers what both sides send, dropping the client's datagrams whose
 /// index (from 0, over the whole run) is in `drop`.
-fn exchange_dropping(p: &mut Pair, rounds: usize, drop: &[usize]) {
+pub(super) fn exchange_dropping(p: &mut Pair, rounds: usize, drop: &[usize]) {
     let mut index = 0;
     for _ in 0..rounds {
         let now = p.now;

@@ -20,9 +20,13 @@
 //! in, `send` datagrams and GSO trains out, [`packet_builder`] one 1-RTT
 //! packet from frame sources in priority order, `stateless` what the endpoint hands on
 //! from packets that belong to no connection state (Retry, Refuse,
-//! stateless reset), `fec` repair and rebuilt packets, `tests`
-//! ACK_FREQUENCY between two endpoints.
+//! stateless reset), `fec` repair and rebuilt packets, `datagrams`
+//! unreliable datagrams in and out, `tests` ACK_FREQUENCY between two
+//! endpoints.
 
+#[cfg(test)]
+mod datagram_tests;
+mod datagrams;
 mod fec;
 #[cfg(test)]
 mod fec_tests;
@@ -124,6 +128,10 @@ pub enum Event {
     /// The connection is gone for good (after closing or draining); it can
     /// be dropped.
     Closed,
+    /// Unreliable datagrams wait to be read with
+    /// [`Connection::recv_datagram`]; raised when the first arrives into
+    /// an empty queue, so read until it returns `None`.
+    DatagramsReadable,
 }
 
 /// Where a connection is in its life.
@@ -280,6 +288,8 @@ pub struct Connection {
     /// Forward error correction, receiving side: present once both sides
     /// announced `fec`.
     fec_rx: Option<crate::fec::FecReceiver>,
+    /// Unreliable datagrams waiting to be sent or read.
+    datagrams: crate::datagrams::DatagramQueues,
 }
 
 impl std::fmt::Debug for Connection {
@@ -327,6 +337,7 @@ fn local_params(config: &TransportConfig, local_cid: ConnectionId) -> TransportP
             .then_some(MIN_ACK_DELAY.min(config.max_ack_delay)),
         stateless_reset_token: None,
         fec: config.fec.enabled,
+        max_datagram_frame_size: config.datagrams.max_frame_bytes.filter(|&m| m > 0),
     }
 }
 
@@ -390,6 +401,7 @@ impl Connection {
             repair_packets_sent: 0,
             repair_bytes_sent: 0,
             packets_rebuilt: 0,
+            app_datagrams: Default::default(),
             dropped: DropStats::default(),
         };
         stats.ssthresh_bytes = cc.metrics().ssthresh_bytes;
@@ -458,6 +470,7 @@ impl Connection {
                 .enabled
                 .then(|| crate::fec::FecSender::new(config.fec.clone())),
             fec_rx: None,
+            datagrams: crate::datagrams::DatagramQueues::new(config.datagrams.clone()),
             config,
         };
         conn.restart_idle_timer(now);
@@ -774,6 +787,7 @@ impl Connection {
         s.stream_bytes_retransmitted = st.bytes_retransmitted;
         s.stream_bytes_received = st.bytes_received;
         s.packets_rebuilt = self.fec_rx.as_ref().map_or(0, |r| r.rebuilt_packets());
+        s.app_datagrams = self.datagrams.stats();
         s
     }
 

@@ -5,8 +5,9 @@
 //! 2. **Fill**: frame sources are asked in [`PRIORITY`] order, each while
 //!    the packet has room; a [`PacketBuilder`] keeps what was written (the
 //!    frames to track for loss, the qlog frames, whether the packet asks for
-//!    an ACK). A new kind of frame (datagrams, FEC repair, path frames) is
-//!    one more [`FrameSource`] and one arm in [`Connection::fill_from`].
+//!    an ACK). A new kind of frame (path frames, say) is one more
+//!    [`FrameSource`] and one arm in [`Connection::fill_from`], as FEC
+//!    repair and datagrams are.
 //! 3. **Seal and track**: encryption, then the bookkeeping every sent packet
 //!    needs (packet number, sent-packet map, congestion controller, pacer,
 //!    timers, statistics, qlog), in [`Connection::seal_and_track`].
@@ -38,7 +39,7 @@ const MIN_PAYLOAD_ROOM: usize = 16;
 /// (type, four varints of up to 8, 2, 2 and 2 bytes, a 2-byte length),
 /// the source shard's length prefix and padding to an even length, and a
 /// packet number up to 3 bytes longer than the source packet's.
-const FEC_RESERVE: usize = 28;
+pub(super) const FEC_RESERVE: usize = 28;
 
 /// Where the frames of a 1-RTT packet come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,6 +56,10 @@ pub(crate) enum FrameSource {
     AckFrequency,
     /// Flow-control updates, stream resets and STOP_SENDING.
     Control,
+    /// Unreliable datagrams, oldest first: ahead of stream data, as what
+    /// an application sends unreliably is what it wants soonest, and a
+    /// datagram that waits may pass its deadline.
+    Datagram,
     /// Stream data, new or retransmitted, in stream priority order.
     Stream,
     /// PING, when the application or a probe asked for one and nothing
@@ -64,12 +69,13 @@ pub(crate) enum FrameSource {
 
 /// The order in which a packet is filled: what keeps the peer's sending
 /// and flow control moving goes before data, and PING only fills a gap.
-pub(crate) const PRIORITY: [FrameSource; 7] = [
+pub(crate) const PRIORITY: [FrameSource; 8] = [
     FrameSource::Repair,
     FrameSource::Ack,
     FrameSource::HandshakeDone,
     FrameSource::AckFrequency,
     FrameSource::Control,
+    FrameSource::Datagram,
     FrameSource::Stream,
     FrameSource::Ping,
 ];
@@ -112,12 +118,31 @@ pub(crate) struct PacketBuilder {
     full: bool,
     /// The packet carries a repair symbol and nothing else.
     repair: bool,
+    /// DATAGRAM frames written.
+    datagrams: usize,
+    /// The next datagram did not fit: a packet holding only an ACK must
+    /// leave anyway (with a PING), so the datagram gets the next one.
+    datagram_blocked: bool,
 }
 
 impl PacketBuilder {
     /// Bytes the payload may still take.
-    fn room(&self, out: &[u8]) -> usize {
+    pub(super) fn room(&self, out: &[u8]) -> usize {
         self.limit.saturating_sub(out.len())
+    }
+
+    /// A DATAGRAM frame was written: ack-eliciting, and nothing for loss
+    /// recovery to resend.
+    pub(super) fn record_datagram(&mut self, logged: impl FnOnce() -> QlogFrame) {
+        self.datagrams += 1;
+        self.record(None, logged, true);
+    }
+
+    /// The next datagram needs more room than is left. The packet is not
+    /// marked full: a GSO train must not go on at a size the datagram may
+    /// not fit either.
+    pub(super) fn datagram_blocked(&mut self) {
+        self.datagram_blocked = true;
     }
 
     /// Records one frame written: `sent` is what loss recovery must know
@@ -213,6 +238,8 @@ impl Connection {
             app_limited: false,
             full: false,
             repair: false,
+            datagrams: 0,
+            datagram_blocked: false,
         };
         let retransmitted_before = self.streams.stats().bytes_retransmitted;
         for source in PRIORITY {
@@ -274,6 +301,7 @@ impl Connection {
             && !self.ping_pending
             && !self.ack_frequency.as_ref().is_some_and(|a| a.has_pending())
             && !self.streams.may_have_frames()
+            && !self.datagrams_pending(now)
             && self.fec_active().is_none_or(|f| f.next_repair().is_none())
         {
             return None;
@@ -380,14 +408,18 @@ impl Connection {
                     b.record(Some(SentFrame::Control(c)), || qlog::frame(&f), true);
                 }
             }
+            FrameSource::Datagram => self.fill_datagrams(now, b, out),
             FrameSource::Stream => {
-                b.app_limited = self.fill_stream_data(b, out);
+                b.app_limited = self.fill_stream_data(b, out) && !self.datagrams_queued();
                 if gate.probe && !b.eliciting && self.requeue_newest_in_flight() {
                     self.fill_stream_data(b, out);
                 }
             }
             FrameSource::Ping => {
-                if (self.ping_pending || (gate.probe && !b.eliciting)) && b.room(out) > 0 {
+                // An ACK that left a datagram no room still leaves now.
+                let alone = !b.eliciting
+                    && (gate.probe || (b.datagram_blocked && b.largest_acked.is_some()));
+                if (self.ping_pending || alone) && b.room(out) > 0 {
                     Frame::Ping.emit(out);
                     b.record(None, || QlogFrame::Ping, true);
                 }
@@ -513,7 +545,8 @@ impl Connection {
             let in_flight = self.sent.bytes_in_flight();
             let cwnd = self.cc.window();
             let mds = self.mds() as u64;
-            let tail = b.app_limited || !self.streams.may_have_frames();
+            let tail =
+                b.app_limited || (!self.streams.may_have_frames() && !self.datagrams_queued());
             if let Some(f) = self.fec_active() {
                 f.after_sent(in_flight, cwnd, mds, tail);
             }
@@ -537,6 +570,11 @@ impl Connection {
     /// Hands a packet about to be sealed to the FEC sender as a source
     /// symbol, protected as its streams' policies say.
     fn fec_on_source_sent(&mut self, now: Instant, pn: u64, b: &PacketBuilder, out: &[u8]) {
+        let datagrams = if b.datagrams > 0 {
+            self.datagram_protection()
+        } else {
+            None
+        };
         let Some(f) = self.fec_tx.as_mut() else {
             return;
         };
@@ -547,6 +585,7 @@ impl Connection {
                 SentFrame::Stream { id, .. } => f.protection(*id),
                 _ => None,
             })
+            .chain(datagrams)
             .reduce(f64::max);
         let payload = out.get(b.payload_start..).unwrap_or_default();
         f.on_packet_sent(now, pn, payload, protection);

@@ -472,7 +472,7 @@ impl Connection {
                     any = true;
                     ack_eliciting |= f.is_ack_eliciting();
                     ends_stream |= matches!(f, Frame::Stream(StreamFrame { fin: true, .. }));
-                    carries_data |= matches!(f, Frame::Stream(_));
+                    carries_data |= matches!(f, Frame::Stream(_) | Frame::Datagram(_));
                     if let Some(slot) = kept.get_mut(count) {
                         *slot = Some(f);
                         after_kept = frames.rest();
@@ -621,6 +621,10 @@ impl Connection {
             }
             Frame::Repaired(r) => {
                 self.handle_repaired(now, r);
+                Ok(())
+            }
+            Frame::Datagram(d) => {
+                self.handle_datagram_frame(now, d);
                 Ok(())
             }
             Frame::HandshakeDone => {

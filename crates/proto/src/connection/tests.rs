@@ -125,7 +125,7 @@ impl Pair {
         self.exchange(10);
     }
 
-    fn client_saw_protocol_violation(&self) -> bool {
+    pub(super) fn client_saw_protocol_violation(&self) -> bool {
         self.client_events.iter().any(|e| {
             matches!(
                 e,

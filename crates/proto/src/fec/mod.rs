@@ -44,6 +44,16 @@ pub enum FecPolicy {
     On,
 }
 
+/// The loss rate data sent under `policy` is protected against at least:
+/// `None` for no protection, zero for repair at the measured rate only.
+pub(crate) fn policy_floor(policy: FecPolicy) -> Option<f64> {
+    match policy {
+        FecPolicy::Off => None,
+        FecPolicy::Adaptive => Some(0.0),
+        FecPolicy::On => Some(ON_LOSS_FLOOR),
+    }
+}
+
 /// The loss rate an [`FecPolicy::On`] stream is protected against on a
 /// fresh connection (2%, a mobile network's common range is 1 to 5%);
 /// it counts as [`ON_PRIOR_PACKETS`] packets of history, so a clean path

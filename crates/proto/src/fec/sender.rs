@@ -17,7 +17,7 @@
 
 use super::codec;
 use super::estimator::{LossEstimator, repair_count};
-use super::{FecConfig, FecPolicy, ON_LOSS_FLOOR, ON_PRIOR_PACKETS};
+use super::{FecConfig, FecPolicy, ON_PRIOR_PACKETS};
 use crate::streams::StreamId;
 use brisk_time::Instant;
 use std::collections::{BTreeMap, VecDeque};
@@ -94,16 +94,12 @@ impl FecSender {
     /// The loss rate a packet with data of stream `id` is protected
     /// against at least; `None`: the stream is not protected.
     pub(crate) fn protection(&self, id: StreamId) -> Option<f64> {
-        match self
-            .policies
-            .get(&id)
-            .copied()
-            .unwrap_or(self.config.default_policy)
-        {
-            FecPolicy::Off => None,
-            FecPolicy::Adaptive => Some(0.0),
-            FecPolicy::On => Some(ON_LOSS_FLOOR),
-        }
+        super::policy_floor(
+            self.policies
+                .get(&id)
+                .copied()
+                .unwrap_or(self.config.default_policy),
+        )
     }
 
     /// A 1-RTT packet other than a repair packet is being sent, with this
@@ -305,6 +301,7 @@ impl FecSender {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fec::ON_LOSS_FLOOR;
 
     fn sender(policy: FecPolicy) -> FecSender {
         FecSender::new(FecConfig {

@@ -9,10 +9,12 @@
 
 mod ack;
 mod ack_frequency;
+mod datagram;
 mod repair;
 
 pub(crate) use ack::{AckEcnCounts, AckFrame, emit_ack};
 pub(crate) use ack_frequency::AckFrequencyFrame;
+pub(crate) use datagram::DatagramFrame;
 pub(crate) use repair::{RepairFrame, RepairedFrame};
 
 use crate::varint::{self, DecodeError, Reader};
@@ -44,15 +46,19 @@ pub(crate) mod ty {
     pub(crate) const REPAIR: u8 = 0x20;
     /// What the receiver rebuilt from repair symbols.
     pub(crate) const REPAIRED: u8 = 0x21;
+    /// An unreliable datagram running to the end of the packet (RFC 9221).
+    pub(crate) const DATAGRAM: u8 = 0x30;
+    /// An unreliable datagram with an explicit length (RFC 9221).
+    pub(crate) const DATAGRAM_LEN: u8 = 0x31;
 
     #[cfg(test)]
     /// Types set aside for planned extensions: 0x06-0x07 (tokens), 0x16-0x17
     /// (STREAMS_BLOCKED), 0x18-0x1b (NEW/RETIRE_CONNECTION_ID and
     /// PATH_CHALLENGE/RESPONSE for migration), 0x22-0x2f (more FEC
-    /// frames), 0x30-0x31 (DATAGRAM), 0x32 (PRIORITY_UPDATE)
-    /// and everything from 0x40 up (experiments).
+    /// frames), 0x32 (PRIORITY_UPDATE) and everything from 0x40 up
+    /// (experiments).
     pub(crate) fn is_reserved(t: u64) -> bool {
-        matches!(t, 0x06..=0x07 | 0x16..=0x1b | 0x22..=0x32) || t >= 0x40
+        matches!(t, 0x06..=0x07 | 0x16..=0x1b | 0x22..=0x2f | 0x32) || t >= 0x40
     }
 }
 
@@ -154,6 +160,9 @@ pub enum Frame<'a> {
     Repair(RepairFrame<'a>),
     /// Only from a peer that announced `fec`; the connection checks that.
     Repaired(RepairedFrame),
+    /// Only from a peer we announced `max_datagram_frame_size` to; the
+    /// connection checks that, and the size.
+    Datagram(DatagramFrame<'a>),
 }
 
 impl<'a> Frame<'a> {
@@ -232,6 +241,9 @@ impl<'a> Frame<'a> {
             ty::ACK_FREQUENCY => Frame::AckFrequency(AckFrequencyFrame::parse(r)?),
             ty::REPAIR => Frame::Repair(RepairFrame::parse(r)?),
             ty::REPAIRED => Frame::Repaired(RepairedFrame::parse(r)?),
+            ty::DATAGRAM | ty::DATAGRAM_LEN => {
+                Frame::Datagram(DatagramFrame::parse(r, t == ty::DATAGRAM_LEN)?)
+            }
             other => return Err(FrameError::UnknownType(other.into())),
         };
         Ok(frame)
@@ -264,6 +276,7 @@ impl<'a> Frame<'a> {
             Frame::AckFrequency(_) => ty::ACK_FREQUENCY,
             Frame::Repair(_) => ty::REPAIR,
             Frame::Repaired(_) => ty::REPAIRED,
+            Frame::Datagram(_) => ty::DATAGRAM_LEN,
         }
     }
 
@@ -338,6 +351,7 @@ impl<'a> Frame<'a> {
             Frame::AckFrequency(f) => f.emit(out),
             Frame::Repair(f) => f.emit(out),
             Frame::Repaired(f) => f.emit(out),
+            Frame::Datagram(f) => f.emit(out),
         }
     }
 
@@ -537,7 +551,7 @@ mod tests {
 
     #[test]
     fn rejects_reserved_unknown_and_broken_frames() {
-        for t in [0x06u8, 0x18, 0x1a, 0x30] {
+        for t in [0x06u8, 0x18, 0x1a, 0x32] {
             assert!(ty::is_reserved(u64::from(t)));
             assert_eq!(parse_all(&[t]), Err(FrameError::UnknownType(u64::from(t))));
         }
@@ -579,6 +593,9 @@ mod tests {
                 })
             }),
             Just(Frame::HandshakeDone),
+            (0usize..40).prop_map(|n| Frame::Datagram(DatagramFrame {
+                data: &b"0123456789012345678901234567890123456789"[..n],
+            })),
             v.clone().prop_map(Frame::MaxData),
             (v.clone(), v.clone()).prop_map(|(id, max)| Frame::MaxStreamData { id, max }),
             (any::<bool>(), v.clone()).prop_map(|(bidi, count)| Frame::MaxStreams { bidi, count }),

@@ -57,9 +57,11 @@ pub fn connected() -> (Endpoint, Endpoint, ConnectionHandle, Instant) {
     let keys = Keypair::generate(&mut ChaCha8Rng::seed_from_u64(7));
     let mut client = Endpoint::new(1, None);
     let mut now = Instant::ZERO;
-    let h = client
-        .connect(now, SERVER, ClientConfig::new(Some(keys.public())))
-        .expect("connect");
+    // The client takes datagrams, so hostile DATAGRAM frames reach its
+    // receive queue rather than only its refusal.
+    let mut config = ClientConfig::new(Some(keys.public()));
+    config.transport.datagrams.max_frame_bytes = Some(1_400);
+    let h = client.connect(now, SERVER, config).expect("connect");
     exchange(&mut client, &mut server, &mut now, 20);
     if let Some(c) = client.connection_mut(h)
         && let Ok(id) = c.open_stream(true, Default::default())

@@ -108,6 +108,10 @@ pub enum FlowError {
     TransportCodepoint,
     #[error("`send_buffer` and `low_water_mark` are two paths: pick one")]
     TwoSendLimits,
+    #[error(
+        "`send_buffer` and `low_water_mark` limit streams: they need `delivery = \"streams\"` (datagrams have their own deadline)"
+    )]
+    LimitNeedsStreams,
     #[error("`{0}` must be above zero")]
     ZeroBytes(&'static str),
     #[error(

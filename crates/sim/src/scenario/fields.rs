@@ -9,7 +9,7 @@
 use super::error::FlowError;
 use super::flow::{
     Brisk, BriskApp, BriskWorkloadSpec, DEFAULT_FPS, DEFAULT_MESSAGE_BYTES, DEFAULT_PING_INTERVAL,
-    DEFAULT_SOURCE_SIZE, EcnSpec, Flow, FlowKind, Ping, SendLimit, Source, Traffic,
+    DEFAULT_SOURCE_SIZE, EcnSpec, Flow, FlowKind, Ping, SendLimit, Source, Traffic, VideoDelivery,
 };
 use super::limits::{
     MAX_FEED_OBJECTS, MAX_FPS, MAX_MESSAGE_BYTES, MAX_SETUP_ROUND_TRIPS, MIN_MESSAGE_BYTES,
@@ -88,6 +88,7 @@ field_set! {
         setup_round_trips: Count,
         send_buffer: Bytes,
         low_water_mark: Bytes,
+        delivery: VideoDelivery,
     }
 }
 
@@ -106,6 +107,7 @@ field_set! {
         setup_round_trips: Count,
         send_buffer: Bytes,
         low_water_mark: Bytes,
+        delivery: VideoDelivery,
     }
 }
 
@@ -283,6 +285,7 @@ impl RawFlow {
             setup_round_trips: self.setup_round_trips.take(),
             send_buffer: self.send_buffer.take(),
             low_water_mark: self.low_water_mark.take(),
+            delivery: self.delivery.take(),
         };
         // A field no brisk flow has is reported as such before any
         // application's own complaint.
@@ -341,8 +344,8 @@ impl AppFields {
                 },
                 limit: self.limit()?,
             },
-            BriskApp::Video => BriskWorkloadSpec::Video {
-                fps: match take(&mut self.fps) {
+            BriskApp::Video => {
+                let fps = match take(&mut self.fps) {
                     None => DEFAULT_FPS,
                     Some((n, at)) if !(1..=MAX_FPS).contains(&n.0) => {
                         return Err(Located {
@@ -351,9 +354,26 @@ impl AppFields {
                         });
                     }
                     Some((n, _)) => n.0,
-                },
-                limit: self.limit()?,
-            },
+                };
+                let delivery = value(&mut self.delivery).unwrap_or_default();
+                let limit_at = self
+                    .send_buffer
+                    .as_ref()
+                    .or(self.low_water_mark.as_ref())
+                    .map(|s| s.span().start);
+                let limit = self.limit()?;
+                if let (VideoDelivery::Datagrams, Some(at)) = (delivery, limit_at) {
+                    return Err(Located {
+                        at,
+                        error: FlowError::LimitNeedsStreams,
+                    });
+                }
+                BriskWorkloadSpec::Video {
+                    fps,
+                    limit,
+                    delivery,
+                }
+            }
             BriskApp::Feed => {
                 let (objects, at) = take(&mut self.objects)
                     .map(|(l, at)| (l.0.into_iter().map(|b| b.0).collect::<Vec<u64>>(), at))

@@ -152,8 +152,10 @@ pub enum BriskWorkloadSpec {
     /// A video call: frames sized from the transport's rate estimate.
     Video {
         fps: u32,
-        /// `None`: every frame is written.
+        /// `None`: every frame is written (streams only).
         limit: Option<SendLimit>,
+        /// How frames travel.
+        delivery: VideoDelivery,
     },
     /// A feed page fetched over prioritized streams.
     Feed {
@@ -164,6 +166,29 @@ pub enum BriskWorkloadSpec {
         /// Small exchanges before the first request (handshakes).
         setup_round_trips: u32,
     },
+}
+
+/// How a video call's frames travel, as `delivery` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VideoDelivery {
+    /// Unreliable datagrams, each frame's packets protected by forward
+    /// error correction, a frame still unsent at its deadline dropped at
+    /// the sender: what a call wants, as a late frame is a lost one.
+    #[default]
+    Datagrams,
+    /// One stream per frame, reset at its deadline: the call as it ran
+    /// before datagrams, kept to compare against.
+    Streams,
+}
+
+impl VideoDelivery {
+    pub fn name(self) -> &'static str {
+        match self {
+            VideoDelivery::Datagrams => "datagrams",
+            VideoDelivery::Streams => "streams",
+        }
+    }
 }
 
 /// How a messages or video sender limits what it hands the transport.

@@ -528,3 +528,51 @@ fn errors_are_typed() {
         "{e:?}"
     );
 }
+
+#[test]
+fn video_delivery_defaults_to_datagrams_and_send_limits_need_streams() {
+    let video = |body: &str| {
+        Scenario::parse(
+            &format!("duration = \"1s\"\n[[flows]]\nkind = \"brisk\"\napp = \"video\"\n{body}"),
+            "t",
+        )
+    };
+    let spec = |s: Scenario| match &s.flows[0].traffic {
+        Traffic::Brisk(b) => b.app.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        spec(video("").unwrap()),
+        BriskWorkloadSpec::Video {
+            fps: DEFAULT_FPS,
+            limit: None,
+            delivery: VideoDelivery::Datagrams,
+        }
+    );
+    assert_eq!(
+        spec(video("delivery = \"streams\"\nsend_buffer = \"64kB\"\n").unwrap()),
+        BriskWorkloadSpec::Video {
+            fps: DEFAULT_FPS,
+            limit: Some(SendLimit::SendBuffer(64_000)),
+            delivery: VideoDelivery::Streams,
+        }
+    );
+    let e = video("low_water_mark = \"16kB\"\n")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("line 5") && e.contains("delivery = \"streams\""),
+        "{e}"
+    );
+    let e = video("delivery = \"carrier pigeon\"\n")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("`datagrams`") && e.contains("`streams`"), "{e}");
+    let e = Scenario::parse(
+        "duration = \"1s\"\n[[flows]]\nkind = \"brisk\"\ndelivery = \"streams\"\n",
+        "t",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("`delivery`") && e.contains("\"bulk\""), "{e}");
+}

@@ -10,12 +10,14 @@
 //! flow's seed, so a run is reproducible.
 //!
 //! Files: [`workload`] the application trait and shared helpers; [`bulk`],
-//! [`messages`], [`video`], [`feed`] the applications; [`seq`]
+//! [`messages`], [`video`] (its frames in datagrams: [`frame_datagrams`]),
+//! [`feed`] the applications; [`seq`]
 //! time-sequence events from the sender's qlog; [`report`] what a flow
 //! reports.
 
 mod bulk;
 mod feed;
+mod frame_datagrams;
 mod messages;
 pub mod report;
 mod seq;
@@ -30,6 +32,7 @@ pub use video::{FRAME_DEADLINE, MAX_VIDEO_BPS, MIN_VIDEO_BPS, STALL_WINDOW};
 use super::{AppReport, End, FlowAddrs, FlowApp};
 use brisk_proto::congestion::CcAlgorithm;
 use brisk_proto::crypto::Keypair;
+use brisk_proto::fec::FecPolicy;
 use brisk_proto::qlog::{QlogFactory, QlogSink, Tee};
 use brisk_proto::streams::StreamsConfig;
 use brisk_proto::{
@@ -62,9 +65,7 @@ pub enum SendPath {
 #[derive(Debug, Clone, PartialEq)]
 pub enum BriskWorkload {
     /// `bytes` on one stream, or without end until the flow stops.
-    Bulk {
-        bytes: Option<u64>,
-    },
+    Bulk { bytes: Option<u64> },
     Messages {
         size_bytes: u64,
         /// At most one message per period; `None`: whenever writable.
@@ -74,6 +75,9 @@ pub enum BriskWorkload {
     Video {
         fps: u32,
         path: SendPath,
+        /// Frames go as unreliable datagrams protected by FEC, rather
+        /// than one stream each.
+        datagrams: bool,
     },
     /// Object sizes, the API response first.
     Feed {
@@ -148,6 +152,18 @@ impl BriskConfig {
                 SendPath::LowWaterMark(mark) => t.streams.low_water_mark = mark,
                 SendPath::Unbounded => t.streams.low_water_mark = u64::MAX,
             },
+            BriskWorkload::Video {
+                datagrams: true, ..
+            } => {
+                // Both ends take datagrams as large as a packet carries,
+                // and each frame's packets get repair at the measured loss
+                // rate (none on a clean path, where it would only take
+                // the call's rate): a datagram has no other way back from
+                // a loss. `fec` sets another policy.
+                t.datagrams.max_frame_bytes = Some(mds);
+                t.datagrams.fec_policy = self.fec.unwrap_or(FecPolicy::Adaptive);
+                t.fec.enabled = t.datagrams.fec_policy != FecPolicy::Off;
+            }
             BriskWorkload::Bulk { .. }
             | BriskWorkload::Video { .. }
             | BriskWorkload::Feed { .. } => {}
@@ -171,8 +187,21 @@ impl BriskConfig {
                 self.start,
                 self.stop,
             )),
-            BriskWorkload::Video { fps, path } => Box::new(video::Video::new(
-                key, *fps, self.start, self.stop, *path, limit,
+            BriskWorkload::Video {
+                fps,
+                path,
+                datagrams,
+            } => Box::new(video::Video::new(
+                key,
+                *fps,
+                self.start,
+                self.stop,
+                if *datagrams {
+                    video::Delivery::Datagrams
+                } else {
+                    video::Delivery::Streams(*path)
+                },
+                limit,
             )),
             BriskWorkload::Feed {
                 objects,
@@ -436,7 +465,7 @@ impl BriskFlow {
                         self.sender_final = self.client.connection(h).map(|c| c.stats());
                         self.error.get_or_insert_with(|| format!("sender: {e}"));
                     }
-                    Event::EarlyData { .. } | Event::Closed => {}
+                    Event::EarlyData { .. } | Event::Closed | Event::DatagramsReadable => {}
                 }
             }
         }
@@ -455,6 +484,11 @@ impl BriskFlow {
                     Event::Stream(e) => {
                         if let Some(c) = self.server.connection_mut(h) {
                             self.workload.receiver_event(now, c, e);
+                        }
+                    }
+                    Event::DatagramsReadable => {
+                        if let Some(c) = self.server.connection_mut(h) {
+                            self.workload.receiver_datagrams(now, c);
                         }
                     }
                     Event::ConnectionLost(e) => {

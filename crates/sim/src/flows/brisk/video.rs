@@ -5,22 +5,32 @@
 //! (`pacing_window / srtt`: the window for CUBIC and Prague, the bandwidth
 //! estimate for BBR, whose window of two BDPs would oversize frames),
 //! clamped to 0.3..8 Mbit/s (a call's usual range), so the encoder neither
-//! starves nor floods the path. Each frame
-//! is one unidirectional stream, written whole and finished: a frame that
-//! is lost or late holds back only itself, never the next. The oldest
-//! unfinished frames are sent first (a decoder needs them in order); a
-//! frame not acknowledged within the deadline is reset, so stale bytes
-//! stop taking capacity from fresh ones.
+//! starves nor floods the path, and scaled by the share of bytes sent so
+//! far that were not FEC repair, as repair travels inside the same rate.
 //!
-//! Send path: by default every frame is written. With `send_buffer` a
-//! frame is skipped when it would not fit beside what the transport
-//! already holds; with `low_water_mark`, when that many bytes wait unsent.
+//! Two deliveries ([`Delivery`]):
+//! - **Datagrams** (the default): each frame is cut into unreliable
+//!   datagrams (`frame_datagrams`), sent ahead of any stream data with a
+//!   deadline of the frame's capture plus [`FRAME_DEADLINE`] less half the
+//!   minimum RTT (the one-way delay it still has to travel), so the
+//!   transport drops unsent what would arrive too late anyway; forward
+//!   error correction protects each frame's packets, the only way back
+//!   from a loss, as datagrams are never retransmitted.
+//! - **Streams**: each frame is one unidirectional stream, written whole
+//!   and finished: a frame that is lost or late holds back only itself,
+//!   never the next. The oldest unfinished frames are sent first (a
+//!   decoder needs them in order); a frame not acknowledged within the
+//!   deadline is reset, so stale bytes stop taking capacity from fresh
+//!   ones. By default every frame is written. With `send_buffer` a frame
+//!   is skipped when it would not fit beside what the transport already
+//!   holds; with `low_water_mark`, when that many bytes wait unsent.
 //!
 //! The receiver counts frames read whole within the deadline ("on time"),
 //! the share of 100 ms windows without one (stalls), and the on-time frame
 //! rate per second.
 
 use super::SendPath;
+use super::frame_datagrams::{PIECE_HEADER_LEN, Reassembly, pieces};
 use super::report::{FrameReport, TransportReport};
 use super::seq::Tracer;
 use super::workload::{
@@ -42,6 +52,15 @@ pub const MIN_VIDEO_BPS: u64 = 300_000;
 pub const MAX_VIDEO_BPS: u64 = 8_000_000;
 /// Stalls are counted in windows this long.
 pub const STALL_WINDOW: Duration = Duration::from_millis(100);
+/// How the call's frames travel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Delivery {
+    /// One stream per frame, written as the send path allows.
+    Streams(SendPath),
+    /// Unreliable datagrams with a deadline, protected by FEC.
+    Datagrams,
+}
+
 /// Urgency of the newest frame; older unfinished frames move one level up.
 const NEW_FRAME: Priority = Priority(3);
 const OLDER_FRAME: Priority = Priority(2);
@@ -65,7 +84,7 @@ pub(crate) struct Video {
     period: Duration,
     start: Instant,
     stop: Instant,
-    path: SendPath,
+    delivery: Delivery,
     /// A frame never exceeds one stream's send buffer.
     max_frame_bytes: u64,
     next_frame: Instant,
@@ -84,6 +103,8 @@ pub(crate) struct Video {
     received_bytes: u64,
     checked: u64,
     corrupt: u64,
+    /// Datagram delivery: frames being put back together.
+    reassembly: Reassembly,
 }
 
 impl Video {
@@ -92,7 +113,7 @@ impl Video {
         fps: u32,
         start: Instant,
         stop: Instant,
-        path: SendPath,
+        delivery: Delivery,
         max_frame_bytes: u64,
     ) -> Self {
         let fps = fps.max(1);
@@ -102,7 +123,7 @@ impl Video {
             period: Duration::from_secs(1) / fps,
             start,
             stop,
-            path,
+            delivery,
             max_frame_bytes,
             next_frame: start,
             first_frame: None,
@@ -118,6 +139,7 @@ impl Video {
             received_bytes: 0,
             checked: 0,
             corrupt: 0,
+            reassembly: Reassembly::default(),
         }
     }
 
@@ -133,7 +155,11 @@ impl Video {
     /// Whether the send path takes a frame of `len` bytes now.
     fn path_open(&self, conn: &Connection, len: u64) -> bool {
         let streams = conn.streams();
-        match self.path {
+        let Delivery::Streams(path) = self.delivery else {
+            // Datagrams wait at most until their deadline.
+            return true;
+        };
+        match path {
             SendPath::Unbounded => true,
             SendPath::SendBuffer(limit) => {
                 let held: u64 = self
@@ -177,13 +203,23 @@ impl Video {
     /// does).
     fn frame_len(&self, conn: &Connection) -> u64 {
         let fps = u64::from(self.fps);
-        let budget = Self::target_bps(conn) / 8 / fps;
+        // Repair travels inside the same rate: the encoder leaves it its
+        // share of what was sent so far, or frames and their repair
+        // together outrun the path and wait past their deadline.
+        let stats = conn.stats();
+        let source_share = if stats.bytes_sent == 0 {
+            1.0
+        } else {
+            1.0 - stats.repair_bytes_sent as f64 / stats.bytes_sent as f64
+        };
+        let budget = ((Self::target_bps(conn) / 8 / fps) as f64 * source_share) as u64;
         let streams = conn.streams();
-        let backlog: u64 = self
-            .outstanding
-            .keys()
-            .map(|id| streams.unsent_bytes(*id))
-            .sum();
+        let backlog: u64 = conn.datagram_queued_bytes()
+            + self
+                .outstanding
+                .keys()
+                .map(|id| streams.unsent_bytes(*id))
+                .sum::<u64>();
         let smallest = (MIN_VIDEO_BPS / 8 / fps).max(UNIT_HEADER_LEN as u64);
         budget
             .saturating_sub(backlog)
@@ -196,6 +232,9 @@ impl Video {
         if !self.path_open(conn, len) {
             self.skipped += 1;
             return false;
+        }
+        if self.delivery == Delivery::Datagrams {
+            return self.capture_datagrams(now, conn, len);
         }
         let Ok(id) = conn.open_stream(false, NEW_FRAME) else {
             self.skipped += 1;
@@ -225,6 +264,34 @@ impl Video {
         self.written += len;
         self.sent += 1;
         self.outstanding.insert(id, Outgoing { captured: now });
+        true
+    }
+
+    /// Sends a frame of `len` bytes as datagrams; a frame the transport
+    /// refuses (a peer without datagrams, a queue cut short) is skipped.
+    fn capture_datagrams(&mut self, now: Instant, conn: &mut Connection, len: u64) -> bool {
+        let Some(max) = conn.max_datagram_size() else {
+            self.skipped += 1;
+            return false;
+        };
+        let header = UnitHeader {
+            len_bytes: u32::try_from(len).unwrap_or(u32::MAX),
+            seq: self.seq,
+            written_at: now,
+        };
+        let frame = unit_bytes(self.key ^ self.seq, header);
+        let deadline = now + FRAME_DEADLINE.saturating_sub(conn.rtt().min() / 2);
+        let mut refused = false;
+        for d in pieces(self.seq, &frame, max) {
+            refused |= conn.send_datagram(now, d, Some(deadline)).is_err();
+        }
+        self.seq += 1;
+        if refused {
+            self.skipped += 1;
+            return false;
+        }
+        self.written += len;
+        self.sent += 1;
         true
     }
 
@@ -328,6 +395,15 @@ impl Workload for Video {
         }
     }
 
+    fn receiver_datagrams(&mut self, now: Instant, conn: &mut Connection) {
+        while let Some(d) = conn.recv_datagram() {
+            self.received_bytes += d.len().saturating_sub(PIECE_HEADER_LEN) as u64;
+            if let Some(latency) = self.reassembly.on_datagram(now, self.key, &d) {
+                self.arrivals.push((now, latency));
+            }
+        }
+    }
+
     fn poll_sender(&mut self, now: Instant, conn: &mut Connection, trace: &Tracer) -> bool {
         let mut progressed = self.abandon_stale(now, conn, trace);
         if now >= self.next_frame && now < self.stop {
@@ -352,8 +428,9 @@ impl Workload for Video {
         app.sent_bytes = self.written;
         app.delivered_bytes = self.received_bytes;
         report.latencies = self.arrivals.iter().map(|(_, l)| *l).collect();
-        report.integrity.checked_bytes = self.checked;
-        report.integrity.corrupt_bytes = self.corrupt;
+        report.integrity.checked_bytes = self.checked + self.reassembly.checked;
+        report.integrity.corrupt_bytes =
+            self.corrupt + self.reassembly.corrupt + self.reassembly.malformed;
         report.frames = Some(self.frame_report());
     }
 }

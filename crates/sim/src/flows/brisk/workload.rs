@@ -25,6 +25,8 @@ pub(crate) trait Workload {
         trace: &Tracer,
     );
     fn receiver_event(&mut self, now: Instant, conn: &mut Connection, event: StreamEvent);
+    /// Datagrams wait on the receiver: read them all.
+    fn receiver_datagrams(&mut self, _now: Instant, _conn: &mut Connection) {}
     /// Writes what is due on the sender; true if anything changed.
     fn poll_sender(&mut self, now: Instant, conn: &mut Connection, trace: &Tracer) -> bool;
     /// Writes what is due on the receiver (requests); true if anything changed.
