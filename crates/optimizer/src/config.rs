@@ -34,11 +34,12 @@ pub struct Config {
     pub rate_window: Duration,
     /// How long a min-RTT sample counts toward the windowed minimum.
     pub min_rtt_window: Duration,
-    /// Pacing: bytes one subscriber may send back to back.
-    pub pacing_quantum_bytes: usize,
-    /// Pacing: the fastest refill of the quantum (20 kB per 1 ms is
-    /// 160 Mbit/s); the measured rate times [`Config::pacing_gain`] slows
-    /// it, never below [`Config::min_pacing_rate_bps`].
+    /// Pacing: bytes one subscriber may send back to back (two segments).
+    pub pacing_burst_bytes: usize,
+    /// Pacing: the fastest rate, bits per second (20 kB per 1 ms is
+    /// 160 Mbit/s); the measured delivery rate times
+    /// [`Config::pacing_gain`] slows it, never below
+    /// [`Config::min_pacing_rate_bps`].
     pub max_pacing_rate_bps: u64,
     /// Pacing floor, bits per second.
     pub min_pacing_rate_bps: u64,
@@ -67,7 +68,7 @@ impl Default for Config {
             budget_gain: 1.5,
             rate_window: Duration::from_secs(2),
             min_rtt_window: Duration::from_secs(10),
-            pacing_quantum_bytes: 20_000,
+            pacing_burst_bytes: 3_000,
             max_pacing_rate_bps: 160_000_000,
             min_pacing_rate_bps: 1_000_000,
             pacing_gain: 2.0,

@@ -120,8 +120,10 @@ pub(crate) struct Flow {
     ts_server: u32,
     /// Sequence bytes sent toward the client, not acknowledged, SACKed or lost.
     pub(crate) in_flight: u64,
-    /// RACK: send time and RTT of the most recently sent segment delivered.
-    rack: Option<(Instant, Duration)>,
+    /// RACK: send time and end offset (the tie-break between segments
+    /// sent in the same instant) of the most recently sent segment
+    /// delivered, and its RTT.
+    rack: Option<(Instant, u64, Duration)>,
     reorder_deadline: Option<Instant>,
     probe_deadline: Option<Instant>,
     /// Probes sent since the client last acknowledged anything new.
@@ -469,7 +471,7 @@ impl Flow {
                 *ctx.total_held -= h.datagram.len();
                 self.lost.remove(&off);
                 if !h.sacked {
-                    delivered.push(Delivery::of(&h));
+                    delivered.push(Delivery::of(off, &h));
                 }
             }
             self.next_unsent = self.next_unsent.max(ack);
@@ -487,7 +489,7 @@ impl Flow {
                 }
                 h.sacked = true;
                 self.lost.remove(&o);
-                delivered.push(Delivery::of(h));
+                delivered.push(Delivery::of(o, h));
             }
         }
         let mut any = false;
@@ -507,8 +509,9 @@ impl Flow {
             if d.sends == 1 {
                 ctx.sub.on_rtt(now, rtt, ctx.config);
             }
-            if !ambiguous && self.rack.is_none_or(|(t, _)| sent_at >= t) {
-                self.rack = Some((sent_at, rtt));
+            let end = d.off + d.seq_len;
+            if !ambiguous && self.rack.is_none_or(|(t, e, _)| (sent_at, end) >= (t, e)) {
+                self.rack = Some((sent_at, end, rtt));
             }
             let bytes = ctx.sub.delivered - d.delivered_at_send;
             let interval = now.saturating_duration_since(d.delivered_time_at_send);
@@ -521,7 +524,7 @@ impl Flow {
     /// older than its RTT plus the reordering window, is lost.
     fn detect_losses(&mut self, now: Instant, ctx: &mut Ctx<'_>) {
         self.reorder_deadline = None;
-        let Some((rack_sent, rack_rtt)) = self.rack else {
+        let Some((rack_sent, rack_end, rack_rtt)) = self.rack else {
             return;
         };
         let window = self.reorder_window(ctx);
@@ -530,7 +533,7 @@ impl Flow {
             let Some(sent_at) = h.sent_at else {
                 continue;
             };
-            if h.sacked || h.lost || sent_at >= rack_sent {
+            if h.sacked || h.lost || (sent_at, off + h.seq_len) >= (rack_sent, rack_end) {
                 continue;
             }
             let due = sent_at + rack_rtt + window;
@@ -665,6 +668,7 @@ impl Flow {
 
 /// What a delivered segment tells the estimators.
 struct Delivery {
+    off: u64,
     sent_at: Option<Instant>,
     seq_len: u64,
     data_len: u64,
@@ -675,8 +679,9 @@ struct Delivery {
 }
 
 impl Delivery {
-    fn of(h: &Held) -> Delivery {
+    fn of(off: u64, h: &Held) -> Delivery {
         Delivery {
+            off,
             sent_at: h.sent_at,
             seq_len: h.seq_len,
             data_len: h.data_len,

@@ -147,6 +147,8 @@ impl Optimizer {
                 continue;
             }
             self.with_flow(now, key, |flow, ctx| flow.handle_timeout(now, ctx));
+            // Losses found or a probe answered may free the budget.
+            self.schedule(now, key.client.ip());
         }
         while let Some(ip) = self.pacing_timers.pop_due(now) {
             self.schedule(now, ip);

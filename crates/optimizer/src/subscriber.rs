@@ -64,7 +64,7 @@ pub(crate) struct Subscriber {
     min_rtt: Windowed,
     /// Smoothed RTT (RFC 6298 weights), for probe timeouts.
     pub(crate) srtt: Option<Duration>,
-    /// Pacer credit, bytes (at most one quantum).
+    /// Pacer credit, bytes (at most one burst).
     tokens: f64,
     /// When the credit was last refilled.
     refilled: Instant,
@@ -81,7 +81,7 @@ impl Subscriber {
             rate: Windowed::default(),
             min_rtt: Windowed::default(),
             srtt: None,
-            tokens: config.pacing_quantum_bytes as f64,
+            tokens: config.pacing_burst_bytes as f64,
             refilled: now,
             cursor: 0,
         }
@@ -151,14 +151,14 @@ impl Subscriber {
     pub(crate) fn refill(&mut self, now: Instant, config: &Config) {
         let elapsed = now.saturating_duration_since(self.refilled).as_secs_f64();
         self.tokens = (self.tokens + elapsed * self.pacing_rate(config))
-            .min(config.pacing_quantum_bytes as f64);
+            .min(config.pacing_burst_bytes as f64);
         self.refilled = now;
     }
 
     /// Whether `len` bytes may leave now; if not, when they may.
     pub(crate) fn pace(&self, len: usize, config: &Config) -> Result<(), Instant> {
-        // A datagram larger than the quantum waits for a full quantum.
-        let need = (len as f64).min(config.pacing_quantum_bytes as f64);
+        // A datagram larger than a burst waits for a full burst.
+        let need = (len as f64).min(config.pacing_burst_bytes as f64);
         if self.tokens >= need {
             return Ok(());
         }
@@ -212,15 +212,18 @@ mod tests {
     }
 
     #[test]
-    fn pacer_releases_a_quantum_per_millisecond_at_the_ceiling() {
+    fn pacer_releases_20_kb_per_millisecond_at_the_ceiling() {
         let c = Config::default();
         let mut s = Subscriber::new(at(0), &c);
-        assert!(s.pace(20_000, &c).is_ok());
-        s.spend(20_000);
+        assert!(s.pace(3_000, &c).is_ok());
+        s.spend(3_000);
         let next = s.pace(1500, &c).unwrap_err();
         // 1500 bytes at 20 MB/s: 75 us.
         assert_eq!(next.saturating_duration_since(at(0)).as_micros(), 75);
         s.refill(at(1), &c);
-        assert!(s.pace(20_000, &c).is_ok());
+        // A full millisecond refills more than a burst; the credit stops at one.
+        assert!(s.pace(3_000, &c).is_ok());
+        s.spend(3_000);
+        assert!(s.pace(1, &c).is_err());
     }
 }
