@@ -147,6 +147,7 @@ impl Optimizer {
                 continue;
             }
             self.with_flow(now, key, |flow, ctx| flow.handle_timeout(now, ctx));
+            self.rearm(key);
             // Losses found or a probe answered may free the budget.
             self.schedule(now, key.client.ip());
         }
@@ -390,8 +391,8 @@ impl Optimizer {
         };
         let r = f(flow, &mut ctx);
         let idle = flow.last_seen + self.config.idle_timeout;
-        self.flow_timers
-            .rearm(key, Some(flow.deadline().map_or(idle, |d| d.min(idle))));
+        let deadline = flow.deadline().map_or(idle, |d| d.min(idle));
+        self.flow_timers.rearm(key, Some(deadline));
         if flow.phase == Phase::PassThrough {
             sub.flows.retain(|k| *k != key);
             if sub.flows.is_empty() {
@@ -401,6 +402,16 @@ impl Optimizer {
         }
         let _ = now;
         Some(r)
+    }
+
+    /// Arms a flow's timer: its earliest RACK or probe deadline, or its
+    /// idle expiry.
+    fn rearm(&mut self, key: ConnectionKey) {
+        let deadline = self.flows.get(&key).map(|flow| {
+            let idle = flow.last_seen + self.config.idle_timeout;
+            flow.deadline().map_or(idle, |d| d.min(idle))
+        });
+        self.flow_timers.rearm(key, deadline);
     }
 
     /// Forgets a connection entirely.
