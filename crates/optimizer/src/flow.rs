@@ -439,9 +439,13 @@ impl Flow {
             Some(datagram)
         } else {
             ctx.stats.client_acks_absorbed += 1;
-            // The client's window may have opened: tell the server.
-            let slack = 2 * u64::from(self.negotiated.client_mss);
-            if self.phase == Phase::Optimizing && self.client_edge >= self.advertised_edge + slack {
+            // The client's window opened to over twice what the server was
+            // last told: say so, or the server may stall on a stale window.
+            // Smaller openings wait for the next local ACK, so as not to
+            // double the ACKs the server handles.
+            let told = self.advertised_edge.saturating_sub(self.local_ack);
+            let allowed = self.client_edge.saturating_sub(self.local_ack);
+            if self.phase == Phase::Optimizing && allowed > 2 * told {
                 self.send_local_ack(ctx);
             }
             None

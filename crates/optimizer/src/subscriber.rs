@@ -11,8 +11,9 @@ use brisk_time::Instant;
 use std::collections::VecDeque;
 use std::time::Duration;
 
-/// Most samples a windowed filter keeps; older ones give way first.
-const FILTER_SAMPLES: usize = 32;
+/// A windowed filter keeps at most one sample per this fraction of its
+/// window, so its memory is bounded whatever the ACK rate.
+const FILTER_SAMPLES: u32 = 32;
 
 /// A windowed extreme (maximum or minimum) over samples younger than a
 /// window, each `(time, value)`.
@@ -22,17 +23,30 @@ pub(crate) struct Windowed {
 }
 
 impl Windowed {
-    /// Adds a sample; a sample no better than a newer one is useless, so a
-    /// max filter keeps a decreasing sequence (a min filter an increasing).
-    fn push(&mut self, now: Instant, value: u64, better: impl Fn(u64, u64) -> bool) {
+    /// Adds a sample. A sample no better than a newer one can never be the
+    /// extreme again, so a max filter keeps a decreasing sequence (a min
+    /// filter an increasing one); a sample close in time behind a better
+    /// one is dropped, never the better one.
+    fn push(
+        &mut self,
+        now: Instant,
+        value: u64,
+        window: Duration,
+        better: impl Fn(u64, u64) -> bool,
+    ) {
         while let Some(&(_, last)) = self.samples.back() {
             if better(last, value) {
                 break;
             }
             self.samples.pop_back();
         }
-        if self.samples.len() == FILTER_SAMPLES {
-            self.samples.pop_front();
+        let spacing = window / FILTER_SAMPLES;
+        if self
+            .samples
+            .back()
+            .is_some_and(|&(t, _)| now.saturating_duration_since(t) < spacing)
+        {
+            return;
         }
         self.samples.push_back((now, value));
     }
@@ -90,7 +104,8 @@ impl Subscriber {
     /// An RTT sample from a segment sent once and acknowledged.
     pub(crate) fn on_rtt(&mut self, now: Instant, rtt: Duration, config: &Config) {
         let ns = u64::try_from(rtt.as_nanos()).unwrap_or(u64::MAX);
-        self.min_rtt.push(now, ns, |old, new| old < new);
+        self.min_rtt
+            .push(now, ns, config.min_rtt_window, |old, new| old < new);
         self.min_rtt.expire(now, config.min_rtt_window);
         self.srtt = Some(match self.srtt {
             None => rtt,
@@ -112,7 +127,8 @@ impl Subscriber {
             return;
         }
         let bps = (bytes as f64 / interval.as_secs_f64()) as u64;
-        self.rate.push(now, bps, |old, new| old > new);
+        self.rate
+            .push(now, bps, config.rate_window, |old, new| old > new);
         self.rate.expire(now, config.rate_window);
     }
 
@@ -198,6 +214,17 @@ mod tests {
         // An interval under the min RTT is ACK compression: ignored.
         s.on_rate(at(50), 125_000, Duration::from_millis(10), &c);
         assert_eq!(s.rate_bytes_per_s(), Some(1_250_000));
+    }
+
+    #[test]
+    fn a_rising_rtt_never_pushes_the_minimum_out() {
+        let c = Config::default();
+        let mut s = Subscriber::new(at(0), &c);
+        for i in 0..1000 {
+            s.on_rtt(at(i), Duration::from_millis(40 + i), &c);
+        }
+        assert_eq!(s.min_rtt(), Some(Duration::from_millis(40)));
+        assert!(s.min_rtt.samples.len() <= FILTER_SAMPLES as usize + 1);
     }
 
     #[test]
