@@ -281,7 +281,7 @@ impl Flow {
 
     /// A segment from the server side of an optimizing or draining
     /// connection. Returns the datagram if it is to be forwarded untouched.
-    pub(crate) fn from_server(
+    pub(crate) fn handle_server_segment(
         &mut self,
         now: Instant,
         seen: &Seen,
@@ -379,7 +379,7 @@ impl Flow {
     /// A packet from the client side of an optimizing or draining
     /// connection. Returns the datagram (possibly with its acknowledgment
     /// moved) if it is to be forwarded to the server.
-    pub(crate) fn from_client(
+    pub(crate) fn handle_client_segment(
         &mut self,
         now: Instant,
         seen: &Seen,

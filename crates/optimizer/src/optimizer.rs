@@ -102,25 +102,23 @@ impl Optimizer {
     /// Stops optimizing one connection: nothing new is acknowledged early,
     /// what is held is delivered, then its packets pass through. False if
     /// it was not being optimized.
-    pub fn stop_connection(&mut self, now: Instant, key: &ConnectionKey) -> bool {
+    pub fn stop_connection(&mut self, key: &ConnectionKey) -> bool {
         let optimizing = self
             .flows
             .get(key)
             .is_some_and(|f| f.phase == Phase::Optimizing);
         if optimizing {
-            self.with_flow(now, *key, |flow, ctx| {
-                flow.fall_back(Reason::Requested, ctx)
-            });
+            self.with_flow(*key, |flow, ctx| flow.fall_back(Reason::Requested, ctx));
         }
         optimizing
     }
 
     /// Stops optimizing every connection (before an upgrade, or when memory
     /// runs short); each passes through once its held data is delivered.
-    pub fn stop_all(&mut self, now: Instant) {
+    pub fn stop_all(&mut self) {
         let keys: Vec<ConnectionKey> = self.flows.keys().copied().collect();
         for key in keys {
-            self.stop_connection(now, &key);
+            self.stop_connection(&key);
         }
     }
 
@@ -142,11 +140,11 @@ impl Optimizer {
             };
             if now.saturating_duration_since(flow.last_seen) >= self.config.idle_timeout {
                 self.stats.idle_expired += 1;
-                self.with_flow(now, key, |flow, ctx| flow.end(ctx));
+                self.with_flow(key, |flow, ctx| flow.end(ctx));
                 self.forget(&key);
                 continue;
             }
-            self.with_flow(now, key, |flow, ctx| flow.handle_timeout(now, ctx));
+            self.with_flow(key, |flow, ctx| flow.handle_timeout(now, ctx));
             self.rearm(key);
             // Losses found or a probe answered may free the budget.
             self.schedule(now, key.client.ip());
@@ -199,7 +197,7 @@ impl Optimizer {
             } else {
                 Reason::WrongSide
             };
-            self.give_up(now, mirrored, reason);
+            self.give_up(mirrored, reason);
             self.pass(from, datagram);
             return;
         }
@@ -228,14 +226,14 @@ impl Optimizer {
                 if seen.has(TcpFlags::SYN) {
                     let odd = !(from == Side::Server && seen.has(TcpFlags::ACK));
                     if odd {
-                        self.give_up(now, key, Reason::SynSeenTwice);
+                        self.give_up(key, Reason::SynSeenTwice);
                     }
                     self.pass(from, datagram);
                     return;
                 }
-                let forward = self.with_flow(now, key, |flow, ctx| match from {
-                    Side::Server => flow.from_server(now, seen, datagram, ctx),
-                    Side::Client => flow.from_client(now, seen, datagram, ctx),
+                let forward = self.with_flow(key, |flow, ctx| match from {
+                    Side::Server => flow.handle_server_segment(now, seen, datagram, ctx),
+                    Side::Client => flow.handle_client_segment(now, seen, datagram, ctx),
                 });
                 if let Some(Some(d)) = forward {
                     if from == Side::Server {
@@ -353,7 +351,7 @@ impl Optimizer {
 
     /// Stops optimizing `key` for good at once: an optimizing flow drains,
     /// one in handshake is refused.
-    fn give_up(&mut self, now: Instant, key: ConnectionKey, reason: Reason) {
+    fn give_up(&mut self, key: ConnectionKey, reason: Reason) {
         let Some(phase) = self.flows.get(&key).map(|f| f.phase) else {
             return;
         };
@@ -365,7 +363,7 @@ impl Optimizer {
                 }
             }
             Phase::Optimizing | Phase::Draining => {
-                self.with_flow(now, key, |flow, ctx| flow.fall_back(reason, ctx));
+                self.with_flow(key, |flow, ctx| flow.fall_back(reason, ctx));
             }
             Phase::PassThrough => {}
         }
@@ -375,7 +373,6 @@ impl Optimizer {
     /// takes it off its subscriber once it passes through.
     fn with_flow<R>(
         &mut self,
-        now: Instant,
         key: ConnectionKey,
         f: impl FnOnce(&mut Flow, &mut Ctx<'_>) -> R,
     ) -> Option<R> {
@@ -400,7 +397,6 @@ impl Optimizer {
                 self.pacing_timers.rearm(ip, None);
             }
         }
-        let _ = now;
         Some(r)
     }
 

@@ -665,8 +665,10 @@ fn a_long_radio_freeze_backs_probes_off_and_never_collapses_the_budget() {
 #[test]
 fn a_200_kb_burst_is_spread_at_20_kb_per_ms() {
     for f in FAMILIES {
-        let mut cfg = Config::default();
-        cfg.initial_budget_bytes = 1 << 20;
+        let cfg = Config {
+            initial_budget_bytes: 1 << 20,
+            ..Config::default()
+        };
         let mut s = Session::new(f, cfg);
         s.handshake();
         let start = s.now;
@@ -697,10 +699,12 @@ fn a_200_kb_burst_is_spread_at_20_kb_per_ms() {
 #[test]
 fn two_flows_of_one_subscriber_share_its_budget_evenly() {
     for f in FAMILIES {
-        let mut cfg = Config::default();
-        cfg.initial_budget_bytes = 20 * MSS;
-        cfg.min_budget_bytes = 20 * MSS;
-        cfg.max_budget_bytes = 20 * MSS;
+        let cfg = Config {
+            initial_budget_bytes: 20 * MSS,
+            min_budget_bytes: 20 * MSS,
+            max_budget_bytes: 20 * MSS,
+            ..Config::default()
+        };
         let mut a = Session::new(f, cfg);
         a.handshake();
         // A second connection of the same client, through the same optimizer.
@@ -738,9 +742,11 @@ fn two_flows_of_one_subscriber_share_its_budget_evenly() {
 fn a_full_connection_buffer_stops_early_acks_and_drains_to_pass_through() {
     for f in FAMILIES {
         for limit_segments in [3usize, 10, 30] {
-            let mut cfg = Config::default();
             let seg_len = s_len(f);
-            cfg.max_connection_buffer_bytes = limit_segments * seg_len;
+            let cfg = Config {
+                max_connection_buffer_bytes: limit_segments * seg_len,
+                ..Config::default()
+            };
             let mut s = Session::new(f, cfg);
             s.handshake();
             s.server_burst(0, limit_segments);
@@ -778,8 +784,10 @@ fn s_len(f: Family) -> usize {
 #[test]
 fn the_total_buffer_is_shared_and_bounded() {
     for f in FAMILIES {
-        let mut cfg = Config::default();
-        cfg.max_total_buffer_bytes = 25 * s_len(f);
+        let cfg = Config {
+            max_total_buffer_bytes: 25 * s_len(f),
+            ..Config::default()
+        };
         let mut s = Session::new(f, cfg);
         let mut clients = Vec::new();
         for n in 1..=5u16 {
@@ -810,7 +818,7 @@ fn stopping_on_request_drains_then_passes_through() {
         let mut s = Session::new(f, Config::default());
         s.handshake();
         s.server_burst(0, 5);
-        assert!(s.opt.stop_connection(s.now, &s.key()));
+        assert!(s.opt.stop_connection(&s.key()));
         assert_eq!(phase(&s), Some(Phase::Draining));
         // New data now passes untouched and unacknowledged.
         let d = s.server_data_datagram(5 * MSS as u64, MSS, false);

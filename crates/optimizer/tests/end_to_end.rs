@@ -160,14 +160,13 @@ impl Server {
         }
         let flight = self.flight();
         if ack > self.una {
-            if let Some(&(at, again)) = self.sent_at.get(&(ack - (ack - self.una).min(MSS as u64)))
-            {
-                if !again {
-                    let rtt = now.saturating_duration_since(at);
-                    let s = self.srtt.map_or(rtt, |s| (s * 7 + rtt) / 8);
-                    self.srtt = Some(s);
-                    self.rto = (s * 2).max(Duration::from_millis(200));
-                }
+            // Karn: only a segment sent once gives an RTT sample.
+            let last = ack - (ack - self.una).min(MSS as u64);
+            if let Some(&(at, false)) = self.sent_at.get(&last) {
+                let rtt = now.saturating_duration_since(at);
+                let s = self.srtt.map_or(rtt, |s| (s * 7 + rtt) / 8);
+                self.srtt = Some(s);
+                self.rto = (s * 2).max(Duration::from_millis(200));
             }
             let acked = (ack - self.una) as f64;
             self.una = ack;
@@ -454,7 +453,7 @@ fn download(
         if stop_at == Some(now)
             && let Some(o) = opt.as_mut()
         {
-            o.stop_all(now);
+            o.stop_all();
         }
         server.handle_timeout(now);
         while to_opt_from_server.front().is_some_and(|x| x.0 <= now) {

@@ -196,7 +196,7 @@ fn run(f: Family, seed: u64, config: &Config) {
         inputs.insert(d.clone());
         opt.handle_packet(now, side, d);
         if r.below(50) == 0 {
-            opt.stop_all(now);
+            opt.stop_all();
         }
         while let Some(t) = opt.poll_transmit() {
             assert!(

@@ -37,7 +37,8 @@ impl Family {
     }
 }
 
-/// Builds one TCP datagram.
+/// Builds one TCP datagram; one argument per header field a case sets.
+#[allow(clippy::too_many_arguments)]
 pub fn tcp(
     from: SocketAddr,
     to: SocketAddr,
