@@ -195,10 +195,27 @@ impl Flow {
         self.server_isn.wrapping_add(1).wrapping_add(off as u32)
     }
 
-    /// The window field of a local ACK: the client's right edge, never
-    /// moved back, as seen from the local acknowledgment.
-    fn window_field(&mut self) -> u16 {
-        let edge = self.client_edge.max(self.advertised_edge);
+    /// The right edge the server may send to: the client's, but no further
+    /// than the buffers can hold (nine tenths of the datagram bytes left,
+    /// for headers), so a well-behaved server never overruns them.
+    fn allowed_edge(&self, ctx: &Ctx<'_>) -> u64 {
+        let own = ctx
+            .config
+            .max_connection_buffer_bytes
+            .saturating_sub(self.held_bytes);
+        let all = ctx
+            .config
+            .max_total_buffer_bytes
+            .saturating_sub(*ctx.total_held);
+        let room = own.min(all) as u64 / 10 * 9;
+        self.client_edge.min(self.local_ack + room)
+    }
+
+    /// The window field of a local ACK: the allowed right edge, never
+    /// moved back, as seen from the local acknowledgment, at the client's
+    /// scale.
+    fn window_field(&mut self, ctx: &Ctx<'_>) -> u16 {
+        let edge = self.allowed_edge(ctx).max(self.advertised_edge);
         let shift = self.negotiated.client_window_shift;
         let window = (edge.saturating_sub(self.local_ack) >> shift).min(u64::from(u16::MAX));
         self.advertised_edge = self.local_ack + (window << shift);
@@ -207,7 +224,7 @@ impl Flow {
 
     /// Sends the server an ACK in the client's name.
     fn send_local_ack(&mut self, ctx: &mut Ctx<'_>) {
-        let window = self.window_field();
+        let window = self.window_field(ctx);
         let mut blocks: Vec<SackBlock> = Vec::new();
         let mut run: Option<(u64, u64)> = None;
         for (&off, h) in self.held.range(self.local_ack + 1..) {
@@ -431,7 +448,7 @@ impl Flow {
             Some(datagram)
         } else if server_must_see {
             if ack < self.local_ack {
-                let window = self.window_field();
+                let window = self.window_field(ctx);
                 if segment::move_ack(&mut datagram, self.seq(self.local_ack), window) {
                     ctx.stats.client_acks_moved += 1;
                 }
@@ -439,12 +456,13 @@ impl Flow {
             Some(datagram)
         } else {
             ctx.stats.client_acks_absorbed += 1;
-            // The client's window opened to over twice what the server was
-            // last told: say so, or the server may stall on a stale window.
+            // The client's window, or the room in the buffers, opened to
+            // over twice what the server was last told: say so, or the
+            // server may stall on a stale window.
             // Smaller openings wait for the next local ACK, so as not to
             // double the ACKs the server handles.
             let told = self.advertised_edge.saturating_sub(self.local_ack);
-            let allowed = self.client_edge.saturating_sub(self.local_ack);
+            let allowed = self.allowed_edge(ctx).saturating_sub(self.local_ack);
             if self.phase == Phase::Optimizing && allowed > 2 * told {
                 self.send_local_ack(ctx);
             }

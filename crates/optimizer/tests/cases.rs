@@ -934,3 +934,70 @@ fn sequence_numbers_wrap() {
         }
     }
 }
+
+#[test]
+fn local_windows_never_offer_more_than_the_buffers_hold() {
+    let m = MSS as u64;
+    for f in FAMILIES {
+        for limit_segments in [10usize, 40] {
+            let seg_len = s_len(f);
+            let cfg = Config {
+                max_connection_buffer_bytes: limit_segments * seg_len,
+                ..Config::default()
+            };
+            let mut s = Session::new(f, cfg);
+            // A client's first window is small (64 kB on Linux) and grows.
+            s.handshake_window = 10 * m;
+            s.handshake();
+            // A server that keeps to the window it is given: it sends up
+            // to each local ACK's right edge, and the client acknowledges
+            // what reaches it.
+            let mut next = 0u64;
+            let mut edge = 10 * m;
+            let mut delivered = 0u64;
+            let mut seen = 0;
+            for round in 0..200 {
+                while next + m <= edge {
+                    for a in s.server_data(next, MSS) {
+                        if a.toward == Side::Server {
+                            let p = parse(&a);
+                            let ack = u64::from(p.tcp.ack_number.wrapping_sub(s.sseq(0)));
+                            edge = edge.max(ack + (u64::from(p.tcp.window) << s.wscale));
+                        }
+                    }
+                    next += m;
+                }
+                assert!(
+                    s.opt.held_bytes() <= limit_segments * seg_len,
+                    "{f:?} round {round}"
+                );
+                s.advance(ms(20));
+                for (_, t) in &s.log[seen..] {
+                    let p = parse(t);
+                    if t.toward == Side::Client && !p.payload.is_empty() {
+                        let off = u64::from(p.tcp.seq_number.wrapping_sub(s.sseq(0)));
+                        delivered = delivered.max(off + p.payload.len() as u64);
+                    }
+                }
+                seen = s.log.len();
+                for a in s.client_ack(delivered, &[]) {
+                    if a.toward == Side::Server {
+                        let p = parse(&a);
+                        let ack = u64::from(p.tcp.ack_number.wrapping_sub(s.sseq(0)));
+                        edge = edge.max(ack + (u64::from(p.tcp.window) << s.wscale));
+                    }
+                }
+            }
+            assert_eq!(
+                phase(&s),
+                Some(Phase::Optimizing),
+                "{f:?}: never fell back {:?} delivered {delivered} next {next}",
+                s.opt.stats()
+            );
+            assert!(
+                delivered > 150 * m,
+                "{f:?}: the transfer kept moving ({delivered} bytes)"
+            );
+        }
+    }
+}

@@ -103,6 +103,8 @@ pub struct Session {
     pub wscale: u8,
     /// Everything the optimizer sent, with the time.
     pub log: Vec<(Instant, Transmit)>,
+    /// The window the client's handshake ACK advertises, bytes.
+    pub handshake_window: u64,
 }
 
 pub const MSS: usize = 1400;
@@ -119,6 +121,7 @@ impl Session {
             ts: true,
             wscale: 7,
             log: Vec::new(),
+            handshake_window: 1 << 20,
         }
     }
 
@@ -222,7 +225,7 @@ impl Session {
                 datagram: synack
             }]
         );
-        let ack = self.client_ack_datagram(0, 1 << 20, &[]);
+        let ack = self.client_ack_datagram(0, self.handshake_window, &[]);
         assert_eq!(
             self.feed(Side::Client, ack.clone()),
             vec![Transmit {
