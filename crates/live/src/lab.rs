@@ -59,6 +59,9 @@ pub struct LabConfig {
     pub registry_dir: PathBuf,
     /// Change the client's NAT binding mid-run (see [`Rebind`]).
     pub rebind: Option<Rebind>,
+    /// Run the transparent TCP optimizer at the server's end of the
+    /// bottleneck (see `router::core`).
+    pub optimizer: Option<brisk_optimizer::Config>,
 }
 
 impl LabConfig {
@@ -76,6 +79,7 @@ impl LabConfig {
             router: LoopConfig::default(),
             registry_dir: PathBuf::from(registry::RUN_DIR),
             rebind: None,
+            optimizer: None,
         }
     }
 }
@@ -160,6 +164,9 @@ impl Lab {
         let mut core = RouterCore::new(&config.network, config.seed, addressing, gateway, resolver);
         if let Some(r) = config.rebind {
             core.rebind_client(r);
+        }
+        if let Some(o) = config.optimizer.clone() {
+            core.optimize(o);
         }
         if let Some(limit) = config.bottleneck_capture_bytes {
             core.capture_bottleneck(BottleneckCapture::new(
