@@ -551,7 +551,9 @@ impl Flow {
         };
         let window = self.reorder_window(ctx);
         let mut newly_lost = Vec::new();
-        for (&off, h) in &self.held {
+        // Only segments below `sent_high` were ever sent: the unsent tail,
+        // most of a full buffer, is not visited on each ACK.
+        for (&off, h) in self.held.range(..self.sent_high) {
             let Some(sent_at) = h.sent_at else {
                 continue;
             };
@@ -638,9 +640,11 @@ impl Flow {
             toward: Side::Client,
             datagram: h.datagram.clone(),
         });
+        // No unsent segment starts below `next_unsent`: a retransmission
+        // does not walk the segments sent since.
         if let Some((&o, _)) = self
             .held
-            .range(off + 1..)
+            .range(self.next_unsent.max(off + 1)..)
             .find(|(_, h)| h.sent_at.is_none())
         {
             self.next_unsent = self.next_unsent.max(o.min(off + 1));

@@ -34,11 +34,63 @@ pub struct Optimizer {
     stats: Stats,
 }
 
-/// A subscriber's estimators and its optimized flows, in a stable order.
+/// A subscriber's estimators and its optimized flows, with what the
+/// scheduler needs kept up to date as flows change, so that sending one
+/// segment never visits every flow of a subscriber with thousands.
 #[derive(Debug)]
 struct Sub {
     state: Subscriber,
-    flows: Vec<ConnectionKey>,
+    /// Each optimized flow's place in the round robin: the order it joined.
+    slots: BTreeMap<ConnectionKey, u64>,
+    /// Flows with a segment they may send now, by slot.
+    waiting: BTreeMap<u64, ConnectionKey>,
+    /// The slot the next joining flow takes.
+    next_slot: u64,
+    /// Sequence bytes in flight over all the flows in `slots`.
+    in_flight: u64,
+    /// Round robin: the first slot considered at the next pick.
+    cursor: u64,
+}
+
+impl Sub {
+    fn new(now: Instant, config: &Config) -> Sub {
+        Sub {
+            state: Subscriber::new(now, config),
+            slots: BTreeMap::new(),
+            waiting: BTreeMap::new(),
+            next_slot: 0,
+            in_flight: 0,
+            cursor: 0,
+        }
+    }
+
+    /// A flow joins the round robin (it holds nothing yet).
+    fn join(&mut self, key: ConnectionKey) {
+        self.slots.insert(key, self.next_slot);
+        self.next_slot += 1;
+    }
+
+    /// A flow leaves the round robin, with what it had in flight.
+    fn leave(&mut self, key: &ConnectionKey, in_flight: u64) {
+        if let Some(slot) = self.slots.remove(key) {
+            self.waiting.remove(&slot);
+            self.in_flight = self.in_flight.saturating_sub(in_flight);
+        }
+    }
+
+    /// A member's in flight went from `before` to the flow's now, and it
+    /// may or may not have something to send now.
+    fn update(&mut self, key: ConnectionKey, before: u64, flow: &Flow) {
+        let Some(&slot) = self.slots.get(&key) else {
+            return;
+        };
+        self.in_flight = (self.in_flight + flow.in_flight).saturating_sub(before);
+        if flow.sendable().is_some() {
+            self.waiting.insert(slot, key);
+        } else {
+            self.waiting.remove(&slot);
+        }
+    }
 }
 
 /// A connection as the optimizer sees it.
@@ -330,11 +382,8 @@ impl Optimizer {
                 let sub = self
                     .subscribers
                     .entry(key.client.ip())
-                    .or_insert_with(|| Sub {
-                        state: Subscriber::new(now, &self.config),
-                        flows: Vec::new(),
-                    });
-                sub.flows.push(key);
+                    .or_insert_with(|| Sub::new(now, &self.config));
+                sub.join(key);
                 None
             }
             // Anything else before the handshake completes means this box
@@ -379,6 +428,7 @@ impl Optimizer {
         let flow = self.flows.get_mut(&key)?;
         let ip = key.client.ip();
         let sub = self.subscribers.get_mut(&ip)?;
+        let before = flow.in_flight;
         let mut ctx = Ctx {
             config: &self.config,
             sub: &mut sub.state,
@@ -387,12 +437,13 @@ impl Optimizer {
             total_held: &mut self.total_held,
         };
         let r = f(flow, &mut ctx);
+        sub.update(key, before, flow);
         let idle = flow.last_seen + self.config.idle_timeout;
         let deadline = flow.deadline().map_or(idle, |d| d.min(idle));
         self.flow_timers.rearm(key, Some(deadline));
         if flow.phase == Phase::PassThrough {
-            sub.flows.retain(|k| *k != key);
-            if sub.flows.is_empty() {
+            sub.leave(&key, flow.in_flight);
+            if sub.slots.is_empty() {
                 self.subscribers.remove(&ip);
                 self.pacing_timers.rearm(ip, None);
             }
@@ -412,14 +463,15 @@ impl Optimizer {
 
     /// Forgets a connection entirely.
     fn forget(&mut self, key: &ConnectionKey) {
-        if let Some(flow) = self.flows.remove(key) {
+        let in_flight = self.flows.remove(key).map_or(0, |flow| {
             debug_assert_eq!(flow.held_bytes(), 0, "a forgotten flow holds nothing");
-        }
+            flow.in_flight
+        });
         self.flow_timers.rearm(*key, None);
         let ip = key.client.ip();
         if let Some(sub) = self.subscribers.get_mut(&ip) {
-            sub.flows.retain(|k| k != key);
-            if sub.flows.is_empty() {
+            sub.leave(key, in_flight);
+            if sub.slots.is_empty() {
                 self.subscribers.remove(&ip);
                 self.pacing_timers.rearm(ip, None);
             }
@@ -429,7 +481,7 @@ impl Optimizer {
     /// Sends what a subscriber's flows may send now: round robin over the
     /// flows with something to send, each within an equal share of the
     /// budget unless no other flow wants it, all within the budget and the
-    /// pacer.
+    /// pacer. Only the flows with something to send are visited.
     fn schedule(&mut self, now: Instant, ip: IpAddr) {
         let Some(sub) = self.subscribers.get_mut(&ip) else {
             return;
@@ -438,31 +490,31 @@ impl Optimizer {
         let mut wake = None;
         loop {
             let budget = sub.state.budget(&self.config) as u64;
-            let mut total = 0;
-            let mut waiting = Vec::new();
-            for (i, key) in sub.flows.iter().enumerate() {
-                if let Some(flow) = self.flows.get(key) {
-                    total += flow.in_flight;
-                    if let Some((off, len)) = flow.sendable() {
-                        waiting.push((i, *key, off, len, flow.in_flight));
-                    }
-                }
-            }
-            if waiting.is_empty() {
-                break;
-            }
-            let share = budget.div_ceil(waiting.len() as u64);
-            let n = sub.flows.len();
+            let total = sub.in_flight;
+            let share = budget.div_ceil(sub.waiting.len().max(1) as u64);
             // Round robin from the cursor; a flow over its share yields to
             // any waiting flow under it.
-            waiting.sort_by_key(|&(i, ..)| (i + n - sub.state.cursor % n.max(1)) % n.max(1));
-            let under = |w: &(usize, ConnectionKey, u64, u64, u64)| w.4 + w.3 <= share || w.4 == 0;
-            let pick = waiting
-                .iter()
-                .find(|w| under(w))
-                .or_else(|| waiting.first())
-                .copied();
-            let Some((i, key, off, len, _)) = pick else {
+            let mut first = None;
+            let mut under = None;
+            let rotated = sub
+                .waiting
+                .range(sub.cursor..)
+                .chain(sub.waiting.range(..sub.cursor));
+            for (&slot, key) in rotated {
+                let Some(flow) = self.flows.get(key) else {
+                    continue;
+                };
+                let Some((off, len)) = flow.sendable() else {
+                    continue;
+                };
+                let w = (slot, *key, off, len);
+                first.get_or_insert(w);
+                if flow.in_flight + len <= share || flow.in_flight == 0 {
+                    under = Some(w);
+                    break;
+                }
+            }
+            let Some((slot, key, off, len)) = under.or(first) else {
                 break;
             };
             if total > 0 && total + len > budget {
@@ -475,6 +527,7 @@ impl Optimizer {
             let Some(flow) = self.flows.get_mut(&key) else {
                 break;
             };
+            let before = flow.in_flight;
             let mut ctx = Ctx {
                 config: &self.config,
                 sub: &mut sub.state,
@@ -483,8 +536,9 @@ impl Optimizer {
                 total_held: &mut self.total_held,
             };
             flow.send(now, off, total == 0, &mut ctx);
+            sub.update(key, before, flow);
             sub.state.spend(len as usize);
-            sub.state.cursor = (i + 1) % n.max(1);
+            sub.cursor = slot + 1;
             let idle = flow.last_seen + self.config.idle_timeout;
             self.flow_timers
                 .rearm(key, Some(flow.deadline().map_or(idle, |d| d.min(idle))));

@@ -82,9 +82,6 @@ pub(crate) struct Subscriber {
     tokens: f64,
     /// When the credit was last refilled.
     refilled: Instant,
-    /// Round-robin cursor: the index among the subscriber's flows that
-    /// sends next.
-    pub(crate) cursor: usize,
 }
 
 impl Subscriber {
@@ -97,7 +94,6 @@ impl Subscriber {
             srtt: None,
             tokens: config.pacing_burst_bytes as f64,
             refilled: now,
-            cursor: 0,
         }
     }
 
