@@ -479,6 +479,7 @@ low_water_mark = "16KiB"
 name = "call"
 kind = "brisk"
 app = "video"
+delivery = "streams"
 send_buffer = "120kB"
 ecn = false
 "#,

@@ -93,6 +93,9 @@ fn prepare(s: &SuiteScenario, suite: &Suite, config: &RunConfig) -> brisk_sim::s
     let mut scenario = s.scenario.clone();
     if config.quick {
         scenario.duration = scenario.duration.min(suite.quick_duration);
+        // A flow that would start after the cut could send nothing.
+        let end = scenario.duration;
+        scenario.flows.retain(|f| f.start.unwrap_or_default() < end);
     }
     if let Some(ip) = config.ip {
         scenario.ip = ip;
