@@ -492,7 +492,7 @@ ecn = false
             [
                 "bulk (brisk): Brisk transport (cubic), bulk transfer of 2 MB, ECN on",
                 "chat (brisk): Brisk transport (prague), 1 kB messages every 50 ms, 16 KiB low-water mark, ECN on",
-                "call (brisk): Brisk transport (prague), video call at 30 fps, 120 kB send buffer, ECN off",
+                "call (brisk): Brisk transport (prague), video call at 30 fps on streams, 120 kB send buffer, ECN off",
             ]
         );
     }
