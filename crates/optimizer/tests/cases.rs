@@ -175,16 +175,7 @@ fn a_handshake_without_sack_is_not_optimized() {
 fn a_syn_seen_in_both_directions_is_a_loop_and_never_optimized() {
     for f in FAMILIES {
         let mut s = Session::new(f, Config::default());
-        let syn = tcp(
-            s.client,
-            s.server,
-            s.cisn,
-            0,
-            TcpFlags::SYN,
-            65535,
-            syn_options(true, Some(7)),
-            &[],
-        );
+        let syn = s.client_syn(s.cisn);
         s.feed(Side::Client, syn.clone());
         let out = s.feed(Side::Server, syn.clone());
         assert_eq!(
@@ -198,16 +189,7 @@ fn a_syn_seen_in_both_directions_is_a_loop_and_never_optimized() {
         assert_eq!(phase(&s), Some(Phase::PassThrough));
         // A second SYN with another ISN from the client is odd as well.
         let mut s = Session::new(f, Config::default());
-        let syn = tcp(
-            s.client,
-            s.server,
-            s.cisn,
-            0,
-            TcpFlags::SYN,
-            65535,
-            syn_options(true, Some(7)),
-            &[],
-        );
+        let syn = s.client_syn(s.cisn);
         s.feed(Side::Client, syn.clone());
         s.feed(Side::Client, syn);
         assert_eq!(
@@ -215,16 +197,7 @@ fn a_syn_seen_in_both_directions_is_a_loop_and_never_optimized() {
             Some(Phase::SynSeen),
             "a retransmitted SYN is fine"
         );
-        let syn2 = tcp(
-            s.client,
-            s.server,
-            s.cisn ^ 1,
-            0,
-            TcpFlags::SYN,
-            65535,
-            syn_options(true, Some(7)),
-            &[],
-        );
+        let syn2 = s.client_syn(s.cisn ^ 1);
         s.feed(Side::Client, syn2);
         assert_eq!(phase(&s), Some(Phase::PassThrough));
     }
@@ -235,16 +208,7 @@ fn asymmetric_routing_is_never_optimized() {
     for f in FAMILIES {
         // SYN and ACK seen, SYN-ACK not.
         let mut s = Session::new(f, Config::default());
-        let syn = tcp(
-            s.client,
-            s.server,
-            s.cisn,
-            0,
-            TcpFlags::SYN,
-            65535,
-            syn_options(true, Some(7)),
-            &[],
-        );
+        let syn = s.client_syn(s.cisn);
         s.feed(Side::Client, syn);
         let ack = s.client_ack_datagram(0, 1 << 20, &[]);
         s.feed(Side::Client, ack);
@@ -294,16 +258,7 @@ fn broken_or_non_tcp_datagrams_pass_untouched_and_start_nothing() {
     let mut cases = 0;
     for f in FAMILIES {
         let s0 = Session::new(f, Config::default());
-        let syn = tcp(
-            s0.client,
-            s0.server,
-            s0.cisn,
-            0,
-            TcpFlags::SYN,
-            65535,
-            syn_options(true, Some(7)),
-            &[],
-        );
+        let syn = s0.client_syn(s0.cisn);
         let ip_len = if f == Family::V4 { 20 } else { 40 };
         let mut variants = Vec::new();
         // Every byte of the TCP header flipped in turn: a bad checksum.

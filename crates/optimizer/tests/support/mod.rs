@@ -176,19 +176,25 @@ impl Session {
         }
     }
 
-    /// SYN, SYN-ACK, ACK; asserts each passed byte for byte.
-    pub fn handshake(&mut self) {
-        let syn_opts = syn_options(self.ts, Some(self.wscale));
-        let syn = tcp(
+    /// The client's SYN with sequence number `isn` and this session's
+    /// options (timestamps, window scale).
+    pub fn client_syn(&self, isn: u32) -> Vec<u8> {
+        let options = syn_options(self.ts, Some(self.wscale));
+        tcp(
             self.client,
             self.server,
-            self.cisn,
+            isn,
             0,
             TcpFlags::SYN,
             65535,
-            syn_opts,
+            options,
             &[],
-        );
+        )
+    }
+
+    /// SYN, SYN-ACK, ACK; asserts each passed byte for byte.
+    pub fn handshake(&mut self) {
+        let syn = self.client_syn(self.cisn);
         assert_eq!(
             self.feed(Side::Client, syn.clone()),
             vec![Transmit {
