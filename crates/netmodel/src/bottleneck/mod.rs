@@ -23,6 +23,7 @@ use crate::{Link, LinkEvent, Packet};
 use brisk_time::Instant;
 use brisk_trace::stats::LatencySummary;
 use flow_metrics::FlowMetrics;
+use std::collections::VecDeque;
 use std::time::Duration;
 use summary::{LinkResults, QueueResults};
 
@@ -62,6 +63,10 @@ pub struct Bottleneck {
     queue_delay: [LatencySummary; 2],
     /// Packets each link lost after transmitting them.
     losses: [u64; 2],
+    /// Packet Too Big answers to packets one direction dropped for their
+    /// size, waiting to be delivered by the other (toward their senders),
+    /// indexed by the direction that delivers them.
+    returned: [VecDeque<(Instant, Packet)>; 2],
 }
 
 impl Bottleneck {
@@ -79,6 +84,7 @@ impl Bottleneck {
             ],
             queue_delay: Default::default(),
             losses: [0; 2],
+            returned: Default::default(),
         }
     }
 
@@ -94,13 +100,23 @@ impl Bottleneck {
 
     /// A packet reaches the link of `dir` at `now`. Tag its id with
     /// [`flow_tag::packet_id`] for its events to be charged to its flow.
+    /// A packet too big for the link's MTU answered with a Packet Too Big
+    /// (`mtu_icmp`) makes that answer come out of [`Bottleneck::poll`] for
+    /// the opposite direction, at once: the router that drops it stands
+    /// at the link's entrance, next to the sender.
     pub fn handle_packet(&mut self, now: Instant, dir: Direction, packet: Packet) {
-        self.links[dir.index()].handle_packet(now, packet);
+        let link = &mut self.links[dir.index()];
+        link.handle_packet(now, packet);
+        while let Some(reply) = link.poll_reply() {
+            self.returned[dir.opposite().index()].push_back(reply);
+        }
     }
 
-    /// The next time the link of `dir` needs [`Bottleneck::handle_timeout`].
+    /// The next time the link of `dir` needs [`Bottleneck::handle_timeout`]
+    /// (or has a returned Packet Too Big to hand out).
     pub fn poll_timeout(&self, dir: Direction) -> Option<Instant> {
-        self.link(dir).poll_timeout()
+        let returned = self.returned[dir.index()].front().map(|(at, _)| *at);
+        brisk_time::earliest(self.link(dir).poll_timeout(), returned)
     }
 
     /// Advances the link of `dir` to `now`.
@@ -110,7 +126,7 @@ impl Bottleneck {
 
     /// Whether [`Bottleneck::poll`] has anything for `dir`.
     pub fn has_output(&self, dir: Direction) -> bool {
-        self.link(dir).has_output()
+        self.link(dir).has_output() || !self.returned[dir.index()].is_empty()
     }
 
     /// The next event or delivery of the link of `dir`, events first (they
@@ -122,6 +138,9 @@ impl Bottleneck {
         dir: Direction,
         ledger: &mut impl FlowLedger,
     ) -> Option<BottleneckOutput> {
+        if let Some((at, packet)) = self.returned[dir.index()].pop_front() {
+            return Some(BottleneckOutput::Delivered { at, packet });
+        }
         let link = &mut self.links[dir.index()];
         if let Some(event) = link.poll_event() {
             self.account(dir, &event, ledger);
@@ -161,6 +180,7 @@ impl Bottleneck {
             }
             LinkEvent::EcnRewritten { .. }
             | LinkEvent::Duplicated { .. }
+            | LinkEvent::TooBig { .. }
             | LinkEvent::Reordered { .. } => {}
         }
     }
