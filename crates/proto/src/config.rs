@@ -12,9 +12,15 @@ use std::time::Duration;
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TransportConfig {
-    /// The largest UDP payload this side sends (and the size of padded
-    /// Initial datagrams); at least 1200.
+    /// The largest UDP payload this side sends (and, without `pmtud`, the
+    /// size of padded Initial datagrams); at least 1200.
     pub max_datagram_size: u64,
+    /// Path MTU discovery (RFC 8899): start at 1200 bytes (Initials
+    /// padded to that) and probe up to `max_datagram_size` (and the peer's
+    /// limit), falling back when the path stops carrying the size found.
+    /// Off: send `max_datagram_size` from the start, which fails on any
+    /// path with a smaller MTU.
+    pub pmtud: bool,
     /// The RTT assumed before the first sample (RFC 9002: 333 ms).
     #[serde(with = "millis")]
     pub initial_rtt: Duration,
@@ -60,6 +66,7 @@ impl Default for TransportConfig {
     fn default() -> Self {
         TransportConfig {
             max_datagram_size: 1200,
+            pmtud: false,
             initial_rtt: crate::rtt::DEFAULT_INITIAL_RTT,
             max_idle_timeout: Duration::from_secs(30),
             max_ack_delay: Duration::from_millis(25),

@@ -38,6 +38,10 @@ pub struct PacketTooBig {
     /// The quoted datagram's total length as its own IP header gives it:
     /// what was too big.
     pub quoted_len: usize,
+    /// Where the quoted datagram's transport payload starts in the message
+    /// (the message's length when nothing of it is quoted): a transport
+    /// reads its own header there to tell which packet was refused.
+    pub quoted_payload_at: usize,
 }
 
 /// The Packet Too Big answer to `original` (a whole IP datagram) from a
@@ -118,17 +122,19 @@ pub fn parse_packet_too_big(bytes: &[u8]) -> Result<PacketTooBig> {
     };
     let quote = &body[8..];
     let q = quoted_summary(quote)?;
+    let quote_at = s.transport_offset + 8;
     Ok(PacketTooBig {
         mtu,
         quoted_src: SocketAddr::new(q.0, q.2),
         quoted_dst: SocketAddr::new(q.1, q.3),
         quoted_len: q.4,
+        quoted_payload_at: (quote_at + q.5 + 8).min(s.total_len),
     })
 }
 
-/// Addresses, ports and stated length of a quoted (possibly cut) datagram:
-/// its length field may exceed the bytes quoted.
-fn quoted_summary(quote: &[u8]) -> Result<(IpAddr, IpAddr, u16, u16, usize)> {
+/// Addresses, ports, stated length and IP header length of a quoted
+/// (possibly cut) datagram: its length field may exceed the bytes quoted.
+fn quoted_summary(quote: &[u8]) -> Result<(IpAddr, IpAddr, u16, u16, usize, usize)> {
     let need = |n: usize| {
         if quote.len() < n {
             Err(WireError::Truncated {
@@ -165,7 +171,7 @@ fn quoted_summary(quote: &[u8]) -> Result<(IpAddr, IpAddr, u16, u16, usize)> {
     need(off + 4)?;
     let sp = u16::from_be_bytes([quote[off], quote[off + 1]]);
     let dp = u16::from_be_bytes([quote[off + 2], quote[off + 3]]);
-    Ok((src, dst, sp, dp, len))
+    Ok((src, dst, sp, dp, len, off))
 }
 
 #[cfg(test)]
@@ -196,6 +202,7 @@ mod tests {
             let s = summarize(&reply).unwrap();
             assert_eq!((s.flow.src, s.flow.dst), (dst.ip(), src.ip()), "v6 {v6}");
             let ptb = parse_packet_too_big(&reply).unwrap();
+            let headers = if v6 { 48 } else { 28 };
             assert_eq!(
                 ptb,
                 PacketTooBig {
@@ -203,9 +210,11 @@ mod tests {
                     quoted_src: src,
                     quoted_dst: dst,
                     quoted_len: original.len(),
+                    quoted_payload_at: 2 * headers,
                 },
                 "v6 {v6}"
             );
+            assert!(reply[ptb.quoted_payload_at..].iter().all(|&b| b == 7));
             // Within what every path carries, so the answer itself gets through.
             assert!(
                 reply.len() <= if v6 { 1280 } else { 576 },

@@ -292,6 +292,36 @@ mod tests {
     }
 
     #[test]
+    fn a_packet_too_big_comes_back_at_once_from_the_other_direction() {
+        let text = "[link.down]\ndelay = \"5ms\"\nmtu = 1400\nmtu_icmp = true\n\
+                    [link.up]\ndelay = \"5ms\"\n";
+        let network = Network::parse(text).unwrap();
+        for v6 in [false, true] {
+            let mut b = Bottleneck::new(&network, 1);
+            let (s, r) = hosts(v6);
+            let at = Instant::from_millis(3);
+            for (seq, len) in [(0, 1300), (1, 1400)] {
+                let d = udp_datagram(s, r, Ecn::NotEct, &vec![0; len]).unwrap();
+                let p = Packet::new(flow_tag::packet_id(Some(1), seq), at, d).unwrap();
+                b.handle_packet(at, Direction::Down, p);
+            }
+            assert!(b.has_output(Direction::Up), "v6 {v6}");
+            assert_eq!(b.poll_timeout(Direction::Up), Some(at));
+            let Some(BottleneckOutput::Delivered { at: back, packet }) =
+                b.poll(Direction::Up, &mut ())
+            else {
+                panic!("v6 {v6}: no Packet Too Big");
+            };
+            let ptb = brisk_wire::icmp::parse_packet_too_big(&packet.data).unwrap();
+            assert_eq!((back, ptb.mtu, ptb.quoted_src), (at, 1400, s), "v6 {v6}");
+            assert_eq!(flow_tag::flow_of(packet.id), Some(1));
+            let delivered = run_out(&mut b, &mut Ledger::default());
+            assert_eq!(delivered, [1, 0], "v6 {v6}: only the small one arrives");
+            assert_eq!(b.link(Direction::Down).stats().too_big_packets, 1);
+        }
+    }
+
+    #[test]
     fn link_events_are_charged_to_the_flow_in_the_packet_id_and_to_the_totals() {
         // A 4-packet FIFO down, 10 Mbit/s each way: 10 back-to-back
         // packets of flow 1 and 2 untracked ones overflow it; 3 packets of

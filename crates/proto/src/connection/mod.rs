@@ -21,8 +21,8 @@
 //! packet from frame sources in priority order, `stateless` what the endpoint hands on
 //! from packets that belong to no connection state (Retry, Refuse,
 //! stateless reset), `fec` repair and rebuilt packets, `datagrams`
-//! unreliable datagrams in and out, `tests` ACK_FREQUENCY between two
-//! endpoints.
+//! unreliable datagrams in and out, `pmtu` path MTU probes and Packet Too
+//! Big messages, `tests` ACK_FREQUENCY between two endpoints.
 
 #[cfg(test)]
 mod datagram_tests;
@@ -33,6 +33,7 @@ mod fec_tests;
 #[cfg(test)]
 mod handshake_errors;
 pub(crate) mod packet_builder;
+mod pmtu;
 mod recv;
 #[cfg(test)]
 mod rx_pool_tests;
@@ -290,6 +291,8 @@ pub struct Connection {
     fec_rx: Option<crate::fec::FecReceiver>,
     /// Unreliable datagrams waiting to be sent or read.
     datagrams: crate::datagrams::DatagramQueues,
+    /// Path MTU discovery (`TransportConfig::pmtud`).
+    pmtu: crate::pmtu::Pmtud,
 }
 
 impl std::fmt::Debug for Connection {
@@ -402,6 +405,7 @@ impl Connection {
             repair_bytes_sent: 0,
             packets_rebuilt: 0,
             app_datagrams: Default::default(),
+            pmtu: Default::default(),
             dropped: DropStats::default(),
         };
         stats.ssthresh_bytes = cc.metrics().ssthresh_bytes;
@@ -471,6 +475,7 @@ impl Connection {
                 .then(|| crate::fec::FecSender::new(config.fec.clone())),
             fec_rx: None,
             datagrams: crate::datagrams::DatagramQueues::new(config.datagrams.clone()),
+            pmtu: crate::pmtu::Pmtud::new(config.pmtud),
             config,
         };
         conn.restart_idle_timer(now);
@@ -741,8 +746,20 @@ impl Connection {
     }
 
     /// The largest datagram we send: our configured size, but never more
-    /// than the peer said it accepts.
+    /// than the peer said it accepts, nor (with path MTU discovery) than
+    /// the path was found to carry.
     pub fn mds(&self) -> usize {
+        let ceiling = self.mds_ceiling();
+        if self.pmtu.enabled() {
+            ceiling.min(self.pmtu.current())
+        } else {
+            ceiling
+        }
+    }
+
+    /// The largest datagram we may send on any path: our configured size,
+    /// but never more than the peer said it accepts.
+    fn mds_ceiling(&self) -> usize {
         let peer = self
             .peer_params
             .as_ref()
@@ -788,6 +805,10 @@ impl Connection {
         s.stream_bytes_received = st.bytes_received;
         s.packets_rebuilt = self.fec_rx.as_ref().map_or(0, |r| r.rebuilt_packets());
         s.app_datagrams = self.datagrams.stats();
+        s.pmtu = self.pmtu.stats();
+        if !self.pmtu.enabled() {
+            s.pmtu.current_bytes = self.mds() as u64;
+        }
         s
     }
 

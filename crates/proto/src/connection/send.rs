@@ -114,7 +114,7 @@ impl Connection {
 
     /// Bytes this datagram may hold.
     fn datagram_budget(&self) -> usize {
-        let mds = self.mds();
+        let mds = self.probe_timeout_budget(self.mds());
         if self.validated {
             return mds;
         }
@@ -148,6 +148,14 @@ impl Connection {
         }
         if self.hs.send_pending {
             self.write_handshake(now, out, budget);
+        }
+        // A path MTU probe leaves alone, as the first datagram of a call.
+        if out.len() == base
+            && max_len == usize::MAX
+            && let Some(size) = self.mtu_probe_due(now)
+            && let Some(ecn) = self.write_mtu_probe(now, out, size)
+        {
+            return Some(Datagram { ecn, full: false });
         }
         let mut datagram = Datagram {
             ecn: Ecn::NotEct,
@@ -206,9 +214,14 @@ impl Connection {
             payload_len: payload.len(),
         };
         // The client pads its Initial to a full datagram, so the server's
-        // 3x allowance is worth a whole reply, and small paths are found out.
+        // 3x allowance is worth a whole reply, and small paths are found out;
+        // with path MTU discovery, to the base size every path carries.
         if *ty == LongType::Initial {
-            let mds = self.config.mds();
+            let mds = if self.config.pmtud {
+                crate::pmtu::BASE_UDP_PAYLOAD
+            } else {
+                self.config.mds()
+            };
             for _ in 0..3 {
                 let Header::Long {
                     payload_len: pl, ..
