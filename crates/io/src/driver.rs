@@ -15,8 +15,8 @@
 //! Socket errors (sorted by [`crate::socket_error`]): transient ones and
 //! peers' are counted and survived; each error-queue entry is applied to
 //! the connections of the address it names (a handshake whose own
-//! datagram drew it fails at once; a "too big" records the path MTU it
-//! reports). The queue is read at most [`MAX_ERRORS_PER_TURN`] entries a
+//! datagram drew it fails at once; a "too big" hands the path MTU it
+//! reports to the connections' path MTU discovery). The queue is read at most [`MAX_ERRORS_PER_TURN`] entries a
 //! turn, so a flood of ICMP errors cannot starve the datagrams behind it,
 //! and also while idle (the socket's `POLLERR`). Only a broken socket or
 //! timer ends the task, with an [`EndpointError`] the handles report.
@@ -510,16 +510,17 @@ enum Outcome {
 }
 
 /// Applies one error-queue entry (or refused send) to the connections of
-/// the address it names. A "too big" report only records the MTU it
-/// names: the datagram was lost, the connection goes on (a spoofed one
-/// must not end it). Any other error fails only the handshake whose own
+/// the address it names. A "too big" report hands the MTU it names to
+/// the connections' path MTU discovery, which ignores implausible sizes:
+/// the datagram was lost, the connection goes on (a spoofed one must not
+/// end it). Any other error fails only the handshake whose own
 /// datagram drew it (matched by the quoted connection ID): an established
 /// connection's short header names nobody an attacker could not also
 /// name, and its loss recovery or idle timeout handles a dead path.
 fn apply_report(st: &mut State, e: &DatagramError) {
     if e.report.kind() == ReportKind::TooBig {
         if let Some(mtu) = e.report.mtu() {
-            st.record_path_mtu(e.destination, mtu);
+            st.record_path_mtu(e.destination, mtu, &e.head);
         }
         return;
     }

@@ -57,6 +57,8 @@ impl Endpoint {
         };
         proto.transport.max_datagram_size =
             config.endpoint.datagram_size_within(config.listen, mtu);
+        // That size is only a ceiling: each path's own is found by probing.
+        proto.transport.pmtud = true;
         let public = config.keypair.public();
         Self::start(config.listen, config.endpoint, Some(proto), Some(public))
     }
@@ -193,6 +195,9 @@ impl Endpoint {
     ) -> Result<Connection, ConnectError> {
         let mtu = crate::socket::route_mtu(addr).ok();
         config.transport.max_datagram_size = self.config.datagram_size_within(addr, mtu);
+        // The first flight is 1200 bytes, so a path with a smaller hop than
+        // the local route still connects; larger sizes are probed.
+        config.transport.pmtud = true;
         let conn = {
             let mut st = self.shared.lock();
             if let Some(reason) = &st.stopped {
