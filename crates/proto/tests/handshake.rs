@@ -185,6 +185,85 @@ fn server_refusing_early_data_still_gets_it_after_the_handshake() {
     );
 }
 
+/// The server reads `request` to its end, writes `answer_len` bytes back
+/// and finishes; returns when the client read its first byte and when it
+/// read them all.
+fn answer_times(family: Family, early: bool, answer_len: usize) -> (Instant, Instant) {
+    use brisk_proto::Idempotent;
+    let mut p = Pair::new(PairConfig::new(family, 7));
+    let request = b"GET /page";
+    let id = if early {
+        p.client_conn()
+            .send_early(Idempotent::declare(request))
+            .unwrap()
+    } else {
+        let id = p
+            .client_conn()
+            .open_stream(true, Default::default())
+            .unwrap();
+        p.client_conn().write(id, request).unwrap();
+        id
+    };
+    p.client_conn().finish(id).unwrap();
+    let answer = payload(answer_len, 7);
+    let (mut asked, mut written, mut got) = (false, 0, Vec::new());
+    let mut first = None;
+    assert!(p.run_until(Instant::from_millis(5_000), |p| {
+        let now = p.now;
+        if let Some(s) = p.server_conn() {
+            let mut buf = [0u8; 64];
+            while !asked && let Ok(r) = s.read(id, &mut buf) {
+                asked |= r.fin;
+                if r.bytes == 0 {
+                    break;
+                }
+            }
+            if asked && written < answer.len() {
+                written += s.write(id, &answer[written..]).unwrap_or(0);
+                if written == answer.len() {
+                    s.finish(id).unwrap();
+                }
+            }
+        }
+        let mut buf = vec![0u8; 4096];
+        while let Ok(r) = p.client_conn().read(id, &mut buf) {
+            if r.bytes > 0 {
+                first.get_or_insert(now);
+            }
+            got.extend_from_slice(&buf[..r.bytes]);
+            if r.bytes == 0 || r.fin {
+                break;
+            }
+        }
+        got.len() == answer.len()
+    }));
+    assert_eq!(got, answer, "{family:?}");
+    (first.expect("answered"), p.now)
+}
+
+#[test]
+fn a_request_finished_in_the_first_flight_is_answered_in_one_round_trip() {
+    // 10 ms each way: 20 ms is one round trip.
+    for family in FAMILIES {
+        let (early_first, early_all) = answer_times(family, true, 2_000);
+        let (late_first, late_all) = answer_times(family, false, 2_000);
+        println!(
+            "{family:?}: 2,000-byte answer, first byte / all at {:.1} / {:.1} ms with the \
+             request in the first flight, {:.1} / {:.1} ms after the handshake",
+            early_first.as_secs_f64() * 1e3,
+            early_all.as_secs_f64() * 1e3,
+            late_first.as_secs_f64() * 1e3,
+            late_all.as_secs_f64() * 1e3
+        );
+        assert_at(
+            early_first,
+            Instant::from_millis(20),
+            &format!("{family:?}"),
+        );
+        assert_at(late_first, Instant::from_millis(40), &format!("{family:?}"));
+    }
+}
+
 /// Drops the `n`-th datagram (0-based) going `dir`.
 fn drop_nth(dir: Dir, n: usize) -> Tap {
     let mut seen = 0;
