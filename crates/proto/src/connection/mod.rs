@@ -50,6 +50,7 @@ pub(crate) mod timer;
 use crate::ack_frequency::AckFrequency;
 use crate::ack_tracker::AckTracker;
 use crate::amplification::Allowance;
+use crate::anti_replay::{AntiReplay, Verdict};
 use crate::config::{ClientConfig, ServerConfig, TransportConfig};
 use crate::congestion::{CcAlgorithm, Controller};
 use crate::crypto::{KEY_LEN, Keypair, PacketCipher, PacketKey};
@@ -191,11 +192,17 @@ struct HandshakeProgress {
     confirmed: bool,
     done_frame_pending: bool,
     early: Option<(StreamId, Vec<u8>)>,
+    /// Client: the early data is all of its stream (finished before the
+    /// first flight left).
+    early_fin: bool,
     local_params: TransportParams,
     /// The 1-RTT cipher, once agreed.
     cipher: Option<PacketCipher>,
     /// Client: Retry packets acted on.
     retries: u8,
+    /// Client: the wall-clock time at `Instant::ZERO`, for the time its
+    /// first flight with early data carries.
+    wall_clock_at_zero: Duration,
 }
 
 /// Bytes of a first flight that early data may fill.
@@ -341,6 +348,8 @@ fn local_params(config: &TransportConfig, local_cid: ConnectionId) -> TransportP
         stateless_reset_token: None,
         fec: config.fec.enabled,
         max_datagram_frame_size: config.datagrams.max_frame_bytes.filter(|&m| m > 0),
+        first_flight_time_ms: None,
+        early_data_fin: false,
     }
 }
 
@@ -430,9 +439,11 @@ impl Connection {
                 confirmed: false,
                 done_frame_pending: false,
                 early: None,
+                early_fin: false,
                 local_params: local_params(&config, local_cid),
                 cipher: None,
                 retries: 0,
+                wall_clock_at_zero: Duration::ZERO,
             },
             keys: None,
             rx_bufs: VecDeque::new(),
@@ -526,12 +537,15 @@ impl Connection {
             noise,
         );
         conn.remote_static = config.server_static_key;
+        conn.hs.wall_clock_at_zero = config.wall_clock_at_zero;
         conn.hs.send_pending = true;
         Ok(conn)
     }
 
     /// A server connection for a client's Initial whose handshake message
     /// was read successfully; anything else is an error and leaves no state.
+    /// `replay` is the server's register of used first flights; `None`
+    /// uses early data without one.
     pub(crate) fn new_server(
         now: Instant,
         config: &ServerConfig,
@@ -539,6 +553,7 @@ impl Connection {
         initial: InitialInfo<'_>,
         remote: SocketAddr,
         seed: [u8; 32],
+        replay: Option<&mut AntiReplay>,
     ) -> Result<Self, HandshakeError> {
         let prologue = handshake::prologue(
             initial.version,
@@ -581,6 +596,8 @@ impl Connection {
         conn.half_open_timeout = Some(config.admission.half_open_timeout);
         conn.stats.datagrams_received = 1;
         conn.stats.bytes_received = initial.datagram_len as u64;
+        let flight_ms = payload.params.first_flight_time_ms;
+        let early_fin = payload.params.early_data_fin;
         conn.apply_peer_params(payload.params);
         let mut accepted = false;
         if let Some((id, data)) = payload.early {
@@ -589,10 +606,22 @@ impl Connection {
                 && initial.pattern == Pattern::Ik
                 && stream.initiator() == Side::Client
                 && stream.is_bidi();
+            // The Noise message opens with the client's ephemeral key,
+            // fresh per connection: with the flight's time it names the
+            // flight in the register.
+            let fresh = || {
+                let Some(register) = replay else {
+                    return true;
+                };
+                let server_ms = (config.wall_clock_at_zero + now.since_epoch()).as_millis() as u64;
+                let ephemeral = initial.message.get(..KEY_LEN).unwrap_or(initial.message);
+                register.check(server_ms, flight_ms, ephemeral) == Verdict::Fresh
+            };
             if fits
+                && fresh()
                 && conn
                     .streams
-                    .handle_stream_frame(stream, 0, &data, false)
+                    .handle_stream_frame(stream, 0, &data, early_fin)
                     .is_ok()
             {
                 accepted = true;
@@ -864,7 +893,17 @@ impl Connection {
 
     /// Ends stream `id` after the data written so far (sends FIN).
     pub fn finish(&mut self, id: StreamId) -> Result<(), StreamError> {
-        self.streams.finish(id)
+        self.streams.finish(id)?;
+        // A request that is all early data ends in the first flight, so
+        // the server can answer it before the handshake's round trip.
+        if self.hs.last_msg.is_none()
+            && let Some((early, data)) = &self.hs.early
+            && *early == id
+            && self.streams.send_buffered_bytes(id) == data.len() as u64
+        {
+            self.hs.early_fin = true;
+        }
+        Ok(())
     }
 
     /// Abandons sending on `id`: unsent data is dropped and the peer gets

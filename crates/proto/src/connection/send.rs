@@ -179,10 +179,16 @@ impl Connection {
     /// handshake message in a long packet.
     fn write_handshake(&mut self, now: Instant, out: &mut Vec<u8>, budget: usize) {
         if self.hs.last_msg.is_none() && self.side == Side::Client {
-            let payload = HandshakePayload {
+            let mut payload = HandshakePayload {
                 params: self.hs.local_params.clone(),
                 early: self.hs.early.as_ref().map(|(id, d)| (id.0, d.clone())),
             };
+            if payload.early.is_some() {
+                // The server's replay window reads this (anti_replay).
+                let wall = self.hs.wall_clock_at_zero + now.since_epoch();
+                payload.params.first_flight_time_ms = Some(wall.as_millis() as u64);
+                payload.params.early_data_fin = self.hs.early_fin;
+            }
             let Some(noise) = self.hs.noise.as_mut() else {
                 return;
             };
