@@ -283,7 +283,8 @@ impl Endpoint {
 
     /// Like [`Endpoint::handle_datagram`], and names the existing
     /// connection the datagram went to, if any (it may have ended
-    /// meanwhile; a datagram that starts a connection names none): a
+    /// meanwhile; a datagram that starts a connection names it only when
+    /// its Retry token proved the client's address): a
     /// driver with a socket per connection learns this way that a
     /// connection's datagrams arrive elsewhere (its peer's address
     /// changed).
@@ -493,7 +494,15 @@ impl Endpoint {
             return Route::Elsewhere(Delivery::Handled(None));
         }
         self.accept_initial(now, remote, &view, data.len());
-        Route::Elsewhere(Delivery::Handled(None))
+        // A handshake whose Retry token proved the client's address is
+        // named, so a driver can give it a socket of its own at once;
+        // any other new one is not (forged Initials must claim nothing).
+        let proved = self.by_initial.get(&dcid).copied().filter(|h| {
+            self.connections
+                .get(h)
+                .is_some_and(|c| c.is_address_validated())
+        });
+        Route::Elsewhere(Delivery::Handled(proved))
     }
 
     fn send_version_negotiation(
