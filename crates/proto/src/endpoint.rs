@@ -79,6 +79,10 @@ pub struct EndpointStats {
     /// Retry, Refuse and reset packets not sent because of their rate
     /// limit or a full queue.
     pub stateless_dropped: u64,
+    /// Token-less Initials left unanswered because their source address
+    /// and port already drew their Retry packets for this second without
+    /// echoing a token (a flooding socket; `retry_sources.rs`).
+    pub retries_withheld: u64,
 }
 
 /// Many connections behind one socket: routes datagrams by connection ID,
@@ -579,7 +583,14 @@ impl Endpoint {
         if token.is_some() && !validated {
             self.stats.invalid_tokens += 1;
         }
+        if validated {
+            adm.retry_sources.trust(now, remote);
+        }
         if !validated && adm.wants_retry(now) {
+            if !adm.retry_sources.allows(now, remote) {
+                self.stats.retries_withheld += 1;
+                return;
+            }
             let retry = StatelessPacket::Retry {
                 version: view.version(),
                 dcid: scid,

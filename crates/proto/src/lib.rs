@@ -67,6 +67,7 @@ pub mod packet;
 pub mod qlog;
 mod rate_limit;
 mod retry;
+mod retry_sources;
 mod rtt;
 mod schedule;
 mod sent_packets;
