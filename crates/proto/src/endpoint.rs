@@ -91,6 +91,10 @@ pub struct EndpointStats {
     pub early_data_undecidable: u64,
     /// First flights the replay register remembers now.
     pub anti_replay_entries: u64,
+    /// Token-less Initials left unanswered because their source address
+    /// and port already drew their Retry packets for this second without
+    /// echoing a token (a flooding socket; `retry_sources.rs`).
+    pub retries_withheld: u64,
 }
 
 /// Many connections behind one socket: routes datagrams by connection ID,
@@ -310,7 +314,8 @@ impl Endpoint {
 
     /// Like [`Endpoint::handle_datagram`], and names the existing
     /// connection the datagram went to, if any (it may have ended
-    /// meanwhile; a datagram that starts a connection names none): a
+    /// meanwhile; a datagram that starts a connection names it only when
+    /// its Retry token proved the client's address): a
     /// driver with a socket per connection learns this way that a
     /// connection's datagrams arrive elsewhere (its peer's address
     /// changed).
@@ -520,7 +525,15 @@ impl Endpoint {
             return Route::Elsewhere(Delivery::Handled(None));
         }
         self.accept_initial(now, remote, &view, data.len());
-        Route::Elsewhere(Delivery::Handled(None))
+        // A handshake whose Retry token proved the client's address is
+        // named, so a driver can give it a socket of its own at once;
+        // any other new one is not (forged Initials must claim nothing).
+        let proved = self.by_initial.get(&dcid).copied().filter(|h| {
+            self.connections
+                .get(h)
+                .is_some_and(|c| c.is_address_validated())
+        });
+        Route::Elsewhere(Delivery::Handled(proved))
     }
 
     fn send_version_negotiation(
@@ -597,7 +610,14 @@ impl Endpoint {
         if token.is_some() && !validated {
             self.stats.invalid_tokens += 1;
         }
+        if validated {
+            adm.retry_sources.trust(now, remote);
+        }
         if !validated && adm.wants_retry(now) {
+            if !adm.retry_sources.allows(now, remote) {
+                self.stats.retries_withheld += 1;
+                return;
+            }
             let retry = StatelessPacket::Retry {
                 version: view.version(),
                 dcid: scid,

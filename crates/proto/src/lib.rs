@@ -70,6 +70,7 @@ mod pmtu;
 pub mod qlog;
 mod rate_limit;
 mod retry;
+mod retry_sources;
 mod rtt;
 mod schedule;
 mod sent_packets;

@@ -42,6 +42,7 @@ mod send;
 pub use send::MAX_TRAIN_BYTES;
 #[cfg(test)]
 mod builder_tests;
+mod closing;
 mod stateless;
 #[cfg(test)]
 mod tests;
@@ -267,6 +268,9 @@ pub struct Connection {
     ping_pending: bool,
     close: Option<CloseInfo>,
     close_pending: bool,
+    /// Unprompted repeats of our CONNECTION_CLOSE still to come (see
+    /// `closing.rs`).
+    close_repeats_left: u8,
     idle_timeout: Duration,
     peer_max_ack_delay: Duration,
     /// An ack-eliciting packet left since we last received one (RFC 9000
@@ -469,6 +473,7 @@ impl Connection {
             ping_pending: false,
             close: None,
             close_pending: false,
+            close_repeats_left: 0,
             idle_timeout: config.max_idle_timeout,
             peer_max_ack_delay: config.max_ack_delay,
             eliciting_sent_since_rx: false,
@@ -1031,6 +1036,7 @@ impl Connection {
         self.state = ConnState::Closing;
         self.timers.stop_all();
         self.timers.set(Timer::Close, now + self.closing_period());
+        self.arm_close_repeats(now);
     }
 
     /// We detected a protocol error: tell the peer and the application.
@@ -1117,6 +1123,7 @@ impl Connection {
                     self.drain_now();
                     return;
                 }
+                Timer::LossDetection if self.state == ConnState::Closing => self.repeat_close(now),
                 Timer::LossDetection => self.on_loss_timeout(now),
                 Timer::AckDelay | Timer::Pacing => {}
                 Timer::Ecn => {
