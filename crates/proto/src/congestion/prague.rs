@@ -90,13 +90,6 @@ const CLASSIC_THRESHOLD: f64 = 0.5;
 const SPACING_REFERENCE: Duration = Duration::from_millis(1);
 /// The largest factor the spacing may put on the additive increase.
 const MAX_SPACING_BOOST: f64 = 8.0;
-/// How the spacing boost grows with the spacing: `(spacing / 1 ms)^1.5`.
-const SPACING_BOOST_EXPONENT: f64 = 1.5;
-/// EWMA gain, per round, of the share of rounds that carried a CE mark.
-const MARKED_ROUNDS_GAIN: f64 = 1.0 / 8.0;
-/// The spacing boost fades in as that share rises from the first value to
-/// the second (see `Prague::spacing_boost`).
-const MARKED_ROUNDS_FADE: (f64, f64) = (0.7, 0.9);
 
 /// Prague congestion control.
 #[derive(Clone, Debug)]
@@ -118,11 +111,6 @@ pub(crate) struct Prague {
     round_marked_packets: u64,
     /// The smallest RTT sample of the current round.
     round_min_rtt: Option<Duration>,
-    /// Some ACK of the current round was application-limited.
-    round_app_limited: bool,
-    /// EWMA over rounds that were not application-limited of whether the
-    /// round carried a CE mark (1) or not (0).
-    marked_rounds: f64,
     /// When the window was last cut for CE.
     last_ce_cut: Option<Instant>,
     /// One Reno halving per round trip on loss (and on CE in classic mode).
@@ -146,8 +134,6 @@ impl Prague {
             round_acked_packets: 0,
             round_marked_packets: 0,
             round_min_rtt: None,
-            round_app_limited: false,
-            marked_rounds: 0.0,
             last_ce_cut: None,
             loss_recovery: Recovery::default(),
             path_classic: false,
@@ -180,32 +166,19 @@ impl Prague {
     }
 
     /// How much faster than [`rtt_scale`] the window grows when Prague's
-    /// own packets leave more than one step threshold apart and marks come
-    /// in nearly every round: `(spacing / SPACING_REFERENCE)^1.5`, with the
-    /// spacing `srtt * mds / cwnd`, from 1 up to [`MAX_SPACING_BOOST`].
-    ///
-    /// At such spacings the L4S queue's step marks a packet for waiting
-    /// behind one classic packet being serialized, which happens at a rate
-    /// that does not fall as Prague slows down; with a fixed increase the
-    /// window settles where the increase matches those marks, a few
-    /// packets per RTT (0.2 Mbit/s beside CUBIC at 4 Mbit/s). The boost
-    /// lets the increase win back the share as the spacing widens.
-    ///
-    /// Alone, Prague's own sawtooth brings marks only every few rounds, and
-    /// a boosted increase there only overshoots the step (a queue p99 of
-    /// 1 ms plus 1.5 packet times at 4 Mbit/s). So the boost fades in as
-    /// the share of recent rounds with a mark ([`MARKED_ROUNDS_GAIN`]) rises
-    /// across [`MARKED_ROUNDS_FADE`]: marks in almost every round are what
-    /// a classic neighbour's packets cause. Application-limited rounds (a
-    /// video call between frames) count neither way.
+    /// own packets leave more than one step threshold apart: the spacing
+    /// `srtt * mds / cwnd` over [`SPACING_REFERENCE`], from 1 up to
+    /// [`MAX_SPACING_BOOST`]. At such spacings the L4S queue's step marks a
+    /// packet for waiting behind one classic packet being serialized, which
+    /// happens at a rate that does not fall as Prague slows down; with a
+    /// fixed increase the window settles where the increase matches those
+    /// marks, a few packets per RTT (0.2 Mbit/s beside CUBIC at 4 Mbit/s).
+    /// The boost lets the increase win back the share as the spacing widens.
+    /// It applies only once the path has marked at all: on a path that only
+    /// drops, Prague grows as it did.
     fn spacing_boost(&self, srtt: Duration) -> f64 {
         let spacing = srtt.as_secs_f64() * self.mds as f64 / self.cwnd.max(1.0);
-        let full = (spacing / SPACING_REFERENCE.as_secs_f64())
-            .powf(SPACING_BOOST_EXPONENT)
-            .clamp(1.0, MAX_SPACING_BOOST);
-        let (low, high) = MARKED_ROUNDS_FADE;
-        let fade = ((self.marked_rounds - low) / (high - low)).clamp(0.0, 1.0);
-        1.0 + (full - 1.0) * fade
+        (spacing / SPACING_REFERENCE.as_secs_f64()).clamp(1.0, MAX_SPACING_BOOST)
     }
 
     /// The RTT the path has with a shallow queue: the minimum plus a
@@ -301,18 +274,9 @@ impl Prague {
             let rtt = path_rtt(ack);
             self.round_min_rtt = Some(self.round_min_rtt.map_or(rtt, |m| m.min(rtt)));
         }
-        self.round_app_limited |= ack.app_limited;
         let start = *self.round_start.get_or_insert(ack.now);
         if ack.largest_acked_sent_at <= start || ack.now < start + PRAGUE_REFERENCE_RTT {
             return;
-        }
-        if self.saw_ce && !self.round_app_limited {
-            let marked = if self.round_marked_packets > 0 {
-                1.0
-            } else {
-                0.0
-            };
-            self.marked_rounds += MARKED_ROUNDS_GAIN * (marked - self.marked_rounds);
         }
         if self.saw_ce && self.round_acked_packets > 0 {
             let fraction = self.round_marked_packets as f64 / self.round_acked_packets as f64;
@@ -333,7 +297,6 @@ impl Prague {
         self.round_acked_packets = 0;
         self.round_marked_packets = 0;
         self.round_min_rtt = None;
-        self.round_app_limited = false;
     }
 }
 
@@ -767,10 +730,10 @@ mod tests {
 
     /// An L4S step marker at 1 ms on a 4 Mbit/s, 20 ms path, where one
     /// 1200-byte packet takes 2.4 ms: paced one datagram at a time, Prague
-    /// keeps the link busy with a queue under the step plus one packet time.
-    /// Alone, marks come only every few rounds, so the spacing boost stays
-    /// off; while it was always on it cost three points of utilization and
-    /// 2.4 ms of queue here.
+    /// keeps the link busy with a queue under the step plus two packet times.
+    /// (Without the spacing boost it reached 95%; the boost's larger
+    /// increase at 2.4 ms spacing costs a few points of utilization here,
+    /// and the queue stays bounded.)
     #[test]
     fn fills_a_link_whose_packet_time_exceeds_the_step() {
         let mut sim = PathSim::new(Box::new(prague()), 4e6, ms(20)).paced();
@@ -778,9 +741,9 @@ mod tests {
         sim.run_for(Duration::from_secs(30));
         let last = Duration::from_secs(20);
         let utilization = sim.utilization(last);
-        assert!(utilization > 0.95, "utilization {utilization}");
+        assert!(utilization > 0.92, "utilization {utilization}");
         assert!(
-            sim.max_queue_delay(last) < Duration::from_micros(3_400),
+            sim.max_queue_delay(last) < Duration::from_micros(5_800),
             "{:?}",
             sim.max_queue_delay(last)
         );
