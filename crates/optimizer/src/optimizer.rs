@@ -263,8 +263,16 @@ impl Optimizer {
         }
         match phase {
             Phase::SynSeen | Phase::SynAckSeen => {
-                self.handshake(now, from, key, phase, seen);
-                self.pass(from, datagram);
+                let mut datagram = datagram;
+                if self.handshake(now, from, key, phase, seen, &mut datagram) {
+                    self.stats.handshake_windows_lowered += 1;
+                    self.out.push_back(Transmit {
+                        toward: from.other(),
+                        datagram,
+                    });
+                } else {
+                    self.pass(from, datagram);
+                }
             }
             Phase::PassThrough => {
                 if from == Side::Client && is_bare_syn(seen) {
@@ -321,6 +329,8 @@ impl Optimizer {
             .rearm(key, Some(now + self.config.idle_timeout));
     }
 
+    /// A packet of a connection in its handshake; true if the optimizer
+    /// lowered the window of the client's handshake ACK in `datagram`.
     fn handshake(
         &mut self,
         now: Instant,
@@ -328,10 +338,12 @@ impl Optimizer {
         key: ConnectionKey,
         phase: Phase,
         seen: &Seen,
-    ) {
+        datagram: &mut [u8],
+    ) -> bool {
         let Some(flow) = self.flows.get_mut(&key) else {
-            return;
+            return false;
         };
+        let mut lowered = false;
         let syn = seen.has(TcpFlags::SYN);
         let ack = seen.has(TcpFlags::ACK);
         let refusal = match (phase, from) {
@@ -377,7 +389,16 @@ impl Optimizer {
                     && seen.seq == flow.client_isn.wrapping_add(1) =>
             {
                 let negotiated = flow.negotiated;
-                flow.establish(seen, negotiated);
+                // Payload bytes the buffers can take (nine tenths of the
+                // datagram bytes, for headers), as later local ACKs offer.
+                let room = self.config.max_connection_buffer_bytes.min(
+                    self.config
+                        .max_total_buffer_bytes
+                        .saturating_sub(self.total_held),
+                ) as u64
+                    / 10
+                    * 9;
+                lowered = flow.establish(seen, negotiated, room, datagram);
                 self.stats.optimized_connections += 1;
                 let sub = self
                     .subscribers
@@ -396,6 +417,7 @@ impl Optimizer {
                 flow.phase = Phase::PassThrough;
             }
         }
+        lowered
     }
 
     /// Stops optimizing `key` for good at once: an optimizing flow drains,

@@ -895,64 +895,99 @@ fn local_windows_never_offer_more_than_the_buffers_hold() {
     let m = MSS as u64;
     for f in FAMILIES {
         for limit_segments in [10usize, 40] {
-            let seg_len = s_len(f);
-            let cfg = Config {
-                max_connection_buffer_bytes: limit_segments * seg_len,
-                ..Config::default()
-            };
-            let mut s = Session::new(f, cfg);
             // A client's first window is small (64 kB on Linux) and grows.
-            s.handshake_window = 10 * m;
-            s.handshake();
-            // A server that keeps to the window it is given: it sends up
-            // to each local ACK's right edge, and the client acknowledges
-            // what reaches it.
-            let mut next = 0u64;
-            let mut edge = 10 * m;
-            let mut delivered = 0u64;
-            let mut seen = 0;
-            for round in 0..200 {
-                while next + m <= edge {
-                    for a in s.server_data(next, MSS) {
-                        if a.toward == Side::Server {
-                            let p = parse(&a);
-                            let ack = u64::from(p.tcp.ack_number.wrapping_sub(s.sseq(0)));
-                            edge = edge.max(ack + (u64::from(p.tcp.window) << s.wscale));
-                        }
-                    }
-                    next += m;
-                }
-                assert!(
-                    s.opt.held_bytes() <= limit_segments * seg_len,
-                    "{f:?} round {round}"
-                );
-                s.advance(ms(20));
-                for (_, t) in &s.log[seen..] {
-                    let p = parse(t);
-                    if t.toward == Side::Client && !p.payload.is_empty() {
-                        let off = u64::from(p.tcp.seq_number.wrapping_sub(s.sseq(0)));
-                        delivered = delivered.max(off + p.payload.len() as u64);
-                    }
-                }
-                seen = s.log.len();
-                for a in s.client_ack(delivered, &[]) {
-                    if a.toward == Side::Server {
-                        let p = parse(&a);
-                        let ack = u64::from(p.tcp.ack_number.wrapping_sub(s.sseq(0)));
-                        edge = edge.max(ack + (u64::from(p.tcp.window) << s.wscale));
-                    }
-                }
-            }
-            assert_eq!(
-                phase(&s),
-                Some(Phase::Optimizing),
-                "{f:?}: never fell back {:?} delivered {delivered} next {next}",
-                s.opt.stats()
-            );
-            assert!(
-                delivered > 150 * m,
-                "{f:?}: the transfer kept moving ({delivered} bytes)"
-            );
+            window_abiding_transfer(f, limit_segments, 10 * m);
         }
     }
+}
+
+/// A client whose first window is larger than the connection's buffer
+/// (the 8 MB a window scale of 7 allows, or just over the buffer): a
+/// server that keeps to it must not overrun the buffer either. Before the
+/// optimizer lowered that window in the handshake ACK, it could never
+/// take it back (local ACKs never move a right edge back), so such a
+/// server filled the buffer and the connection fell back to pass-through.
+#[test]
+fn a_first_window_larger_than_the_buffer_is_lowered_and_never_overrun() {
+    let m = MSS as u64;
+    for f in FAMILIES {
+        for limit_segments in [10usize, 40] {
+            let buffer = (limit_segments * s_len(f)) as u64;
+            for first_window in [buffer + m, 4 * buffer, 65_535 << 7] {
+                let s = window_abiding_transfer(f, limit_segments, first_window);
+                assert_eq!(s.opt.stats().handshake_windows_lowered, 1);
+                assert!(s.server_edge <= buffer, "{f:?} {first_window}");
+            }
+            // A first window that fits is left alone.
+            let s = window_abiding_transfer(f, limit_segments, buffer / 2);
+            assert_eq!(s.opt.stats().handshake_windows_lowered, 0);
+            assert_eq!(s.server_edge, ((buffer / 2) >> s.wscale) << s.wscale);
+        }
+    }
+}
+
+/// A window-abiding server sends 200 rounds through a connection whose
+/// buffer holds `limit_segments` full segments; the client's handshake
+/// ACK offers `first_window` bytes. Asserts the buffer is never exceeded,
+/// the connection stays optimized and the transfer keeps moving.
+fn window_abiding_transfer(f: Family, limit_segments: usize, first_window: u64) -> Session {
+    let m = MSS as u64;
+    let seg_len = s_len(f);
+    let cfg = Config {
+        max_connection_buffer_bytes: limit_segments * seg_len,
+        ..Config::default()
+    };
+    let mut s = Session::new(f, cfg);
+    s.handshake_window = first_window;
+    s.handshake();
+    // A server that keeps to the window it is given: it sends up
+    // to the right edge of the handshake ACK it saw and then of
+    // each local ACK, and the client acknowledges what reaches it.
+    let mut next = 0u64;
+    let mut edge = s.server_edge;
+    let mut delivered = 0u64;
+    let mut seen = 0;
+    for round in 0..200 {
+        while next + m <= edge {
+            for a in s.server_data(next, MSS) {
+                if a.toward == Side::Server {
+                    let p = parse(&a);
+                    let ack = u64::from(p.tcp.ack_number.wrapping_sub(s.sseq(0)));
+                    edge = edge.max(ack + (u64::from(p.tcp.window) << s.wscale));
+                }
+            }
+            next += m;
+        }
+        assert!(
+            s.opt.held_bytes() <= limit_segments * seg_len,
+            "{f:?} round {round}"
+        );
+        s.advance(ms(20));
+        for (_, t) in &s.log[seen..] {
+            let p = parse(t);
+            if t.toward == Side::Client && !p.payload.is_empty() {
+                let off = u64::from(p.tcp.seq_number.wrapping_sub(s.sseq(0)));
+                delivered = delivered.max(off + p.payload.len() as u64);
+            }
+        }
+        seen = s.log.len();
+        for a in s.client_ack(delivered, &[]) {
+            if a.toward == Side::Server {
+                let p = parse(&a);
+                let ack = u64::from(p.tcp.ack_number.wrapping_sub(s.sseq(0)));
+                edge = edge.max(ack + (u64::from(p.tcp.window) << s.wscale));
+            }
+        }
+    }
+    assert_eq!(
+        phase(&s),
+        Some(Phase::Optimizing),
+        "{f:?}: never fell back {:?} delivered {delivered} next {next}",
+        s.opt.stats()
+    );
+    assert!(
+        delivered > 150 * m,
+        "{f:?}: the transfer kept moving ({delivered} bytes)"
+    );
+    s
 }
