@@ -3,7 +3,7 @@
 
 mod support;
 
-use brisk_optimizer::{Config, Phase, Reason, Side, Transmit};
+use brisk_optimizer::{Config, Optimizer, Phase, Reason, Side, Transmit};
 use brisk_time::Instant;
 use brisk_wire::tcp::{TcpFlags, TcpOption};
 use std::time::Duration;
@@ -647,6 +647,72 @@ fn a_200_kb_burst_is_spread_at_20_kb_per_ms() {
                 .map(|&(_, l)| l)
                 .sum();
             assert!(in_ms <= 20_000 + 3_000 + MSS, "{in_ms} bytes within 1 ms");
+        }
+    }
+}
+
+/// Runs `f` on session `s` with the optimizer `shared` that all of a
+/// case's sessions go through.
+fn through<R>(shared: &mut Optimizer, s: &mut Session, f: impl FnOnce(&mut Session) -> R) -> R {
+    std::mem::swap(shared, &mut s.opt);
+    let r = f(s);
+    std::mem::swap(shared, &mut s.opt);
+    r
+}
+
+/// A subscriber with 40 busy flows and a budget of 20 segments: each flow
+/// still gets two segments in flight, so a client that acknowledges every
+/// second segment (and delays the ACK of a lone one by 40 ms or more)
+/// answers every flow at once. With one segment each (the budget split 40
+/// ways) every flow waited for the client's delayed-ACK timer, or, with
+/// the benchmark's scripted client that has none, for a tail-loss probe,
+/// per segment: 100 bulk flows of one address then moved 0.02 Gbit/s.
+#[test]
+fn many_flows_of_one_subscriber_each_keep_two_segments_in_flight() {
+    let m = MSS as u64;
+    for f in FAMILIES {
+        let cfg = Config {
+            initial_budget_bytes: 20 * MSS,
+            min_budget_bytes: 20 * MSS,
+            max_budget_bytes: 20 * MSS,
+            ..Config::default()
+        };
+        let mut shared = Optimizer::new(cfg.clone());
+        let mut sessions: Vec<Session> = (1..=40u16)
+            .map(|n| {
+                let mut s = Session::new(f, cfg.clone());
+                s.client = f.client(n);
+                s.cisn = u32::from(n) * 1000;
+                s
+            })
+            .collect();
+        let now = sessions[0].now;
+        for s in &mut sessions {
+            through(&mut shared, s, |s| {
+                s.handshake();
+                s.server_burst(0, 10);
+            });
+        }
+        through(&mut shared, &mut sessions[0], |s| s.advance(ms(20)));
+        let in_flight: Vec<u64> = sessions
+            .iter()
+            .map(|s| shared.connection(&s.key()).unwrap().in_flight_bytes)
+            .collect();
+        assert!(
+            in_flight.iter().all(|&b| b == 2 * m),
+            "{f:?}: {in_flight:?}"
+        );
+        // Each flow's two segments are acknowledged by one client ACK, and
+        // the next two go out.
+        for s in &mut sessions {
+            s.now = now + ms(20);
+            through(&mut shared, s, |s| s.client_ack(2 * m, &[]));
+        }
+        through(&mut shared, &mut sessions[0], |s| s.advance(ms(20)));
+        for s in &sessions {
+            let c = shared.connection(&s.key()).unwrap();
+            assert_eq!(c.in_flight_bytes, 2 * m, "{f:?}");
+            assert_eq!(shared.stats().tail_loss_probes, 0, "{f:?}");
         }
     }
 }
