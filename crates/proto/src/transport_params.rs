@@ -334,6 +334,12 @@ mod tests {
         assert_eq!(TransportParams::parse(&b).unwrap(), sample());
     }
 
+    fn encoded(p: &TransportParams) -> Vec<u8> {
+        let mut b = Vec::new();
+        p.emit(&mut b);
+        b
+    }
+
     #[test]
     fn fec_is_an_empty_parameter() {
         let on = TransportParams {
@@ -344,9 +350,7 @@ mod tests {
         on.emit(&mut b);
         assert_eq!(TransportParams::parse(&b).unwrap(), on);
         // The parameter adds exactly its two bytes: id 0x11, length 0.
-        let mut base = Vec::new();
-        sample().emit(&mut base);
-        assert_eq!(b.len(), base.len() + 2);
+        assert_eq!(b.len(), encoded(&sample()).len() + 2);
         assert!(b.windows(2).any(|w| w == [0x11, 0x00]));
         assert!(TransportParams::parse(&[0x07, 0x00, 0x11, 0x01, 0x01]).is_err());
     }
@@ -361,9 +365,7 @@ mod tests {
         on.emit(&mut b);
         assert_eq!(TransportParams::parse(&b).unwrap(), on);
         // id 0x10, length 2, 1200 as a 2-byte varint.
-        let mut base = Vec::new();
-        sample().emit(&mut base);
-        assert_eq!(b.len(), base.len() + 4);
+        assert_eq!(b.len(), encoded(&sample()).len() + 4);
         assert!(b.windows(4).any(|w| w == [0x10, 0x02, 0x44, 0xb0]));
         let zero = TransportParams::parse(&[0x07, 0x00, 0x10, 0x01, 0x00]).unwrap();
         assert_eq!(zero.max_datagram_frame_size, None);
