@@ -6,30 +6,22 @@
 //! application-limited between frames, its encoder sizes each frame from
 //! Prague's window, and its packets queue beside classic ones.
 
+mod common;
+
 use brisk_sim::results::{FlowResults, FrameResults, Results};
 use brisk_sim::scenario::{IpFamily, Scenario};
-use brisk_sim::{RunOptions, run};
 use std::path::Path;
 use std::time::Duration;
-
-const FAMILIES: [IpFamily; 2] = [IpFamily::V4, IpFamily::V6];
 
 fn run_call(ip: IpFamily, secs: u64) -> Results {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../lab/default/l4s-call/l4s.toml");
     let mut s = Scenario::load(&path).unwrap();
     s.duration = Duration::from_secs(secs);
-    run(
-        &s,
-        RunOptions {
-            ip: Some(ip),
-            ..Default::default()
-        },
-    )
-    .results
+    common::run_on(&s, ip)
 }
 
 fn video(r: &Results) -> (&FlowResults, &FrameResults) {
-    let f = r.flows.iter().find(|f| f.name == "video").unwrap();
+    let f = common::flow(r, "video");
     (f, f.brisk.as_ref().unwrap().frames.as_ref().unwrap())
 }
 
@@ -39,7 +31,10 @@ fn video(r: &Results) -> (&FlowResults, &FrameResults) {
 /// twice as much.
 #[test]
 fn the_l4s_call_through_default_dualpi2_keeps_its_frame_rate_and_rtt() {
-    for (ip, secs) in FAMILIES.into_iter().flat_map(|ip| [(ip, 20), (ip, 10)]) {
+    for (ip, secs) in common::FAMILIES
+        .into_iter()
+        .flat_map(|ip| [(ip, 20), (ip, 10)])
+    {
         let r = run_call(ip, secs);
         let (f, frames) = video(&r);
         let what = format!(
