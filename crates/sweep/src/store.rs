@@ -53,14 +53,14 @@ pub struct Store {
 }
 
 impl Store {
-    /// Opens the store at `root`, creating its directories.
+    /// Opens the store at `root`. Its directories are made by the first
+    /// write, so a grid that fails to expand leaves nothing behind.
     pub fn open(root: &Path) -> Result<Store, SweepError> {
         let store = Store {
             root: root.to_path_buf(),
         };
-        for table in [Table::Runs, Table::Flows] {
-            let dir = store.dir(table);
-            std::fs::create_dir_all(&dir).map_err(|e| store.error(&dir, e))?;
+        if root.exists() && !root.is_dir() {
+            return Err(store.error(root, "exists and is not a directory"));
         }
         Ok(store)
     }
@@ -85,7 +85,12 @@ impl Store {
     /// The part files of `table`, sorted by name.
     pub fn parts(&self, table: Table) -> Result<Vec<PathBuf>, SweepError> {
         let dir = self.dir(table);
-        let entries = std::fs::read_dir(&dir).map_err(|e| self.error(&dir, e))?;
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            // Nothing written yet.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(self.error(&dir, e)),
+        };
         let mut parts = Vec::new();
         for entry in entries {
             let path = entry.map_err(|e| self.error(&dir, e))?.path();
@@ -136,6 +141,7 @@ impl Store {
             return Ok(None);
         }
         let dir = self.dir(table);
+        std::fs::create_dir_all(&dir).map_err(|e| self.error(&dir, e))?;
         let aside = dir.join(format!(".writing-{}.parquet", std::process::id()));
         write_parquet(&aside, rows).map_err(|m| self.error(&aside, m))?;
         let mut n = self.parts(table)?.len() + 1;
@@ -342,5 +348,28 @@ mod tests {
         let keys: Vec<_> = store.finished().unwrap().into_iter().collect();
         assert_eq!(keys, ["a", "b", "c"]);
         assert_eq!(store.append(Table::Flows, &[]).unwrap(), None);
+    }
+
+    #[test]
+    fn a_store_is_made_on_its_first_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("new");
+        let store = Store::open(&root).unwrap();
+        assert!(store.finished().unwrap().is_empty());
+        assert!(
+            !root.exists(),
+            "opening and reading must not create the store"
+        );
+        store
+            .append(Table::Runs, &[row(&[("run_key", Cell::Text("a".into()))])])
+            .unwrap();
+        assert_eq!(store.parts(Table::Runs).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_file_in_the_stores_place_is_refused() {
+        let file = tempfile::NamedTempFile::new().unwrap();
+        let err = Store::open(file.path()).unwrap_err().to_string();
+        assert!(err.contains("not a directory"), "{err}");
     }
 }
