@@ -73,8 +73,10 @@ pub fn run(args: SweepArgs) -> Result<()> {
     bar.finish_and_clear();
     let secs = started.elapsed().as_secs_f64();
     println!(
-        "ran {} runs on {} threads in {secs:.2} s wall; skipped {} already in the store",
-        outcome.ran, outcome.jobs, outcome.skipped
+        "ran {} on {} in {secs:.2} s wall; skipped {} already in the store",
+        plural(outcome.ran, "run"),
+        plural(outcome.jobs, "thread"),
+        outcome.skipped
     );
     println!(
         "store {}: {} run rows, {} flow rows for this grid (runs/ and flows/ hold Parquet parts)",
@@ -155,4 +157,13 @@ fn write_csv(path: &Path, rows: &[Row]) -> std::io::Result<()> {
         writeln!(out, "{}", line.join(","))?;
     }
     out.flush()
+}
+
+/// "1 run", "2 runs".
+fn plural(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
 }
