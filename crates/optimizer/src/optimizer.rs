@@ -3,6 +3,7 @@
 
 use crate::config::Config;
 use crate::flow::{Ctx, Flow, Negotiated, Phase};
+use crate::hash::Keyed;
 use crate::segment::{self, Read, Seen};
 use crate::stats::{Reason, Stats};
 use crate::subscriber::Subscriber;
@@ -26,11 +27,11 @@ pub struct Optimizer {
     /// Every tracked connection, by its place in `slab`: looked up by
     /// hash once per packet, then named by that place (a small integer)
     /// in the timers and the subscribers' round robins.
-    index: HashMap<ConnectionKey, FlowId>,
+    index: HashMap<ConnectionKey, FlowId, Keyed>,
     slab: Vec<Option<Tracked>>,
     /// Places in `slab` left by forgotten connections, reused first.
     free: Vec<FlowId>,
-    subscribers: HashMap<IpAddr, Sub>,
+    subscribers: HashMap<IpAddr, Sub, Keyed>,
     /// Each flow's next timer (RACK, probe, idle expiry).
     flow_timers: Deadlines<FlowId>,
     /// Each subscriber's next pacing release.
@@ -51,6 +52,17 @@ struct Tracked {
     slot: Option<u64>,
 }
 
+/// A flow with a segment it may send now.
+#[derive(Debug, Clone, Copy)]
+struct Waiting {
+    id: FlowId,
+    /// The segment's offset and sequence length ([`Flow::sendable`]).
+    off: u64,
+    len: u64,
+    /// The flow's bytes in flight.
+    in_flight: u64,
+}
+
 /// A subscriber's estimators and its optimized flows, with what the
 /// scheduler needs kept up to date as flows change, so that sending one
 /// segment never visits every flow of a subscriber with thousands.
@@ -59,8 +71,10 @@ struct Sub {
     state: Subscriber,
     /// Optimized flows in the round robin.
     members: usize,
-    /// Flows with a segment they may send now, by slot.
-    waiting: BTreeMap<u64, FlowId>,
+    /// Flows with a segment they may send now, by slot, with what the
+    /// scheduler weighs (kept current by [`Sub::update`], which runs after
+    /// every change to a member), so a pick reads no flow.
+    waiting: BTreeMap<u64, Waiting>,
     /// The slot the next joining flow takes.
     next_slot: u64,
     /// Sequence bytes in flight over all the flows in `slots`.
@@ -111,8 +125,14 @@ impl Sub {
             return;
         };
         self.in_flight = (self.in_flight + flow.in_flight).saturating_sub(before);
-        let (was_waiting, waiting) = if flow.sendable().is_some() {
-            (self.waiting.insert(slot, id).is_some(), true)
+        let (was_waiting, waiting) = if let Some((off, len)) = flow.sendable() {
+            let w = Waiting {
+                id,
+                off,
+                len,
+                in_flight: flow.in_flight,
+            };
+            (self.waiting.insert(slot, w).is_some(), true)
         } else {
             (self.waiting.remove(&slot).is_some(), false)
         };
@@ -140,10 +160,10 @@ impl Optimizer {
     pub fn new(config: Config) -> Optimizer {
         Optimizer {
             config,
-            index: HashMap::new(),
+            index: HashMap::default(),
             slab: Vec::new(),
             free: Vec::new(),
-            subscribers: HashMap::new(),
+            subscribers: HashMap::default(),
             flow_timers: Deadlines::default(),
             pacing_timers: Deadlines::default(),
             out: VecDeque::new(),
@@ -603,18 +623,11 @@ impl Optimizer {
                 .waiting
                 .range(sub.cursor..)
                 .chain(sub.waiting.range(..sub.cursor));
-            for (&slot, &id) in rotated {
-                let Some(Some(t)) = self.slab.get(id as usize) else {
-                    continue;
-                };
-                let flow = &t.flow;
-                let Some((off, len)) = flow.sendable() else {
-                    continue;
-                };
-                let w = (slot, id, off, len);
-                first.get_or_insert(w);
-                if flow.in_flight + len <= share.max(2 * len) {
-                    under = Some(w);
+            for (&slot, w) in rotated {
+                let pick = (slot, w.id, w.off, w.len);
+                first.get_or_insert(pick);
+                if w.in_flight + w.len <= share.max(2 * w.len) {
+                    under = Some(pick);
                     break;
                 }
             }
