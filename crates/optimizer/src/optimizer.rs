@@ -77,7 +77,7 @@ struct Sub {
     waiting: BTreeMap<u64, Waiting>,
     /// The slot the next joining flow takes.
     next_slot: u64,
-    /// Sequence bytes in flight over all the flows in `slots`.
+    /// Sequence bytes in flight over all its members.
     in_flight: u64,
     /// Round robin: the first slot considered at the next pick.
     cursor: u64,
