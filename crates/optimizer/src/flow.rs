@@ -10,13 +10,14 @@
 //! data byte (its ISN + 1), in 64 bits so they never wrap.
 
 use crate::config::Config;
+use crate::held::Ring;
 use crate::segment::{self, LocalAck, Seen};
 use crate::stats::{Reason, Stats};
 use crate::subscriber::Subscriber;
 use crate::{Side, Transmit};
 use brisk_time::Instant;
 use brisk_wire::tcp::{SackBlock, TcpFlags};
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -94,7 +95,7 @@ pub(crate) struct Flow {
     /// Offset up to which the optimizer acknowledged the server.
     local_ack: u64,
     /// Held segments by offset, undelivered.
-    held: BTreeMap<u64, Held>,
+    held: Ring<Held>,
     /// Datagram bytes held.
     held_bytes: usize,
     /// Offsets of held segments declared lost.
@@ -143,7 +144,7 @@ impl Flow {
             syn_options: seen.options.clone(),
             negotiated: Negotiated::default(),
             local_ack: 0,
-            held: BTreeMap::new(),
+            held: Ring::default(),
             held_bytes: 0,
             lost: BTreeSet::new(),
             next_unsent: 0,
@@ -253,7 +254,7 @@ impl Flow {
         let window = self.window_field(ctx);
         let mut blocks: Vec<SackBlock> = Vec::new();
         let mut run: Option<(u64, u64)> = None;
-        for (&off, h) in self.held.range(self.local_ack + 1..) {
+        for (off, h) in self.held.range(self.local_ack + 1..u64::MAX) {
             match run {
                 Some((l, r)) if r == off => run = Some((l, r + h.seq_len)),
                 _ => {
@@ -352,14 +353,14 @@ impl Flow {
             self.ts_server = tsval;
         }
         let data_end = end - u64::from(seen.has(TcpFlags::FIN));
-        if data_end <= self.local_ack && (end == data_end || self.held.contains_key(&off)) {
+        if data_end <= self.local_ack && (end == data_end || self.held.contains(off)) {
             // A copy of what the optimizer holds or delivered: the local
             // ACK was lost or late. Say it again; the copy goes nowhere.
             ctx.stats.duplicates_dropped += 1;
             self.send_local_ack(ctx);
             return None;
         }
-        if let Some(h) = self.held.get(&off)
+        if let Some(h) = self.held.get(off)
             && h.seq_len == len
         {
             ctx.stats.duplicates_dropped += 1;
@@ -372,9 +373,8 @@ impl Flow {
         let overlaps = off < self.local_ack
             || self
                 .held
-                .range(..end)
-                .next_back()
-                .is_some_and(|(&o, h)| o + h.seq_len > off);
+                .before(end)
+                .is_some_and(|(o, h)| o + h.seq_len > off);
         if overlaps {
             self.fall_back(Reason::Overlap, ctx);
             return Some(datagram);
@@ -408,7 +408,7 @@ impl Flow {
         self.next_unsent = self.next_unsent.min(off);
         // Acknowledge what is now contiguous, but never the FIN: the
         // client's own ACK of it goes to the server.
-        while let Some(h) = self.held.get(&self.local_ack) {
+        while let Some(h) = self.held.get(self.local_ack) {
             let stop = h.seq_len != h.data_len;
             self.local_ack += h.data_len;
             if stop || h.data_len == 0 {
@@ -503,12 +503,13 @@ impl Flow {
     }
 
     /// Applies a cumulative ACK and SACK blocks; true if anything new was
-    /// delivered.
+    /// delivered. Each delivery feeds the estimators as it is found, in
+    /// offset order, with no list built per ACK.
     fn on_ack(&mut self, now: Instant, ack: u64, sack: &[SackBlock], ctx: &mut Ctx<'_>) -> bool {
-        let mut delivered = Vec::new();
+        let mut any = false;
         if ack > self.client_acked {
             self.client_acked = ack;
-            while let Some((&off, h)) = self.held.first_key_value() {
+            while let Some((off, h)) = self.held.first() {
                 if off + h.seq_len > ack {
                     break;
                 }
@@ -519,9 +520,10 @@ impl Flow {
                 *ctx.total_held -= h.datagram.len();
                 self.lost.remove(&off);
                 if !h.sacked {
-                    delivered.push(Delivery::of(off, &h));
+                    any |= delivered(off, &h, now, &mut self.in_flight, &mut self.rack, ctx);
                 }
             }
+            self.held.shrink();
             self.next_unsent = self.next_unsent.max(ack);
         }
         for b in sack {
@@ -531,39 +533,14 @@ impl Flow {
             if l >= r || r > self.sent_high || l < self.client_acked {
                 continue;
             }
-            for (&o, h) in self.held.range_mut(l..r) {
+            for (o, h) in self.held.range_mut(l..r) {
                 if h.sacked || o + h.seq_len > r || h.sent_at.is_none() {
                     continue;
                 }
                 h.sacked = true;
                 self.lost.remove(&o);
-                delivered.push(Delivery::of(o, h));
+                any |= delivered(o, h, now, &mut self.in_flight, &mut self.rack, ctx);
             }
-        }
-        let mut any = false;
-        for d in &delivered {
-            let Some(sent_at) = d.sent_at else {
-                continue;
-            };
-            any = true;
-            if !d.lost {
-                self.in_flight = self.in_flight.saturating_sub(d.seq_len);
-            }
-            ctx.sub.delivered += d.data_len;
-            ctx.sub.delivered_time = now;
-            let rtt = now.saturating_duration_since(sent_at);
-            // An ACK sooner than the path allows answers an earlier send.
-            let ambiguous = d.sends > 1 && ctx.sub.min_rtt().is_some_and(|m| rtt < m);
-            if d.sends == 1 {
-                ctx.sub.on_rtt(now, rtt, ctx.config);
-            }
-            let end = d.off + d.seq_len;
-            if !ambiguous && self.rack.is_none_or(|(t, e, _)| (sent_at, end) >= (t, e)) {
-                self.rack = Some((sent_at, end, rtt));
-            }
-            let bytes = ctx.sub.delivered - d.delivered_at_send;
-            let interval = now.saturating_duration_since(d.delivered_time_at_send);
-            ctx.sub.on_rate(now, bytes, interval, ctx.config);
         }
         any
     }
@@ -579,7 +556,7 @@ impl Flow {
         let mut newly_lost = Vec::new();
         // Only segments below `sent_high` were ever sent: the unsent tail,
         // most of a full buffer, is not visited on each ACK.
-        for (&off, h) in self.held.range(..self.sent_high) {
+        for (off, h) in self.held.range(0..self.sent_high) {
             let Some(sent_at) = h.sent_at else {
                 continue;
             };
@@ -594,7 +571,7 @@ impl Flow {
             }
         }
         for off in newly_lost {
-            if let Some(h) = self.held.get_mut(&off) {
+            if let Some(h) = self.held.get_mut(off) {
                 h.lost = true;
                 self.in_flight = self.in_flight.saturating_sub(h.seq_len);
                 self.lost.insert(off);
@@ -632,18 +609,18 @@ impl Flow {
     /// inside the client's window. Its offset and sequence length.
     pub(crate) fn sendable(&self) -> Option<(u64, u64)> {
         if let Some(&off) = self.lost.first() {
-            return self.held.get(&off).map(|h| (off, h.seq_len));
+            return self.held.get(off).map(|h| (off, h.seq_len));
         }
-        let (&off, h) = self
+        let (off, h) = self
             .held
-            .range(self.next_unsent..)
+            .range(self.next_unsent..u64::MAX)
             .find(|(_, h)| h.sent_at.is_none())?;
         (off + h.data_len <= self.client_edge).then_some((off, h.seq_len))
     }
 
     /// Sends the held segment at `off` toward the client.
     pub(crate) fn send(&mut self, now: Instant, off: u64, idle: bool, ctx: &mut Ctx<'_>) {
-        let Some(h) = self.held.get_mut(&off) else {
+        let Some(h) = self.held.get_mut(off) else {
             return;
         };
         if h.sends == 0 {
@@ -668,9 +645,9 @@ impl Flow {
         });
         // No unsent segment starts below `next_unsent`: a retransmission
         // does not walk the segments sent since.
-        if let Some((&o, _)) = self
+        if let Some((o, _)) = self
             .held
-            .range(self.next_unsent.max(off + 1)..)
+            .range(self.next_unsent.max(off + 1)..u64::MAX)
             .find(|(_, h)| h.sent_at.is_none())
         {
             self.next_unsent = self.next_unsent.max(o.min(off + 1));
@@ -698,17 +675,18 @@ impl Flow {
     /// SACK blocks let RACK find what was lost; never reduce the budget.
     fn probe(&mut self, now: Instant, ctx: &mut Ctx<'_>) {
         self.probe_deadline = None;
+        // Every segment ever sent starts below `sent_high`.
         let tail = self
             .held
-            .iter()
+            .range(0..self.sent_high)
             .rev()
             .find(|(_, h)| h.sent_at.is_some() && !h.sacked && !h.lost)
-            .map(|(&o, _)| o);
+            .map(|(o, _)| o);
         let Some(off) = tail else {
             return;
         };
         ctx.stats.tail_loss_probes += 1;
-        if let Some(h) = self.held.get(&off) {
+        if let Some(h) = self.held.get(off) {
             // The probe is the same segment: it stays in flight once.
             self.in_flight = self.in_flight.saturating_sub(h.seq_len);
         }
@@ -718,29 +696,37 @@ impl Flow {
     }
 }
 
-/// What a delivered segment tells the estimators.
-struct Delivery {
+/// A segment at `off` reached the client: what it tells the estimators
+/// (the subscriber's RTT and delivery rate, the flow's RACK state) and
+/// the flow's in-flight count. False if it was never sent.
+fn delivered(
     off: u64,
-    sent_at: Option<Instant>,
-    seq_len: u64,
-    data_len: u64,
-    sends: u32,
-    lost: bool,
-    delivered_at_send: u64,
-    delivered_time_at_send: Instant,
-}
-
-impl Delivery {
-    fn of(off: u64, h: &Held) -> Delivery {
-        Delivery {
-            off,
-            sent_at: h.sent_at,
-            seq_len: h.seq_len,
-            data_len: h.data_len,
-            sends: h.sends,
-            lost: h.lost,
-            delivered_at_send: h.delivered_at_send,
-            delivered_time_at_send: h.delivered_time_at_send,
-        }
+    h: &Held,
+    now: Instant,
+    in_flight: &mut u64,
+    rack: &mut Option<(Instant, u64, Duration)>,
+    ctx: &mut Ctx<'_>,
+) -> bool {
+    let Some(sent_at) = h.sent_at else {
+        return false;
+    };
+    if !h.lost {
+        *in_flight = in_flight.saturating_sub(h.seq_len);
     }
+    ctx.sub.delivered += h.data_len;
+    ctx.sub.delivered_time = now;
+    let rtt = now.saturating_duration_since(sent_at);
+    // An ACK sooner than the path allows answers an earlier send.
+    let ambiguous = h.sends > 1 && ctx.sub.min_rtt().is_some_and(|m| rtt < m);
+    if h.sends == 1 {
+        ctx.sub.on_rtt(now, rtt, ctx.config);
+    }
+    let end = off + h.seq_len;
+    if !ambiguous && rack.is_none_or(|(t, e, _)| (sent_at, end) >= (t, e)) {
+        *rack = Some((sent_at, end, rtt));
+    }
+    let bytes = ctx.sub.delivered - h.delivered_at_send;
+    let interval = now.saturating_duration_since(h.delivered_time_at_send);
+    ctx.sub.on_rate(now, bytes, interval, ctx.config);
+    true
 }

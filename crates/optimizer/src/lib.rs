@@ -20,7 +20,8 @@
 //!
 //! Modules: [`config`] the limits and gains; `segment` reading datagrams
 //! and writing local ACKs; `flow` one connection's held data, RACK and
-//! probes; `subscriber` the per-user budget and pacer; `optimizer` the
+//! probes; `held` the ring its segments are held in; `hash` the
+//! connection table's hasher; `subscriber` the per-user budget and pacer; `optimizer` the
 //! connection table, handshake tracking and per-subscriber scheduling;
 //! [`stats`] counters and reasons.
 
@@ -29,6 +30,8 @@
 
 pub mod config;
 mod flow;
+mod hash;
+mod held;
 mod optimizer;
 mod segment;
 pub mod stats;

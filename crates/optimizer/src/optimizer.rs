@@ -3,13 +3,14 @@
 
 use crate::config::Config;
 use crate::flow::{Ctx, Flow, Negotiated, Phase};
+use crate::hash::Keyed;
 use crate::segment::{self, Read, Seen};
 use crate::stats::{Reason, Stats};
 use crate::subscriber::Subscriber;
 use crate::{ConnectionKey, Side, Transmit};
 use brisk_time::{Deadlines, Instant};
 use brisk_wire::tcp::TcpFlags;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::IpAddr;
 
 /// A transparent TCP optimizer between the internet (server side) and a
@@ -23,15 +24,43 @@ use std::net::IpAddr;
 #[derive(Debug)]
 pub struct Optimizer {
     config: Config,
-    flows: BTreeMap<ConnectionKey, Flow>,
-    subscribers: BTreeMap<IpAddr, Sub>,
+    /// Every tracked connection, by its place in `slab`: looked up by
+    /// hash once per packet, then named by that place (a small integer)
+    /// in the timers and the subscribers' round robins.
+    index: HashMap<ConnectionKey, FlowId, Keyed>,
+    slab: Vec<Option<Tracked>>,
+    /// Places in `slab` left by forgotten connections, reused first.
+    free: Vec<FlowId>,
+    subscribers: HashMap<IpAddr, Sub, Keyed>,
     /// Each flow's next timer (RACK, probe, idle expiry).
-    flow_timers: Deadlines<ConnectionKey>,
+    flow_timers: Deadlines<FlowId>,
     /// Each subscriber's next pacing release.
     pacing_timers: Deadlines<IpAddr>,
     out: VecDeque<Transmit>,
     total_held: usize,
     stats: Stats,
+}
+
+/// A connection's place in the optimizer's table.
+type FlowId = u32;
+
+/// A tracked connection and, while it is optimized, its place in its
+/// subscriber's round robin (the order it joined).
+#[derive(Debug)]
+struct Tracked {
+    flow: Flow,
+    slot: Option<u64>,
+}
+
+/// A flow with a segment it may send now.
+#[derive(Debug, Clone, Copy)]
+struct Waiting {
+    id: FlowId,
+    /// The segment's offset and sequence length ([`Flow::sendable`]).
+    off: u64,
+    len: u64,
+    /// The flow's bytes in flight.
+    in_flight: u64,
 }
 
 /// A subscriber's estimators and its optimized flows, with what the
@@ -40,13 +69,15 @@ pub struct Optimizer {
 #[derive(Debug)]
 struct Sub {
     state: Subscriber,
-    /// Each optimized flow's place in the round robin: the order it joined.
-    slots: BTreeMap<ConnectionKey, u64>,
-    /// Flows with a segment they may send now, by slot.
-    waiting: BTreeMap<u64, ConnectionKey>,
+    /// Optimized flows in the round robin.
+    members: usize,
+    /// Flows with a segment they may send now, by slot, with what the
+    /// scheduler weighs (kept current by [`Sub::update`], which runs after
+    /// every change to a member), so a pick reads no flow.
+    waiting: BTreeMap<u64, Waiting>,
     /// The slot the next joining flow takes.
     next_slot: u64,
-    /// Sequence bytes in flight over all the flows in `slots`.
+    /// Sequence bytes in flight over all its members.
     in_flight: u64,
     /// Round robin: the first slot considered at the next pick.
     cursor: u64,
@@ -58,7 +89,7 @@ impl Sub {
     fn new(now: Instant, config: &Config) -> Sub {
         Sub {
             state: Subscriber::new(now, config),
-            slots: BTreeMap::new(),
+            members: 0,
             waiting: BTreeMap::new(),
             next_slot: 0,
             in_flight: 0,
@@ -67,15 +98,18 @@ impl Sub {
         }
     }
 
-    /// A flow joins the round robin (it holds nothing yet).
-    fn join(&mut self, key: ConnectionKey) {
-        self.slots.insert(key, self.next_slot);
+    /// A flow joins the round robin (it holds nothing yet): its slot.
+    fn join(&mut self) -> u64 {
+        self.members += 1;
         self.next_slot += 1;
+        self.next_slot - 1
     }
 
-    /// A flow leaves the round robin, with what it had in flight.
-    fn leave(&mut self, key: &ConnectionKey, in_flight: u64) {
-        if let Some(slot) = self.slots.remove(key) {
+    /// A flow leaves the round robin from `slot`, with what it had in
+    /// flight.
+    fn leave(&mut self, slot: Option<u64>, in_flight: u64) {
+        if let Some(slot) = slot {
+            self.members = self.members.saturating_sub(1);
             let was_waiting = self.waiting.remove(&slot).is_some();
             self.in_flight = self.in_flight.saturating_sub(in_flight);
             if was_waiting || in_flight > 0 {
@@ -86,13 +120,19 @@ impl Sub {
 
     /// A member's in flight went from `before` to the flow's now, and it
     /// may or may not have something to send now.
-    fn update(&mut self, key: ConnectionKey, before: u64, flow: &Flow) {
-        let Some(&slot) = self.slots.get(&key) else {
+    fn update(&mut self, id: FlowId, slot: Option<u64>, before: u64, flow: &Flow) {
+        let Some(slot) = slot else {
             return;
         };
         self.in_flight = (self.in_flight + flow.in_flight).saturating_sub(before);
-        let (was_waiting, waiting) = if flow.sendable().is_some() {
-            (self.waiting.insert(slot, key).is_some(), true)
+        let (was_waiting, waiting) = if let Some((off, len)) = flow.sendable() {
+            let w = Waiting {
+                id,
+                off,
+                len,
+                in_flight: flow.in_flight,
+            };
+            (self.waiting.insert(slot, w).is_some(), true)
         } else {
             (self.waiting.remove(&slot).is_some(), false)
         };
@@ -120,8 +160,10 @@ impl Optimizer {
     pub fn new(config: Config) -> Optimizer {
         Optimizer {
             config,
-            flows: BTreeMap::new(),
-            subscribers: BTreeMap::new(),
+            index: HashMap::default(),
+            slab: Vec::new(),
+            free: Vec::new(),
+            subscribers: HashMap::default(),
             flow_timers: Deadlines::default(),
             pacing_timers: Deadlines::default(),
             out: VecDeque::new(),
@@ -143,12 +185,12 @@ impl Optimizer {
     /// Connections tracked (in handshake, optimized, or remembered as
     /// pass-through).
     pub fn connection_count(&self) -> usize {
-        self.flows.len()
+        self.index.len()
     }
 
     /// One connection's state, if tracked.
     pub fn connection(&self, key: &ConnectionKey) -> Option<ConnectionInfo> {
-        self.flows.get(key).map(|f| ConnectionInfo {
+        self.flow_of(key).map(|f| ConnectionInfo {
             phase: f.phase,
             held_bytes: f.held_bytes(),
             in_flight_bytes: f.in_flight,
@@ -166,12 +208,16 @@ impl Optimizer {
     /// what is held is delivered, then its packets pass through. False if
     /// it was not being optimized.
     pub fn stop_connection(&mut self, key: &ConnectionKey) -> bool {
-        let optimizing = self
-            .flows
-            .get(key)
-            .is_some_and(|f| f.phase == Phase::Optimizing);
+        let Some(&id) = self.index.get(key) else {
+            return false;
+        };
+        self.stop_id(id)
+    }
+
+    fn stop_id(&mut self, id: FlowId) -> bool {
+        let optimizing = self.flow(id).is_some_and(|f| f.phase == Phase::Optimizing);
         if optimizing {
-            self.with_flow(*key, |flow, ctx| flow.fall_back(Reason::Requested, ctx));
+            self.with_flow(id, |flow, ctx| flow.fall_back(Reason::Requested, ctx));
         }
         optimizing
     }
@@ -179,10 +225,25 @@ impl Optimizer {
     /// Stops optimizing every connection (before an upgrade, or when memory
     /// runs short); each passes through once its held data is delivered.
     pub fn stop_all(&mut self) {
-        let keys: Vec<ConnectionKey> = self.flows.keys().copied().collect();
-        for key in keys {
-            self.stop_connection(&key);
+        for id in 0..self.slab.len() {
+            self.stop_id(id as FlowId);
         }
+    }
+
+    /// The flow at `id`, if tracked.
+    fn flow(&self, id: FlowId) -> Option<&Flow> {
+        self.slab.get(id as usize)?.as_ref().map(|t| &t.flow)
+    }
+
+    fn flow_mut(&mut self, id: FlowId) -> Option<&mut Flow> {
+        self.slab
+            .get_mut(id as usize)?
+            .as_mut()
+            .map(|t| &mut t.flow)
+    }
+
+    fn flow_of(&self, key: &ConnectionKey) -> Option<&Flow> {
+        self.index.get(key).and_then(|&id| self.flow(id))
     }
 
     /// The next datagram to send, and which side it goes to.
@@ -197,20 +258,21 @@ impl Optimizer {
 
     /// Runs every timer due at `now`.
     pub fn handle_timeout(&mut self, now: Instant) {
-        while let Some(key) = self.flow_timers.pop_due(now) {
-            let Some(flow) = self.flows.get(&key) else {
+        while let Some(id) = self.flow_timers.pop_due(now) {
+            let Some(flow) = self.flow(id) else {
                 continue;
             };
+            let ip = flow.client.ip();
             if now.saturating_duration_since(flow.last_seen) >= self.config.idle_timeout {
                 self.stats.idle_expired += 1;
-                self.with_flow(key, |flow, ctx| flow.end(ctx));
-                self.forget(&key);
+                self.with_flow(id, |flow, ctx| flow.end(ctx));
+                self.forget(id);
                 continue;
             }
-            self.with_flow(key, |flow, ctx| flow.handle_timeout(now, ctx));
-            self.rearm(key);
+            self.with_flow(id, |flow, ctx| flow.handle_timeout(now, ctx));
+            self.rearm(id);
             // Losses found or a probe answered may free the budget.
-            self.schedule(now, key.client.ip());
+            self.schedule(now, ip);
         }
         while let Some(ip) = self.pacing_timers.pop_due(now) {
             self.schedule(now, ip);
@@ -252,7 +314,9 @@ impl Optimizer {
                 ConnectionKey::new(seen.src, seen.dst),
             ),
         };
-        if mirrored != key && self.flows.contains_key(&mirrored) {
+        if mirrored != key
+            && let Some(&other) = self.index.get(&mirrored)
+        {
             // A packet of a tracked connection on the other interface: a
             // routing loop or asymmetric integration.
             let reason = if seen.has(TcpFlags::SYN) {
@@ -260,22 +324,25 @@ impl Optimizer {
             } else {
                 Reason::WrongSide
             };
-            self.give_up(mirrored, reason);
+            self.give_up(other, reason);
             self.pass(from, datagram);
             return;
         }
-        let Some(phase) = self.flows.get(&key).map(|f| f.phase) else {
+        let Some(&id) = self.index.get(&key) else {
             self.maybe_track(now, from, key, seen);
             self.pass(from, datagram);
             return;
         };
-        if let Some(flow) = self.flows.get_mut(&key) {
-            flow.last_seen = now;
-        }
+        let Some(flow) = self.flow_mut(id) else {
+            self.pass(from, datagram);
+            return;
+        };
+        flow.last_seen = now;
+        let phase = flow.phase;
         match phase {
             Phase::SynSeen | Phase::SynAckSeen => {
                 let mut datagram = datagram;
-                if self.handshake(now, from, key, phase, seen, &mut datagram) {
+                if self.handshake(now, from, id, phase, seen, &mut datagram) {
                     self.stats.handshake_windows_lowered += 1;
                     self.out.push_back(Transmit {
                         toward: from.other(),
@@ -288,7 +355,7 @@ impl Optimizer {
             Phase::PassThrough => {
                 if from == Side::Client && is_bare_syn(seen) {
                     // The tuple reused after a close: a new connection.
-                    self.forget(&key);
+                    self.forget(id);
                     self.maybe_track(now, from, key, seen);
                 }
                 self.pass(from, datagram);
@@ -297,12 +364,12 @@ impl Optimizer {
                 if seen.has(TcpFlags::SYN) {
                     let odd = !(from == Side::Server && seen.has(TcpFlags::ACK));
                     if odd {
-                        self.give_up(key, Reason::SynSeenTwice);
+                        self.give_up(id, Reason::SynSeenTwice);
                     }
                     self.pass(from, datagram);
                     return;
                 }
-                let forward = self.with_flow(key, |flow, ctx| match from {
+                let forward = self.with_flow(id, |flow, ctx| match from {
                     Side::Server => flow.handle_server_segment(now, seen, datagram, ctx),
                     Side::Client => flow.handle_client_segment(now, seen, datagram, ctx),
                 });
@@ -326,7 +393,7 @@ impl Optimizer {
         if from != Side::Client || !is_bare_syn(seen) {
             return;
         }
-        if self.flows.len() >= self.config.max_connections {
+        if self.index.len() >= self.config.max_connections {
             self.stats.refuse(Reason::TableFull);
             return;
         }
@@ -335,9 +402,25 @@ impl Optimizer {
             self.stats.refuse(Reason::UnknownSynOption);
             flow.phase = Phase::PassThrough;
         }
-        self.flows.insert(key, flow);
+        let tracked = Some(Tracked { flow, slot: None });
+        let id = match self.free.pop() {
+            Some(id) => {
+                self.slab[id as usize] = tracked;
+                id
+            }
+            None => {
+                // `max_connections` bounds the table far below 2^32.
+                let Ok(id) = FlowId::try_from(self.slab.len()) else {
+                    self.stats.refuse(Reason::TableFull);
+                    return;
+                };
+                self.slab.push(tracked);
+                id
+            }
+        };
+        self.index.insert(key, id);
         self.flow_timers
-            .rearm(key, Some(now + self.config.idle_timeout));
+            .rearm(id, Some(now + self.config.idle_timeout));
     }
 
     /// A packet of a connection in its handshake; true if the optimizer
@@ -346,12 +429,12 @@ impl Optimizer {
         &mut self,
         now: Instant,
         from: Side,
-        key: ConnectionKey,
+        id: FlowId,
         phase: Phase,
         seen: &Seen,
         datagram: &mut [u8],
     ) -> bool {
-        let Some(flow) = self.flows.get_mut(&key) else {
+        let Some(Some(Tracked { flow, slot })) = self.slab.get_mut(id as usize) else {
             return false;
         };
         let mut lowered = false;
@@ -413,9 +496,9 @@ impl Optimizer {
                 self.stats.optimized_connections += 1;
                 let sub = self
                     .subscribers
-                    .entry(key.client.ip())
+                    .entry(flow.client.ip())
                     .or_insert_with(|| Sub::new(now, &self.config));
-                sub.join(key);
+                *slot = Some(sub.join());
                 None
             }
             // Anything else before the handshake completes means this box
@@ -424,28 +507,26 @@ impl Optimizer {
         };
         if let Some(r) = refusal {
             self.stats.refuse(r);
-            if let Some(flow) = self.flows.get_mut(&key) {
-                flow.phase = Phase::PassThrough;
-            }
+            flow.phase = Phase::PassThrough;
         }
         lowered
     }
 
-    /// Stops optimizing `key` for good at once: an optimizing flow drains,
+    /// Stops optimizing `id` for good at once: an optimizing flow drains,
     /// one in handshake is refused.
-    fn give_up(&mut self, key: ConnectionKey, reason: Reason) {
-        let Some(phase) = self.flows.get(&key).map(|f| f.phase) else {
+    fn give_up(&mut self, id: FlowId, reason: Reason) {
+        let Some(phase) = self.flow(id).map(|f| f.phase) else {
             return;
         };
         match phase {
             Phase::SynSeen | Phase::SynAckSeen => {
                 self.stats.refuse(reason);
-                if let Some(f) = self.flows.get_mut(&key) {
+                if let Some(f) = self.flow_mut(id) {
                     f.phase = Phase::PassThrough;
                 }
             }
             Phase::Optimizing | Phase::Draining => {
-                self.with_flow(key, |flow, ctx| flow.fall_back(reason, ctx));
+                self.with_flow(id, |flow, ctx| flow.fall_back(reason, ctx));
             }
             Phase::PassThrough => {}
         }
@@ -455,11 +536,11 @@ impl Optimizer {
     /// takes it off its subscriber once it passes through.
     fn with_flow<R>(
         &mut self,
-        key: ConnectionKey,
+        id: FlowId,
         f: impl FnOnce(&mut Flow, &mut Ctx<'_>) -> R,
     ) -> Option<R> {
-        let flow = self.flows.get_mut(&key)?;
-        let ip = key.client.ip();
+        let Tracked { flow, slot } = self.slab.get_mut(id as usize)?.as_mut()?;
+        let ip = flow.client.ip();
         let sub = self.subscribers.get_mut(&ip)?;
         let before = flow.in_flight;
         let mut ctx = Ctx {
@@ -470,13 +551,13 @@ impl Optimizer {
             total_held: &mut self.total_held,
         };
         let r = f(flow, &mut ctx);
-        sub.update(key, before, flow);
+        sub.update(id, *slot, before, flow);
         let idle = flow.last_seen + self.config.idle_timeout;
         let deadline = flow.deadline().map_or(idle, |d| d.min(idle));
-        self.flow_timers.rearm(key, Some(deadline));
+        self.flow_timers.rearm(id, Some(deadline));
         if flow.phase == Phase::PassThrough {
-            sub.leave(&key, flow.in_flight);
-            if sub.slots.is_empty() {
+            sub.leave(slot.take(), flow.in_flight);
+            if sub.members == 0 {
                 self.subscribers.remove(&ip);
                 self.pacing_timers.rearm(ip, None);
             }
@@ -486,25 +567,29 @@ impl Optimizer {
 
     /// Arms a flow's timer: its earliest RACK or probe deadline, or its
     /// idle expiry.
-    fn rearm(&mut self, key: ConnectionKey) {
-        let deadline = self.flows.get(&key).map(|flow| {
+    fn rearm(&mut self, id: FlowId) {
+        let deadline = self.flow(id).map(|flow| {
             let idle = flow.last_seen + self.config.idle_timeout;
             flow.deadline().map_or(idle, |d| d.min(idle))
         });
-        self.flow_timers.rearm(key, deadline);
+        self.flow_timers.rearm(id, deadline);
     }
 
-    /// Forgets a connection entirely.
-    fn forget(&mut self, key: &ConnectionKey) {
-        let in_flight = self.flows.remove(key).map_or(0, |flow| {
-            debug_assert_eq!(flow.held_bytes(), 0, "a forgotten flow holds nothing");
-            flow.in_flight
-        });
-        self.flow_timers.rearm(*key, None);
-        let ip = key.client.ip();
+    /// Forgets a connection entirely; its place in the table is reused.
+    fn forget(&mut self, id: FlowId) {
+        let Some(Tracked { flow, slot }) = self.slab.get_mut(id as usize).and_then(Option::take)
+        else {
+            return;
+        };
+        debug_assert_eq!(flow.held_bytes(), 0, "a forgotten flow holds nothing");
+        self.index
+            .remove(&ConnectionKey::new(flow.client, flow.server));
+        self.free.push(id);
+        self.flow_timers.rearm(id, None);
+        let ip = flow.client.ip();
         if let Some(sub) = self.subscribers.get_mut(&ip) {
-            sub.leave(key, in_flight);
-            if sub.slots.is_empty() {
+            sub.leave(slot, flow.in_flight);
+            if sub.members == 0 {
                 self.subscribers.remove(&ip);
                 self.pacing_timers.rearm(ip, None);
             }
@@ -538,21 +623,15 @@ impl Optimizer {
                 .waiting
                 .range(sub.cursor..)
                 .chain(sub.waiting.range(..sub.cursor));
-            for (&slot, key) in rotated {
-                let Some(flow) = self.flows.get(key) else {
-                    continue;
-                };
-                let Some((off, len)) = flow.sendable() else {
-                    continue;
-                };
-                let w = (slot, *key, off, len);
-                first.get_or_insert(w);
-                if flow.in_flight + len <= share.max(2 * len) {
-                    under = Some(w);
+            for (&slot, w) in rotated {
+                let pick = (slot, w.id, w.off, w.len);
+                first.get_or_insert(pick);
+                if w.in_flight + w.len <= share.max(2 * w.len) {
+                    under = Some(pick);
                     break;
                 }
             }
-            let Some((slot, key, off, len)) = under.or(first) else {
+            let Some((slot, id, off, len)) = under.or(first) else {
                 break;
             };
             if total > 0 && total + len > budget.max(2 * len * sub.active) {
@@ -562,7 +641,7 @@ impl Optimizer {
                 wake = Some(at);
                 break;
             }
-            let Some(flow) = self.flows.get_mut(&key) else {
+            let Some(Some(Tracked { flow, slot: member })) = self.slab.get_mut(id as usize) else {
                 break;
             };
             let before = flow.in_flight;
@@ -574,12 +653,12 @@ impl Optimizer {
                 total_held: &mut self.total_held,
             };
             flow.send(now, off, total == 0, &mut ctx);
-            sub.update(key, before, flow);
+            sub.update(id, *member, before, flow);
             sub.state.spend(len as usize);
             sub.cursor = slot + 1;
             let idle = flow.last_seen + self.config.idle_timeout;
             self.flow_timers
-                .rearm(key, Some(flow.deadline().map_or(idle, |d| d.min(idle))));
+                .rearm(id, Some(flow.deadline().map_or(idle, |d| d.min(idle))));
         }
         self.pacing_timers.rearm(ip, wake);
     }

@@ -124,7 +124,8 @@ pub(crate) struct LocalAck<'a> {
 /// Builds the datagram of a local ACK; `None` only if the addresses are of
 /// two families, which a tracked connection never has.
 pub(crate) fn local_ack(a: &LocalAck<'_>) -> Option<Vec<u8>> {
-    let mut options = Vec::with_capacity(2);
+    // Empty (no allocation) unless there are options to write.
+    let mut options = Vec::new();
     if let Some((tsval, tsecr)) = a.timestamps {
         options.push(TcpOption::Nop);
         options.push(TcpOption::Nop);
