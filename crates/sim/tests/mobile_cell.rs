@@ -32,8 +32,16 @@ fn per_subscriber_queues_keep_a_light_subscriber_out_of_the_heavy_ones_queues() 
         );
         // The path's own round trip is 40 ms; one turn of each download
         // adds about 2.4 ms, a 300 ms freeze now and then more.
-        assert!(ping_cell.rtt_ms.p50 < 60.0, "{ip:?}: {:?}", ping_cell.rtt_ms);
-        assert!(ping_fifo.rtt_ms.p50 > 1_000.0, "{ip:?}: {:?}", ping_fifo.rtt_ms);
+        assert!(
+            ping_cell.rtt_ms.p50 < 60.0,
+            "{ip:?}: {:?}",
+            ping_cell.rtt_ms
+        );
+        assert!(
+            ping_fifo.rtt_ms.p50 > 1_000.0,
+            "{ip:?}: {:?}",
+            ping_fifo.rtt_ms
+        );
         // Fair shares of a cell that is busy but for its freezes (3%).
         assert!(total > 9.3, "{ip:?}: {total} Mbit/s");
         assert!(

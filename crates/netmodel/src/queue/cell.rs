@@ -360,7 +360,9 @@ mod tests {
             assert_eq!(q.len_bytes(), 3_000_000);
             let _ = q.dequeue(Instant::ZERO);
             q.enqueue(Instant::ZERO, to_sub(family, 9999, 2, 100, Instant::ZERO));
-            let next: Vec<u64> = (0..2).map(|_| q.dequeue(Instant::ZERO).unwrap().id).collect();
+            let next: Vec<u64> = (0..2)
+                .map(|_| q.dequeue(Instant::ZERO).unwrap().id)
+                .collect();
             assert!(next.contains(&9999), "IPv{family}: {next:?}");
             assert_eq!(q.active_subscribers(), 1, "IPv{family}");
         }
@@ -377,7 +379,10 @@ mod tests {
                 q.enqueue(Instant::ZERO, to_sub(family, i, 1, 1500, Instant::ZERO));
             }
             for i in 0..5 {
-                q.enqueue(Instant::ZERO, to_sub(family, 100 + i, 2, 1500, Instant::ZERO));
+                q.enqueue(
+                    Instant::ZERO,
+                    to_sub(family, 100 + i, 2, 1500, Instant::ZERO),
+                );
             }
             let s = q.stats();
             assert_eq!(s.dropped_overflow, 10, "IPv{family}");
@@ -437,7 +442,10 @@ mod tests {
             });
             // Every packet comes from the one server: one subscriber.
             for i in 0..6 {
-                q.enqueue(Instant::ZERO, to_sub(family, i, i as u16 + 1, 100, Instant::ZERO));
+                q.enqueue(
+                    Instant::ZERO,
+                    to_sub(family, i, i as u16 + 1, 100, Instant::ZERO),
+                );
             }
             assert_eq!((q.active_subscribers(), q.stats().drops()), (1, 2));
         }
@@ -451,7 +459,10 @@ mod tests {
                 ..CellConfig::default()
             });
             for n in 1..=10 {
-                q.enqueue(Instant::ZERO, to_sub(family, n, n as u16, 100, Instant::ZERO));
+                q.enqueue(
+                    Instant::ZERO,
+                    to_sub(family, n, n as u16, 100, Instant::ZERO),
+                );
             }
             assert_eq!((q.active_subscribers(), q.stats().drops()), (3, 7));
             // A known subscriber still gets in, and a served-out one frees its place.
@@ -491,8 +502,16 @@ mod tests {
             ("[queue.cell]\n\nquantum_bytes = 10\n", "quantum_bytes", 3),
             ("[queue.cell]\nmax_subscribers = 0\n", "max_subscribers", 2),
             ("[queue.cell]\nsubscriber = \"user\"\n", "destination", 2),
-            ("[queue.cell]\nsubscriber_limit_bytes = \"0B\"\n", "subscriber_limit_bytes", 2),
-            ("[queue.cell]\ndiscard_after = \"soon\"\n", "discard_after", 2),
+            (
+                "[queue.cell]\nsubscriber_limit_bytes = \"0B\"\n",
+                "subscriber_limit_bytes",
+                2,
+            ),
+            (
+                "[queue.cell]\ndiscard_after = \"soon\"\n",
+                "discard_after",
+                2,
+            ),
             ("[queue.cell]\nlimit_bytes = \"1MB\"\n", "limit_bytes", 2),
         ] {
             let err = toml::from_str::<Scenario>(text).err().unwrap().to_string();
