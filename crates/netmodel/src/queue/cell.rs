@@ -262,7 +262,7 @@ impl super::Queue for Cell {
                 // Turn over: credit for the next one, and to the back.
                 let quantum = self.config.quantum_bytes;
                 if let Some(sub) = self.subscribers.get_mut(&addr) {
-                    sub.deficit += quantum;
+                    sub.deficit = sub.deficit.saturating_add(quantum);
                 }
                 self.turns.rotate_left(1);
                 continue;
