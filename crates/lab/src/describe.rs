@@ -4,7 +4,7 @@
 
 use brisk_netmodel::LinkConfig;
 use brisk_netmodel::link::{EcnRewrite, Jitter, LossModel, RateModel, ReorderDepth, profiles};
-use brisk_netmodel::queue::{QueueConfig, StepThreshold};
+use brisk_netmodel::queue::{QueueConfig, StepThreshold, SubscriberKey};
 use brisk_sim::scenario::{
     Brisk, BriskWorkloadSpec, EcnSpec, Flow, IpFamily, Scenario, SendLimit, Traffic,
 };
@@ -293,6 +293,18 @@ pub fn queue(q: &QueueConfig) -> String {
                 limit(c.limit_packets, c.limit_bytes)
             )
         }
+        QueueConfig::Cell(c) => format!(
+            "mobile cell: a queue per subscriber of {} ({}), shared fairly in turns of {} bytes{}",
+            limit(c.subscriber_limit_packets, Some(c.subscriber_limit_bytes)),
+            match c.subscriber {
+                SubscriberKey::Destination => "by destination address",
+                SubscriberKey::Source => "by source address",
+            },
+            c.quantum_bytes,
+            c.discard_after
+                .map(|d| format!(", packets older than {} dropped", duration(d)))
+                .unwrap_or_default()
+        ),
     }
 }
 

@@ -272,6 +272,8 @@ pub struct TcpInfo {
     pub rtt_us: u32,
     pub min_rtt_us: u32,
     pub total_retrans: u32,
+    /// Data segments sent, retransmissions included (Linux 4.6+; 0 before).
+    pub data_segs_out: u32,
     pub snd_cwnd: u32,
     /// Whether the connection negotiated classic ECN.
     pub ecn_negotiated: bool,
@@ -311,6 +313,7 @@ pub fn tcp_info(fd: BorrowedFd<'_>) -> io::Result<TcpInfo> {
         rtt_us: u32_at(68),
         snd_cwnd: u32_at(80),
         total_retrans: u32_at(100),
+        data_segs_out: u32_at(156),
         min_rtt_us: u32_at(148),
         delivered: u32_at(192),
         delivered_ce: u32_at(196),

@@ -8,7 +8,8 @@
 //!
 //! Modules: [`packet`] the unit that flows (a real IP datagram plus
 //! bookkeeping); [`queue`] the [`Queue`] trait and its disciplines (FIFO,
-//! CoDel, FQ-CoDel, PIE, DualPI2); [`link`] one direction of a link: a queue
+//! CoDel, FQ-CoDel, PIE, DualPI2, and a mobile cell's per-subscriber
+//! queues); [`link`] one direction of a link: a queue
 //! drained at a rate, then propagation and impairments; [`units`] human
 //! units ("10Mbit", "20ms") for configuration files; [`bottleneck`] both
 //! directions of a link as the simulator, the live router and the

@@ -17,13 +17,15 @@
 //! default DualPI2 links) and [`loss_goodput`] (goodput under
 //! random loss, one sender at a time, three networks); and [`rpm`],
 //! responsiveness (RPM) over HTTP/2 through four queues, without and with
-//! the server's `TCP_NOTSENT_LOWAT`.
+//! the server's `TCP_NOTSENT_LOWAT`; and [`mobile_optimizer`], kernel TCP
+//! through a mobile cell with the router's TCP optimizer off and on.
 
 mod fast_open;
 mod happy_eyeballs;
 mod l4s_dualpi2;
 mod l4s_slow;
 mod loss_goodput;
+mod mobile_optimizer;
 mod nat64_literal;
 mod notsent_lowat;
 mod rpm;
@@ -53,6 +55,7 @@ pub fn all() -> &'static [&'static dyn crate::section::Section] {
         &l4s_slow::L4sSlow,
         &loss_goodput::LossGoodput,
         &rpm::Rpm,
+        &mobile_optimizer::MobileOptimizer,
     ]
 }
 
@@ -66,12 +69,24 @@ fn in_lab<T: Serialize>(
     capture: bool,
     f: impl FnOnce(&Lab) -> Result<T, RecipeError>,
 ) -> Result<(LiveRun, T), LiveRunError> {
+    in_lab_with(scenario, mode, capture, None, f)
+}
+
+/// [`in_lab`] with the router's TCP optimizer on when `optimizer` is set.
+fn in_lab_with<T: Serialize>(
+    scenario: &Scenario,
+    mode: IpMode,
+    capture: bool,
+    optimizer: Option<brisk_optimizer::Config>,
+    f: impl FnOnce(&Lab) -> Result<T, RecipeError>,
+) -> Result<(LiveRun, T), LiveRunError> {
     let mut config = LabConfig::new(scenario.network.clone());
     config.name = scenario.name.clone();
     config.seed = scenario.seed;
     config.ip = mode;
     config.snaplen = scenario.capture.snaplen;
     config.bottleneck_capture_bytes = capture.then_some(BOTTLENECK_CAPTURE_LIMIT_BYTES);
+    config.optimizer = optimizer;
     let lab = Lab::up(config).map_err(LiveRunError::LabSetup)?;
     let out = f(&lab).map_err(LiveRunError::Experiment)?;
     let (results, pcap) = lab
@@ -188,7 +203,7 @@ pub(crate) mod tests {
 
     /// The section's verdict for these measured numbers, one set per
     /// scenario in the section's order.
-    fn verdict(id: &str, numbers: &[&[(&str, f64)]]) -> Verdict {
+    pub(crate) fn verdict(id: &str, numbers: &[&[(&str, f64)]]) -> Verdict {
         let suite = Suite::embedded("live").unwrap();
         let sec = suite
             .sections

@@ -50,5 +50,6 @@ pub(crate) fn queue_label(q: &QueueConfig) -> String {
         QueueConfig::FqCodel(_) => "FQ-CoDel".to_string(),
         QueueConfig::Pie(_) => "PIE".to_string(),
         QueueConfig::DualPi2(_) => "DualPI2".to_string(),
+        QueueConfig::Cell(_) => "mobile cell".to_string(),
     }
 }

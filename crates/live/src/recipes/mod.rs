@@ -23,6 +23,10 @@
 //! - [`transfer`]: a fixed-size download checked by SHA-256, for the
 //!   fault matrix.
 //!
+//! And kernel TCP alone: [`sized_tcp`], downloads of fixed sizes with the
+//! server's initial window and retransmission counters, for the mobile
+//! optimizer's section.
+//!
 //! Everything measured is wall-clock time on the real network stack, so
 //! the numbers vary a little from run to run; callers compare them with
 //! margins, never for equality.
@@ -34,6 +38,7 @@ pub mod l4s;
 pub mod loss;
 pub mod lowat;
 pub mod nat64;
+pub mod sized_tcp;
 pub mod transfer;
 pub mod write_sizing;
 

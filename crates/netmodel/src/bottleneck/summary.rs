@@ -24,7 +24,7 @@ pub struct LinkResults {
 /// What one direction's queue did over a run.
 #[derive(Debug, Clone, Serialize)]
 pub struct QueueResults {
-    /// The discipline's short name: "fifo", "codel", "fq_codel", "pie" or "dualpi2".
+    /// The discipline's short name: "fifo", "codel", "fq_codel", "pie", "dualpi2" or "cell".
     pub kind: &'static str,
     /// All drops: `drops_overflow` plus `drops_aqm`.
     pub drops: u64,

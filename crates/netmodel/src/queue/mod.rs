@@ -1,4 +1,5 @@
-//! Queue disciplines behind one small trait.
+//! Queue disciplines behind one small trait, and a mobile cell's
+//! per-subscriber queues ([`Cell`]).
 //!
 //! A queue is a pure state machine: `enqueue(now, packet)` and
 //! `dequeue(now)`. Disciplines that update state on a timer (PIE, DualPI2)
@@ -9,6 +10,7 @@
 //! traces can show them.
 
 mod backlog;
+mod cell;
 mod codel;
 mod codel_law;
 mod dualpi2;
@@ -18,6 +20,7 @@ mod fq_codel;
 mod pi_common;
 mod pie;
 
+pub use cell::{Cell, CellConfig, SubscriberKey};
 pub use codel::{Codel, CodelConfig};
 pub use codel_law::CodelCounters;
 pub use dualpi2::{
@@ -51,6 +54,8 @@ pub enum QueueConfig {
     /// DualPI2 (RFC 9332), `[queue.dualpi2]`.
     #[serde(rename = "dualpi2")]
     DualPi2(DualPi2Config),
+    /// A mobile cell's per-subscriber queues under a fair scheduler, `[queue.cell]`.
+    Cell(CellConfig),
 }
 
 impl Default for QueueConfig {
@@ -70,6 +75,7 @@ impl QueueConfig {
             QueueConfig::FqCodel(c) => Box::new(FqCodel::new(c.clone(), rng)),
             QueueConfig::Pie(c) => Box::new(Pie::new(c.clone(), rng)),
             QueueConfig::DualPi2(c) => Box::new(DualPi2::new(c.clone(), rng)),
+            QueueConfig::Cell(c) => Box::new(Cell::new(c.clone())),
         }
     }
 }
