@@ -38,7 +38,10 @@
 //! - under attack: `admission` (retry or refuse before any key agreement,
 //!   half-open and rate budgets), `retry` (tokens, Retry and Refuse
 //!   packets), `rate_limit`, `amplification` (the 3x limit per address),
-//!   `stateless_reset`.
+//!   `stateless_reset`;
+//! - migration: `cid` (connection IDs issued and received, and the keyed
+//!   map that routes issued IDs), with path validation in
+//!   `connection/migration.rs`.
 //!
 //! The crate warns on `missing_docs` and `unreachable_pub`: what other
 //! crates do not name stays `pub(crate)`.
@@ -50,6 +53,7 @@ mod ack_frequency;
 mod ack_tracker;
 mod admission;
 mod amplification;
+mod cid;
 mod config;
 pub mod congestion;
 mod connection;

@@ -147,7 +147,7 @@ impl PacketBuilder {
 
     /// Records one frame written: `sent` is what loss recovery must know
     /// of it, `logged` builds its qlog form (called only when traced).
-    fn record(
+    pub(super) fn record(
         &mut self,
         sent: Option<SentFrame>,
         logged: impl FnOnce() -> QlogFrame,
@@ -302,6 +302,7 @@ impl Connection {
             && !self.ack_frequency.as_ref().is_some_and(|a| a.has_pending())
             && !self.streams.may_have_frames()
             && !self.datagrams_pending(now)
+            && !self.path_frames_pending(now)
             && self.fec_active().is_none_or(|f| f.next_repair().is_none())
         {
             return None;
@@ -399,6 +400,7 @@ impl Connection {
                 }
             }
             FrameSource::Control => {
+                self.fill_path_frames(now, b, out);
                 while b.room(out) >= CONTROL_FRAME_MAX {
                     let Some(c) = self.streams.poll_control() else {
                         break;
