@@ -162,7 +162,9 @@ impl Connection {
         self.stats.migrations += 1;
         self.new_network_path(now, false);
         self.start_validation(now, None);
-        self.ping_pending = true;
+        // A probe: the old path's packets still fill the window, and the
+        // server learns the new address only from a packet sent on it.
+        self.probes_pending = self.probes_pending.max(1);
         self.update_timers(now);
         true
     }
@@ -217,6 +219,9 @@ impl Connection {
             self.rotate_peer_cid();
         }
         self.start_validation(now, Some(packet_len as u64));
+        // The challenge leaves at once, whatever the window holds of
+        // packets sent to the old address.
+        self.probes_pending = self.probes_pending.max(1);
     }
 
     /// Bytes from `remote` arrived: they raise what may be sent to it
@@ -414,6 +419,9 @@ impl Connection {
             Frame::PathChallenge(data) => {
                 if self.migration.responses.len() < MAX_PENDING_RESPONSES {
                     self.migration.responses.push_back(data);
+                    // The peer waits on the answer to use the path: it
+                    // goes now, as a probe, not when the window opens.
+                    self.probes_pending = self.probes_pending.max(1);
                 }
                 Ok(())
             }
