@@ -291,7 +291,11 @@ impl RemoteCids {
         let mut moved = false;
         if f.retire_prior_to > self.retired_below {
             self.retired_below = f.retire_prior_to;
-            let gone: Vec<u64> = self.spare.range(..f.retire_prior_to).map(|(s, _)| *s).collect();
+            let gone: Vec<u64> = self
+                .spare
+                .range(..f.retire_prior_to)
+                .map(|(s, _)| *s)
+                .collect();
             for s in gone {
                 self.spare.remove(&s);
                 self.queue_retire(s);

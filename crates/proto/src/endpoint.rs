@@ -259,8 +259,8 @@ impl Endpoint {
         // After 2^32 connections a routing number may still be taken: that
         // rare connection issues no extra IDs and keeps its first one.
         let route = h.0 as u32;
-        if !self.by_route.contains_key(&route) {
-            self.by_route.insert(route, h);
+        if let std::collections::btree_map::Entry::Vacant(e) = self.by_route.entry(route) {
+            e.insert(h);
             let issuer = CidIssuer {
                 codec: self.cid_codec.clone(),
                 route,

@@ -116,7 +116,8 @@ pub struct ConnectionStats {
     pub early_data_sent_bytes: u64,
     /// Early-data bytes received and delivered (server).
     pub early_data_received_bytes: u64,
-    /// The peer's address changed (NAT rebinding or a new network).
+    /// Address changes: the peer's (NAT rebinding or a new network), and
+    /// at a client its own moves (`Connection::migrate`).
     pub migrations: u64,
     /// New paths whose PATH_CHALLENGE the peer answered.
     pub paths_validated: u64,

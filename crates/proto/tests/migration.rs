@@ -58,7 +58,11 @@ fn nat_rebinding_is_validated_and_keeps_congestion_state() {
         let st = s.stats();
         eprintln!(
             "{family:?} rebinding: migrations {} validated {} failed {} srtt {:?} -> {:?}",
-            st.migrations, st.paths_validated, st.path_validations_failed, srtt_before, st.smoothed_rtt
+            st.migrations,
+            st.paths_validated,
+            st.path_validations_failed,
+            srtt_before,
+            st.smoothed_rtt
         );
         assert_eq!(s.remote_address().port(), 50_123, "{family:?}");
         assert_eq!(st.migrations, 1);
@@ -70,8 +74,16 @@ fn nat_rebinding_is_validated_and_keeps_congestion_state() {
         assert!(st.smoothed_rtt < Duration::from_millis(150), "{st:?}");
         // The server addresses the client by an ID it never used before.
         let before = dcids(&p, Dir::ToClient, Instant::ZERO, moved_at);
-        let after = dcids(&p, Dir::ToClient, moved_at + Duration::from_millis(100), p.now);
-        assert!(!after.is_empty() && before.is_disjoint(&after), "{family:?}");
+        let after = dcids(
+            &p,
+            Dir::ToClient,
+            moved_at + Duration::from_millis(100),
+            p.now,
+        );
+        assert!(
+            !after.is_empty() && before.is_disjoint(&after),
+            "{family:?}"
+        );
     }
 }
 
@@ -92,7 +104,11 @@ fn a_client_moving_to_another_network_is_not_linkable_by_id() {
         p.client_addr = network(family, 1);
         // A new network: the controller starts over from its initial window.
         let c = p.client_conn().stats();
-        assert!(c.cwnd_bytes < cwnd_before, "{cwnd_before} -> {}", c.cwnd_bytes);
+        assert!(
+            c.cwnd_bytes < cwnd_before,
+            "{cwnd_before} -> {}",
+            c.cwnd_bytes
+        );
         assert!(p.run_until(Instant::from_millis(30_000), |p| bulk.pump(p)));
         assert_eq!(sha256(&bulk.received), sha256(&bulk.data));
         let c = p.client_conn().stats();
@@ -227,7 +243,8 @@ fn ten_moves_lose_nothing_and_stall_at_most_an_rtt_and_a_pto() {
             let now = p.now;
             let c = p.client_conn();
             let st = c.stats();
-            let pto = st.smoothed_rtt + (4 * st.rttvar).max(Duration::from_millis(1))
+            let pto = st.smoothed_rtt
+                + (4 * st.rttvar).max(Duration::from_millis(1))
                 + Duration::from_millis(25);
             let bound = st.smoothed_rtt + pto;
             if n % 2 == 0 {
@@ -252,11 +269,19 @@ fn ten_moves_lose_nothing_and_stall_at_most_an_rtt_and_a_pto() {
             eprintln!(
                 "{family:?} move {} ({}): longest gap in delivery {:.1} ms, bound (1 RTT + 1 PTO) {:.1} ms",
                 i + 1,
-                if i % 2 == 0 { "NAT rebinding" } else { "new network" },
+                if i % 2 == 0 {
+                    "NAT rebinding"
+                } else {
+                    "new network"
+                },
                 gap.as_secs_f64() * 1e3,
                 bound.as_secs_f64() * 1e3
             );
-            assert!(gap <= bound, "{family:?} move {}: {gap:?} > {bound:?}", i + 1);
+            assert!(
+                gap <= bound,
+                "{family:?} move {}: {gap:?} > {bound:?}",
+                i + 1
+            );
             stalls.push(gap);
         }
         stalls.sort();

@@ -380,9 +380,15 @@ impl Connection {
             let seq = f.sequence;
             let f = Frame::NewConnectionId(f);
             f.emit(out);
-            b.record(Some(SentFrame::NewConnectionId(seq)), || qlog::frame(&f), true);
+            b.record(
+                Some(SentFrame::NewConnectionId(seq)),
+                || qlog::frame(&f),
+                true,
+            );
         }
-        while b.room(out) >= 1 + 8 {
+        // Type and an 8-byte sequence number at most.
+        const RETIRE_MAX: usize = 9;
+        while b.room(out) >= RETIRE_MAX {
             let Some(seq) = self.migration.remote.poll_retire() else {
                 break;
             };
