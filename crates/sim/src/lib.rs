@@ -19,6 +19,7 @@ pub mod bench;
 pub mod capture;
 pub mod engine;
 pub mod flows;
+pub mod nat;
 pub mod results;
 pub mod scenario;
 mod wakeups;
@@ -251,6 +252,9 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Run {
             options.qlog.as_ref(),
         );
         engine.add_flow(setup, options.series);
+        if let Traffic::Brisk(b) = &spec.traffic {
+            engine.set_moves(i, b.moves);
+        }
     }
     let outcome = engine.run();
     let results = summarize(&s, seed, &outcome);

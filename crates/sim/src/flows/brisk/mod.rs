@@ -675,4 +675,12 @@ impl FlowApp for BriskFlow {
             self.spare.push(datagram);
         }
     }
+
+    fn on_moved(&mut self, now: Instant) {
+        if let Some(c) = self.client_conn.and_then(|h| self.client.connection_mut(h)) {
+            c.migrate(now);
+        }
+        self.touch(End::Sender);
+        self.read_timers();
+    }
 }
