@@ -13,6 +13,7 @@
 
 use crate::admission::{Admission, MAX_STATELESS_QUEUE};
 use crate::cid::{CidCodec, CidIssuer};
+use crate::anti_replay::AntiReplay;
 use crate::config::{ClientConfig, ServerConfig};
 use crate::connection::{
     Connection, Event, InitialInfo, Transmit, parse_hs_payload, parse_initial_token,
@@ -80,6 +81,21 @@ pub struct EndpointStats {
     /// Retry, Refuse and reset packets not sent because of their rate
     /// limit or a full queue.
     pub stateless_dropped: u64,
+    /// First flights whose early data was refused as a copy of one used
+    /// before (the handshake goes on; the data waits for 1-RTT).
+    pub early_data_replayed: u64,
+    /// First flights whose early data was refused because their time was
+    /// outside the replay window, or missing.
+    pub early_data_outside_window: u64,
+    /// First flights whose early data was refused because they were at or
+    /// before the time of the oldest flight the register had to forget.
+    pub early_data_undecidable: u64,
+    /// First flights the replay register remembers now.
+    pub anti_replay_entries: u64,
+    /// Token-less Initials left unanswered because their source address
+    /// and port already drew their Retry packets for this second without
+    /// echoing a token (a flooding socket; `retry_sources.rs`).
+    pub retries_withheld: u64,
 }
 
 /// Many connections behind one socket: routes datagrams by connection ID,
@@ -131,6 +147,9 @@ pub struct Endpoint {
     cid_codec: CidCodec,
     /// Connections by the routing number inside their issued IDs.
     by_route: BTreeMap<u32, ConnectionHandle>,
+    /// Server: the first flights whose early data was used, so a replayed
+    /// one delivers nothing (`ServerConfig::anti_replay`).
+    anti_replay: Option<AntiReplay>,
 }
 
 /// The routing keys of a detached connection, kept so that forgetting it
@@ -175,6 +194,10 @@ impl Endpoint {
         codec_rng.set_stream(1);
         let mut codec_key = [0u8; 32];
         codec_rng.fill_bytes(&mut codec_key);
+        let anti_replay = server
+            .as_ref()
+            .and_then(|s| s.anti_replay)
+            .map(AntiReplay::new);
         Endpoint {
             rng: ChaCha20Rng::seed_from_u64(seed),
             server,
@@ -196,6 +219,7 @@ impl Endpoint {
             detached: BTreeMap::new(),
             cid_codec: CidCodec::new(&codec_key),
             by_route: BTreeMap::new(),
+            anti_replay,
         }
     }
 
@@ -207,7 +231,14 @@ impl Endpoint {
 
     /// Counters of what the endpoint itself handled.
     pub fn stats(&self) -> EndpointStats {
-        self.stats
+        let mut s = self.stats;
+        if let Some(r) = &self.anti_replay {
+            s.early_data_replayed = r.counts.replayed;
+            s.early_data_outside_window = r.counts.outside_window;
+            s.early_data_undecidable = r.counts.undecidable;
+            s.anti_replay_entries = r.len() as u64;
+        }
+        s
     }
 
     /// Traces every connection created from now on into a sink `factory`
@@ -309,7 +340,8 @@ impl Endpoint {
 
     /// Like [`Endpoint::handle_datagram`], and names the existing
     /// connection the datagram went to, if any (it may have ended
-    /// meanwhile; a datagram that starts a connection names none): a
+    /// meanwhile; a datagram that starts a connection names it only when
+    /// its Retry token proved the client's address): a
     /// driver with a socket per connection learns this way that a
     /// connection's datagrams arrive elsewhere (its peer's address
     /// changed).
@@ -521,7 +553,15 @@ impl Endpoint {
             return Route::Elsewhere(Delivery::Handled(None));
         }
         self.accept_initial(now, remote, &view, data.len());
-        Route::Elsewhere(Delivery::Handled(None))
+        // A handshake whose Retry token proved the client's address is
+        // named, so a driver can give it a socket of its own at once;
+        // any other new one is not (forged Initials must claim nothing).
+        let proved = self.by_initial.get(&dcid).copied().filter(|h| {
+            self.connections
+                .get(h)
+                .is_some_and(|c| c.is_address_validated())
+        });
+        Route::Elsewhere(Delivery::Handled(proved))
     }
 
     fn send_version_negotiation(
@@ -598,7 +638,14 @@ impl Endpoint {
         if token.is_some() && !validated {
             self.stats.invalid_tokens += 1;
         }
+        if validated {
+            adm.retry_sources.trust(now, remote);
+        }
         if !validated && adm.wants_retry(now) {
+            if !adm.retry_sources.allows(now, remote) {
+                self.stats.retries_withheld += 1;
+                return;
+            }
             let retry = StatelessPacket::Retry {
                 version: view.version(),
                 dcid: scid,
@@ -643,7 +690,15 @@ impl Endpoint {
         let Some(server) = self.server.as_ref() else {
             return;
         };
-        match Connection::new_server(now, server, local, info, remote, seed) {
+        match Connection::new_server(
+            now,
+            server,
+            local,
+            info,
+            remote,
+            seed,
+            self.anti_replay.as_mut(),
+        ) {
             Ok(mut conn) => {
                 if let Some(f) = &self.qlog {
                     conn.start_qlog(now, f);
