@@ -135,10 +135,16 @@ impl LocalCids {
         self.issuer = Some(issuer);
     }
 
-    /// The peer announced how many IDs it keeps: issue that many.
-    pub(crate) fn set_peer_limit(&mut self, limit: u64, rng: &mut impl RngCore) {
+    /// The peer announced how many IDs it keeps. None is issued yet: the
+    /// connection asks for them one at a time ([`LocalCids::issue_one`])
+    /// once it is past its first round trips.
+    pub(crate) fn set_peer_limit(&mut self, limit: u64) {
         self.peer_limit = limit.min(ACTIVE_CID_LIMIT);
-        self.top_up(rng);
+    }
+
+    /// Whether the peer keeps fewer of our IDs than it may.
+    pub(crate) fn wants_more(&self) -> bool {
+        self.issuer.is_some() && (self.active.len() as u64) < self.peer_limit
     }
 
     /// Whether a packet addressed to `dcid` is for us.
@@ -146,49 +152,60 @@ impl LocalCids {
         self.active.iter().any(|(_, c)| c.as_bytes() == dcid)
     }
 
-    fn top_up(&mut self, rng: &mut impl RngCore) {
+    /// Issues one more ID (and its reset token) and queues its
+    /// NEW_CONNECTION_ID, when the peer keeps fewer than it may. IDs are
+    /// made only when about to be sent, so a handshake that never
+    /// completes costs no key operations for them.
+    pub(crate) fn issue_one(&mut self, rng: &mut impl RngCore) {
+        if !self.wants_more() {
+            return;
+        }
         let Some(issuer) = self.issuer.as_ref() else {
             return;
         };
-        while (self.active.len() as u64) < self.peer_limit {
-            let Ok(seq32) = u32::try_from(self.next_seq) else {
-                return;
-            };
-            let id = issuer.codec.encode(issuer.route, seq32);
-            let token = match issuer.reset_key.as_ref() {
-                Some(k) => k.token(&id),
-                None => {
-                    let mut t = [0u8; RESET_TOKEN_LEN];
-                    rng.fill_bytes(&mut t);
-                    t
-                }
-            };
-            self.active.push((self.next_seq, id));
-            self.tokens.insert(self.next_seq, token);
-            self.to_send.push_back(self.next_seq);
-            self.next_seq += 1;
-        }
+        let Ok(seq32) = u32::try_from(self.next_seq) else {
+            return;
+        };
+        let id = issuer.codec.encode(issuer.route, seq32);
+        let token = match issuer.reset_key.as_ref() {
+            Some(k) => k.token(&id),
+            None => {
+                let mut t = [0u8; RESET_TOKEN_LEN];
+                rng.fill_bytes(&mut t);
+                t
+            }
+        };
+        self.active.push((self.next_seq, id));
+        self.tokens.insert(self.next_seq, token);
+        self.to_send.push_back(self.next_seq);
+        self.next_seq += 1;
     }
 
-    /// The peer stopped using our ID `seq`: forget it and issue another.
-    /// Retiring one we never issued is a protocol violation.
-    pub(crate) fn on_retire(
-        &mut self,
-        seq: u64,
-        rng: &mut impl RngCore,
-    ) -> Result<(), &'static str> {
+    /// The peer stopped using our ID `seq`: forget it (the connection
+    /// issues another with its next packets). Retiring one we never
+    /// issued is a protocol violation.
+    pub(crate) fn on_retire(&mut self, seq: u64) -> Result<(), &'static str> {
         if seq >= self.next_seq {
             return Err("RETIRE_CONNECTION_ID for an ID never issued");
         }
         self.active.retain(|(s, _)| *s != seq);
         self.tokens.remove(&seq);
         self.to_send.retain(|s| *s != seq);
-        self.top_up(rng);
         Ok(())
     }
 
     pub(crate) fn has_frames(&self) -> bool {
         !self.to_send.is_empty()
+    }
+
+    /// Our IDs the peer holds beside the one it uses: those sent and
+    /// neither retired nor waiting to be sent again.
+    pub(crate) fn peer_spares(&self) -> usize {
+        self.active
+            .iter()
+            .filter(|(s, _)| !self.to_send.contains(s))
+            .count()
+            .saturating_sub(1)
     }
 
     /// The next NEW_CONNECTION_ID to send.
@@ -381,21 +398,32 @@ mod tests {
         let mut rng = ChaCha20Rng::seed_from_u64(1);
         let hs = ConnectionId::new(&[5; 8]).unwrap();
         let mut l = LocalCids::new(hs);
-        l.set_peer_limit(3, &mut rng);
+        l.set_peer_limit(3);
+        l.issue_one(&mut rng);
         assert!(!l.has_frames(), "no issuer, nothing issued");
         l.set_issuer(issuer());
-        l.set_peer_limit(3, &mut rng);
+        assert!(!l.has_frames(), "nothing issued before it is asked for");
+        for _ in 0..3 {
+            l.issue_one(&mut rng);
+        }
+        assert!(!l.wants_more());
+        assert_eq!(l.peer_spares(), 0, "issued, not yet sent");
         let f1 = l.poll_frame().unwrap();
         let f2 = l.poll_frame().unwrap();
         assert_eq!((f1.sequence, f2.sequence), (1, 2));
-        assert!(l.poll_frame().is_none());
+        assert!(l.poll_frame().is_none(), "two spares beside the one in use");
+        assert_eq!(l.peer_spares(), 2);
         assert!(l.contains(f1.id.as_bytes()) && l.contains(hs.as_bytes()));
         l.on_lost(2);
+        assert_eq!(l.peer_spares(), 1, "a lost one is not held");
         assert_eq!(l.poll_frame().unwrap().sequence, 2);
-        l.on_retire(0, &mut rng).unwrap();
+        l.on_retire(0).unwrap();
+        assert_eq!(l.peer_spares(), 1, "one in use, one spare");
         assert!(!l.contains(hs.as_bytes()));
+        assert!(l.wants_more());
+        l.issue_one(&mut rng);
         assert_eq!(l.poll_frame().unwrap().sequence, 3);
-        assert!(l.on_retire(9, &mut rng).is_err());
+        assert!(l.on_retire(9).is_err());
     }
 
     fn new_id(seq: u64, retire_prior_to: u64) -> NewConnectionIdFrame {

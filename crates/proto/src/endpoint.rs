@@ -12,8 +12,8 @@
 //! [`Endpoint::connection_mut`].
 
 use crate::admission::{Admission, MAX_STATELESS_QUEUE};
-use crate::cid::{CidCodec, CidIssuer};
 use crate::anti_replay::AntiReplay;
+use crate::cid::{CidCodec, CidIssuer};
 use crate::config::{ClientConfig, ServerConfig};
 use crate::connection::{
     Connection, Event, InitialInfo, Transmit, parse_hs_payload, parse_initial_token,

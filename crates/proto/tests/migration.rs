@@ -16,10 +16,13 @@ const MB: usize = 1 << 20;
 
 /// 20 Mbit/s, 10 ms each way, a 100 KB queue.
 fn path(family: Family, seed: u64) -> PairConfig {
-    PairConfig::new(family, seed).link(|l| {
+    let mut cfg = PairConfig::new(family, seed).link(|l| {
         l.rate_bps = Some(20_000_000);
         l.queue_bytes = 100_000;
-    })
+    });
+    cfg.client.transport.migration = true;
+    cfg.server.transport.migration = true;
+    cfg
 }
 
 /// The client's address on its `n`th network.
@@ -296,5 +299,106 @@ fn ten_moves_lose_nothing_and_stall_at_most_an_rtt_and_a_pto() {
         );
         assert_eq!(st.migrations, 10);
         assert_eq!(st.paths_validated, 10);
+    }
+}
+
+/// The UDP payload a 1500-byte interface allows, and the one a 1400-byte
+/// IP hop lets through.
+fn payloads(family: Family) -> (u64, u64) {
+    match family {
+        Family::V4 => (1500 - 28, 1400 - 28),
+        Family::V6 => (1500 - 48, 1400 - 48),
+    }
+}
+
+/// Moves 8 MB while, at 1 s, the client-to-server hop starts forwarding
+/// at most 1400-byte IP packets (no ICMP) and the client either moves to
+/// another network (`new_network`) or has its port rebound. Returns the
+/// client's path MTU statistics just after the move and at the end, and
+/// the longest wait for delivered bytes in the second after the move.
+fn move_onto_a_1400_byte_hop(
+    family: Family,
+    new_network: bool,
+) -> (brisk_proto::PmtuStats, brisk_proto::PmtuStats, Duration) {
+    let (interface, _) = payloads(family);
+    let mut cfg = path(family, 46);
+    for t in [&mut cfg.client.transport, &mut cfg.server.transport] {
+        t.max_datagram_size = interface;
+        t.pmtud = true;
+    }
+    let move_at = Instant::from_millis(1_000);
+    cfg.to_server.mtu = Some(1500);
+    cfg.to_server.mtu_change = Some((move_at, 1400));
+    let mut p = Pair::new(cfg);
+    let mut bulk = Bulk::new(payload(8 * MB, 46));
+    let mut growth: Vec<Instant> = Vec::new();
+    let mut seen = 0;
+    let mut step = |p: &mut Pair, bulk: &mut Bulk, until: Instant| {
+        p.run_until(until, |p| {
+            let done = bulk.pump(p);
+            if bulk.received.len() > seen {
+                seen = bulk.received.len();
+                growth.push(p.now);
+            }
+            done
+        })
+    };
+    assert!(!step(&mut p, &mut bulk, move_at));
+    assert_eq!(p.client_conn().stats().pmtu.current_bytes, interface);
+    let now = p.now;
+    if new_network {
+        assert!(p.client_conn().migrate(now));
+        p.client_addr = network(family, 1);
+    } else {
+        p.client_addr.set_port(41_001);
+    }
+    let just_after = p.client_conn().stats().pmtu;
+    assert!(step(&mut p, &mut bulk, Instant::from_millis(30_000)));
+    assert_eq!(sha256(&bulk.received), sha256(&bulk.data), "{family:?}");
+    let stall = growth
+        .windows(2)
+        .filter(|w| w[1] >= now && w[0] <= now + Duration::from_secs(1))
+        .map(|w| w[1] - w[0])
+        .max()
+        .unwrap_or_default();
+    (just_after, p.client_conn().stats().pmtu, stall)
+}
+
+/// A move to another network starts path MTU discovery over from 1200
+/// bytes, so the new network's smaller hop is found by probes, within
+/// five, instead of by the black-hole detection the old size would need.
+/// The baseline is the same hop behind a port-only NAT rebinding, which
+/// keeps the size (the same network, as far as the client can tell).
+#[test]
+fn a_new_network_searches_the_path_mtu_again_from_1200_bytes() {
+    for family in FAMILIES {
+        let (interface, fits) = payloads(family);
+        let (after, end, stall) = move_onto_a_1400_byte_hop(family, true);
+        let (kept, kept_end, kept_stall) = move_onto_a_1400_byte_hop(family, false);
+        eprintln!(
+            "{family:?} 1400-byte hop after the move: new network {} bytes right after, {} found with {} probes, black holes {}, longest wait {:.1} ms; port rebinding (baseline) {} bytes right after, {} at the end, black holes {}, longest wait {:.1} ms",
+            after.current_bytes,
+            end.current_bytes,
+            end.probes_sent - after.probes_sent,
+            end.black_holes,
+            stall.as_secs_f64() * 1e3,
+            kept.current_bytes,
+            kept_end.current_bytes,
+            kept_end.black_holes,
+            kept_stall.as_secs_f64() * 1e3,
+        );
+        assert_eq!(after.current_bytes, 1200, "{family:?}");
+        assert_eq!(after.new_path_restarts, 1);
+        assert!(end.probes_sent - after.probes_sent <= 5, "{end:?}");
+        assert!(
+            end.current_bytes <= fits && fits - end.current_bytes <= 20,
+            "{family:?} {end:?}"
+        );
+        assert_eq!(end.black_holes, 0, "found by probing, not by losses");
+        // The baseline keeps the old size and finds the hop by losses.
+        assert_eq!(kept.current_bytes, interface);
+        assert_eq!(kept.new_path_restarts, 0);
+        assert_eq!(kept_end.black_holes, 1, "{kept_end:?}");
+        assert!(stall < kept_stall, "{stall:?} vs {kept_stall:?}");
     }
 }

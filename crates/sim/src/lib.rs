@@ -151,6 +151,7 @@ fn brisk_config(
         pmtud: [&s.network.link.down, &s.network.link.up]
             .iter()
             .any(|l| l.mtu.is_some() || l.mtu_change.is_some()),
+        migration: !spec.moves.is_empty(),
         header_len: s.header_bytes() as usize,
         start: setup.start,
         stop: setup.stop,

@@ -26,6 +26,7 @@ use crate::error::code;
 use crate::frame::{CHALLENGE_LEN, Frame};
 use crate::loss::LossDetection;
 use crate::packet::ConnectionId;
+use crate::pmtu::Pmtud;
 use crate::qlog;
 use crate::rtt::RttEstimator;
 use crate::sent_packets::SentFrame;
@@ -41,6 +42,19 @@ const MAX_PENDING_RESPONSES: usize = 4;
 
 /// Bytes a PATH_CHALLENGE or PATH_RESPONSE frame takes.
 const PATH_FRAME_LEN: usize = 1 + CHALLENGE_LEN;
+
+/// Smoothed round trips after the handshake before the first spare
+/// connection ID is issued: the handshake's flight and the first rounds
+/// of data (a call's first frames, slow start's first windows) leave
+/// without them, and a handshake that is never completed costs no key
+/// operations for IDs.
+const ISSUE_AFTER_RTTS: u32 = 4;
+
+/// The wait for the first spare ID at most: a side that only acknowledges
+/// (a server receiving an upload) has no RTT sample, and four times the
+/// 333 ms initial RTT would leave its peer without a spare for over a
+/// second, while a phone may move at any time.
+const ISSUE_AFTER_MAX: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// A new path being validated.
 #[derive(Debug)]
@@ -60,9 +74,9 @@ struct Fallback {
     remote: SocketAddr,
     /// Its `path_first_pn`.
     first_pn: u64,
-    /// Its congestion controller and RTT estimate, when the move to a new
-    /// network replaced them.
-    saved: Option<(Box<dyn Controller>, RttEstimator)>,
+    /// Its congestion controller, RTT estimate and path MTU search, when
+    /// the move to a new network replaced them.
+    saved: Option<(Box<dyn Controller>, RttEstimator, Pmtud)>,
 }
 
 impl std::fmt::Debug for Fallback {
@@ -89,6 +103,9 @@ pub(crate) struct Migration {
     /// Packets numbered below this left on an earlier path: their losses
     /// say nothing about this one's congestion.
     path_first_pn: u64,
+    /// When the handshake completed: spare IDs wait for
+    /// [`ISSUE_AFTER_RTTS`] round trips after it.
+    pub(crate) established_at: Option<Instant>,
 }
 
 impl Migration {
@@ -107,6 +124,7 @@ impl Migration {
             fallback: None,
             responses: VecDeque::new(),
             path_first_pn: 0,
+            established_at: None,
         }
     }
 
@@ -119,7 +137,6 @@ impl Migration {
     fn has_frames(&self, now: Instant) -> bool {
         self.enabled
             && (!self.responses.is_empty()
-                || self.local.has_frames()
                 || self.remote.has_frames()
                 || self.validating.as_ref().is_some_and(|v| v.send_at <= now))
     }
@@ -144,8 +161,67 @@ impl Connection {
             .peer_params
             .as_ref()
             .and_then(|p| p.active_connection_id_limit);
-        m.enabled = limit.is_some();
-        m.local.set_peer_limit(limit.unwrap_or(0), &mut m.rng);
+        m.enabled = self.config.migration && limit.is_some();
+        m.local.set_peer_limit(limit.unwrap_or(0));
+    }
+
+    /// Whether spare connection IDs may go out: the connection is past
+    /// its first round trips ([`ISSUE_AFTER_RTTS`], [`ISSUE_AFTER_MAX`]).
+    fn cids_warm(&self, now: Instant) -> bool {
+        self.migration.enabled
+            && self.migration.established_at.is_some_and(|t| {
+                now >= t + (self.rtt.smoothed() * ISSUE_AFTER_RTTS).min(ISSUE_AFTER_MAX)
+            })
+    }
+
+    /// Whether a spare connection ID must go out now, in a packet of its
+    /// own if need be and ahead of data: the peer holds none to move to
+    /// (at first, and after it moved and retired one). Further spares only
+    /// fill room left over in packets sent anyway
+    /// ([`Connection::fill_spare_cid`]), so they never push data into an
+    /// extra packet.
+    fn cid_urgent(&self, now: Instant) -> bool {
+        let l = &self.migration.local;
+        self.cids_warm(now) && l.peer_spares() == 0 && (l.has_frames() || l.wants_more())
+    }
+
+    /// Writes one NEW_CONNECTION_ID (issuing the ID first if none is
+    /// waiting) when `b` has room for it and carries none yet.
+    fn write_spare_cid(&mut self, b: &mut PacketBuilder, out: &mut Vec<u8>) {
+        const NEW_CID_MAX: usize = 1 + 8 + 8 + 1 + 20 + 16;
+        if b.new_cid || b.room(out) < NEW_CID_MAX {
+            return;
+        }
+        let m = &mut self.migration;
+        if !m.local.has_frames() {
+            m.local.issue_one(&mut m.rng);
+        }
+        let Some(f) = m.local.poll_frame() else {
+            return;
+        };
+        let seq = f.sequence;
+        let f = Frame::NewConnectionId(f);
+        f.emit(out);
+        b.new_cid = true;
+        b.record(
+            Some(SentFrame::NewConnectionId(seq)),
+            || qlog::frame(&f),
+            true,
+        );
+    }
+
+    /// Room left in a packet after its data: a spare connection ID, at
+    /// most one per packet, once the connection is past its first round
+    /// trips.
+    pub(super) fn fill_spare_cid(
+        &mut self,
+        now: Instant,
+        b: &mut PacketBuilder,
+        out: &mut Vec<u8>,
+    ) {
+        if self.cids_warm(now) {
+            self.write_spare_cid(b, out);
+        }
     }
 
     /// Client: the driver now sends from a new local address (another
@@ -250,13 +326,16 @@ impl Connection {
         }
     }
 
-    /// Starts over the congestion controller and RTT estimate for a new
-    /// network, keeping the old ones with the fallback (when `keep` is
-    /// set and there is one), and moves to a fresh peer ID.
+    /// Starts over the congestion controller, the RTT estimate and the
+    /// path MTU search (from 1200 bytes: the new network's hops are
+    /// unknown) for a new network, keeping the old ones with the fallback
+    /// (when `keep` is set and there is one), and moves to a fresh peer ID.
     fn new_network_path(&mut self, now: Instant, keep: bool) {
         let cc = self.config.cc.build(&self.config.cc_config);
         let old_cc = std::mem::replace(&mut self.cc, cc);
         let old_rtt = std::mem::replace(&mut self.rtt, RttEstimator::new(self.config.initial_rtt));
+        let old_pmtu = self.pmtu.clone();
+        self.pmtu.restart_for_new_path();
         self.cc.set_path_ecn(self.path_ecn);
         self.ecn
             .set_pto(LossDetection::pto_base(&self.rtt, self.peer_max_ack_delay));
@@ -264,7 +343,7 @@ impl Connection {
             && let Some(f) = self.migration.fallback.as_mut()
             && f.saved.is_none()
         {
-            f.saved = Some((old_cc, old_rtt));
+            f.saved = Some((old_cc, old_rtt, old_pmtu));
         }
         self.migration.path_first_pn = self.next_pn;
         self.rotate_peer_cid();
@@ -297,9 +376,10 @@ impl Connection {
         self.remote = f.remote;
         self.migration.validating = None;
         self.migration.path_first_pn = f.first_pn;
-        if let Some((cc, rtt)) = f.saved {
+        if let Some((cc, rtt, pmtu)) = f.saved {
             self.cc = cc;
             self.rtt = rtt;
+            self.pmtu = pmtu;
             self.ecn
                 .set_pto(LossDetection::pto_base(&self.rtt, self.peer_max_ack_delay));
         }
@@ -340,11 +420,12 @@ impl Connection {
 
     /// Whether a migration frame waits to be sent.
     pub(super) fn path_frames_pending(&self, now: Instant) -> bool {
-        self.migration.has_frames(now)
+        self.migration.has_frames(now) || self.cid_urgent(now)
     }
 
     /// The migration frames of one packet: responses first (the peer waits
-    /// on them), then our challenge, then IDs issued and retired.
+    /// on them), then our challenge, a spare ID when the peer holds none,
+    /// and IDs retired.
     pub(super) fn fill_path_frames(
         &mut self,
         now: Instant,
@@ -372,19 +453,8 @@ impl Connection {
             v.send_at = now + timeout;
             b.record(None, || qlog::frame(&f), true);
         }
-        const NEW_CID_MAX: usize = 1 + 8 + 8 + 1 + 20 + 16;
-        while b.room(out) >= NEW_CID_MAX {
-            let Some(f) = self.migration.local.poll_frame() else {
-                break;
-            };
-            let seq = f.sequence;
-            let f = Frame::NewConnectionId(f);
-            f.emit(out);
-            b.record(
-                Some(SentFrame::NewConnectionId(seq)),
-                || qlog::frame(&f),
-                true,
-            );
+        if self.cid_urgent(now) {
+            self.write_spare_cid(b, out);
         }
         // Type and an 8-byte sequence number at most.
         const RETIRE_MAX: usize = 9;
@@ -460,12 +530,11 @@ impl Connection {
                     "NEW_CONNECTION_ID changed an ID already given",
                 )),
             },
-            Frame::RetireConnectionId(seq) => {
-                let m = &mut self.migration;
-                m.local
-                    .on_retire(seq, &mut m.rng)
-                    .map_err(|reason| (code::PROTOCOL_VIOLATION, reason))
-            }
+            Frame::RetireConnectionId(seq) => self
+                .migration
+                .local
+                .on_retire(seq)
+                .map_err(|reason| (code::PROTOCOL_VIOLATION, reason)),
             _ => Ok(()),
         };
         if let Err((code, reason)) = result {

@@ -355,7 +355,7 @@ fn local_params(config: &TransportConfig, local_cid: ConnectionId) -> TransportP
         stateless_reset_token: None,
         fec: config.fec.enabled,
         max_datagram_frame_size: config.datagrams.max_frame_bytes.filter(|&m| m > 0),
-        active_connection_id_limit: Some(crate::cid::ACTIVE_CID_LIMIT),
+        active_connection_id_limit: config.migration.then_some(crate::cid::ACTIVE_CID_LIMIT),
         first_flight_time_ms: None,
         early_data_fin: false,
     }
@@ -717,6 +717,7 @@ impl Connection {
         let cipher = self.hs.cipher.unwrap_or(PacketCipher::ChaCha20Poly1305);
         self.keys = Some(noise.into_packet_keys(cipher));
         self.state = ConnState::Established;
+        self.migration.established_at = Some(now);
         if we_read_last {
             self.hs.confirmed = true;
             self.hs.done_frame_pending = true;
