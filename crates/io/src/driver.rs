@@ -342,7 +342,14 @@ impl Driver {
             if let Some(reason) = st.stopped.clone() {
                 return Ok(Outcome::Stop(reason));
             }
-            let touched = std::mem::take(&mut shared.wake_state().touched);
+            let mut touched = std::mem::take(&mut shared.wake_state().touched);
+            if let Some(socket) = st.rebind.take() {
+                st.local_addr = socket.local_addr();
+                // The old socket goes, with what it still queued.
+                self.socket = socket;
+                let now = st.now();
+                touched.extend(st.migrate_all(now));
+            }
             progress = !touched.is_empty();
             st.take_touched(touched);
             progress |= self.receive(cx, &mut st)?;

@@ -107,6 +107,26 @@ impl Endpoint {
         })
     }
 
+    /// Client: moves the endpoint to a new local address `bind` (another
+    /// interface or network; port 0 picks one) and returns it. Each
+    /// connection then sends from there, by a connection ID the server
+    /// never saw on the old address, with congestion state started over
+    /// and a path challenge that tells the server at once
+    /// (docs/PROTOCOL.md §7.4). Datagrams still on their way to the old
+    /// address are lost, as when an interface goes away.
+    pub fn rebind(&self, bind: SocketAddr) -> io::Result<SocketAddr> {
+        let runtime = tokio::runtime::Handle::try_current()
+            .map_err(|_| io::Error::other("brisk-io endpoints need a tokio runtime"))?;
+        let socket = {
+            let _guard = runtime.enter();
+            Socket::bind(bind, &self.config.socket)?
+        };
+        let local = socket.local_addr();
+        self.shared.lock().rebind = Some(socket);
+        self.shared.wake_driver();
+        Ok(local)
+    }
+
     pub fn local_addr(&self) -> SocketAddr {
         self.shared.lock().local_addr
     }

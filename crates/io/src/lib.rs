@@ -21,7 +21,8 @@
 //! - internals: `state` (the endpoint's share of what the task and the
 //!   handles share) and `conn_state` (each connection's, behind its own
 //!   lock), `driver`
-//!   (the endpoint task), [`socket`] (batching, GSO/GRO, ECN control
+//!   (the endpoint task), `migrate` (a client moving to another local
+//!   address), [`socket`] (batching, GSO/GRO, ECN control
 //!   messages), [`socket_error`] (which socket errors are transient, a
 //!   peer's, or fatal; ICMP error kinds), `wall_clock` (where the core's
 //!   time zero lies on the wall clock, for early data's replay window)
@@ -40,6 +41,7 @@ mod driver;
 pub mod endpoint;
 pub mod error;
 pub mod keys;
+mod migrate;
 pub mod socket;
 pub mod socket_error;
 mod state;

@@ -130,6 +130,9 @@ pub(crate) struct State {
     /// Detached connections' deadlines, earliest first, so a turn finds
     /// the due ones without visiting the rest.
     timers: Deadlines<ConnectionHandle>,
+    /// Client: the socket [`crate::Endpoint::rebind`] bound, for the task
+    /// to move to at its next turn.
+    pub rebind: Option<crate::socket::Socket>,
 }
 
 impl State {
@@ -153,6 +156,7 @@ impl State {
             ready: BTreeSet::new(),
             cursor: 0,
             timers: Deadlines::default(),
+            rebind: None,
         }
     }
 

@@ -28,6 +28,8 @@ struct Case {
     /// Transfer sizes: quick and long.
     bytes: (u64, u64),
     rebind_at: Option<Duration>,
+    /// Rebind again this often after `rebind_at` (a mobile carrier's NAT).
+    rebind_every: Option<Duration>,
 }
 
 const CASES: &[Case] = &[
@@ -38,6 +40,7 @@ const CASES: &[Case] = &[
         one_way_ms: 10,
         bytes: (1_000_000, 20_000_000),
         rebind_at: None,
+        rebind_every: None,
     },
     Case {
         name: "20% random loss both ways",
@@ -46,6 +49,7 @@ const CASES: &[Case] = &[
         one_way_ms: 10,
         bytes: (500_000, 5_000_000),
         rebind_at: None,
+        rebind_every: None,
     },
     Case {
         name: "5% loss in bursts of 5 packets both ways",
@@ -54,6 +58,7 @@ const CASES: &[Case] = &[
         one_way_ms: 10,
         bytes: (1_000_000, 20_000_000),
         rebind_at: None,
+        rebind_every: None,
     },
     Case {
         name: "fades of 50 ms every 1 s both ways",
@@ -62,6 +67,7 @@ const CASES: &[Case] = &[
         one_way_ms: 10,
         bytes: (1_000_000, 20_000_000),
         rebind_at: None,
+        rebind_every: None,
     },
     Case {
         name: "reordering by 30 packets",
@@ -70,6 +76,7 @@ const CASES: &[Case] = &[
         one_way_ms: 10,
         bytes: (1_000_000, 20_000_000),
         rebind_at: None,
+        rebind_every: None,
     },
     Case {
         name: "5% duplication both ways",
@@ -78,6 +85,7 @@ const CASES: &[Case] = &[
         one_way_ms: 10,
         bytes: (1_000_000, 20_000_000),
         rebind_at: None,
+        rebind_every: None,
     },
     Case {
         name: "a 5 s outage both ways",
@@ -86,6 +94,7 @@ const CASES: &[Case] = &[
         one_way_ms: 10,
         bytes: (3_000_000, 20_000_000),
         rebind_at: None,
+        rebind_every: None,
     },
     Case {
         name: "1 Mbit/s at 300 ms",
@@ -94,6 +103,7 @@ const CASES: &[Case] = &[
         one_way_ms: 150,
         bytes: (200_000, 2_000_000),
         rebind_at: None,
+        rebind_every: None,
     },
     Case {
         name: "NAT rebinding of the client's port",
@@ -102,6 +112,16 @@ const CASES: &[Case] = &[
         one_way_ms: 10,
         bytes: (3_000_000, 20_000_000),
         rebind_at: Some(Duration::from_millis(700)),
+        rebind_every: None,
+    },
+    Case {
+        name: "NAT rebinding of the client's port every 2 s",
+        both: "",
+        rate: "10Mbit",
+        one_way_ms: 20,
+        bytes: (8_000_000, 40_000_000),
+        rebind_at: Some(Duration::from_secs(1)),
+        rebind_every: Some(Duration::from_secs(2)),
     },
 ];
 
@@ -125,6 +145,7 @@ fn lab(case: &Case, ip: &str) -> Lab {
     config.rebind = case.rebind_at.map(|at| Rebind {
         at,
         port_offset: 1000,
+        every: case.rebind_every,
     });
     Lab::up(config).expect("lab comes up")
 }
@@ -148,6 +169,7 @@ fn matrix(test: &str, long: bool) {
                 bytes,
                 limit: Duration::from_secs(if long { 300 } else { 40 }),
                 seed: 11,
+                client_rebind_at: None,
             };
             let result = transfer::run(&lab, &config);
             let _ = lab.finish(None, None);
@@ -163,6 +185,21 @@ fn matrix(test: &str, long: bool) {
                     );
                     if case.rebind_at.is_some() && r.server_migrations == 0 {
                         failed.push(format!("{} {ip}: no migration seen", case.name));
+                    }
+                    // Every rebinding during the transfer (after the
+                    // first second) is seen: each moves the connection.
+                    if let Some(every) = case.rebind_every {
+                        let due = r
+                            .completion
+                            .saturating_sub(Duration::from_secs(2))
+                            .as_secs()
+                            / every.as_secs().max(1);
+                        if r.server_migrations < due {
+                            failed.push(format!(
+                                "{} {ip}: {} migrations seen, {due} due",
+                                case.name, r.server_migrations
+                            ));
+                        }
                     }
                 }
                 Err(e) => {

@@ -64,6 +64,7 @@ fn downloads_cross_a_smaller_hop_with_matching_hashes() {
                 bytes: 3_000_000,
                 limit: Duration::from_secs(30),
                 seed: 5,
+                client_rebind_at: None,
             };
             let result = transfer::run(&lab, &config);
             let _ = lab.finish(None, None);

@@ -13,6 +13,7 @@
 
 use crate::admission::{Admission, MAX_STATELESS_QUEUE};
 use crate::anti_replay::AntiReplay;
+use crate::cid::{CidCodec, CidIssuer};
 use crate::config::{ClientConfig, ServerConfig};
 use crate::connection::{
     Connection, Event, InitialInfo, Transmit, parse_hs_payload, parse_initial_token,
@@ -141,6 +142,11 @@ pub struct Endpoint {
     /// Connections handed out by [`Endpoint::detach`], with the routes
     /// that still lead to them, until [`Endpoint::forget_detached`].
     detached: BTreeMap<ConnectionHandle, Routes>,
+    /// Encrypts connections' routing numbers into the extra connection
+    /// IDs they issue (`cid`), so any of them routes without a table.
+    cid_codec: CidCodec,
+    /// Connections by the routing number inside their issued IDs.
+    by_route: BTreeMap<u32, ConnectionHandle>,
     /// Server: the first flights whose early data was used, so a replayed
     /// one delivers nothing (`ServerConfig::anti_replay`).
     anti_replay: Option<AntiReplay>,
@@ -182,6 +188,12 @@ impl Endpoint {
     /// (connection IDs, ephemeral keys) comes from `seed`.
     pub fn new(seed: u64, server: Option<ServerConfig>) -> Self {
         let admission = server.as_ref().map(|s| Admission::new(s, seed));
+        // Its own stream of the seed, so the IDs, keys and tokens drawn
+        // from `rng` are those of an endpoint without migration.
+        let mut codec_rng = ChaCha20Rng::seed_from_u64(seed);
+        codec_rng.set_stream(1);
+        let mut codec_key = [0u8; 32];
+        codec_rng.fill_bytes(&mut codec_key);
         let anti_replay = server
             .as_ref()
             .and_then(|s| s.anti_replay)
@@ -205,6 +217,8 @@ impl Endpoint {
             starved: BTreeMap::new(),
             starved_at: BTreeMap::new(),
             detached: BTreeMap::new(),
+            cid_codec: CidCodec::new(&codec_key),
+            by_route: BTreeMap::new(),
             anti_replay,
         }
     }
@@ -270,9 +284,21 @@ impl Endpoint {
         s
     }
 
-    fn insert(&mut self, conn: Connection) -> ConnectionHandle {
+    fn insert(&mut self, mut conn: Connection) -> ConnectionHandle {
         let h = ConnectionHandle(self.next_handle);
         self.next_handle += 1;
+        // After 2^32 connections a routing number may still be taken: that
+        // rare connection issues no extra IDs and keeps its first one.
+        let route = h.0 as u32;
+        if let std::collections::btree_map::Entry::Vacant(e) = self.by_route.entry(route) {
+            e.insert(h);
+            let issuer = CidIssuer {
+                codec: self.cid_codec.clone(),
+                route,
+                reset_key: self.admission.as_ref().map(|a| a.reset_key.clone()),
+            };
+            conn.enable_migration(issuer, self.cid_codec.seed_for(route));
+        }
         self.by_cid.insert(conn.local_cid(), h);
         self.connections.insert(h, conn);
         self.sched.touch(h);
@@ -401,6 +427,7 @@ impl Endpoint {
         if self.by_cid.get(&r.local_cid) == Some(&h) {
             self.by_cid.remove(&r.local_cid);
         }
+        self.forget_route(h);
         if self.by_initial.get(&r.initial_dcid) == Some(&h) {
             self.by_initial.remove(&r.initial_dcid);
         }
@@ -494,7 +521,8 @@ impl Endpoint {
                     Some(h)
                 }
                 None if initial => self.by_initial.get(&dcid).copied(),
-                None => None,
+                None if view.is_long() => None,
+                None => self.by_issued_id(&dcid),
             },
         };
         if let Some(h) = routed {
@@ -962,11 +990,37 @@ impl Endpoint {
                 a.half_open.remove(&h);
             }
         }
+        self.forget_route(h);
         self.unstarve(h);
         // An emptied tree keeps its root node, which holds connections
         // inline (tens of kilobytes): give it back once the last is gone.
         if self.connections.is_empty() {
             self.connections = BTreeMap::new();
+        }
+    }
+}
+
+impl Endpoint {
+    /// The connection an ID issued after the handshake names (sequence
+    /// numbers from 1; 0 is the handshake's, found in `by_cid`), kept as
+    /// the last route so a stream of packets decrypts it once.
+    fn by_issued_id(&mut self, dcid: &ConnectionId) -> Option<ConnectionHandle> {
+        let (route, seq) = self.cid_codec.decode(dcid.as_bytes())?;
+        if seq == 0 {
+            return None;
+        }
+        let h = *self.by_route.get(&route)?;
+        self.last_route = Some((*dcid, h));
+        Some(h)
+    }
+
+    fn forget_route(&mut self, h: ConnectionHandle) {
+        let route = h.0 as u32;
+        if self.by_route.get(&route) == Some(&h) {
+            self.by_route.remove(&route);
+        }
+        if self.last_route.is_some_and(|(_, l)| l == h) {
+            self.last_route = None;
         }
     }
 }

@@ -39,7 +39,10 @@
 //!   half-open and rate budgets), `retry` (tokens, Retry and Refuse
 //!   packets), `rate_limit`, `amplification` (the 3x limit per address),
 //!   `stateless_reset`, `anti_replay` (early data of a first flight used
-//!   once, within a time window, in bounded memory).
+//!   once, within a time window, in bounded memory);
+//! - migration: `cid` (connection IDs issued and received, and the keyed
+//!   map that routes issued IDs), with path validation in
+//!   `connection/migration.rs`.
 //!
 //! The crate warns on `missing_docs` and `unreachable_pub`: what other
 //! crates do not name stays `pub(crate)`.
@@ -52,6 +55,7 @@ mod ack_tracker;
 mod admission;
 mod amplification;
 mod anti_replay;
+mod cid;
 mod config;
 pub mod congestion;
 mod connection;

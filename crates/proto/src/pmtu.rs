@@ -72,6 +72,9 @@ pub struct PmtuStats {
     /// Packet Too Big messages ignored: naming a size below the base, or
     /// no smaller than what is in use (stale, or not about us).
     pub too_big_ignored: u64,
+    /// Searches started over from the base because the connection moved
+    /// to another network (a port-only NAT rebinding keeps the size).
+    pub new_path_restarts: u64,
 }
 
 /// What the connection must do about a Packet Too Big message.
@@ -236,6 +239,23 @@ impl Pmtud {
         true
     }
 
+    /// The connection moved to another network: nothing found on the old
+    /// path holds there, so the size goes back to the base and the search
+    /// starts over at once. A probe still in flight belongs to the old
+    /// path and is forgotten; the totals are kept.
+    pub(crate) fn restart_for_new_path(&mut self) {
+        if !self.enabled {
+            return;
+        }
+        *self = Pmtud {
+            stats: PmtuStats {
+                new_path_restarts: self.stats.new_path_restarts + 1,
+                ..self.stats
+            },
+            ..Pmtud::new(true)
+        };
+    }
+
     /// A Packet Too Big message quoted a packet that cannot have drawn it.
     pub(crate) fn on_implausible_too_big(&mut self) {
         self.stats.too_big_ignored += 1;
@@ -295,6 +315,30 @@ mod tests {
             }
         }
         probed
+    }
+
+    #[test]
+    fn a_new_network_starts_over_from_the_base_and_searches_at_once() {
+        let mut p = Pmtud::new(true);
+        assert_eq!(search(&mut p, Instant::ZERO, 1452, 1472), vec![1452]);
+        // A probe in flight on the old path when the connection moved.
+        p.on_probe_sent(77, 1452);
+        p.restart_for_new_path();
+        assert_eq!(p.current(), BASE_UDP_PAYLOAD);
+        assert_eq!(p.stats().new_path_restarts, 1);
+        p.on_acked(77, 1452);
+        assert_eq!(
+            p.current(),
+            BASE_UDP_PAYLOAD,
+            "an old path's probe proves nothing"
+        );
+        // The new path carries less: found again, well before RAISE_INTERVAL.
+        let probed = search(&mut p, Instant::from_millis(1), 1452, 1352);
+        assert!(probed.len() <= 5, "{probed:?}");
+        assert!((1300..=1352).contains(&p.current()), "{}", p.current());
+        let mut off = Pmtud::new(false);
+        off.restart_for_new_path();
+        assert_eq!(off.stats().new_path_restarts, 0);
     }
 
     #[test]

@@ -197,6 +197,13 @@ pub fn frame(f: &Frame<'_>) -> QlogFrame {
         Frame::Datagram(d) => QlogFrame::Datagram {
             length_bytes: d.data.len() as u64,
         },
+        // The migration frames are logged by type only for now.
+        Frame::NewConnectionId(_)
+        | Frame::RetireConnectionId(_)
+        | Frame::PathChallenge(_)
+        | Frame::PathResponse(_) => QlogFrame::Unknown {
+            raw_frame_type: f.frame_type().into(),
+        },
     }
 }
 

@@ -23,6 +23,10 @@ pub(crate) enum SentFrame {
     HandshakeDone,
     /// An ACK_FREQUENCY frame, by sequence number.
     AckFrequency(u64),
+    /// One of our connection IDs offered to the peer, by sequence number.
+    NewConnectionId(u64),
+    /// One of the peer's connection IDs we retired, by sequence number.
+    RetireConnectionId(u64),
 }
 
 /// The retransmittable frames of one packet. Nearly every packet carries

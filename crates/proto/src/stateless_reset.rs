@@ -37,6 +37,7 @@ pub const MAX_RESET_LEN: usize = 43;
 const LABEL: &[u8] = b"brisk stateless reset key";
 
 /// Derives reset tokens from a server's static key.
+#[derive(Clone)]
 pub(crate) struct ResetKey(hmac::Key);
 
 impl std::fmt::Debug for ResetKey {

@@ -116,8 +116,15 @@ pub struct ConnectionStats {
     pub early_data_sent_bytes: u64,
     /// Early-data bytes received and delivered (server).
     pub early_data_received_bytes: u64,
-    /// The peer's address changed (NAT rebinding or a new network).
+    /// Address changes: the peer's (NAT rebinding or a new network), and
+    /// at a client its own moves (`Connection::migrate`).
     pub migrations: u64,
+    /// New paths whose PATH_CHALLENGE the peer answered.
+    pub paths_validated: u64,
+    /// New paths given up on: the challenge went unanswered for three
+    /// probe timeouts, or a packet from the old path showed the new
+    /// address was a spoofed copy.
+    pub path_validations_failed: u64,
     /// The server held back sending because of the 3x amplification limit.
     pub amplification_blocked: u64,
     /// Forward error correction: packets that carried a repair symbol

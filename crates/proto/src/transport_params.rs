@@ -25,15 +25,17 @@ mod id {
     pub(super) const EARLY_DATA_ACCEPTED: u64 = 0x0a;
     pub(super) const PACKET_CIPHERS: u64 = 0x0b;
     pub(super) const STATELESS_RESET_TOKEN: u64 = 0x0c;
-    /// Extensions take ids from 0x10: 0x13
-    /// connection migration (active CID limit), 0x14 stream priorities on
-    /// the wire and 0x15 PMTU probing are set aside.
+    /// Extensions take ids from 0x10: 0x14 stream priorities on the wire
+    /// and 0x15 PMTU probing are set aside.
     pub(super) const MIN_ACK_DELAY_US: u64 = 0x12;
     /// Empty: this side takes REPAIR and REPAIRED frames.
     pub(super) const FEC: u64 = 0x11;
     /// The largest DATAGRAM frame this side takes, in bytes (RFC 9221
     /// uses 0x20 on QUIC's registry; Brisk numbers its own).
     pub(super) const MAX_DATAGRAM_FRAME_SIZE: u64 = 0x10;
+    /// Migration (§7.4): how many of the peer's connection IDs this side
+    /// keeps at once.
+    pub(super) const ACTIVE_CID_LIMIT: u64 = 0x13;
     /// Client, with early data: its wall-clock time in ms since the Unix
     /// epoch, for the server's replay window.
     pub(super) const FIRST_FLIGHT_TIME_MS: u64 = 0x16;
@@ -81,6 +83,10 @@ pub(crate) struct TransportParams {
     /// `None` (or zero on the wire) means it takes none, and the peer must
     /// not send any.
     pub max_datagram_frame_size: Option<u64>,
+    /// Migration (§7.4): how many of the peer's connection IDs this side
+    /// keeps at once, at least 2; `None` means it takes no migration
+    /// frames (NEW/RETIRE_CONNECTION_ID, PATH_CHALLENGE/RESPONSE).
+    pub active_connection_id_limit: Option<u64>,
     /// Client, only in a first flight with early data: when it was sent,
     /// in ms since the Unix epoch by the client's clock, so the server can
     /// refuse a replay outside its window (`anti_replay`).
@@ -108,6 +114,7 @@ impl Default for TransportParams {
             stateless_reset_token: None,
             fec: false,
             max_datagram_frame_size: None,
+            active_connection_id_limit: None,
             first_flight_time_ms: None,
             early_data_fin: false,
         }
@@ -175,6 +182,9 @@ impl TransportParams {
         }
         if let Some(m) = self.max_datagram_frame_size.filter(|&m| m > 0) {
             put_int(out, id::MAX_DATAGRAM_FRAME_SIZE, m);
+        }
+        if let Some(n) = self.active_connection_id_limit {
+            put_int(out, id::ACTIVE_CID_LIMIT, n);
         }
         if let Some(t) = self.first_flight_time_ms {
             put_int(out, id::FIRST_FLIGHT_TIME_MS, t);
@@ -246,6 +256,13 @@ impl TransportParams {
                 id::MAX_DATAGRAM_FRAME_SIZE => {
                     p.max_datagram_frame_size = Some(int(&mut v)?).filter(|&m| m > 0);
                 }
+                id::ACTIVE_CID_LIMIT => {
+                    let n = int(&mut v)?;
+                    if n < 2 {
+                        return Err(DecodeError::Malformed("active_connection_id_limit under 2"));
+                    }
+                    p.active_connection_id_limit = Some(n);
+                }
                 id::PACKET_CIPHERS => {
                     if v.is_empty() {
                         return Err(DecodeError::Malformed("empty packet cipher list"));
@@ -303,6 +320,7 @@ mod tests {
             packet_ciphers: vec![PacketCipher::Aes256Gcm, PacketCipher::ChaCha20Poly1305],
             min_ack_delay: Some(Duration::from_micros(1_000)),
             stateless_reset_token: Some([0x5a; RESET_TOKEN_LEN]),
+            active_connection_id_limit: Some(4),
             ..TransportParams::default()
         }
     }

@@ -113,6 +113,7 @@ fn brisk(scenario: &Scenario, addrs: FlowAddrs) -> Box<dyn FlowApp> {
         ack_frequency: true,
         fec: None,
         pmtud: false,
+        migration: false,
         header_len: scenario.header_bytes() as usize,
         start: Instant::ZERO,
         stop: Instant::ZERO + scenario.duration,

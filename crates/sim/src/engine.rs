@@ -15,6 +15,7 @@
 //! pure function of scenario and seed.
 
 use crate::flows::{AppReport, End, FlowAddrs, FlowApp};
+use crate::nat::{Change, ClientNat, Moves};
 use crate::scenario::{IpFamily, Scenario};
 use crate::wakeups::Wakeups;
 /// Which way a packet crosses the bottleneck (what a capture sees).
@@ -24,7 +25,7 @@ use brisk_netmodel::packet::HeaderMemo;
 use brisk_netmodel::{
     Bottleneck, BottleneckOutput, FlowLedger, FlowMetrics, LinkEvent, Packet, queue::QueueStats,
 };
-use brisk_time::Instant;
+use brisk_time::{Instant, earliest};
 use brisk_wire::Ecn;
 use std::collections::{HashMap, VecDeque};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -109,6 +110,8 @@ pub(crate) struct FlowSlot {
     /// The last header each end sent (sender, receiver): a flow's
     /// datagrams repeat it, and reading it anew was a tenth of a run.
     headers: [HeaderMemo; 2],
+    /// The NAT in front of the sender, when its address changes.
+    pub(crate) nat: Option<ClientNat>,
 }
 
 /// What the engine hands back when a run ends.
@@ -135,6 +138,15 @@ pub struct FlowSeries {
 
 impl Outcome {
     /// Time series of every flow (empty vectors unless `series` was on).
+    /// Each flow's sender address changes (`migrate_every`,
+    /// `nat_rebind_every`), in order: when, and which kind.
+    pub fn moves(&self) -> Vec<Vec<(Instant, Change)>> {
+        self.flows
+            .iter()
+            .map(|f| f.nat.as_ref().map(|n| n.log.clone()).unwrap_or_default())
+            .collect()
+    }
+
     pub fn series(&self) -> Vec<FlowSeries> {
         self.flows
             .iter()
@@ -279,7 +291,33 @@ impl<'c> Engine<'c> {
             metrics: FlowMetrics::with_series(series),
             next_seq: 0,
             headers: Default::default(),
+            nat: None,
         });
+    }
+
+    /// Puts flow `i`'s sender behind a NAT that changes its address on
+    /// `moves`' schedule.
+    pub fn set_moves(&mut self, i: usize, moves: Moves) {
+        if let Some(f) = self.flows.get_mut(i)
+            && !moves.is_empty()
+        {
+            f.nat = Some(ClientNat::new(f.addrs.sender, moves, f.start));
+        }
+    }
+
+    /// Makes the address changes of flow `i`'s NAT due by now, telling the
+    /// sender of a move to a new network.
+    fn advance_nat(&mut self, i: usize) {
+        let now = self.now;
+        let f = &mut self.flows[i];
+        let Some(nat) = f.nat.as_mut() else {
+            return;
+        };
+        while let Some(change) = nat.advance(now) {
+            if change == Change::NewNetwork {
+                f.app.on_moved(now);
+            }
+        }
     }
 
     /// Runs to the end of the scenario.
@@ -339,7 +377,13 @@ impl<'c> Engine<'c> {
     /// anything that may have changed it.
     fn reschedule(&mut self, c: Component) {
         let at = match c {
-            Component::App(i) => self.flows[i].app.poll_timeout(),
+            Component::App(i) => {
+                let f = &self.flows[i];
+                earliest(
+                    f.app.poll_timeout(),
+                    f.nat.as_ref().and_then(ClientNat::next_change),
+                )
+            }
             Component::AccessDown(i) => self.flows[i].access_down.next(),
             Component::AccessUp(i) => self.flows[i].access_up.next(),
             Component::Link(dir) => self.bottleneck.poll_timeout(dir),
@@ -352,6 +396,7 @@ impl<'c> Engine<'c> {
         let now = self.now;
         match c {
             Component::App(i) => {
+                self.advance_nat(i);
                 if self.flows[i].app.poll_timeout().is_some_and(|t| t <= now) {
                     self.flows[i].app.handle_timeout(now);
                 }
@@ -381,8 +426,14 @@ impl<'c> Engine<'c> {
     fn drain_flow(&mut self, i: usize) {
         let now = self.now;
         let (mut down, mut up, mut access) = (false, false, false);
-        while let Some((end, datagram)) = self.flows[i].app.poll_transmit(now) {
+        self.advance_nat(i);
+        while let Some((end, mut datagram)) = self.flows[i].app.poll_transmit(now) {
             let f = &mut self.flows[i];
+            if end == End::Sender
+                && let Some(rewritten) = f.nat.as_ref().and_then(|n| n.outbound(&datagram))
+            {
+                f.app.recycle(std::mem::replace(&mut datagram, rewritten));
+            }
             let id = packet_id(Some(i), f.next_seq);
             f.next_seq += 1;
             // A flow that emits a malformed datagram loses it, as a NIC would.
@@ -440,6 +491,13 @@ impl<'c> Engine<'c> {
             if let Some(sink) = &mut self.capture {
                 sink.packet(at, dir, &packet.data);
             }
+            let packet = match self.through_nat(dir, packet) {
+                Ok(p) => p,
+                Err(p) => {
+                    self.recycle(p);
+                    continue;
+                }
+            };
             match (dir, self.route(&packet)) {
                 (Direction::Down, Some((i, End::Receiver))) => {
                     self.deliver(at, i, End::Receiver, packet)
@@ -456,6 +514,26 @@ impl<'c> Engine<'c> {
                 // No host there: the router drops it.
                 _ => self.recycle(packet),
             }
+        }
+    }
+
+    /// A reply on its way to a sender behind a NAT, addressed to the
+    /// sender's own address; `Err` when the NAT drops it (an old mapping).
+    fn through_nat(&mut self, dir: Direction, packet: Packet) -> Result<Packet, Packet> {
+        if dir != Direction::Up {
+            return Ok(packet);
+        }
+        let Some(i) = flow_of(packet.id) else {
+            return Ok(packet);
+        };
+        // Changes are made at their own wake-up (`reschedule`), so the
+        // flow hears of a move when it can answer it.
+        let Some(nat) = self.flows.get(i).and_then(|f| f.nat.as_ref()) else {
+            return Ok(packet);
+        };
+        match nat.inbound(&packet.data) {
+            Some(d) => Packet::new(packet.id, packet.sent_at, d).map_err(|_| packet),
+            None => Err(packet),
         }
     }
 

@@ -19,6 +19,7 @@ pub mod bench;
 pub mod capture;
 pub mod engine;
 pub mod flows;
+pub mod nat;
 pub mod results;
 pub mod scenario;
 mod wakeups;
@@ -150,6 +151,7 @@ fn brisk_config(
         pmtud: [&s.network.link.down, &s.network.link.up]
             .iter()
             .any(|l| l.mtu.is_some() || l.mtu_change.is_some()),
+        migration: !spec.moves.is_empty(),
         header_len: s.header_bytes() as usize,
         start: setup.start,
         stop: setup.stop,
@@ -254,6 +256,9 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Run {
             options.qlog.as_ref(),
         );
         engine.add_flow(setup, options.series);
+        if let Traffic::Brisk(b) = &spec.traffic {
+            engine.set_moves(i, b.moves);
+        }
     }
     let outcome = engine.run();
     let results = summarize(&s, seed, &outcome);

@@ -37,6 +37,10 @@ pub struct TransferConfig {
     pub limit: Duration,
     /// Seeds the data and the server's key, so runs repeat.
     pub seed: u64,
+    /// The client moves its endpoint to a new local UDP port this long
+    /// after it started (`Endpoint::rebind`, as a phone changing network
+    /// does): the connection follows by client-initiated migration.
+    pub client_rebind_at: Option<Duration>,
 }
 
 /// A download that completed with matching hashes.
@@ -49,6 +53,9 @@ pub struct TransferReport {
     pub sha256: String,
     /// Times the server saw the client arrive from a new address.
     pub server_migrations: u64,
+    /// Where the client moved to (`client_rebind_at`), if it moved
+    /// before the transfer ended.
+    pub client_moved_to: Option<SocketAddr>,
 }
 
 /// The data: a xorshift stream from `seed`, so the server need not hold
@@ -79,8 +86,9 @@ pub fn run(lab: &Lab, config: &TransferConfig) -> Result<TransferReport, RecipeE
     };
     let target = SocketAddr::new(lab.server_addr(), TRANSFER_PORT);
     let limit = config.limit;
+    let rebind_at = config.client_rebind_at;
     let got = block_on_in(lab.client_ns(), move || async move {
-        tokio::time::timeout(limit, receive(target, server_key, cc)).await
+        tokio::time::timeout(limit, receive(target, server_key, cc, rebind_at)).await
     })?;
     drop(server);
     let r = got
@@ -106,6 +114,7 @@ pub fn run(lab: &Lab, config: &TransferConfig) -> Result<TransferReport, RecipeE
         completion: r.completion,
         sha256: r.actual,
         server_migrations: migrations.load(Ordering::Relaxed),
+        client_moved_to: r.moved_to,
     })
 }
 
@@ -119,6 +128,7 @@ async fn serve(
 ) {
     let mut server_config = ServerConfig::new(bind, keypair);
     server_config.endpoint.transport.cc = cc;
+    server_config.endpoint.transport.migration = true;
     let server = match Endpoint::server(server_config) {
         Ok(s) => s,
         Err(e) => return ready.fail(format!("brisk server on {bind}: {e}")),
@@ -161,6 +171,7 @@ async fn serve(
 struct Received {
     bytes: u64,
     completion: Duration,
+    moved_to: Option<SocketAddr>,
     expected: String,
     actual: String,
 }
@@ -169,6 +180,7 @@ async fn receive(
     target: SocketAddr,
     server_key: [u8; 32],
     cc: CcAlgorithm,
+    rebind_at: Option<Duration>,
 ) -> io::Result<Received> {
     let bind = SocketAddr::new(
         match target.ip() {
@@ -180,15 +192,36 @@ async fn receive(
     let started = Instant::now();
     let client = Endpoint::client(bind)?;
     let conn = client
-        .connect_with(target, ClientConfig::new(Some(server_key)).with_cc(cc))
+        .connect_with(target, {
+            let mut c = ClientConfig::new(Some(server_key)).with_cc(cc);
+            c.transport.migration = true;
+            c
+        })
         .await
         .map_err(io::Error::other)?;
     let mut stream = conn.open_stream().await.map_err(io::Error::from)?;
     stream.write_all(b"G").await?;
     stream.flush().await?;
     let mut all = Vec::new();
-    stream.read_to_end(&mut all).await?;
-    let completion = started.elapsed();
+    let read = async {
+        let r = stream.read_to_end(&mut all).await;
+        (r, started.elapsed())
+    };
+    let mut moved_to = None;
+    let (read, completion) = match rebind_at {
+        None => read.await,
+        Some(at) => {
+            tokio::pin!(read);
+            tokio::select! {
+                done = &mut read => done,
+                () = tokio::time::sleep_until((started + at).into()) => {
+                    moved_to = Some(client.rebind(bind)?);
+                    read.await
+                }
+            }
+        }
+    };
+    read?;
     let Some(split) = all.len().checked_sub(32) else {
         return Err(io::Error::other(format!(
             "stream ended after {} bytes, before the hash",
@@ -202,6 +235,7 @@ async fn receive(
     Ok(Received {
         bytes: data.len() as u64,
         completion,
+        moved_to,
         expected: hex(hash),
         actual: hex(&Sha256::digest(data)),
     })

@@ -32,6 +32,7 @@ mod fec;
 mod fec_tests;
 #[cfg(test)]
 mod handshake_errors;
+mod migration;
 pub(crate) mod packet_builder;
 mod pmtu;
 mod recv;
@@ -302,6 +303,8 @@ pub struct Connection {
     fec_rx: Option<crate::fec::FecReceiver>,
     /// Unreliable datagrams waiting to be sent or read.
     datagrams: crate::datagrams::DatagramQueues,
+    /// Path validation and connection IDs for address changes.
+    migration: migration::Migration,
     /// Path MTU discovery (`TransportConfig::pmtud`).
     pmtu: crate::pmtu::Pmtud,
 }
@@ -352,6 +355,7 @@ fn local_params(config: &TransportConfig, local_cid: ConnectionId) -> TransportP
         stateless_reset_token: None,
         fec: config.fec.enabled,
         max_datagram_frame_size: config.datagrams.max_frame_bytes.filter(|&m| m > 0),
+        active_connection_id_limit: config.migration.then_some(crate::cid::ACTIVE_CID_LIMIT),
         first_flight_time_ms: None,
         early_data_fin: false,
     }
@@ -411,6 +415,8 @@ impl Connection {
             early_data_sent_bytes: 0,
             early_data_received_bytes: 0,
             migrations: 0,
+            paths_validated: 0,
+            path_validations_failed: 0,
             amplification_blocked: 0,
             ack_frames_sent: 0,
             ack_frequency_sent: 0,
@@ -491,6 +497,7 @@ impl Connection {
                 .then(|| crate::fec::FecSender::new(config.fec.clone())),
             fec_rx: None,
             datagrams: crate::datagrams::DatagramQueues::new(config.datagrams.clone()),
+            migration: migration::Migration::new(local_cid, initial_dcid),
             pmtu: crate::pmtu::Pmtud::new(config.pmtud),
             config,
         };
@@ -682,6 +689,7 @@ impl Connection {
             self.fec_rx = Some(crate::fec::FecReceiver::default());
         }
         self.peer_params = Some(p);
+        self.migration_params();
     }
 
     /// The FEC sender, once both sides announced `fec`.
@@ -709,6 +717,7 @@ impl Connection {
         let cipher = self.hs.cipher.unwrap_or(PacketCipher::ChaCha20Poly1305);
         self.keys = Some(noise.into_packet_keys(cipher));
         self.state = ConnState::Established;
+        self.migration.established_at = Some(now);
         if we_read_last {
             self.hs.confirmed = true;
             self.hs.done_frame_pending = true;
@@ -1137,6 +1146,7 @@ impl Connection {
                     self.ping_pending = true;
                     self.last_heard = self.last_heard.map(|(at, _)| (at, false));
                 }
+                Timer::PathValidation => self.on_path_timeout(now),
             }
         }
         self.update_timers(now);
@@ -1272,6 +1282,8 @@ impl Connection {
         self.timers
             .set_opt(Timer::Ecn, self.ecn.poll_timeout().filter(|&t| t > now));
         self.timers.set_opt(Timer::Silence, self.silence_deadline());
+        self.timers
+            .set_opt(Timer::PathValidation, self.path_deadline(now));
         if let Some(i) = self.config.keep_alive_interval
             && self.keys.is_some()
             && self.timers.get(Timer::KeepAlive).is_none()

@@ -125,6 +125,8 @@ pub(crate) struct PacketBuilder {
     datagram_blocked: bool,
     /// A path MTU probe: PING and PADDING, kept out of FEC.
     mtu_probe: bool,
+    /// A NEW_CONNECTION_ID frame was written: one per packet is enough.
+    pub(super) new_cid: bool,
 }
 
 impl PacketBuilder {
@@ -149,7 +151,7 @@ impl PacketBuilder {
 
     /// Records one frame written: `sent` is what loss recovery must know
     /// of it, `logged` builds its qlog form (called only when traced).
-    fn record(
+    pub(super) fn record(
         &mut self,
         sent: Option<SentFrame>,
         logged: impl FnOnce() -> QlogFrame,
@@ -243,6 +245,7 @@ impl Connection {
             datagrams: 0,
             datagram_blocked: false,
             mtu_probe: false,
+            new_cid: false,
         };
         let retransmitted_before = self.streams.stats().bytes_retransmitted;
         for source in PRIORITY {
@@ -311,6 +314,7 @@ impl Connection {
             datagrams: 0,
             datagram_blocked: false,
             mtu_probe: true,
+            new_cid: false,
         };
         let gate = Gate {
             ack_due: false,
@@ -366,6 +370,7 @@ impl Connection {
             && !self.ack_frequency.as_ref().is_some_and(|a| a.has_pending())
             && !self.streams.may_have_frames()
             && !self.datagrams_pending(now)
+            && !self.path_frames_pending(now)
             && self.fec_active().is_none_or(|f| f.next_repair().is_none())
         {
             return None;
@@ -415,9 +420,18 @@ impl Connection {
             }
             FrameSource::Ack => {
                 b.with_ack = gate.ack_due || (gate.may_elicit && self.acks.has_pending());
+                let ack_start = out.len();
                 if b.with_ack
                     && let Some(largest) = self.acks.emit(now, out)
                 {
+                    if out.len() > b.limit {
+                        // Many ranges and little room (an amplification
+                        // limit): the ACK waits for a packet it fits in,
+                        // rather than send more than the limit allows.
+                        out.truncate(ack_start);
+                        b.with_ack = false;
+                        return;
+                    }
                     b.largest_acked = Some(largest);
                     if let Some(q) = b.qframes.as_mut()
                         && let Some(ack) = self.acks.build(now)
@@ -463,6 +477,7 @@ impl Connection {
                 }
             }
             FrameSource::Control => {
+                self.fill_path_frames(now, b, out);
                 while b.room(out) >= CONTROL_FRAME_MAX {
                     let Some(c) = self.streams.poll_control() else {
                         break;
@@ -480,6 +495,7 @@ impl Connection {
                 }
             }
             FrameSource::Ping => {
+                self.fill_spare_cid(now, b, out);
                 // An ACK that left a datagram no room still leaves now.
                 let alone = !b.eliciting
                     && (gate.probe || (b.datagram_blocked && b.largest_acked.is_some()));

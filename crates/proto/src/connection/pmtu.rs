@@ -97,10 +97,14 @@ impl Connection {
 
     /// The size of the path MTU probe to send now, if one is due and the
     /// congestion window has room for it: only once the handshake is over
-    /// and the peer's address proved, since a probe is larger than what
-    /// the path is known to carry.
+    /// and the peer's address proved (a new path's too, after a move),
+    /// since a probe is larger than what the path is known to carry.
     pub(super) fn mtu_probe_due(&mut self, now: Instant) -> Option<usize> {
-        if self.state != ConnState::Established || !self.validated || !self.hs.confirmed {
+        if self.state != ConnState::Established
+            || !self.validated
+            || !self.hs.confirmed
+            || self.path_validating()
+        {
             return None;
         }
         let ceiling = self.mds_ceiling();

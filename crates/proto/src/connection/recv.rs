@@ -101,6 +101,7 @@ impl Connection {
         if !self.validated && remote.ip() == self.remote.ip() {
             self.allowance.on_received(total as u64);
         }
+        self.on_path_bytes(remote, total as u64);
         let mut at = 0;
         while at < total {
             let rest = data.bytes().get(at..).unwrap_or_default();
@@ -123,7 +124,8 @@ impl Connection {
             }
             let (pn, header_len) = view.packet_number_and_header_len();
             let header = ShortHeader {
-                dcid_ok: view.dcid() == self.local_cid.as_bytes(),
+                dcid_ok: view.dcid() == self.local_cid.as_bytes()
+                    || self.migration.local.contains(view.dcid()),
                 pn,
                 header_len,
             };
@@ -492,8 +494,7 @@ impl Connection {
         self.stats.packets_received += 1;
         self.stats.ecn_received.add(ecn, 1);
         if self.acks.largest().is_none_or(|l| pn > l) && remote != self.remote {
-            self.remote = remote;
-            self.stats.migrations += 1;
+            self.on_peer_address(now, remote, packet_len);
         }
         self.acks.on_packet(now, pn, ecn, ack_eliciting);
         if ends_stream {
@@ -625,6 +626,13 @@ impl Connection {
             }
             Frame::Datagram(d) => {
                 self.handle_datagram_frame(now, d);
+                Ok(())
+            }
+            f @ (Frame::NewConnectionId(_)
+            | Frame::RetireConnectionId(_)
+            | Frame::PathChallenge(_)
+            | Frame::PathResponse(_)) => {
+                self.handle_path_frame(now, f);
                 Ok(())
             }
             Frame::HandshakeDone => {
@@ -759,7 +767,10 @@ impl Connection {
                         fin,
                     } => self.streams.on_chunk_acked(id, offset, len, fin),
                     SentFrame::Control(c) => self.streams.on_control_acked(c),
-                    SentFrame::HandshakeDone | SentFrame::AckFrequency(_) => {}
+                    SentFrame::HandshakeDone
+                    | SentFrame::AckFrequency(_)
+                    | SentFrame::NewConnectionId(_)
+                    | SentFrame::RetireConnectionId(_) => {}
                 }
             }
         }
@@ -827,6 +838,9 @@ impl Connection {
                         a.on_lost(seq);
                     }
                 }
+                SentFrame::NewConnectionId(_) | SentFrame::RetireConnectionId(_) => {
+                    self.requeue_path_frame(f)
+                }
             }
         }
     }
@@ -847,7 +861,9 @@ impl Connection {
         }
         for (pn, p) in &batch.packets {
             let path_size = self.lost_to_path_size(p.size_bytes);
-            if p.ack_eliciting && !path_size {
+            // Packets sent on the path we left are retransmitted, but
+            // their loss says nothing about this path's congestion.
+            if p.ack_eliciting && !path_size && self.migration.on_this_path(*pn) {
                 lost_bytes += p.size_bytes;
                 lost_packets += 1;
                 largest_lost_sent_at = largest_lost_sent_at.max(p.time_sent);

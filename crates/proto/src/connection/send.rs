@@ -95,6 +95,7 @@ impl Connection {
             if !self.validated {
                 self.allowance.on_sent(len);
             }
+            self.on_path_sent(len);
         }
         if t.is_some() || self.timers_updated_at != Some(now) {
             self.update_timers(now);
@@ -115,6 +116,9 @@ impl Connection {
     /// Bytes this datagram may hold.
     fn datagram_budget(&self) -> usize {
         let mds = self.probe_timeout_budget(self.mds());
+        if let Some(path) = self.path_allowance() {
+            return usize::try_from(path).map_or(mds, |a| a.min(mds));
+        }
         if self.validated {
             return mds;
         }

@@ -23,10 +23,12 @@ pub(crate) enum Timer {
     /// A peer that was sending fell silent: send a PING (see
     /// `Connection::silence_deadline`).
     Silence = 7,
+    /// Send a PATH_CHALLENGE again, or give up on the new path.
+    PathValidation = 8,
 }
 
 impl Timer {
-    pub(crate) const ALL: [Timer; 8] = [
+    pub(crate) const ALL: [Timer; 9] = [
         Timer::Idle,
         Timer::LossDetection,
         Timer::AckDelay,
@@ -35,6 +37,7 @@ impl Timer {
         Timer::Ecn,
         Timer::KeepAlive,
         Timer::Silence,
+        Timer::PathValidation,
     ];
 }
 
@@ -43,13 +46,13 @@ impl Timer {
 /// the earliest is a branch-free `min`, asked after every event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct TimerTable {
-    at: [Instant; 8],
+    at: [Instant; Timer::ALL.len()],
 }
 
 impl Default for TimerTable {
     fn default() -> Self {
         TimerTable {
-            at: [Instant::FAR_FUTURE; 8],
+            at: [Instant::FAR_FUTURE; Timer::ALL.len()],
         }
     }
 }
@@ -105,6 +108,6 @@ mod tests {
         assert_eq!(t.next(), Some(Instant::from_millis(30_000)));
         t.stop_all();
         assert_eq!(t.get(Timer::Idle), None);
-        assert_eq!(Timer::ALL.len(), 8);
+        assert_eq!(Timer::ALL.len(), 9);
     }
 }

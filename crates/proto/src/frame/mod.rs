@@ -10,11 +10,13 @@
 mod ack;
 mod ack_frequency;
 mod datagram;
+mod path;
 mod repair;
 
 pub(crate) use ack::{AckEcnCounts, AckFrame, emit_ack};
 pub(crate) use ack_frequency::AckFrequencyFrame;
 pub(crate) use datagram::DatagramFrame;
+pub(crate) use path::{CHALLENGE_LEN, NewConnectionIdFrame};
 pub(crate) use repair::{RepairFrame, RepairedFrame};
 
 use crate::varint::{self, DecodeError, Reader};
@@ -38,6 +40,14 @@ pub(crate) mod ty {
     pub(crate) const MAX_STREAMS_UNI: u8 = 0x13;
     pub(crate) const DATA_BLOCKED: u8 = 0x14;
     pub(crate) const STREAM_DATA_BLOCKED: u8 = 0x15;
+    /// Another connection ID the sender accepts (migration).
+    pub(crate) const NEW_CONNECTION_ID: u8 = 0x18;
+    /// The sender no longer uses one of the receiver's IDs.
+    pub(crate) const RETIRE_CONNECTION_ID: u8 = 0x19;
+    /// Prove the peer receives on this path: echo these 8 bytes.
+    pub(crate) const PATH_CHALLENGE: u8 = 0x1a;
+    /// The echo of a PATH_CHALLENGE.
+    pub(crate) const PATH_RESPONSE: u8 = 0x1b;
     pub(crate) const CONNECTION_CLOSE: u8 = 0x1c;
     pub(crate) const APPLICATION_CLOSE: u8 = 0x1d;
     pub(crate) const HANDSHAKE_DONE: u8 = 0x1e;
@@ -53,12 +63,10 @@ pub(crate) mod ty {
 
     #[cfg(test)]
     /// Types set aside for planned extensions: 0x06-0x07 (tokens), 0x16-0x17
-    /// (STREAMS_BLOCKED), 0x18-0x1b (NEW/RETIRE_CONNECTION_ID and
-    /// PATH_CHALLENGE/RESPONSE for migration), 0x22-0x2f (more FEC
-    /// frames), 0x32 (PRIORITY_UPDATE) and everything from 0x40 up
-    /// (experiments).
+    /// (STREAMS_BLOCKED), 0x22-0x2f (more FEC frames), 0x32
+    /// (PRIORITY_UPDATE) and everything from 0x40 up (experiments).
     pub(crate) fn is_reserved(t: u64) -> bool {
-        matches!(t, 0x06..=0x07 | 0x16..=0x1b | 0x22..=0x2f | 0x32) || t >= 0x40
+        matches!(t, 0x06..=0x07 | 0x16..=0x17 | 0x22..=0x2f | 0x32) || t >= 0x40
     }
 }
 
@@ -163,6 +171,14 @@ pub enum Frame<'a> {
     /// Only from a peer we announced `max_datagram_frame_size` to; the
     /// connection checks that, and the size.
     Datagram(DatagramFrame<'a>),
+    /// Another ID the peer accepts packets on (migration, §7.4).
+    NewConnectionId(NewConnectionIdFrame),
+    /// The peer no longer uses our ID with this sequence number.
+    RetireConnectionId(u64),
+    /// Echo these bytes on the path they came from.
+    PathChallenge([u8; CHALLENGE_LEN]),
+    /// The echo of our challenge.
+    PathResponse([u8; CHALLENGE_LEN]),
 }
 
 impl<'a> Frame<'a> {
@@ -244,6 +260,10 @@ impl<'a> Frame<'a> {
             ty::DATAGRAM | ty::DATAGRAM_LEN => {
                 Frame::Datagram(DatagramFrame::parse(r, t == ty::DATAGRAM_LEN)?)
             }
+            ty::NEW_CONNECTION_ID => Frame::NewConnectionId(NewConnectionIdFrame::parse(r)?),
+            ty::RETIRE_CONNECTION_ID => Frame::RetireConnectionId(r.varint()?),
+            ty::PATH_CHALLENGE => Frame::PathChallenge(path::parse_path_data(r)?),
+            ty::PATH_RESPONSE => Frame::PathResponse(path::parse_path_data(r)?),
             other => return Err(FrameError::UnknownType(other.into())),
         };
         Ok(frame)
@@ -277,6 +297,10 @@ impl<'a> Frame<'a> {
             Frame::Repair(_) => ty::REPAIR,
             Frame::Repaired(_) => ty::REPAIRED,
             Frame::Datagram(_) => ty::DATAGRAM_LEN,
+            Frame::NewConnectionId(_) => ty::NEW_CONNECTION_ID,
+            Frame::RetireConnectionId(_) => ty::RETIRE_CONNECTION_ID,
+            Frame::PathChallenge(_) => ty::PATH_CHALLENGE,
+            Frame::PathResponse(_) => ty::PATH_RESPONSE,
         }
     }
 
@@ -352,6 +376,19 @@ impl<'a> Frame<'a> {
             Frame::Repair(f) => f.emit(out),
             Frame::Repaired(f) => f.emit(out),
             Frame::Datagram(f) => f.emit(out),
+            Frame::NewConnectionId(f) => f.emit(out),
+            Frame::RetireConnectionId(seq) => {
+                out.push(ty::RETIRE_CONNECTION_ID);
+                varint::write(out, *seq);
+            }
+            Frame::PathChallenge(d) => {
+                out.push(ty::PATH_CHALLENGE);
+                out.extend_from_slice(d);
+            }
+            Frame::PathResponse(d) => {
+                out.push(ty::PATH_RESPONSE);
+                out.extend_from_slice(d);
+            }
         }
     }
 
@@ -551,7 +588,7 @@ mod tests {
 
     #[test]
     fn rejects_reserved_unknown_and_broken_frames() {
-        for t in [0x06u8, 0x18, 0x1a, 0x32] {
+        for t in [0x06u8, 0x16, 0x17, 0x32] {
             assert!(ty::is_reserved(u64::from(t)));
             assert_eq!(parse_all(&[t]), Err(FrameError::UnknownType(u64::from(t))));
         }

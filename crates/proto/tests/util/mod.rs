@@ -315,6 +315,10 @@ pub struct Pair {
     /// Every datagram sent, when `record` is set.
     pub record: bool,
     pub history: Vec<(Dir, Instant, Vec<u8>)>,
+    /// Datagrams the server sent to an address the client is not at (an
+    /// old NAT mapping, or a spoofed source): destination and bytes. The
+    /// network drops them.
+    pub stray: Vec<(SocketAddr, usize)>,
     /// Called on every datagram before it enters a link; return false to
     /// drop it.
     pub tap: Option<Tap>,
@@ -374,6 +378,7 @@ impl Pair {
             server_events: Vec::new(),
             record: false,
             history: Vec::new(),
+            stray: Vec::new(),
             tap: None,
             owned: cfg.owned,
             headroom: cfg.headroom,
@@ -396,14 +401,18 @@ impl Pair {
     /// Sends everything both endpoints want to send now.
     pub fn flush(&mut self) {
         for dir in [Dir::ToServer, Dir::ToClient] {
-            while let Some((ecn, data)) = self.poll_transmit(dir) {
+            while let Some((to, ecn, data)) = self.poll_transmit(dir) {
+                if dir == Dir::ToClient && to != self.client_addr {
+                    self.stray.push((to, data.len()));
+                    continue;
+                }
                 self.push(dir, ecn, data);
             }
         }
     }
 
     /// The next datagram from the endpoint sending in `dir`.
-    fn poll_transmit(&mut self, dir: Dir) -> Option<(Ecn, Vec<u8>)> {
+    fn poll_transmit(&mut self, dir: Dir) -> Option<(SocketAddr, Ecn, Vec<u8>)> {
         let from = match dir {
             Dir::ToServer => &mut self.client,
             Dir::ToClient => &mut self.server,
@@ -420,7 +429,7 @@ impl Pair {
             );
             return None;
         };
-        Some((t.ecn, buf.split_off(room.len())))
+        Some((t.destination, t.ecn, buf.split_off(room.len())))
     }
 
     fn push(&mut self, dir: Dir, ecn: Ecn, mut data: Vec<u8>) {

@@ -82,6 +82,12 @@ pub trait FlowApp {
     fn recycle(&mut self, datagram: Vec<u8>) {
         drop(datagram);
     }
+
+    /// The sender's host moved to another network (`migrate_every`): a
+    /// transport that can should move its connection. By default nothing.
+    fn on_moved(&mut self, now: Instant) {
+        let _ = now;
+    }
 }
 
 /// Application-level outcome of a flow.

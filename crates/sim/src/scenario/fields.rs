@@ -89,6 +89,8 @@ field_set! {
         send_buffer: Bytes,
         low_water_mark: Bytes,
         delivery: VideoDelivery,
+        migrate_every: Dur,
+        nat_rebind_every: Dur,
     }
 }
 
@@ -275,6 +277,13 @@ impl RawFlow {
         let ack_frequency = value(&mut self.ack_frequency).unwrap_or(true);
         let fec = value(&mut self.fec);
         let app = value(&mut self.app).unwrap_or_default();
+        let moves = crate::nat::Moves {
+            migrate_every: optional_period(take(&mut self.migrate_every), "migrate_every")?,
+            nat_rebind_every: optional_period(
+                take(&mut self.nat_rebind_every),
+                "nat_rebind_every",
+            )?,
+        };
         let mut fields = AppFields {
             bytes: self.bytes.take(),
             message_size: self.message_size.take(),
@@ -311,6 +320,7 @@ impl RawFlow {
             ack_frequency,
             fec,
             app: workload,
+            moves,
         })
     }
 }
@@ -438,6 +448,20 @@ fn positive(field: Option<(Bytes, usize)>, name: &'static str) -> Result<Option<
 }
 
 /// A period that must be given and above zero; `at` is the flow's offset.
+/// A period that may be left out, but not zero.
+fn optional_period(
+    field: Option<(Dur, usize)>,
+    name: &'static str,
+) -> Result<Option<Duration>, Located> {
+    match field {
+        Some((d, at)) if d.0.is_zero() => Err(Located {
+            at,
+            error: FlowError::ZeroPeriod(name),
+        }),
+        other => Ok(other.map(|(d, _)| d.0)),
+    }
+}
+
 fn required_period(
     field: Option<(Dur, usize)>,
     name: &'static str,

@@ -129,6 +129,9 @@ pub struct Brisk {
     /// streams take this policy. `None`: not announced, no repair at all.
     pub fec: Option<brisk_proto::fec::FecPolicy>,
     pub app: BriskWorkloadSpec,
+    /// When the sender changes address (`migrate_every`,
+    /// `nat_rebind_every`); none by default.
+    pub moves: crate::nat::Moves,
 }
 
 /// What the application on a brisk flow does, with the fields of that

@@ -119,6 +119,10 @@ pub struct BriskConfig {
     /// Path MTU discovery: on when a link of the scenario has an `mtu`,
     /// so that scenarios without one run as they always did.
     pub pmtud: bool,
+    /// Connection migration: on when the flow's sender moves
+    /// (`migrate_every`, `nat_rebind_every`), so that other flows run as
+    /// they always did.
+    pub migration: bool,
     /// IP + UDP header bytes: datagrams fill [`MTU_BYTES`] with them.
     pub header_len: usize,
     pub start: Instant,
@@ -140,6 +144,7 @@ impl BriskConfig {
             ecn: self.ecn,
             ack_frequency: self.ack_frequency,
             pmtud: self.pmtud,
+            migration: self.migration,
             ..TransportConfig::default()
         };
         if let Some(policy) = self.fec {
@@ -703,5 +708,13 @@ impl FlowApp for BriskFlow {
         if self.spare.len() < SPARE_BUFFERS {
             self.spare.push(datagram);
         }
+    }
+
+    fn on_moved(&mut self, now: Instant) {
+        if let Some(c) = self.client_conn.and_then(|h| self.client.connection_mut(h)) {
+            c.migrate(now);
+        }
+        self.touch(End::Sender);
+        self.read_timers();
     }
 }
