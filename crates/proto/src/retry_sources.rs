@@ -39,7 +39,8 @@ use std::hash::Hash;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
-/// Keys each table counts per window at most (about 80 KB for both).
+/// Keys each table counts per window at most (both tables full hold
+/// about 200 KB).
 const MAX_SOURCES: usize = 1024;
 /// How long counts last before the tables are cleared.
 const WINDOW: Duration = Duration::from_secs(1);
