@@ -39,9 +39,15 @@ use tokio::io::unix::AsyncFd;
 
 /// Turns before the task yields to others even when there is more work.
 const MAX_TURNS: usize = 64;
-/// Receive calls per turn: one batch, and one more when the first only
-/// collected a pending error (the kernel reports it ahead of any datagram).
-const RECV_CALLS_PER_TURN: usize = 2;
+/// Receive calls on the listening socket per turn at most: batches while
+/// each comes back full (a call that only collected a pending error, which
+/// the kernel reports ahead of any datagram, counts too). Under a flood of
+/// forged Initials each costs the core only its parsing (a source past its
+/// Retry share gets nothing), so the task can take 512 a turn and still
+/// serve established connections every fraction of a millisecond; at one
+/// batch a turn the kernel dropped about half of what reached the
+/// listening socket, a newcomer's Initials among the forgeries.
+const LISTEN_CALLS_PER_TURN: usize = 16;
 /// Times woken readers may run first before the task pulls regardless: a
 /// response that arrives in two pieces wakes its reader twice, and a
 /// reader woken through another task (a server's accept loop that spawns
@@ -103,14 +109,16 @@ impl Driver {
     }
 
     /// Reads the error queue (bounded) if it may hold entries, then the
-    /// connections' own sockets that hold datagrams, then one batch of
-    /// the listening socket; true if anything was read.
+    /// connections' own sockets that hold datagrams, then the listening
+    /// socket, up to [`LISTEN_CALLS_PER_TURN`] batches; true if anything
+    /// was read.
     ///
     /// Established connections come first and the listening socket gets
-    /// one batch a turn: under a flood of new or forged handshakes the
-    /// rest waits in (and overflows from) the listening socket's buffer,
-    /// dropped by the kernel at no cost to this task, while established
-    /// traffic keeps its own buffers and is served every turn.
+    /// a bounded share of each turn: under a flood of new or forged
+    /// handshakes what exceeds it waits in (and overflows from) the
+    /// listening socket's buffer, dropped by the kernel at no cost to this
+    /// task, while established traffic keeps its own buffers and is
+    /// served every turn.
     fn receive(&mut self, cx: &mut Context<'_>, st: &mut State) -> Result<bool, EndpointError> {
         let mut any = false;
         if self.socket.errors_pending() {
@@ -147,29 +155,41 @@ impl Driver {
                 looks.push(h);
             }
         };
-        for _ in 0..RECV_CALLS_PER_TURN {
-            match self.socket.poll_recv(cx, &mut deliver) {
-                Poll::Ready(Ok(got)) => {
-                    any = true;
-                    if got > 0 {
-                        break;
+        // Kept busy by its connections' own sockets, the task polls
+        // tokio's reactor rarely, so the reactor may not know yet that the
+        // listening socket holds datagrams: then the socket itself is
+        // asked, so new clients are not left waiting for the reactor.
+        let mut ask_reactor = true;
+        let mut calls = 0;
+        while calls < LISTEN_CALLS_PER_TURN {
+            calls += 1;
+            let got = if ask_reactor {
+                match self.socket.poll_recv(cx, &mut deliver) {
+                    Poll::Ready(Ok(got)) => {
+                        any = true;
+                        got
                     }
+                    Poll::Ready(Err(e)) => return Err(EndpointError::new("receive", &e)),
+                    Poll::Pending if own && calls == 1 => {
+                        ask_reactor = false;
+                        continue;
+                    }
+                    Poll::Pending => break,
                 }
-                Poll::Ready(Err(e)) => return Err(EndpointError::new("receive", &e)),
-                Poll::Pending => {
-                    // Kept busy by its connections' own sockets, the task
-                    // polls tokio's reactor rarely: ask the listening
-                    // socket itself, so new clients are not left waiting
-                    // for the reactor to notice them.
-                    if own {
-                        let got = self
-                            .socket
-                            .try_recv(&mut deliver)
-                            .map_err(|e| EndpointError::new("receive", &e))?;
-                        any |= got > 0;
-                    }
+            } else {
+                let got = self
+                    .socket
+                    .try_recv(&mut deliver)
+                    .map_err(|e| EndpointError::new("receive", &e))?;
+                if got == 0 {
                     break;
                 }
+                any = true;
+                got
+            };
+            // A batch short of full emptied the socket.
+            if got > 0 && got < sys::BATCH {
+                break;
             }
         }
         self.adopt_looked(st);

@@ -159,6 +159,10 @@ pub struct FloodReport {
     /// (none of their Initials drew a Retry); the other failures got at
     /// least the Retry.
     pub newcomers_unanswered: u32,
+    /// Failed newcomers that heard only the server's Retry: their
+    /// Initials carrying its token were all lost (or unanswered). The
+    /// rest of the failures heard more and timed out mid-handshake.
+    pub newcomers_retry_only: u32,
     /// Bytes the process's live allocations hold, counted by the
     /// allocator itself ([`crate::heap::CountingAllocator`]); `None` when
     /// the process does not run on it.
@@ -256,9 +260,13 @@ impl FloodReport {
                 match self.newcomers_tried - self.newcomers_connected.min(self.newcomers_tried) {
                     0 => String::new(),
                     failed => format!(
-                        " ({failed} failed: {} never heard the server, {} got its Retry)",
+                        " ({failed} failed: {} never heard the server, {} heard only its Retry, \
+                         {} timed out later in the handshake)",
                         self.newcomers_unanswered,
-                        failed.saturating_sub(self.newcomers_unanswered)
+                        self.newcomers_retry_only,
+                        failed
+                            .saturating_sub(self.newcomers_unanswered)
+                            .saturating_sub(self.newcomers_retry_only)
                     ),
                 },
             retries = self.retries_sent,
@@ -594,8 +602,9 @@ async fn measure_async(
                     }
                     let connected = connected.is_ok();
                     // What a failed newcomer heard: nothing (its Initials
-                    // never got an answer) or the server's Retry at least.
-                    let heard = newcomer.stats().proto.datagrams_received > 0;
+                    // never got an answer), the server's Retry alone, or
+                    // more.
+                    let heard = newcomer.stats().proto.datagrams_received;
                     // Its socket and buffers (a failed attempt's too) are
                     // gone before the memory is read again.
                     let _ = tokio::time::timeout(NEWCOMER_DRAIN, newcomer.wait_idle()).await;
@@ -603,7 +612,8 @@ async fn measure_async(
                 }));
                 tokio::time::sleep(every).await;
             }
-            let (mut connected, mut slowest, mut unanswered) = (0u32, Duration::ZERO, 0u32);
+            let (mut connected, mut slowest) = (0u32, Duration::ZERO);
+            let (mut unanswered, mut retry_only) = (0u32, 0u32);
             let tried = u32::try_from(attempts.len()).unwrap_or(u32::MAX);
             for attempt in attempts {
                 match attempt.await {
@@ -611,11 +621,12 @@ async fn measure_async(
                         connected += 1;
                         slowest = slowest.max(took);
                     }
-                    Ok(Some(Err(false))) => unanswered += 1,
+                    Ok(Some(Err(0))) => unanswered += 1,
+                    Ok(Some(Err(1))) => retry_only += 1,
                     _ => {}
                 }
             }
-            (tried, connected, slowest, unanswered)
+            (tried, connected, slowest, unanswered, retry_only)
         })
     };
     // Let the flood reach its rate before the transfer starts.
@@ -627,7 +638,7 @@ async fn measure_async(
         .map_err(|_| BenchError::Protocol("flood: the attacker's waiter panicked"))?
         .map_err(|_| BenchError::Protocol("flood: the attacker's waiter panicked"))?
         .map_err(BenchError::io("flood: wait for the attacker"))?;
-    let (tried, connected, slowest, unanswered) = newcomers
+    let (tried, connected, slowest, unanswered, retry_only) = newcomers
         .await
         .map_err(|_| BenchError::Protocol("flood: the newcomers' task panicked"))?;
     let flooded = flooded?;
@@ -665,6 +676,7 @@ async fn measure_async(
         newcomers_connected: connected,
         newcomer_slowest_ms: slowest.as_secs_f64() * 1e3,
         newcomers_unanswered: unanswered,
+        newcomers_retry_only: retry_only,
         live_before_kib: live_before,
         live_after_kib: live_after,
         largest_growth,

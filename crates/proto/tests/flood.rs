@@ -191,11 +191,12 @@ fn a_forged_handshake_flood_costs_the_server_retries_not_state() {
                 waited.as_millis() <= 100,
                 "{tag}: newcomer waited {waited:?}"
             );
-            // Nearly every forgery got a Retry, none of them state.
-            assert!(
-                attacked.stats.retries_sent >= attacked.forged * 99 / 100,
-                "{tag}"
-            );
+            // Nearly every forgery got a Retry, or nothing once its
+            // address had spent its ports' Retry shares for the second
+            // (the flood comes from 256 IPv4 addresses, or one IPv6 /64);
+            // none of them state.
+            let stateless = attacked.stats.retries_sent + attacked.stats.retries_withheld;
+            assert!(stateless >= attacked.forged * 99 / 100, "{tag}");
             // Key agreements: the two real clients, then the half-open
             // threshold (64) at once and 64 a second of failed ones.
             let handshakes = attacked.stats.connections_accepted + attacked.stats.handshake_failed;
