@@ -1,11 +1,12 @@
 //! `brisk get brisk://HOST:PORT/PATH --server-key KEY [-o FILE]`: fetches
 //! one file from `brisk serve` and checks its length and SHA-256 before
-//! keeping it. On a terminal it shows a progress bar; at the end it prints
+//! keeping it. The request rides in the first flight (early data) unless
+//! `--no-early`, so the answer starts one round trip after the start. On a terminal it shows a progress bar; at the end it prints
 //! when each phase ended, as `curl -w` does (handshake, first byte, total),
 //! or all of it as one JSON object with `--json`.
 
 use anyhow::{Context, Result, bail};
-use brisk_io::{Endpoint, EndpointConfig, keys};
+use brisk_io::{ConnectError, Endpoint, EndpointConfig, Idempotent, keys};
 use indicatif::ProgressBar;
 use serde_json::json;
 use sha2::{Digest, Sha256};
@@ -30,6 +31,11 @@ pub struct GetArgs {
     /// Print the result and timings as one JSON object on stdout.
     #[arg(long)]
     json: bool,
+    /// Send the request only after the handshake, one round trip later,
+    /// instead of in the first flight (early data; a file read is safe to
+    /// repeat, and the server refuses replays it has seen).
+    #[arg(long)]
+    no_early: bool,
 }
 
 /// The parts of a `brisk://` URL.
@@ -116,12 +122,34 @@ pub fn run(args: GetArgs) -> Result<()> {
         let addr = resolve(&url.host, url.port).await?;
         let client = client_for(addr, timeout)?;
         let start = Instant::now();
-        let conn = client.connect(addr, key).await?;
+        let request = format!("GET {}\n", url.path);
+        // In the first flight the request reaches the server half a round
+        // trip in, and the answer starts one round trip after we began.
+        let early = if args.no_early {
+            None
+        } else {
+            match client
+                .connect_with_request(addr, key, Idempotent::declare(request.as_bytes()))
+                .await
+            {
+                Ok(sent) => Some(sent),
+                // Too long for a first flight: send it after the handshake.
+                Err(ConnectError::EarlyData(_)) => None,
+                Err(e) => return Err(e.into()),
+            }
+        };
+        let early_data = early.is_some();
+        let (conn, s) = match early {
+            Some(sent) => sent,
+            None => {
+                let conn = client.connect(addr, key).await?;
+                let mut s = conn.open_stream().await?;
+                s.write_all(request.as_bytes()).await?;
+                s.shutdown().await?;
+                (conn, s)
+            }
+        };
         let handshake = start.elapsed();
-        let mut s = conn.open_stream().await?;
-        s.write_all(format!("GET {}\n", url.path).as_bytes())
-            .await?;
-        s.shutdown().await?;
         let mut r = BufReader::with_capacity(1 << 20, s);
         let header = read_line(&mut r).await?;
         let first_byte = start.elapsed();
@@ -175,6 +203,7 @@ pub fn run(args: GetArgs) -> Result<()> {
                     "sha256": actual,
                     "verified": true,
                     "remote": addr.to_string(),
+                    "early_data": early_data,
                     "handshake_s": handshake.as_secs_f64(),
                     "first_byte_s": first_byte.as_secs_f64(),
                     "total_s": total,
@@ -189,10 +218,15 @@ pub fn run(args: GetArgs) -> Result<()> {
                 output.display()
             );
             eprintln!(
-                "brisk: {addr}: handshake {:.1} ms, first byte {:.1} ms, total {:.1} ms",
+                "brisk: {addr}: handshake {:.1} ms, first byte {:.1} ms, total {:.1} ms ({})",
                 handshake.as_secs_f64() * 1000.0,
                 first_byte.as_secs_f64() * 1000.0,
-                total * 1000.0
+                total * 1000.0,
+                if early_data {
+                    "request in the first flight"
+                } else {
+                    "request after the handshake"
+                }
             );
         }
         conn.close(0, b"done");

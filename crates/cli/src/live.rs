@@ -92,7 +92,11 @@ pub fn run(args: LiveArgs) -> Result<()> {
         }),
         _ => bail!("give one of --client 'CMD', --shell or --bulk tcp"),
     };
+    let text = std::fs::read_to_string(&args.scenario)?;
+    let optimizer = brisk_live::optimizer_table::parse(&text)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", args.scenario.display()))?;
     let mut lab = LabConfig::new(scenario.network);
+    lab.optimizer = optimizer;
     lab.name = scenario.name;
     lab.seed = args.seed.unwrap_or(scenario.seed);
     lab.ip = scenario.ip.into();

@@ -1,6 +1,6 @@
-//! `brisk sweep GRID.toml [--store DIR] [--jobs N] [--csv FILE]`: runs a
-//! grid of scenarios (see docs/SWEEPS.md), skipping the runs its store
-//! already holds.
+//! `brisk sweep GRID.toml [--store DIR] [--jobs N] [--csv FILE] [--plots DIR]`:
+//! runs a grid of scenarios (see docs/SWEEPS.md), skipping the runs its
+//! store already holds, and optionally draws Pantheon-style comparisons.
 
 use crate::progress;
 use anyhow::{Context, Result};
@@ -23,6 +23,14 @@ pub struct SweepArgs {
     /// Also write the grid's run rows (run now or read back) as CSV.
     #[arg(long)]
     csv: Option<PathBuf>,
+    /// Draw Pantheon-style comparisons into this directory: one SVG per
+    /// path (each combination of the other axes), throughput against
+    /// 95th-percentile one-way delay, a dot per run of each scheme.
+    #[arg(long, value_name = "DIR")]
+    plots: Option<PathBuf>,
+    /// The axis whose values are the schemes compared in --plots.
+    #[arg(long, default_value = "flows[0].cc")]
+    schemes: String,
 }
 
 pub fn run(args: SweepArgs) -> Result<()> {
@@ -78,6 +86,36 @@ pub fn run(args: SweepArgs) -> Result<()> {
         write_csv(path, &outcome.runs)
             .with_context(|| format!("cannot write {}", path.display()))?;
         println!("csv {}", path.display());
+    }
+    if let Some(dir) = &args.plots {
+        write_plots(dir, &grid, &outcome.flows, &args.schemes)?;
+    }
+    Ok(())
+}
+
+/// One SVG per panel of the comparison, named by the grid and the panel's
+/// place in grid order, with a line per panel saying what it shows.
+fn write_plots(dir: &Path, grid: &Grid, flows: &[Row], schemes: &str) -> Result<()> {
+    let panels = brisk_sweep::compare::panels(grid, flows, schemes)?;
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    for (i, panel) in panels.iter().enumerate() {
+        let path = dir.join(format!("{}-{:02}.svg", grid.name, i + 1));
+        std::fs::write(&path, panel.svg()?)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        let means: Vec<String> = panel
+            .schemes
+            .iter()
+            .filter_map(|s| {
+                let (delay_ms, mbps) = s.mean()?;
+                Some(format!("{} {mbps:.2} Mbit/s at {delay_ms:.1} ms", s.name))
+            })
+            .collect();
+        println!(
+            "plot {}: {}: {}",
+            path.display(),
+            panel.title,
+            means.join("; ")
+        );
     }
     Ok(())
 }

@@ -167,6 +167,10 @@ fn serve_and_get_move_a_file_with_its_hash_and_timings() {
         "{r}"
     );
     assert!(r["bits_per_second"].as_f64().unwrap() > 0.0);
+    assert_eq!(
+        r["early_data"], true,
+        "the request rode in the first flight"
+    );
     assert!(text(&out.stderr).is_empty(), "{}", text(&out.stderr));
 
     // Text mode: the curl -w style breakdown on stderr, no progress bar
@@ -192,6 +196,18 @@ fn serve_and_get_move_a_file_with_its_hash_and_timings() {
     }
     assert!(!err.contains('\r') && !err.contains('\u{1b}'), "{err:?}");
     assert_eq!(std::fs::read(&copy2).unwrap(), data);
+
+    // The request after the handshake, as before early data.
+    let copy3 = dir.path().join("copy3.bin");
+    let out = run_ok(
+        brisk()
+            .args(["get", &url, "--json", "--no-early", "--server-key"])
+            .arg(&public)
+            .arg("-o")
+            .arg(&copy3),
+    );
+    assert_eq!(json(&out)["early_data"], false);
+    assert_eq!(std::fs::read(&copy3).unwrap(), data);
 }
 
 /// A perf server on loopback.

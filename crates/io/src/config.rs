@@ -6,8 +6,9 @@ use brisk_proto::crypto::Keypair;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-/// The largest UDP payload sent over IPv4 until path MTU discovery lands:
-/// a 1500-byte Ethernet MTU minus 20 (IPv4) and 8 (UDP) bytes of headers,
+/// The largest UDP payload path MTU discovery probes for over IPv4 (it
+/// starts at 1200): a 1500-byte Ethernet MTU minus 20 (IPv4) and 8 (UDP)
+/// bytes of headers,
 /// and 20 more for one layer of tunnelling (PPPoE, GRE, VXLAN take 8-50).
 pub const DEFAULT_DATAGRAM_V4: u64 = 1452;
 /// The same over IPv6, whose header is 20 bytes larger.

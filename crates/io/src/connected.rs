@@ -1,5 +1,5 @@
-//! A server's per-connection sockets: each established, address-proved
-//! connection gets a UDP socket of its own, bound to the listening
+//! A server's per-connection sockets: each address-proved connection
+//! (a handshake whose Retry token proved the address included) gets a UDP socket of its own, bound to the listening
 //! socket's address and port (`SO_REUSEPORT`) and `connect`ed to the
 //! client, so the kernel queues that client's datagrams there and not in
 //! the listening socket's receive buffer. The kernel tells sockets apart
@@ -25,8 +25,10 @@
 //! - clients, which have one socket per endpoint anyway.
 //!
 //! Life cycle: a connection is given a socket the first time one of its
-//! datagrams comes through the listening socket once it is established
-//! and address-proved; it moves to another when its peer address changes
+//! datagrams comes through the listening socket once its address is
+//! proved (the Initial with a valid Retry token is such a datagram, so
+//! the rest of that handshake already skips the listening socket); it
+//! moves to another when its peer address changes
 //! (NAT rebinding: the new address's datagrams reach the listening socket
 //! and are routed by connection ID meanwhile); a socket is closed when
 //! its last connection moved away or the core forgot it. When no socket
@@ -146,8 +148,8 @@ impl ConnectedSockets {
         }
     }
 
-    /// Gives connection `h` (at `peer`, `ready`: established and
-    /// address-proved) the socket connected to `peer`, opening it if no
+    /// Gives connection `h` (at `peer`, `ready`: address-proved and not
+    /// closing) the socket connected to `peer`, opening it if no
     /// other connection has, and leaving one connected elsewhere.
     /// Nothing for a connection not ready yet.
     pub fn adopt(&mut self, h: ConnectionHandle, peer: SocketAddr, ready: bool, gro: bool) {

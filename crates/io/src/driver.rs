@@ -15,8 +15,8 @@
 //! Socket errors (sorted by [`crate::socket_error`]): transient ones and
 //! peers' are counted and survived; each error-queue entry is applied to
 //! the connections of the address it names (a handshake whose own
-//! datagram drew it fails at once; a "too big" records the path MTU it
-//! reports). The queue is read at most [`MAX_ERRORS_PER_TURN`] entries a
+//! datagram drew it fails at once; a "too big" hands the path MTU it
+//! reports to the connections' path MTU discovery). The queue is read at most [`MAX_ERRORS_PER_TURN`] entries a
 //! turn, so a flood of ICMP errors cannot starve the datagrams behind it,
 //! and also while idle (the socket's `POLLERR`). Only a broken socket or
 //! timer ends the task, with an [`EndpointError`] the handles report.
@@ -28,6 +28,7 @@ use crate::socket::{DatagramError, Socket};
 use crate::socket_error::{MAX_ERRORS_PER_TURN, ReportKind};
 use crate::state::{MAX_KEPT_HANDLES, MAX_QUEUED_DATAGRAMS, Shared, State};
 use crate::sys::{self, TimerFd};
+use brisk_proto::ConnState;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
@@ -176,20 +177,28 @@ impl Driver {
     }
 
     /// Gives each connection seen on the listening socket this turn a
-    /// socket of its own once it is established and its peer's address
-    /// proved, or a new one when its peer's address changed.
+    /// socket of its own once its peer's address is proved, or a new one
+    /// when its peer's address changed. A handshake whose Initial carried
+    /// a valid Retry token gets one at once: the rest of its handshake
+    /// then bypasses the listening socket, which a flood of forged
+    /// Initials keeps full (before, a newcomer's every handshake datagram
+    /// had to get through it).
     fn adopt_looked(&mut self, st: &State) {
         let Some(connected) = self.connected.as_mut() else {
             self.looks.clear();
             return;
         };
         let gro = self.socket.stats.gro;
+        let trusted = |c: &brisk_proto::Connection| {
+            let live = matches!(c.state(), ConnState::Handshake | ConnState::Established);
+            (c.remote_address(), live && c.is_address_validated())
+        };
         for h in self.looks.drain(..) {
+            // A handshake the core started in this turn has no cell yet.
             let seen = st
-                .peek(h, |_, c| {
-                    c.map(|c| (c.remote_address(), c.is_established() && !c.is_half_open()))
-                })
-                .flatten();
+                .peek(h, |_, c| c.map(trusted))
+                .flatten()
+                .or_else(|| st.ep.connection(h).map(trusted));
             if let Some((peer, ready)) = seen {
                 connected.adopt(h, peer, ready, gro);
             }
@@ -510,16 +519,17 @@ enum Outcome {
 }
 
 /// Applies one error-queue entry (or refused send) to the connections of
-/// the address it names. A "too big" report only records the MTU it
-/// names: the datagram was lost, the connection goes on (a spoofed one
-/// must not end it). Any other error fails only the handshake whose own
+/// the address it names. A "too big" report hands the MTU it names to
+/// the connections' path MTU discovery, which ignores implausible sizes:
+/// the datagram was lost, the connection goes on (a spoofed one must not
+/// end it). Any other error fails only the handshake whose own
 /// datagram drew it (matched by the quoted connection ID): an established
 /// connection's short header names nobody an attacker could not also
 /// name, and its loss recovery or idle timeout handles a dead path.
 fn apply_report(st: &mut State, e: &DatagramError) {
     if e.report.kind() == ReportKind::TooBig {
         if let Some(mtu) = e.report.mtu() {
-            st.record_path_mtu(e.destination, mtu);
+            st.record_path_mtu(e.destination, mtu, &e.head);
         }
         return;
     }

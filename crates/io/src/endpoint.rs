@@ -9,8 +9,10 @@ use crate::error::{ConnectError, ConnectionError, EndpointError};
 use crate::keys;
 use crate::socket::{Socket, SocketStats};
 use crate::state::{Shared, State};
+use crate::stream::Stream;
 use brisk_proto::crypto::KEY_LEN;
-use brisk_proto::{ClientConfig, Endpoint as ProtoEndpoint};
+use brisk_proto::streams::StreamId;
+use brisk_proto::{ClientConfig, Endpoint as ProtoEndpoint, Idempotent};
 use std::future::poll_fn;
 use std::io;
 use std::net::SocketAddr;
@@ -46,6 +48,8 @@ impl Endpoint {
     pub fn server(config: ServerConfig) -> io::Result<Endpoint> {
         let mut proto = brisk_proto::ServerConfig::new(config.keypair.clone());
         proto.accept_early_data = config.accept_early_data;
+        // The endpoint's clock starts now (`start`).
+        proto.wall_clock_at_zero = crate::wall_clock::at_zero(brisk_time::Instant::ZERO);
         (proto.transport, proto.max_connections) = config.within_budget();
         proto.admission = config.admission.clone();
         // A server cannot ask the route to each client: off loopback it
@@ -57,6 +61,8 @@ impl Endpoint {
         };
         proto.transport.max_datagram_size =
             config.endpoint.datagram_size_within(config.listen, mtu);
+        // That size is only a ceiling: each path's own is found by probing.
+        proto.transport.pmtud = true;
         let public = config.keypair.public();
         Self::start(config.listen, config.endpoint, Some(proto), Some(public))
     }
@@ -154,11 +160,52 @@ impl Endpoint {
         addr: SocketAddr,
         config: ClientConfig,
     ) -> Result<Connection, ConnectError> {
+        self.connect_sending(addr, config, None)
+            .await
+            .map(|(conn, _)| conn)
+    }
+
+    /// Connects to the server at `addr` whose static public key is
+    /// `server_key` with `request` in the first flight (Noise IK early
+    /// data), and returns the connection and the stream the request went
+    /// on, its sending half finished: the server can answer half a round
+    /// trip after the first flight leaves, so the answer's first byte
+    /// arrives one round trip after the call, as on a warm connection.
+    /// The request must be safe to process twice ([`Idempotent`]): the
+    /// server refuses replays it remembers, but a copy sent to another
+    /// server process holding the same key is not one of them. A server
+    /// that refuses early data gets the same bytes one round trip later.
+    /// At most 900 bytes.
+    pub async fn connect_with_request(
+        &self,
+        addr: SocketAddr,
+        server_key: [u8; KEY_LEN],
+        request: Idempotent<'_>,
+    ) -> Result<(Connection, Stream), ConnectError> {
+        let mut config = ClientConfig::new(Some(server_key));
+        config.transport = self.config.transport.clone();
+        let (conn, id) = self.connect_sending(addr, config, Some(request)).await?;
+        // A handshake that succeeded with early data named its stream.
+        let id = id.ok_or(ConnectError::EarlyData(
+            brisk_proto::EarlyDataError::TooLate,
+        ))?;
+        let stream = Stream::new(conn.clone(), id);
+        Ok((conn, stream))
+    }
+
+    /// Connects, with `early` as the first flight's early data if given
+    /// (then also the stream it went on).
+    async fn connect_sending(
+        &self,
+        addr: SocketAddr,
+        config: ClientConfig,
+        early: Option<Idempotent<'_>>,
+    ) -> Result<(Connection, Option<StreamId>), ConnectError> {
         let timeout = self.config.handshake_timeout;
         let Some(pinned) = config.server_static_key else {
-            return self.handshake(addr, config, timeout).await;
+            return self.handshake(addr, config, early, timeout).await;
         };
-        match self.handshake(addr, config.clone(), timeout).await {
+        match self.handshake(addr, config.clone(), early, timeout).await {
             Err(ConnectError::TimedOut { .. }) => {}
             other => return other,
         }
@@ -170,7 +217,7 @@ impl Endpoint {
             addr,
             after: timeout,
         };
-        let Ok(probe) = self.handshake(addr, probe_config, timeout / 2).await else {
+        let Ok((probe, _)) = self.handshake(addr, probe_config, None, timeout / 2).await else {
             return Err(timed_out);
         };
         let presented = probe.remote_static_key();
@@ -189,10 +236,14 @@ impl Endpoint {
         &self,
         addr: SocketAddr,
         mut config: ClientConfig,
+        early: Option<Idempotent<'_>>,
         timeout: Duration,
-    ) -> Result<Connection, ConnectError> {
+    ) -> Result<(Connection, Option<StreamId>), ConnectError> {
         let mtu = crate::socket::route_mtu(addr).ok();
         config.transport.max_datagram_size = self.config.datagram_size_within(addr, mtu);
+        // The first flight is 1200 bytes, so a path with a smaller hop than
+        // the local route still connects; larger sizes are probed.
+        config.transport.pmtud = true;
         let conn = {
             let mut st = self.shared.lock();
             if let Some(reason) = &st.stopped {
@@ -202,14 +253,38 @@ impl Endpoint {
                 });
             }
             let now = st.now();
+            config.wall_clock_at_zero = crate::wall_clock::at_zero(now);
             let h = st.ep.connect(now, addr, config)?;
+            let early_id = match (early, st.ep.connection_mut(h)) {
+                (Some(request), Some(c)) => {
+                    let sent = c.send_early(request).and_then(|id| {
+                        c.finish(id)
+                            .map(|()| id)
+                            .map_err(|_| brisk_proto::EarlyDataError::StreamsBlocked)
+                    });
+                    match sent {
+                        Ok(id) => Some(id),
+                        Err(e) => {
+                            c.close(now, 0, b"");
+                            return Err(ConnectError::EarlyData(e));
+                        }
+                    }
+                }
+                (Some(_), None) => {
+                    return Err(ConnectError::EarlyData(
+                        brisk_proto::EarlyDataError::TooLate,
+                    ));
+                }
+                (None, _) => None,
+            };
             let cell = st.cell(h);
             drop(st);
             self.shared.wake_driver();
-            Connection::new(self.shared.clone(), cell)
+            (Connection::new(self.shared.clone(), cell), early_id)
         };
+        let (conn, early_id) = conn;
         match tokio::time::timeout(timeout, conn.established()).await {
-            Ok(Ok(())) => Ok(conn),
+            Ok(Ok(())) => Ok((conn, early_id)),
             Ok(Err(reason)) => Err(ConnectError::Failed { addr, reason }),
             Err(_) => Err(ConnectError::TimedOut {
                 addr,

@@ -81,6 +81,10 @@ pub enum ConnectError {
         after.as_millis()
     )]
     TimedOut { addr: SocketAddr, after: Duration },
+    /// The request cannot ride in the first flight (too large, or the
+    /// configuration does not allow early data).
+    #[error("early data refused before sending: {0}")]
+    EarlyData(#[from] brisk_proto::EarlyDataError),
     #[error("connection to {addr} failed: {reason}")]
     Failed {
         addr: SocketAddr,

@@ -7,7 +7,8 @@
 //! on it.
 //!
 //! Modules:
-//! - [`endpoint`]: [`Endpoint`] (`server`, `client`, `connect`, `accept`,
+//! - [`endpoint`]: [`Endpoint`] (`server`, `client`, `connect`,
+//!   `connect_with_request` (a request in the first flight), `accept`,
 //!   `close`, `abort`, `stats`);
 //! - [`connection`]: [`Connection`] (streams, `writable`, `stats`, `close`);
 //! - [`datagram`]: unreliable datagrams on a [`Connection`]
@@ -22,8 +23,9 @@
 //!   lock), `driver`
 //!   (the endpoint task), [`socket`] (batching, GSO/GRO, ECN control
 //!   messages), [`socket_error`] (which socket errors are transient, a
-//!   peer's, or fatal; ICMP error kinds) and `sys`, the one file with
-//!   `unsafe` system calls.
+//!   peer's, or fatal; ICMP error kinds), `wall_clock` (where the core's
+//!   time zero lies on the wall clock, for early data's replay window)
+//!   and `sys`, the one file with `unsafe` system calls.
 
 // System calls live in `sys`, the one module that allows `unsafe`.
 #![deny(unsafe_code)]
@@ -43,9 +45,10 @@ pub mod socket_error;
 mod state;
 pub mod stream;
 mod sys;
+mod wall_clock;
 
 pub use brisk_proto::crypto::{KEY_LEN, Keypair};
-pub use brisk_proto::{ConnectionStats, TransportConfig};
+pub use brisk_proto::{ConnectionStats, Idempotent, TransportConfig};
 pub use config::{EndpointConfig, ServerConfig, SocketConfig};
 pub use connection::Connection;
 pub use datagram::DatagramSendError;

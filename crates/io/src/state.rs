@@ -539,18 +539,27 @@ impl State {
         }
     }
 
-    /// Records `mtu` on every connection to `peer`, for path MTU discovery
-    /// to validate and use.
-    pub fn record_path_mtu(&mut self, peer: SocketAddr, mtu: u32) {
+    /// Records `mtu` on every connection to `peer` and hands it to their
+    /// path MTU discovery, which validates and uses it.
+    pub fn record_path_mtu(&mut self, peer: SocketAddr, mtu: u32, quoted: &[u8]) {
+        let now = self.now();
         for (h, cell) in &self.conns {
             let mut slot = cell.lock();
             let ConnSlot { io, core } = &mut *slot;
+            let detached = core.is_some();
             let c = match core {
-                Some(c) => Some(&**c),
-                None => self.ep.connection(*h),
+                Some(c) => Some(&mut **c),
+                None => self.ep.connection_mut(*h),
             };
-            if c.is_some_and(|c| c.remote_address() == peer) {
+            if let Some(c) = c.filter(|c| c.remote_address() == peer) {
                 io.reported_path_mtu = Some(mtu);
+                // Path MTU discovery checks the size is plausible, and
+                // resends what was too big.
+                c.handle_packet_too_big(now, mtu, quoted);
+                if detached {
+                    self.ready.insert(*h);
+                    self.active.insert(*h);
+                }
             }
         }
     }

@@ -9,7 +9,7 @@
 
 mod common;
 
-use brisk_io::{Connection, Endpoint, EndpointConfig, Stream};
+use brisk_io::{Connection, Endpoint, EndpointConfig, ServerConfig, Stream};
 use common::*;
 use sha2::{Digest, Sha256};
 use std::net::{SocketAddr, UdpSocket as StdUdpSocket};
@@ -358,4 +358,48 @@ async fn a_second_server_cannot_take_the_port() {
             Err(std::io::ErrorKind::AddrInUse)
         );
     }
+}
+
+/// With Retry (always, as a loaded server answers), a client's Initial
+/// with the token proves its address, and its handshake gets its own
+/// socket at once: the listening socket reads only the two Initials, and
+/// every later datagram of the handshake and the upload arrives on the
+/// connection's socket, where a flood of forged Initials cannot drop it.
+async fn a_retry_proved_handshake_leaves_the_listening_socket(v6: bool) {
+    let mut c = ServerConfig::new(loopback(v6), keypair(1));
+    c.endpoint = config();
+    c.admission.retry = brisk_proto::RetryPolicy::Always;
+    let server = Endpoint::server(c).expect("a server");
+    let (addr, key) = (server.local_addr(), server.public_key().unwrap());
+    spawn_hash_server(server.clone());
+    let client = client(v6);
+    let conn = client.connect(addr, key).await.expect("connect");
+    // Handshake messages the client resent (a loaded machine may delay
+    // the server past the client's probe timeout): each can reach the
+    // listening socket before the handshake's socket opens.
+    let resent = conn.stats().map_or(0, |s| s.ptos);
+    upload(&conn, 100_000, 3).await;
+    let s = server.stats();
+    assert_eq!(s.proto.retries_sent, 1);
+    let listening = listening_received(&server);
+    assert!(
+        (2..=2 + resent).contains(&listening),
+        "only the Initial and the Initial with the token (resent {resent} times) should \
+         reach the listening socket, not {listening}"
+    );
+    assert!(
+        s.socket.connected.datagrams > 10,
+        "{:?}",
+        s.socket.connected
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_proved_handshake_leaves_the_listening_socket_v4() {
+    a_retry_proved_handshake_leaves_the_listening_socket(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_proved_handshake_leaves_the_listening_socket_v6() {
+    a_retry_proved_handshake_leaves_the_listening_socket(true).await;
 }

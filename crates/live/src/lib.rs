@@ -43,6 +43,7 @@ pub mod error;
 pub mod lab;
 pub mod names;
 pub mod netns;
+pub mod optimizer_table;
 pub mod process;
 pub mod recipes;
 pub mod registry;

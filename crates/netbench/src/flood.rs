@@ -155,6 +155,10 @@ pub struct FloodReport {
     pub newcomers_tried: u32,
     pub newcomers_connected: u32,
     pub newcomer_slowest_ms: f64,
+    /// Newcomers that failed without hearing anything from the server
+    /// (none of their Initials drew a Retry); the other failures got at
+    /// least the Retry.
+    pub newcomers_unanswered: u32,
     /// Bytes the process's live allocations hold, counted by the
     /// allocator itself ([`crate::heap::CountingAllocator`]); `None` when
     /// the process does not run on it.
@@ -180,6 +184,9 @@ pub struct FloodReport {
 
     pub attack: AttackReport,
     pub retries_sent: u64,
+    /// Forged Initials left unanswered: their source had drawn its Retry
+    /// packets for that second without echoing a token.
+    pub retries_withheld: u64,
     pub handshakes: u64,
     pub half_open_after: usize,
 }
@@ -215,7 +222,8 @@ impl FloodReport {
             "forged Noise {pattern} handshake initiations over {ip}: {rate:.0} datagrams/s ({mb:.0} MB in {secs:.1} s) \
              from one process\n  transfer of {size} MB sent at {mbps} Mbit/s: {u:.3} s unloaded, \
              {f:.3} s under flood ({ratio:.2}x; goal 1.5x), SHA-256 {digest}\n  new clients: {ok} of {tried} connected during the flood, \
-             slowest {slow:.0} ms\n  server: {retries} Retry packets, {hs} handshakes, \
+             slowest {slow:.0} ms{unanswered}\n  server: {retries} Retry packets, {withheld} Initials of sources past their \
+             Retry share left unanswered, {hs} handshakes, \
              {half} half-open after, {drops} datagrams dropped at its full listening \
              socket, {own} read from connections' own sockets\n  \
              process memory, live allocations: {live} ({lg:+.1}%; goal within 10%){grew}\n  \
@@ -244,7 +252,17 @@ impl FloodReport {
             ok = self.newcomers_connected,
             tried = self.newcomers_tried,
             slow = self.newcomer_slowest_ms,
+            unanswered =
+                match self.newcomers_tried - self.newcomers_connected.min(self.newcomers_tried) {
+                    0 => String::new(),
+                    failed => format!(
+                        " ({failed} failed: {} never heard the server, {} got its Retry)",
+                        self.newcomers_unanswered,
+                        failed.saturating_sub(self.newcomers_unanswered)
+                    ),
+                },
             retries = self.retries_sent,
+            withheld = self.retries_withheld,
             hs = self.handshakes,
             half = self.half_open_after,
             drops = self.server_kernel_drops,
@@ -575,22 +593,29 @@ async fn measure_async(
                         c.close(0, b"hello");
                     }
                     let connected = connected.is_ok();
+                    // What a failed newcomer heard: nothing (its Initials
+                    // never got an answer) or the server's Retry at least.
+                    let heard = newcomer.stats().proto.datagrams_received > 0;
                     // Its socket and buffers (a failed attempt's too) are
                     // gone before the memory is read again.
                     let _ = tokio::time::timeout(NEWCOMER_DRAIN, newcomer.wait_idle()).await;
-                    connected.then_some(took)
+                    Some(if connected { Ok(took) } else { Err(heard) })
                 }));
                 tokio::time::sleep(every).await;
             }
-            let (mut connected, mut slowest) = (0u32, Duration::ZERO);
+            let (mut connected, mut slowest, mut unanswered) = (0u32, Duration::ZERO, 0u32);
             let tried = u32::try_from(attempts.len()).unwrap_or(u32::MAX);
             for attempt in attempts {
-                if let Ok(Some(took)) = attempt.await {
-                    connected += 1;
-                    slowest = slowest.max(took);
+                match attempt.await {
+                    Ok(Some(Ok(took))) => {
+                        connected += 1;
+                        slowest = slowest.max(took);
+                    }
+                    Ok(Some(Err(false))) => unanswered += 1,
+                    _ => {}
                 }
             }
-            (tried, connected, slowest)
+            (tried, connected, slowest, unanswered)
         })
     };
     // Let the flood reach its rate before the transfer starts.
@@ -602,7 +627,7 @@ async fn measure_async(
         .map_err(|_| BenchError::Protocol("flood: the attacker's waiter panicked"))?
         .map_err(|_| BenchError::Protocol("flood: the attacker's waiter panicked"))?
         .map_err(BenchError::io("flood: wait for the attacker"))?;
-    let (tried, connected, slowest) = newcomers
+    let (tried, connected, slowest, unanswered) = newcomers
         .await
         .map_err(|_| BenchError::Protocol("flood: the newcomers' task panicked"))?;
     let flooded = flooded?;
@@ -639,6 +664,7 @@ async fn measure_async(
         newcomers_tried: tried,
         newcomers_connected: connected,
         newcomer_slowest_ms: slowest.as_secs_f64() * 1e3,
+        newcomers_unanswered: unanswered,
         live_before_kib: live_before,
         live_after_kib: live_after,
         largest_growth,
@@ -650,6 +676,7 @@ async fn measure_async(
         rss_after_kib: rss_after,
         attack,
         retries_sent: stats.retries_sent,
+        retries_withheld: stats.retries_withheld,
         handshakes: stats.connections_accepted + stats.handshake_failed,
         half_open_after,
         server_kernel_drops: server_stats.socket.errors.kernel_drops,

@@ -36,7 +36,7 @@ pub use bottleneck::summary::{LinkResults, QueueResults};
 pub use bottleneck::{Bottleneck, BottleneckOutput, FlowLedger};
 pub use direction::Direction;
 pub use family::IpFamily;
-pub use link::{Link, LinkConfig, LinkEvent, LinkStats, LossCause, RateModel};
+pub use link::{Link, LinkConfig, LinkEvent, LinkStats, LossCause, MtuChange, RateModel};
 pub use network::{Network, NetworkError};
 pub use packet::Packet;
 pub use queue::{DropReason, Queue, QueueEvent, QueueStats};

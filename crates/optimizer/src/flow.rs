@@ -164,17 +164,43 @@ impl Flow {
         }
     }
 
-    /// The client's handshake ACK (or first data) completed the handshake:
-    /// start optimizing with what both sides negotiated.
-    pub(crate) fn establish(&mut self, seen: &Seen, negotiated: Negotiated) {
+    /// The client's handshake ACK (or first data), `datagram`, completed
+    /// the handshake: start optimizing with what both sides negotiated.
+    ///
+    /// The window this ACK offers the server is one the optimizer must
+    /// honour: local ACKs never move a right edge back, and the server may
+    /// fill that window long before the client acknowledges anything. A
+    /// client offering more than `room` (payload bytes the buffers can
+    /// hold) would have a window-abiding server overrun them, so the
+    /// window field is lowered to `room` (checksum fixed), the one change
+    /// the optimizer makes to a handshake; the client's own window reaches
+    /// the server again with the first ACK the optimizer forwards after it
+    /// stops. Returns true if it was lowered.
+    pub(crate) fn establish(
+        &mut self,
+        seen: &Seen,
+        negotiated: Negotiated,
+        room: u64,
+        datagram: &mut [u8],
+    ) -> bool {
         self.phase = Phase::Optimizing;
         self.negotiated = negotiated;
         self.client_next_seq = seen.seq.wrapping_add(seen.seq_len() as u32);
-        self.client_edge = u64::from(seen.window) << negotiated.client_window_shift;
+        let shift = negotiated.client_window_shift;
+        self.client_edge = u64::from(seen.window) << shift;
         self.advertised_edge = self.client_edge;
         if let Some((tsval, _)) = seen.options.timestamps {
             self.ts_client = tsval;
         }
+        if self.client_edge <= room {
+            return false;
+        }
+        let window = (room >> shift).min(u64::from(u16::MAX));
+        let lowered = segment::set_window(datagram, window as u16);
+        if lowered {
+            self.advertised_edge = window << shift;
+        }
+        lowered
     }
 
     /// Datagram bytes held.

@@ -50,6 +50,8 @@ struct Sub {
     in_flight: u64,
     /// Round robin: the first slot considered at the next pick.
     cursor: u64,
+    /// Flows with something in flight or waiting to be sent.
+    active: u64,
 }
 
 impl Sub {
@@ -61,6 +63,7 @@ impl Sub {
             next_slot: 0,
             in_flight: 0,
             cursor: 0,
+            active: 0,
         }
     }
 
@@ -73,8 +76,11 @@ impl Sub {
     /// A flow leaves the round robin, with what it had in flight.
     fn leave(&mut self, key: &ConnectionKey, in_flight: u64) {
         if let Some(slot) = self.slots.remove(key) {
-            self.waiting.remove(&slot);
+            let was_waiting = self.waiting.remove(&slot).is_some();
             self.in_flight = self.in_flight.saturating_sub(in_flight);
+            if was_waiting || in_flight > 0 {
+                self.active = self.active.saturating_sub(1);
+            }
         }
     }
 
@@ -85,10 +91,15 @@ impl Sub {
             return;
         };
         self.in_flight = (self.in_flight + flow.in_flight).saturating_sub(before);
-        if flow.sendable().is_some() {
-            self.waiting.insert(slot, key);
+        let (was_waiting, waiting) = if flow.sendable().is_some() {
+            (self.waiting.insert(slot, key).is_some(), true)
         } else {
-            self.waiting.remove(&slot);
+            (self.waiting.remove(&slot).is_some(), false)
+        };
+        match (was_waiting || before > 0, waiting || flow.in_flight > 0) {
+            (false, true) => self.active += 1,
+            (true, false) => self.active = self.active.saturating_sub(1),
+            _ => {}
         }
     }
 }
@@ -263,8 +274,16 @@ impl Optimizer {
         }
         match phase {
             Phase::SynSeen | Phase::SynAckSeen => {
-                self.handshake(now, from, key, phase, seen);
-                self.pass(from, datagram);
+                let mut datagram = datagram;
+                if self.handshake(now, from, key, phase, seen, &mut datagram) {
+                    self.stats.handshake_windows_lowered += 1;
+                    self.out.push_back(Transmit {
+                        toward: from.other(),
+                        datagram,
+                    });
+                } else {
+                    self.pass(from, datagram);
+                }
             }
             Phase::PassThrough => {
                 if from == Side::Client && is_bare_syn(seen) {
@@ -321,6 +340,8 @@ impl Optimizer {
             .rearm(key, Some(now + self.config.idle_timeout));
     }
 
+    /// A packet of a connection in its handshake; true if the optimizer
+    /// lowered the window of the client's handshake ACK in `datagram`.
     fn handshake(
         &mut self,
         now: Instant,
@@ -328,10 +349,12 @@ impl Optimizer {
         key: ConnectionKey,
         phase: Phase,
         seen: &Seen,
-    ) {
+        datagram: &mut [u8],
+    ) -> bool {
         let Some(flow) = self.flows.get_mut(&key) else {
-            return;
+            return false;
         };
+        let mut lowered = false;
         let syn = seen.has(TcpFlags::SYN);
         let ack = seen.has(TcpFlags::ACK);
         let refusal = match (phase, from) {
@@ -377,7 +400,16 @@ impl Optimizer {
                     && seen.seq == flow.client_isn.wrapping_add(1) =>
             {
                 let negotiated = flow.negotiated;
-                flow.establish(seen, negotiated);
+                // Payload bytes the buffers can take (nine tenths of the
+                // datagram bytes, for headers), as later local ACKs offer.
+                let room = self.config.max_connection_buffer_bytes.min(
+                    self.config
+                        .max_total_buffer_bytes
+                        .saturating_sub(self.total_held),
+                ) as u64
+                    / 10
+                    * 9;
+                lowered = flow.establish(seen, negotiated, room, datagram);
                 self.stats.optimized_connections += 1;
                 let sub = self
                     .subscribers
@@ -396,6 +428,7 @@ impl Optimizer {
                 flow.phase = Phase::PassThrough;
             }
         }
+        lowered
     }
 
     /// Stops optimizing `key` for good at once: an optimizing flow drains,
@@ -488,6 +521,11 @@ impl Optimizer {
         };
         sub.state.refill(now, &self.config);
         let mut wake = None;
+        // Every flow may have two segments in flight whatever the budget
+        // and its share: a receiver acknowledges every second full segment
+        // at once but holds the ACK of a lone one for its delayed-ACK timer
+        // (40 ms and more on Linux), so a share of one segment would stall
+        // each of a busy subscriber's many flows that long per segment.
         loop {
             let budget = sub.state.budget(&self.config) as u64;
             let total = sub.in_flight;
@@ -509,7 +547,7 @@ impl Optimizer {
                 };
                 let w = (slot, *key, off, len);
                 first.get_or_insert(w);
-                if flow.in_flight + len <= share || flow.in_flight == 0 {
+                if flow.in_flight + len <= share.max(2 * len) {
                     under = Some(w);
                     break;
                 }
@@ -517,7 +555,7 @@ impl Optimizer {
             let Some((slot, key, off, len)) = under.or(first) else {
                 break;
             };
-            if total > 0 && total + len > budget {
+            if total > 0 && total + len > budget.max(2 * len * sub.active) {
                 break;
             }
             if let Err(at) = sub.state.pace(len as usize, &self.config) {

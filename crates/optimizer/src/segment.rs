@@ -156,6 +156,23 @@ pub(crate) fn local_ack(a: &LocalAck<'_>) -> Option<Vec<u8>> {
 /// with no-ops, and fixes the TCP checksum. Returns false, leaving the
 /// bytes as they were, if the datagram is not a whole TCP segment.
 pub(crate) fn move_ack(datagram: &mut [u8], ack: u32, window: u16) -> bool {
+    rewrite(datagram, |tcp| {
+        tcp.set_ack_number(ack);
+        tcp.set_window(window);
+        blank_sack(tcp.options_bytes_mut());
+    })
+}
+
+/// Sets the window field of a client's segment (its handshake ACK offering
+/// more than the buffers hold), checksum fixed. False if the datagram is
+/// not a whole TCP segment; it is then left as it was.
+pub(crate) fn set_window(datagram: &mut [u8], window: u16) -> bool {
+    rewrite(datagram, |tcp| tcp.set_window(window))
+}
+
+/// Applies `change` to the TCP header of a datagram and fixes the TCP
+/// checksum (the IP header does not change).
+fn rewrite(datagram: &mut [u8], change: impl FnOnce(&mut TcpPacket<&mut [u8]>)) -> bool {
     let Ok(s) = ip::summarize(datagram) else {
         return false;
     };
@@ -166,9 +183,7 @@ pub(crate) fn move_ack(datagram: &mut [u8], ack: u32, window: u16) -> bool {
     let Ok(mut tcp) = TcpPacket::new_checked(bytes) else {
         return false;
     };
-    tcp.set_ack_number(ack);
-    tcp.set_window(window);
-    blank_sack(tcp.options_bytes_mut());
+    change(&mut tcp);
     tcp.fill_checksum(src, dst);
     true
 }

@@ -67,6 +67,9 @@ pub struct Stats {
     pub duplicates_dropped: u64,
     /// Connections forgotten after their idle timeout.
     pub idle_expired: u64,
+    /// Client handshake ACKs whose window was lowered to what the buffers
+    /// hold (the only handshake packets the optimizer changes).
+    pub handshake_windows_lowered: u64,
 }
 
 impl Stats {

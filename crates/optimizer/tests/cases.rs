@@ -3,7 +3,7 @@
 
 mod support;
 
-use brisk_optimizer::{Config, Phase, Reason, Side, Transmit};
+use brisk_optimizer::{Config, Optimizer, Phase, Reason, Side, Transmit};
 use brisk_time::Instant;
 use brisk_wire::tcp::{TcpFlags, TcpOption};
 use std::time::Duration;
@@ -651,6 +651,72 @@ fn a_200_kb_burst_is_spread_at_20_kb_per_ms() {
     }
 }
 
+/// Runs `f` on session `s` with the optimizer `shared` that all of a
+/// case's sessions go through.
+fn through<R>(shared: &mut Optimizer, s: &mut Session, f: impl FnOnce(&mut Session) -> R) -> R {
+    std::mem::swap(shared, &mut s.opt);
+    let r = f(s);
+    std::mem::swap(shared, &mut s.opt);
+    r
+}
+
+/// A subscriber with 40 busy flows and a budget of 20 segments: each flow
+/// still gets two segments in flight, so a client that acknowledges every
+/// second segment (and delays the ACK of a lone one by 40 ms or more)
+/// answers every flow at once. With one segment each (the budget split 40
+/// ways) every flow waited for the client's delayed-ACK timer, or, with
+/// the benchmark's scripted client that has none, for a tail-loss probe,
+/// per segment: 100 bulk flows of one address then moved 0.02 Gbit/s.
+#[test]
+fn many_flows_of_one_subscriber_each_keep_two_segments_in_flight() {
+    let m = MSS as u64;
+    for f in FAMILIES {
+        let cfg = Config {
+            initial_budget_bytes: 20 * MSS,
+            min_budget_bytes: 20 * MSS,
+            max_budget_bytes: 20 * MSS,
+            ..Config::default()
+        };
+        let mut shared = Optimizer::new(cfg.clone());
+        let mut sessions: Vec<Session> = (1..=40u16)
+            .map(|n| {
+                let mut s = Session::new(f, cfg.clone());
+                s.client = f.client(n);
+                s.cisn = u32::from(n) * 1000;
+                s
+            })
+            .collect();
+        let now = sessions[0].now;
+        for s in &mut sessions {
+            through(&mut shared, s, |s| {
+                s.handshake();
+                s.server_burst(0, 10);
+            });
+        }
+        through(&mut shared, &mut sessions[0], |s| s.advance(ms(20)));
+        let in_flight: Vec<u64> = sessions
+            .iter()
+            .map(|s| shared.connection(&s.key()).unwrap().in_flight_bytes)
+            .collect();
+        assert!(
+            in_flight.iter().all(|&b| b == 2 * m),
+            "{f:?}: {in_flight:?}"
+        );
+        // Each flow's two segments are acknowledged by one client ACK, and
+        // the next two go out.
+        for s in &mut sessions {
+            s.now = now + ms(20);
+            through(&mut shared, s, |s| s.client_ack(2 * m, &[]));
+        }
+        through(&mut shared, &mut sessions[0], |s| s.advance(ms(20)));
+        for s in &sessions {
+            let c = shared.connection(&s.key()).unwrap();
+            assert_eq!(c.in_flight_bytes, 2 * m, "{f:?}");
+            assert_eq!(shared.stats().tail_loss_probes, 0, "{f:?}");
+        }
+    }
+}
+
 #[test]
 fn two_flows_of_one_subscriber_share_its_budget_evenly() {
     for f in FAMILIES {
@@ -895,64 +961,99 @@ fn local_windows_never_offer_more_than_the_buffers_hold() {
     let m = MSS as u64;
     for f in FAMILIES {
         for limit_segments in [10usize, 40] {
-            let seg_len = s_len(f);
-            let cfg = Config {
-                max_connection_buffer_bytes: limit_segments * seg_len,
-                ..Config::default()
-            };
-            let mut s = Session::new(f, cfg);
             // A client's first window is small (64 kB on Linux) and grows.
-            s.handshake_window = 10 * m;
-            s.handshake();
-            // A server that keeps to the window it is given: it sends up
-            // to each local ACK's right edge, and the client acknowledges
-            // what reaches it.
-            let mut next = 0u64;
-            let mut edge = 10 * m;
-            let mut delivered = 0u64;
-            let mut seen = 0;
-            for round in 0..200 {
-                while next + m <= edge {
-                    for a in s.server_data(next, MSS) {
-                        if a.toward == Side::Server {
-                            let p = parse(&a);
-                            let ack = u64::from(p.tcp.ack_number.wrapping_sub(s.sseq(0)));
-                            edge = edge.max(ack + (u64::from(p.tcp.window) << s.wscale));
-                        }
-                    }
-                    next += m;
-                }
-                assert!(
-                    s.opt.held_bytes() <= limit_segments * seg_len,
-                    "{f:?} round {round}"
-                );
-                s.advance(ms(20));
-                for (_, t) in &s.log[seen..] {
-                    let p = parse(t);
-                    if t.toward == Side::Client && !p.payload.is_empty() {
-                        let off = u64::from(p.tcp.seq_number.wrapping_sub(s.sseq(0)));
-                        delivered = delivered.max(off + p.payload.len() as u64);
-                    }
-                }
-                seen = s.log.len();
-                for a in s.client_ack(delivered, &[]) {
-                    if a.toward == Side::Server {
-                        let p = parse(&a);
-                        let ack = u64::from(p.tcp.ack_number.wrapping_sub(s.sseq(0)));
-                        edge = edge.max(ack + (u64::from(p.tcp.window) << s.wscale));
-                    }
-                }
-            }
-            assert_eq!(
-                phase(&s),
-                Some(Phase::Optimizing),
-                "{f:?}: never fell back {:?} delivered {delivered} next {next}",
-                s.opt.stats()
-            );
-            assert!(
-                delivered > 150 * m,
-                "{f:?}: the transfer kept moving ({delivered} bytes)"
-            );
+            window_abiding_transfer(f, limit_segments, 10 * m);
         }
     }
+}
+
+/// A client whose first window is larger than the connection's buffer
+/// (the 8 MB a window scale of 7 allows, or just over the buffer): a
+/// server that keeps to it must not overrun the buffer either. Before the
+/// optimizer lowered that window in the handshake ACK, it could never
+/// take it back (local ACKs never move a right edge back), so such a
+/// server filled the buffer and the connection fell back to pass-through.
+#[test]
+fn a_first_window_larger_than_the_buffer_is_lowered_and_never_overrun() {
+    let m = MSS as u64;
+    for f in FAMILIES {
+        for limit_segments in [10usize, 40] {
+            let buffer = (limit_segments * s_len(f)) as u64;
+            for first_window in [buffer + m, 4 * buffer, 65_535 << 7] {
+                let s = window_abiding_transfer(f, limit_segments, first_window);
+                assert_eq!(s.opt.stats().handshake_windows_lowered, 1);
+                assert!(s.server_edge <= buffer, "{f:?} {first_window}");
+            }
+            // A first window that fits is left alone.
+            let s = window_abiding_transfer(f, limit_segments, buffer / 2);
+            assert_eq!(s.opt.stats().handshake_windows_lowered, 0);
+            assert_eq!(s.server_edge, ((buffer / 2) >> s.wscale) << s.wscale);
+        }
+    }
+}
+
+/// A window-abiding server sends 200 rounds through a connection whose
+/// buffer holds `limit_segments` full segments; the client's handshake
+/// ACK offers `first_window` bytes. Asserts the buffer is never exceeded,
+/// the connection stays optimized and the transfer keeps moving.
+fn window_abiding_transfer(f: Family, limit_segments: usize, first_window: u64) -> Session {
+    let m = MSS as u64;
+    let seg_len = s_len(f);
+    let cfg = Config {
+        max_connection_buffer_bytes: limit_segments * seg_len,
+        ..Config::default()
+    };
+    let mut s = Session::new(f, cfg);
+    s.handshake_window = first_window;
+    s.handshake();
+    // A server that keeps to the window it is given: it sends up
+    // to the right edge of the handshake ACK it saw and then of
+    // each local ACK, and the client acknowledges what reaches it.
+    let mut next = 0u64;
+    let mut edge = s.server_edge;
+    let mut delivered = 0u64;
+    let mut seen = 0;
+    for round in 0..200 {
+        while next + m <= edge {
+            for a in s.server_data(next, MSS) {
+                if a.toward == Side::Server {
+                    let p = parse(&a);
+                    let ack = u64::from(p.tcp.ack_number.wrapping_sub(s.sseq(0)));
+                    edge = edge.max(ack + (u64::from(p.tcp.window) << s.wscale));
+                }
+            }
+            next += m;
+        }
+        assert!(
+            s.opt.held_bytes() <= limit_segments * seg_len,
+            "{f:?} round {round}"
+        );
+        s.advance(ms(20));
+        for (_, t) in &s.log[seen..] {
+            let p = parse(t);
+            if t.toward == Side::Client && !p.payload.is_empty() {
+                let off = u64::from(p.tcp.seq_number.wrapping_sub(s.sseq(0)));
+                delivered = delivered.max(off + p.payload.len() as u64);
+            }
+        }
+        seen = s.log.len();
+        for a in s.client_ack(delivered, &[]) {
+            if a.toward == Side::Server {
+                let p = parse(&a);
+                let ack = u64::from(p.tcp.ack_number.wrapping_sub(s.sseq(0)));
+                edge = edge.max(ack + (u64::from(p.tcp.window) << s.wscale));
+            }
+        }
+    }
+    assert_eq!(
+        phase(&s),
+        Some(Phase::Optimizing),
+        "{f:?}: never fell back {:?} delivered {delivered} next {next}",
+        s.opt.stats()
+    );
+    assert!(
+        delivered > 150 * m,
+        "{f:?}: the transfer kept moving ({delivered} bytes)"
+    );
+    s
 }

@@ -10,7 +10,8 @@
 //! - Handshakes start at no more than `handshakes_per_s`; past that, and
 //!   once `retry` says the server is loaded (too many half-open or failed
 //!   handshakes), Initials without a valid token get a Retry, which costs
-//!   one HMAC and no state.
+//!   one HMAC and no state; a source that keeps drawing Retry packets
+//!   without echoing a token gets no more that second (`retry_sources`).
 //! - Retry, Refuse and stateless reset packets are rate-limited too, so a
 //!   flood cannot turn the server into a packet source.
 
@@ -19,6 +20,7 @@ use crate::config::{AdmissionConfig, RetryPolicy, ServerConfig};
 use crate::endpoint::ConnectionHandle;
 use crate::rate_limit::RateLimit;
 use crate::retry::RetryTokens;
+use crate::retry_sources::RetrySources;
 use crate::stateless_reset::ResetKey;
 use brisk_time::Instant;
 use rand::{RngCore, SeedableRng};
@@ -47,6 +49,8 @@ pub(crate) struct Admission {
     pub allowances: Allowances,
     /// Unpredictable bytes of stateless resets.
     pub rng: ChaCha20Rng,
+    /// Retry packets drawn per source this second.
+    pub retry_sources: RetrySources,
 }
 
 impl Admission {
@@ -72,6 +76,7 @@ impl Admission {
             half_open: BTreeSet::new(),
             allowances: Allowances::default(),
             rng,
+            retry_sources: RetrySources::default(),
             config: c,
         }
     }

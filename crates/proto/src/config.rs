@@ -1,6 +1,7 @@
 //! Configuration: per-connection transport knobs, and what a client and a
 //! server need to start a connection.
 
+use crate::anti_replay::AntiReplayConfig;
 use crate::congestion::{CcAlgorithm, CcConfig};
 use crate::crypto::{KEY_LEN, Keypair, PacketCipher};
 use crate::loss::LossConfig;
@@ -12,9 +13,15 @@ use std::time::Duration;
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TransportConfig {
-    /// The largest UDP payload this side sends (and the size of padded
-    /// Initial datagrams); at least 1200.
+    /// The largest UDP payload this side sends (and, without `pmtud`, the
+    /// size of padded Initial datagrams); at least 1200.
     pub max_datagram_size: u64,
+    /// Path MTU discovery (RFC 8899): start at 1200 bytes (Initials
+    /// padded to that) and probe up to `max_datagram_size` (and the peer's
+    /// limit), falling back when the path stops carrying the size found.
+    /// Off: send `max_datagram_size` from the start, which fails on any
+    /// path with a smaller MTU.
+    pub pmtud: bool,
     /// The RTT assumed before the first sample (RFC 9002: 333 ms).
     #[serde(with = "millis")]
     pub initial_rtt: Duration,
@@ -60,6 +67,7 @@ impl Default for TransportConfig {
     fn default() -> Self {
         TransportConfig {
             max_datagram_size: 1200,
+            pmtud: false,
             initial_rtt: crate::rtt::DEFAULT_INITIAL_RTT,
             max_idle_timeout: Duration::from_secs(30),
             max_ack_delay: Duration::from_millis(25),
@@ -99,6 +107,11 @@ pub struct ClientConfig {
     pub version: u32,
     /// Transport settings for the connection.
     pub transport: TransportConfig,
+    /// The wall-clock time (since the Unix epoch) at the driver's
+    /// `Instant::ZERO`: a first flight with early data carries the client's
+    /// wall-clock time so the server can refuse old replays (§3.3). The
+    /// simulator leaves it zero on both sides, so their clocks agree.
+    pub wall_clock_at_zero: Duration,
 }
 
 impl ClientConfig {
@@ -111,6 +124,7 @@ impl ClientConfig {
             keypair: None,
             version: VERSION_1,
             transport: TransportConfig::default(),
+            wall_clock_at_zero: Duration::ZERO,
         }
     }
 
@@ -129,6 +143,14 @@ pub struct ServerConfig {
     /// Deliver early data from IK first messages. The application must only
     /// act on it in ways that are safe to repeat: it can be replayed.
     pub accept_early_data: bool,
+    /// The register that refuses replayed early data (§3.3); `None` keeps
+    /// no memory, so every copy of a first flight delivers its early data
+    /// again (only for servers whose early data is harmless to repeat
+    /// without limit).
+    pub anti_replay: Option<AntiReplayConfig>,
+    /// The wall-clock time (since the Unix epoch) at the driver's
+    /// `Instant::ZERO`, to compare with the time a first flight carries.
+    pub wall_clock_at_zero: Duration,
     /// Initials are refused, with a Refuse packet the client reports at
     /// once, while this many connections are past their handshake.
     /// Half-open handshakes have their own budget (`admission`).
@@ -140,12 +162,15 @@ pub struct ServerConfig {
 }
 
 impl ServerConfig {
-    /// A server with this identity that takes early data, up to 10,000
+    /// A server with this identity that takes early data (each first
+    /// flight's once, within 10 s of its clock), up to 10,000
     /// connections and the default admission budgets.
     pub fn new(keypair: Keypair) -> Self {
         ServerConfig {
             keypair,
             accept_early_data: true,
+            anti_replay: Some(AntiReplayConfig::default()),
+            wall_clock_at_zero: Duration::ZERO,
             max_connections: 10_000,
             admission: AdmissionConfig::default(),
             transport: TransportConfig::default(),

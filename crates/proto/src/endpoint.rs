@@ -12,6 +12,7 @@
 //! [`Endpoint::connection_mut`].
 
 use crate::admission::{Admission, MAX_STATELESS_QUEUE};
+use crate::anti_replay::AntiReplay;
 use crate::config::{ClientConfig, ServerConfig};
 use crate::connection::{
     Connection, Event, InitialInfo, Transmit, parse_hs_payload, parse_initial_token,
@@ -79,6 +80,21 @@ pub struct EndpointStats {
     /// Retry, Refuse and reset packets not sent because of their rate
     /// limit or a full queue.
     pub stateless_dropped: u64,
+    /// First flights whose early data was refused as a copy of one used
+    /// before (the handshake goes on; the data waits for 1-RTT).
+    pub early_data_replayed: u64,
+    /// First flights whose early data was refused because their time was
+    /// outside the replay window, or missing.
+    pub early_data_outside_window: u64,
+    /// First flights whose early data was refused because they were at or
+    /// before the time of the oldest flight the register had to forget.
+    pub early_data_undecidable: u64,
+    /// First flights the replay register remembers now.
+    pub anti_replay_entries: u64,
+    /// Token-less Initials left unanswered because their source address
+    /// and port already drew their Retry packets for this second without
+    /// echoing a token (a flooding socket; `retry_sources.rs`).
+    pub retries_withheld: u64,
 }
 
 /// Many connections behind one socket: routes datagrams by connection ID,
@@ -125,6 +141,9 @@ pub struct Endpoint {
     /// Connections handed out by [`Endpoint::detach`], with the routes
     /// that still lead to them, until [`Endpoint::forget_detached`].
     detached: BTreeMap<ConnectionHandle, Routes>,
+    /// Server: the first flights whose early data was used, so a replayed
+    /// one delivers nothing (`ServerConfig::anti_replay`).
+    anti_replay: Option<AntiReplay>,
 }
 
 /// The routing keys of a detached connection, kept so that forgetting it
@@ -163,6 +182,10 @@ impl Endpoint {
     /// (connection IDs, ephemeral keys) comes from `seed`.
     pub fn new(seed: u64, server: Option<ServerConfig>) -> Self {
         let admission = server.as_ref().map(|s| Admission::new(s, seed));
+        let anti_replay = server
+            .as_ref()
+            .and_then(|s| s.anti_replay)
+            .map(AntiReplay::new);
         Endpoint {
             rng: ChaCha20Rng::seed_from_u64(seed),
             server,
@@ -182,6 +205,7 @@ impl Endpoint {
             starved: BTreeMap::new(),
             starved_at: BTreeMap::new(),
             detached: BTreeMap::new(),
+            anti_replay,
         }
     }
 
@@ -193,7 +217,14 @@ impl Endpoint {
 
     /// Counters of what the endpoint itself handled.
     pub fn stats(&self) -> EndpointStats {
-        self.stats
+        let mut s = self.stats;
+        if let Some(r) = &self.anti_replay {
+            s.early_data_replayed = r.counts.replayed;
+            s.early_data_outside_window = r.counts.outside_window;
+            s.early_data_undecidable = r.counts.undecidable;
+            s.anti_replay_entries = r.len() as u64;
+        }
+        s
     }
 
     /// Traces every connection created from now on into a sink `factory`
@@ -283,7 +314,8 @@ impl Endpoint {
 
     /// Like [`Endpoint::handle_datagram`], and names the existing
     /// connection the datagram went to, if any (it may have ended
-    /// meanwhile; a datagram that starts a connection names none): a
+    /// meanwhile; a datagram that starts a connection names it only when
+    /// its Retry token proved the client's address): a
     /// driver with a socket per connection learns this way that a
     /// connection's datagrams arrive elsewhere (its peer's address
     /// changed).
@@ -493,7 +525,15 @@ impl Endpoint {
             return Route::Elsewhere(Delivery::Handled(None));
         }
         self.accept_initial(now, remote, &view, data.len());
-        Route::Elsewhere(Delivery::Handled(None))
+        // A handshake whose Retry token proved the client's address is
+        // named, so a driver can give it a socket of its own at once;
+        // any other new one is not (forged Initials must claim nothing).
+        let proved = self.by_initial.get(&dcid).copied().filter(|h| {
+            self.connections
+                .get(h)
+                .is_some_and(|c| c.is_address_validated())
+        });
+        Route::Elsewhere(Delivery::Handled(proved))
     }
 
     fn send_version_negotiation(
@@ -570,7 +610,14 @@ impl Endpoint {
         if token.is_some() && !validated {
             self.stats.invalid_tokens += 1;
         }
+        if validated {
+            adm.retry_sources.trust(now, remote);
+        }
         if !validated && adm.wants_retry(now) {
+            if !adm.retry_sources.allows(now, remote) {
+                self.stats.retries_withheld += 1;
+                return;
+            }
             let retry = StatelessPacket::Retry {
                 version: view.version(),
                 dcid: scid,
@@ -615,7 +662,15 @@ impl Endpoint {
         let Some(server) = self.server.as_ref() else {
             return;
         };
-        match Connection::new_server(now, server, local, info, remote, seed) {
+        match Connection::new_server(
+            now,
+            server,
+            local,
+            info,
+            remote,
+            seed,
+            self.anti_replay.as_mut(),
+        ) {
             Ok(mut conn) => {
                 if let Some(f) = &self.qlog {
                     conn.start_qlog(now, f);

@@ -38,7 +38,8 @@
 //! - under attack: `admission` (retry or refuse before any key agreement,
 //!   half-open and rate budgets), `retry` (tokens, Retry and Refuse
 //!   packets), `rate_limit`, `amplification` (the 3x limit per address),
-//!   `stateless_reset`.
+//!   `stateless_reset`, `anti_replay` (early data of a first flight used
+//!   once, within a time window, in bounded memory).
 //!
 //! The crate warns on `missing_docs` and `unreachable_pub`: what other
 //! crates do not name stays `pub(crate)`.
@@ -50,6 +51,7 @@ mod ack_frequency;
 mod ack_tracker;
 mod admission;
 mod amplification;
+mod anti_replay;
 mod config;
 pub mod congestion;
 mod connection;
@@ -64,9 +66,11 @@ mod handshake;
 mod loss;
 mod pacing;
 pub mod packet;
+mod pmtu;
 pub mod qlog;
 mod rate_limit;
 mod retry;
+mod retry_sources;
 mod rtt;
 mod schedule;
 mod sent_packets;
@@ -76,6 +80,7 @@ pub mod streams;
 mod transport_params;
 mod varint;
 
+pub use anti_replay::AntiReplayConfig;
 pub use config::{AdmissionConfig, ClientConfig, RetryPolicy, ServerConfig, TransportConfig};
 pub use connection::{ConnState, Connection, Event, Idempotent, MAX_TRAIN_BYTES, Transmit};
 pub use datagrams::{DatagramConfig, DatagramError, DatagramStats};
@@ -83,6 +88,7 @@ pub use endpoint::{ConnectionHandle, Delivery, Endpoint, EndpointStats};
 pub use error::{ConnectError, ConnectionError, EarlyDataError};
 pub use handshake::Pattern;
 pub use loss::LossConfig;
+pub use pmtu::PmtuStats;
 pub use rtt::RttEstimator;
 pub use stateless_reset::{MAX_RESET_LEN, MIN_RESET_LEN};
 pub use stats::{ConnectionStats, DropStats};

@@ -135,6 +135,9 @@ pub struct ConnectionStats {
     /// Unreliable datagrams (the application's, not UDP's): sent,
     /// received, and dropped by deadline or queue bound.
     pub app_datagrams: crate::datagrams::DatagramStats,
+    /// Path MTU discovery: the datagram size in use and the probes spent
+    /// finding it.
+    pub pmtu: crate::pmtu::PmtuStats,
     /// Packets dropped on receipt, by reason.
     pub dropped: DropStats,
 }

@@ -34,6 +34,11 @@ mod id {
     /// The largest DATAGRAM frame this side takes, in bytes (RFC 9221
     /// uses 0x20 on QUIC's registry; Brisk numbers its own).
     pub(super) const MAX_DATAGRAM_FRAME_SIZE: u64 = 0x10;
+    /// Client, with early data: its wall-clock time in ms since the Unix
+    /// epoch, for the server's replay window.
+    pub(super) const FIRST_FLIGHT_TIME_MS: u64 = 0x16;
+    /// Client, with early data, empty: the early data ends its stream.
+    pub(super) const EARLY_DATA_FIN: u64 = 0x17;
 }
 
 /// RFC 9000's bound on ack delays: `max_ack_delay` stays below it, and a
@@ -76,6 +81,13 @@ pub(crate) struct TransportParams {
     /// `None` (or zero on the wire) means it takes none, and the peer must
     /// not send any.
     pub max_datagram_frame_size: Option<u64>,
+    /// Client, only in a first flight with early data: when it was sent,
+    /// in ms since the Unix epoch by the client's clock, so the server can
+    /// refuse a replay outside its window (`anti_replay`).
+    pub first_flight_time_ms: Option<u64>,
+    /// Client, only with early data: the early data is the whole stream
+    /// (its FIN rides in the first flight).
+    pub early_data_fin: bool,
 }
 
 impl Default for TransportParams {
@@ -96,6 +108,8 @@ impl Default for TransportParams {
             stateless_reset_token: None,
             fec: false,
             max_datagram_frame_size: None,
+            first_flight_time_ms: None,
+            early_data_fin: false,
         }
     }
 }
@@ -161,6 +175,12 @@ impl TransportParams {
         }
         if let Some(m) = self.max_datagram_frame_size.filter(|&m| m > 0) {
             put_int(out, id::MAX_DATAGRAM_FRAME_SIZE, m);
+        }
+        if let Some(t) = self.first_flight_time_ms {
+            put_int(out, id::FIRST_FLIGHT_TIME_MS, t);
+        }
+        if self.early_data_fin {
+            put_bytes(out, id::EARLY_DATA_FIN, &[]);
         }
     }
 
@@ -236,6 +256,13 @@ impl TransportParams {
                         .filter_map(|&b| PacketCipher::from_id(b))
                         .collect();
                 }
+                id::FIRST_FLIGHT_TIME_MS => p.first_flight_time_ms = Some(int(&mut v)?),
+                id::EARLY_DATA_FIN => {
+                    if !v.is_empty() {
+                        return Err(DecodeError::Malformed("early_data_fin with a value"));
+                    }
+                    p.early_data_fin = true;
+                }
                 id::MIN_ACK_DELAY_US => {
                     p.min_ack_delay = Some(Duration::from_micros(int(&mut v)?));
                 }
@@ -307,6 +334,12 @@ mod tests {
         assert_eq!(TransportParams::parse(&b).unwrap(), sample());
     }
 
+    fn encoded(p: &TransportParams) -> Vec<u8> {
+        let mut b = Vec::new();
+        p.emit(&mut b);
+        b
+    }
+
     #[test]
     fn fec_is_an_empty_parameter() {
         let on = TransportParams {
@@ -316,7 +349,9 @@ mod tests {
         let mut b = Vec::new();
         on.emit(&mut b);
         assert_eq!(TransportParams::parse(&b).unwrap(), on);
-        assert!(b.ends_with(&[0x11, 0x00]));
+        // The parameter adds exactly its two bytes: id 0x11, length 0.
+        assert_eq!(b.len(), encoded(&sample()).len() + 2);
+        assert!(b.windows(2).any(|w| w == [0x11, 0x00]));
         assert!(TransportParams::parse(&[0x07, 0x00, 0x11, 0x01, 0x01]).is_err());
     }
 
@@ -330,10 +365,44 @@ mod tests {
         on.emit(&mut b);
         assert_eq!(TransportParams::parse(&b).unwrap(), on);
         // id 0x10, length 2, 1200 as a 2-byte varint.
-        assert!(b.ends_with(&[0x10, 0x02, 0x44, 0xb0]));
+        assert_eq!(b.len(), encoded(&sample()).len() + 4);
+        assert!(b.windows(4).any(|w| w == [0x10, 0x02, 0x44, 0xb0]));
         let zero = TransportParams::parse(&[0x07, 0x00, 0x10, 0x01, 0x00]).unwrap();
         assert_eq!(zero.max_datagram_frame_size, None);
         assert!(TransportParams::parse(&[0x07, 0x00, 0x10, 0x00]).is_err());
+    }
+
+    #[test]
+    fn first_flight_time_is_an_integer_in_ms() {
+        let on = TransportParams {
+            first_flight_time_ms: Some(1_795_000_000_000),
+            ..sample()
+        };
+        let mut b = Vec::new();
+        on.emit(&mut b);
+        assert_eq!(TransportParams::parse(&b).unwrap(), on);
+        // id 0x16, length 8, the time as an 8-byte varint.
+        assert!(b.ends_with(&[0x16, 0x08, 0xc0, 0x00, 0x01, 0xa1, 0xee, 0x56, 0x5e, 0x00]));
+        assert_eq!(
+            TransportParams::parse(&[0x07, 0x00, 0x16, 0x01, 0x05])
+                .unwrap()
+                .first_flight_time_ms,
+            Some(5)
+        );
+        assert!(TransportParams::parse(&[0x07, 0x00, 0x16, 0x00]).is_err());
+    }
+
+    #[test]
+    fn early_data_fin_is_an_empty_parameter() {
+        let on = TransportParams {
+            early_data_fin: true,
+            ..sample()
+        };
+        let mut b = Vec::new();
+        on.emit(&mut b);
+        assert_eq!(TransportParams::parse(&b).unwrap(), on);
+        assert!(b.ends_with(&[0x17, 0x00]));
+        assert!(TransportParams::parse(&[0x07, 0x00, 0x17, 0x01, 0x01]).is_err());
     }
 
     #[test]

@@ -271,6 +271,51 @@ fn retry_always_costs_one_round_trip_and_keeps_early_data() {
     }
 }
 
+/// The Retry's round trip is the client's first RTT sample (RFC 9002
+/// §6.3): an Initial with the token that is lost is resent a few round
+/// trips later, not at the initial one-second probe timeout. The
+/// baseline is the same loss after a first Initial that was itself
+/// resent, whose Retry is ambiguous and gives no sample.
+#[test]
+fn a_lost_initial_after_a_retry_is_resent_within_round_trips() {
+    use std::cell::Cell;
+    use std::rc::Rc;
+    for family in FAMILIES {
+        // (datagrams to the server dropped, first to last; connected by)
+        for (drops, within_ms) in [(&[1u32][..], 200u64), (&[0, 2][..], 2_200)] {
+            let mut cfg = PairConfig::new(family, 45);
+            cfg.server.admission.retry = RetryPolicy::Always;
+            let mut p = Pair::new(cfg);
+            let seen = Rc::new(Cell::new(0u32));
+            let counter = seen.clone();
+            let drops = drops.to_vec();
+            p.tap = Some(Box::new(move |dir, _| {
+                if dir != Dir::ToServer {
+                    return true;
+                }
+                let i = counter.get();
+                counter.set(i + 1);
+                !drops.contains(&i)
+            }));
+            assert!(p.connect(), "{family:?}");
+            let took = p.now.as_millis();
+            if within_ms < 1_000 {
+                // 20 ms for the Retry, the lost Initial's probe timeout
+                // of three RTTs from that sample, 20 ms for the answer.
+                assert!(took <= within_ms, "{family:?}: connected at {took} ms");
+            } else {
+                // Two one-second timeouts: the first Initial's and, with
+                // no sample, the one of the Initial with the token.
+                assert!(
+                    (2_000..=within_ms).contains(&took),
+                    "{family:?}: connected at {took} ms"
+                );
+            }
+            assert_eq!(p.server.stats().retries_sent, 1, "{family:?}");
+        }
+    }
+}
+
 #[test]
 fn a_full_server_refuses_at_once_with_a_reason() {
     for family in FAMILIES {

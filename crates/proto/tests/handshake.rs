@@ -334,6 +334,69 @@ fn close_reaches_the_peer_with_code_and_reason() {
     }
 }
 
+/// A close the network drops is repeated within the closing period, so
+/// an idle server learns of it at once rather than at its idle timeout:
+/// with the first close lost the server hears it about one probe timeout
+/// later, with the first two lost about two; with all three lost it is
+/// left to its idle timeout (the baseline: without repeats, one lost
+/// close meant that wait).
+#[test]
+fn a_lost_close_is_repeated_and_still_reaches_an_idle_peer() {
+    use std::cell::Cell;
+    use std::rc::Rc;
+    for family in FAMILIES {
+        for lost in 0..=3u32 {
+            let mut p = Pair::new(PairConfig::new(family, 11));
+            assert!(p.connect());
+            // Let the handshake's last ACKs settle: both sides idle.
+            let settle = p.now + std::time::Duration::from_millis(500);
+            p.run_until(settle, |_| false);
+            let closing = Rc::new(Cell::new(true));
+            let dropped = Rc::new(Cell::new(0u32));
+            let (c, d) = (closing.clone(), dropped.clone());
+            p.tap = Some(Box::new(move |dir, _| {
+                if dir == Dir::ToServer && c.get() && d.get() < lost {
+                    d.set(d.get() + 1);
+                    return false;
+                }
+                true
+            }));
+            let closed_at = p.now;
+            p.client_conn().close(closed_at, 7, b"bye");
+            let heard = |p: &Pair| {
+                p.server_events.iter().any(|e| {
+                    matches!(
+                        e,
+                        Event::ConnectionLost(ConnectionError::ApplicationClosed { code: 7, .. })
+                    )
+                })
+            };
+            // Until the server hears the close, or its connection ends
+            // without it.
+            assert!(
+                p.run_until(closed_at + std::time::Duration::from_secs(60), |p| {
+                    heard(p) || p.server_events.contains(&Event::Closed)
+                })
+            );
+            closing.set(false);
+            let took = p.now - closed_at;
+            assert_eq!(dropped.get(), lost, "{family:?}");
+            let heard = heard(&p);
+            if lost < 3 {
+                assert!(heard, "{family:?}, {lost} lost: {:?}", p.server_events);
+                assert!(
+                    took < std::time::Duration::from_secs(1),
+                    "{family:?}, {lost} lost: the server heard the close after {took:?}"
+                );
+            } else {
+                // Every copy lost: only the idle timeout (30 s) ends it.
+                assert!(!heard, "{family:?}");
+                assert!(took >= std::time::Duration::from_secs(10), "{took:?}");
+            }
+        }
+    }
+}
+
 #[test]
 fn packet_cipher_is_the_servers_first_choice_that_the_client_offers() {
     use PacketCipher::{Aes256Gcm as Aes, ChaCha20Poly1305 as ChaCha};

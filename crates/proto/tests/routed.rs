@@ -89,3 +89,47 @@ fn datagrams_name_their_connection_and_a_moved_peer_is_seen() {
         assert_eq!(server.connection(h).unwrap().remote_address(), moved);
     }
 }
+
+/// Under Retry, the Initial that echoes a valid token names the handshake
+/// it starts, which is already address-proved: a
+/// driver gives it a socket of its own before a flood of forged Initials
+/// (which name nothing) can drop the rest of its handshake. The first,
+/// token-less Initial still names nothing.
+#[test]
+fn an_initial_with_a_valid_retry_token_names_its_proved_handshake() {
+    for (client_addr, server_addr) in [
+        ("192.0.2.1:5000", "198.51.100.1:4433"),
+        ("[2001:db8::1]:5000", "[2001:db8::2]:4433"),
+    ] {
+        let client_addr: SocketAddr = client_addr.parse().unwrap();
+        let server_addr: SocketAddr = server_addr.parse().unwrap();
+        let keypair = Keypair::from_private([4; 32]);
+        let public = keypair.public();
+        let mut config = ServerConfig::new(keypair);
+        config.admission.retry = brisk_proto::RetryPolicy::Always;
+        let mut server = Endpoint::new(1, Some(config));
+        let mut client = Endpoint::new(2, None);
+        let now = Instant::from_millis(1);
+        client
+            .connect(now, server_addr, ClientConfig::new(Some(public)))
+            .expect("connect");
+        // The first Initial draws a Retry and names nothing.
+        let mut d = Vec::new();
+        assert!(client.poll_transmit(now, 1, &mut d).is_some());
+        assert_eq!(
+            server.handle_datagram_for(now, client_addr, Ecn::NotEct, &d),
+            None
+        );
+        assert_eq!(server.stats().retries_sent, 1);
+        d.clear();
+        assert!(server.poll_transmit(now, 1, &mut d).is_some(), "a Retry");
+        client.handle_datagram(now, server_addr, Ecn::NotEct, &d);
+        // The Initial with the token starts a handshake and names it.
+        d.clear();
+        assert!(client.poll_transmit(now, 1, &mut d).is_some());
+        let named = server.handle_datagram_for(now, client_addr, Ecn::NotEct, &d);
+        let h = named.expect("the proved handshake is named");
+        let s = server.connection(h).expect("the handshake");
+        assert!(s.is_address_validated());
+    }
+}

@@ -112,6 +112,7 @@ fn brisk(scenario: &Scenario, addrs: FlowAddrs) -> Box<dyn FlowApp> {
         ecn: true,
         ack_frequency: true,
         fec: None,
+        pmtud: false,
         header_len: scenario.header_bytes() as usize,
         start: Instant::ZERO,
         stop: Instant::ZERO + scenario.duration,

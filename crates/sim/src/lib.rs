@@ -30,8 +30,8 @@ use engine::{Engine, FlowSetup, Outcome};
 use flows::brisk::{BriskConfig, BriskFlow, BriskWorkload, SendPath, TransportReport};
 use flows::{ConstantRate, FlowApp, Ping, SendJitter};
 use results::{
-    BriskResults, EngineResults, FlowEnds, FlowLabel, FlowResults, FrameResults, Results,
-    Simulated, TransportResults,
+    BriskResults, EngineResults, FlowEnds, FlowLabel, FlowResults, FrameResults, PathMtuResults,
+    Results, Simulated, TransportResults,
 };
 use scenario::{Brisk, BriskWorkloadSpec, Flow, IpFamily, Scenario, SendLimit, Traffic};
 use std::time::Duration;
@@ -147,6 +147,9 @@ fn brisk_config(
         ecn: spec.ecn,
         ack_frequency: spec.ack_frequency,
         fec: spec.fec,
+        pmtud: [&s.network.link.down, &s.network.link.up]
+            .iter()
+            .any(|l| l.mtu.is_some() || l.mtu_change.is_some()),
         header_len: s.header_bytes() as usize,
         start: setup.start,
         stop: setup.stop,
@@ -321,6 +324,16 @@ fn brisk_results(t: &TransportReport) -> BriskResults {
             ),
             ecn_codepoint: st.as_ref().map_or("not-ect", |s| s.ecn_codepoint.name()),
             data_intact: t.integrity.intact(),
+            path_mtu: st
+                .as_ref()
+                .filter(|s| s.pmtu.probes_sent > 0)
+                .map(|s| PathMtuResults {
+                    datagram_bytes: s.pmtu.current_bytes,
+                    probes: s.pmtu.probes_sent,
+                    probes_lost: s.pmtu.probes_lost,
+                    black_holes: s.pmtu.black_holes,
+                    too_big_accepted: s.pmtu.too_big_accepted,
+                }),
         },
     }
 }

@@ -111,6 +111,24 @@ pub struct TransportResults {
     /// and a stream read to its end lacks nothing (bulk) and hashes as
     /// it was written (messages).
     pub data_intact: bool,
+    /// The sender's path MTU discovery, when it ran (a link has an `mtu`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path_mtu: Option<PathMtuResults>,
+}
+
+/// What the sender's path MTU discovery found and spent.
+#[derive(Debug, Clone, Serialize)]
+pub struct PathMtuResults {
+    /// The UDP payload size in use at the end, in bytes.
+    pub datagram_bytes: u64,
+    /// Probe packets sent.
+    pub probes: u64,
+    /// Probes lost, or refused by a Packet Too Big.
+    pub probes_lost: u64,
+    /// Falls back to 1200 bytes after losses alone.
+    pub black_holes: u64,
+    /// ICMP Packet Too Big messages acted on.
+    pub too_big_accepted: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]

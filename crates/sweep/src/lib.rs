@@ -7,8 +7,11 @@
 //! the points the [`store`] lacks on all local cores and turns each run's
 //! results into tidy rows ([`row`]): one per run and one per flow, every
 //! input beside every metric. The store is a directory of Parquet files;
-//! finished runs are found by key and not run again.
+//! finished runs are found by key and not run again. [`compare`] draws a
+//! grid's results as Pantheon does: throughput against 95th-percentile
+//! one-way delay, one panel per path, a dot per run and scheme.
 
+pub mod compare;
 pub mod error;
 pub mod grid;
 pub mod path;

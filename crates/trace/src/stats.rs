@@ -30,6 +30,10 @@ pub struct Percentiles {
     pub p50: f64,
     /// 90th percentile.
     pub p90: f64,
+    /// 95th percentile: the delay figure Pantheon-style comparisons plot
+    /// (absent from files written before it was added: read as zero).
+    #[serde(default)]
+    pub p95: f64,
     /// 99th percentile: what one request in a hundred waits longer than.
     pub p99: f64,
     /// The largest sample.
@@ -79,6 +83,7 @@ impl Hist {
             min: self.0.min() as f64 * scale,
             p50: self.quantile(0.50) as f64 * scale,
             p90: self.quantile(0.90) as f64 * scale,
+            p95: self.quantile(0.95) as f64 * scale,
             p99: self.quantile(0.99) as f64 * scale,
             max: self.0.max() as f64 * scale,
             mean: self.0.mean() * scale,
@@ -131,7 +136,7 @@ impl LatencySummary {
         self.0.0.is_empty()
     }
 
-    /// min, p50, p90, p99, max and mean in milliseconds.
+    /// min, p50, p90, p95, p99, max and mean in milliseconds.
     pub fn percentiles(&self) -> Percentiles {
         self.0.percentiles(1e-3)
     }
@@ -175,7 +180,7 @@ impl SizeSummary {
         self.0.0.is_empty()
     }
 
-    /// p50, p90, p99, max and mean in bytes.
+    /// p50, p90, p95, p99, max and mean in bytes.
     pub fn percentiles(&self) -> Percentiles {
         self.0.percentiles(1.0)
     }
@@ -278,6 +283,7 @@ mod tests {
             (p.min, 1.0),
             (p.p50, 500.0),
             (p.p90, 900.0),
+            (p.p95, 950.0),
             (p.p99, 990.0),
             (p.max, 1000.0),
             (p.mean, 500.5),
@@ -320,14 +326,14 @@ mod tests {
         let json = serde_json::to_string(&s.percentiles()).unwrap();
         assert_eq!(
             json,
-            r#"{"min":0.0,"p50":0.0,"p90":0.0,"p99":0.0,"max":0.0,"mean":0.0,"count":0}"#
+            r#"{"min":0.0,"p50":0.0,"p90":0.0,"p95":0.0,"p99":0.0,"max":0.0,"mean":0.0,"count":0}"#
         );
-        // Files written before `min` existed still read.
+        // Files written before `min` and `p95` existed still read.
         let old: Percentiles = serde_json::from_str(
             r#"{"p50":1.0,"p90":2.0,"p99":3.0,"max":4.0,"mean":1.5,"count":2}"#,
         )
         .unwrap();
-        assert_eq!((old.min, old.p50, old.count), (0.0, 1.0, 2));
+        assert_eq!((old.min, old.p50, old.p95, old.count), (0.0, 1.0, 0.0, 2));
     }
 
     #[test]

@@ -20,6 +20,8 @@
 //!   timestamps, Fast Open, unknown kinds kept raw).
 //! - [`ip`]: version-agnostic helpers: summarize a datagram, rewrite its ECN
 //!   field, build and parse whole UDP or TCP datagrams.
+//! - [`icmp`]: the Packet Too Big messages (ICMPv4 3/4, ICMPv6 2) a path
+//!   reports its MTU with, built and parsed.
 //! - [`nat64_prefix`]: IPv4-embedded IPv6 addresses under a NAT64 prefix
 //!   (RFC 6052) and prefix discovery from `ipv4only.arpa` (RFC 7050).
 //!
@@ -32,6 +34,7 @@
 
 pub mod checksum;
 pub mod ecn;
+pub mod icmp;
 pub mod ip;
 pub mod ipv4;
 pub mod ipv6;

@@ -205,6 +205,7 @@ mod tests {
             min: v / 4.0,
             p50: v / 2.0,
             p90: v,
+            p95: v,
             p99: v,
             max: v,
             mean: v / 2.0,

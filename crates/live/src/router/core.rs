@@ -515,7 +515,9 @@ impl RouterCore {
             LinkEvent::QueueDrop { at, packet, reason } => {
                 (at, packet.id, RecordKind::Dropped(reason))
             }
-            LinkEvent::Lost { at, packet, .. } => (at, packet.id, RecordKind::Lost),
+            LinkEvent::Lost { at, packet, .. } | LinkEvent::TooBig { at, packet, .. } => {
+                (at, packet.id, RecordKind::Lost)
+            }
             LinkEvent::Marked { at, packet_id } => (at, packet_id, RecordKind::Marked),
             LinkEvent::EcnRewritten { .. }
             | LinkEvent::Duplicated { .. }

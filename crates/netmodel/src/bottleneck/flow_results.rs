@@ -169,6 +169,7 @@ fn estimated_rtt(m: &FlowMetrics, return_delay: Duration) -> Percentiles {
         min: add(owd.min),
         p50: add(owd.p50),
         p90: add(owd.p90),
+        p95: add(owd.p95),
         p99: add(owd.p99),
         max: add(owd.max),
         mean: add(owd.mean),

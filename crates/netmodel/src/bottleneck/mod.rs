@@ -23,6 +23,7 @@ use crate::{Link, LinkEvent, Packet};
 use brisk_time::Instant;
 use brisk_trace::stats::LatencySummary;
 use flow_metrics::FlowMetrics;
+use std::collections::VecDeque;
 use std::time::Duration;
 use summary::{LinkResults, QueueResults};
 
@@ -62,6 +63,10 @@ pub struct Bottleneck {
     queue_delay: [LatencySummary; 2],
     /// Packets each link lost after transmitting them.
     losses: [u64; 2],
+    /// Packet Too Big answers to packets one direction dropped for their
+    /// size, waiting to be delivered by the other (toward their senders),
+    /// indexed by the direction that delivers them.
+    returned: [VecDeque<(Instant, Packet)>; 2],
 }
 
 impl Bottleneck {
@@ -79,6 +84,7 @@ impl Bottleneck {
             ],
             queue_delay: Default::default(),
             losses: [0; 2],
+            returned: Default::default(),
         }
     }
 
@@ -94,13 +100,23 @@ impl Bottleneck {
 
     /// A packet reaches the link of `dir` at `now`. Tag its id with
     /// [`flow_tag::packet_id`] for its events to be charged to its flow.
+    /// A packet too big for the link's MTU answered with a Packet Too Big
+    /// (`mtu_icmp`) makes that answer come out of [`Bottleneck::poll`] for
+    /// the opposite direction, at once: the router that drops it stands
+    /// at the link's entrance, next to the sender.
     pub fn handle_packet(&mut self, now: Instant, dir: Direction, packet: Packet) {
-        self.links[dir.index()].handle_packet(now, packet);
+        let link = &mut self.links[dir.index()];
+        link.handle_packet(now, packet);
+        while let Some(reply) = link.poll_reply() {
+            self.returned[dir.opposite().index()].push_back(reply);
+        }
     }
 
-    /// The next time the link of `dir` needs [`Bottleneck::handle_timeout`].
+    /// The next time the link of `dir` needs [`Bottleneck::handle_timeout`]
+    /// (or has a returned Packet Too Big to hand out).
     pub fn poll_timeout(&self, dir: Direction) -> Option<Instant> {
-        self.link(dir).poll_timeout()
+        let returned = self.returned[dir.index()].front().map(|(at, _)| *at);
+        brisk_time::earliest(self.link(dir).poll_timeout(), returned)
     }
 
     /// Advances the link of `dir` to `now`.
@@ -110,7 +126,7 @@ impl Bottleneck {
 
     /// Whether [`Bottleneck::poll`] has anything for `dir`.
     pub fn has_output(&self, dir: Direction) -> bool {
-        self.link(dir).has_output()
+        self.link(dir).has_output() || !self.returned[dir.index()].is_empty()
     }
 
     /// The next event or delivery of the link of `dir`, events first (they
@@ -122,6 +138,9 @@ impl Bottleneck {
         dir: Direction,
         ledger: &mut impl FlowLedger,
     ) -> Option<BottleneckOutput> {
+        if let Some((at, packet)) = self.returned[dir.index()].pop_front() {
+            return Some(BottleneckOutput::Delivered { at, packet });
+        }
         let link = &mut self.links[dir.index()];
         if let Some(event) = link.poll_event() {
             self.account(dir, &event, ledger);
@@ -161,6 +180,7 @@ impl Bottleneck {
             }
             LinkEvent::EcnRewritten { .. }
             | LinkEvent::Duplicated { .. }
+            | LinkEvent::TooBig { .. }
             | LinkEvent::Reordered { .. } => {}
         }
     }
@@ -268,6 +288,36 @@ mod tests {
                 return delivered;
             };
             b.handle_timeout(t, dir);
+        }
+    }
+
+    #[test]
+    fn a_packet_too_big_comes_back_at_once_from_the_other_direction() {
+        let text = "[link.down]\ndelay = \"5ms\"\nmtu = 1400\nmtu_icmp = true\n\
+                    [link.up]\ndelay = \"5ms\"\n";
+        let network = Network::parse(text).unwrap();
+        for v6 in [false, true] {
+            let mut b = Bottleneck::new(&network, 1);
+            let (s, r) = hosts(v6);
+            let at = Instant::from_millis(3);
+            for (seq, len) in [(0, 1300), (1, 1400)] {
+                let d = udp_datagram(s, r, Ecn::NotEct, &vec![0; len]).unwrap();
+                let p = Packet::new(flow_tag::packet_id(Some(1), seq), at, d).unwrap();
+                b.handle_packet(at, Direction::Down, p);
+            }
+            assert!(b.has_output(Direction::Up), "v6 {v6}");
+            assert_eq!(b.poll_timeout(Direction::Up), Some(at));
+            let Some(BottleneckOutput::Delivered { at: back, packet }) =
+                b.poll(Direction::Up, &mut ())
+            else {
+                panic!("v6 {v6}: no Packet Too Big");
+            };
+            let ptb = brisk_wire::icmp::parse_packet_too_big(&packet.data).unwrap();
+            assert_eq!((back, ptb.mtu, ptb.quoted_src), (at, 1400, s), "v6 {v6}");
+            assert_eq!(flow_tag::flow_of(packet.id), Some(1));
+            let delivered = run_out(&mut b, &mut Ledger::default());
+            assert_eq!(delivered, [1, 0], "v6 {v6}: only the small one arrives");
+            assert_eq!(b.link(Direction::Down).stats().too_big_packets, 1);
         }
     }
 

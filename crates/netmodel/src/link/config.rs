@@ -22,6 +22,9 @@
 //! ecn = "pass"                   # "bleach", "ce_only", "ect1_to_ect0"
 //! bursts = { interval = "4ms", jitter = "1ms" }   # aggregating radio
 //!                                # add driver_queue = "8ms" to wait below the queue
+//! mtu = 1400                     # largest IP packet forwarded, in bytes
+//! mtu_icmp = true                # answer a larger one with ICMP Packet Too Big
+//! mtu_change = { at = "5s", mtu = 1280 }
 //! ```
 //!
 //! Fields that take several forms accept a bare value for the common case
@@ -33,6 +36,7 @@ use super::ecn_rewrite::EcnRewrite;
 use super::fade::Fade;
 use super::jitter::Jitter;
 use super::loss::{GilbertElliott, IdleLoss, LossModel};
+use super::mtu::{self, MtuChange};
 use super::outage::{Outage, PeriodicOutage};
 use super::rate::{RateModel, RateSchedule, RateStep, TraceError};
 use super::reorder::{Reorder, ReorderDepth};
@@ -122,6 +126,19 @@ pub struct LinkConfig {
     /// own sojourn time ([`Bursts`]). Needs a constant or scheduled
     /// `rate`. Default none: packets leave as they are serialized.
     pub bursts: Option<Bursts>,
+    /// `mtu`: the largest IP packet (header included) the hop forwards, in
+    /// bytes, at least 1280; a larger one is dropped at the link's
+    /// entrance and counted ([`super::mtu`]). Default none: any size.
+    #[serde(deserialize_with = "mtu::de_opt_mtu")]
+    pub mtu: Option<u32>,
+    /// `mtu_icmp`: answer a packet dropped for its size with an ICMP
+    /// "fragmentation needed" (IPv4) or ICMPv6 Packet Too Big toward its
+    /// sender, as a router does. Default false: the hop is silent (a black
+    /// hole for large packets, as where ICMP is filtered).
+    pub mtu_icmp: bool,
+    /// `mtu_change`: `{ at = "5s", mtu = 1280 }` sets the MTU from that
+    /// time on (since the run's start). Default none.
+    pub mtu_change: Option<MtuChange>,
 }
 
 impl Default for LinkConfig {
@@ -140,6 +157,9 @@ impl Default for LinkConfig {
             outage_drops: false,
             ecn: EcnRewrite::Pass,
             bursts: None,
+            mtu: None,
+            mtu_icmp: false,
+            mtu_change: None,
         }
     }
 }
@@ -170,6 +190,9 @@ pub enum LinkConfigError {
     /// The burst interval or jitter is invalid; the message says why.
     #[error("{0}")]
     Bursts(String),
+    /// `mtu` or `mtu_change` is below the 1280 bytes every path carries.
+    #[error("{0}")]
+    Mtu(String),
 }
 
 impl LinkConfig {
@@ -218,6 +241,12 @@ impl LinkConfig {
             if r.depth == ReorderDepth::Packets(0) {
                 return Err(LinkConfigError::ZeroReorderDepth);
             }
+        }
+        if let Some(m) = self.mtu {
+            mtu::check("mtu", m).map_err(LinkConfigError::Mtu)?;
+        }
+        if let Some(c) = self.mtu_change {
+            mtu::check("mtu_change mtu", c.mtu).map_err(LinkConfigError::Mtu)?;
         }
         if let Some(b) = self.bursts {
             if matches!(

@@ -11,6 +11,9 @@
 //! the seed and the inputs.
 //!
 //! The pipeline, in order (each stage in its own module):
+//! 0. the [`mtu`] check at the entrance: a packet larger than the hop's MTU
+//!    is dropped (and with `mtu_icmp` answered with a Packet Too Big, which
+//!    [`Link::poll_reply`] hands out);
 //! 1. the queue discipline ([`crate::queue`]);
 //! 2. the transmitter ([`rate`]): constant, scheduled or mahimahi-trace
 //!    capacity, optionally sent in [`bursts`] at transmit opportunities
@@ -35,6 +38,7 @@ pub mod fade;
 mod in_flight;
 pub mod jitter;
 pub mod loss;
+pub mod mtu;
 pub mod outage;
 pub mod profiles;
 pub mod rate;
@@ -47,6 +51,7 @@ pub use ecn_rewrite::EcnRewrite;
 pub use fade::Fade;
 pub use jitter::Jitter;
 pub use loss::{GilbertElliott, IdleLoss, LossCause, LossModel};
+pub use mtu::MtuChange;
 pub use outage::{Outage, PeriodicOutage};
 pub use profiles::Profile;
 pub use rate::{MahimahiTrace, RateModel, RateSchedule, RateStep, TraceError};
@@ -122,6 +127,15 @@ pub enum LinkEvent {
         /// [`Packet::id`] shared by both copies.
         packet_id: u64,
     },
+    /// The hop dropped a packet larger than its MTU at the link's entrance.
+    TooBig {
+        /// When it arrived.
+        at: Instant,
+        /// The dropped packet.
+        packet: Packet,
+        /// The MTU in force, in bytes of IP packet.
+        mtu: u32,
+    },
     /// A packet was held back to be overtaken (explicit reordering).
     Reordered {
         /// When it was held back.
@@ -152,6 +166,10 @@ pub struct LinkStats {
     pub ecn_rewritten_packets: u64,
     /// Packets handed to the far end (duplicates count twice).
     pub delivered_packets: u64,
+    /// Packets dropped at the entrance for exceeding the MTU.
+    pub too_big_packets: u64,
+    /// Packet Too Big messages sent back toward senders (`mtu_icmp`).
+    pub too_big_replies: u64,
 }
 
 /// One direction of a link.
@@ -174,6 +192,8 @@ pub struct Link {
     in_flight: InFlight,
     tx_out: Vec<TxOutput>,
     delivered: VecDeque<(Instant, Packet)>,
+    /// Packet Too Big answers waiting to go back toward their senders.
+    replies: VecDeque<(Instant, Packet)>,
     events: VecDeque<LinkEvent>,
     stats: LinkStats,
     /// [`Link::poll_timeout`]'s answer, worked out once at the end of each
@@ -214,6 +234,7 @@ impl Link {
             in_flight: InFlight::default(),
             tx_out: Vec::new(),
             delivered: VecDeque::new(),
+            replies: VecDeque::new(),
             events: VecDeque::new(),
             stats: LinkStats::default(),
             next_due: None,
@@ -250,6 +271,12 @@ impl Link {
     /// A packet arrives at the link's input at `now`.
     pub fn handle_packet(&mut self, now: Instant, packet: Packet) {
         self.advance_if_due(now);
+        if let Some(mtu) = mtu::mtu_at(self.config.mtu, self.config.mtu_change, now)
+            && packet.len() > mtu as usize
+        {
+            self.too_big(now, packet, mtu);
+            return;
+        }
         let idle = self.tx.is_idle();
         if idle && self.queue.is_empty() {
             self.tx.wake(now);
@@ -290,6 +317,32 @@ impl Link {
     /// The next trace event since the last call, oldest first.
     pub fn poll_event(&mut self) -> Option<LinkEvent> {
         self.events.pop_front()
+    }
+
+    /// The next Packet Too Big answer (`mtu_icmp`), with the time it was
+    /// sent, addressed to the sender of the packet it quotes: it travels
+    /// back the way that packet came, not over this link. It keeps the
+    /// dropped packet's id, so it is charged to the same flow.
+    pub fn poll_reply(&mut self) -> Option<(Instant, Packet)> {
+        self.replies.pop_front()
+    }
+
+    /// Drops `packet`, larger than the `mtu` in force, and answers it if
+    /// configured to.
+    fn too_big(&mut self, now: Instant, packet: Packet, mtu: u32) {
+        self.stats.too_big_packets += 1;
+        if self.config.mtu_icmp
+            && let Ok(reply) = brisk_wire::icmp::packet_too_big(&packet.data, mtu)
+            && let Ok(reply) = Packet::new(packet.id, now, reply)
+        {
+            self.stats.too_big_replies += 1;
+            self.replies.push_back((now, reply));
+        }
+        self.events.push_back(LinkEvent::TooBig {
+            at: now,
+            packet,
+            mtu,
+        });
     }
 
     /// The overall wake-up ([`Link::poll_timeout`]) and the times the
@@ -565,6 +618,7 @@ mod tests {
                 | LinkEvent::Lost { at, .. }
                 | LinkEvent::EcnRewritten { at, .. }
                 | LinkEvent::Duplicated { at, .. }
+                | LinkEvent::TooBig { at, .. }
                 | LinkEvent::Reordered { at, .. } => at,
             })
             .collect();

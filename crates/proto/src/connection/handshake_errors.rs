@@ -69,7 +69,16 @@ fn server_reads(config: &ServerConfig, message: &[u8], v6: bool) -> Option<Hands
         allowance: Allowance::default(),
         reset_token: None,
     };
-    Connection::new_server(Instant::ZERO, config, cid(9), info, remote(v6), [4; 32]).err()
+    Connection::new_server(
+        Instant::ZERO,
+        config,
+        cid(9),
+        info,
+        remote(v6),
+        [4; 32],
+        None,
+    )
+    .err()
 }
 
 #[test]

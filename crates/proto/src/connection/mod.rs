@@ -22,8 +22,8 @@
 //! from packets that belong to no connection state (Retry, Refuse,
 //! stateless reset), `fec` repair and rebuilt packets, `handshake_copy`
 //! the second copy of a handshake message under FEC, `datagrams`
-//! unreliable datagrams in and out, `tests` ACK_FREQUENCY between two
-//! endpoints.
+//! unreliable datagrams in and out, `pmtu` path MTU probes and Packet Too
+//! Big messages, `tests` ACK_FREQUENCY between two endpoints.
 
 #[cfg(test)]
 mod datagram_tests;
@@ -37,6 +37,7 @@ mod handshake_copy_tests;
 #[cfg(test)]
 mod handshake_errors;
 pub(crate) mod packet_builder;
+mod pmtu;
 mod recv;
 #[cfg(test)]
 mod rx_pool_tests;
@@ -45,6 +46,7 @@ mod send;
 pub use send::MAX_TRAIN_BYTES;
 #[cfg(test)]
 mod builder_tests;
+mod closing;
 mod stateless;
 #[cfg(test)]
 mod tests;
@@ -53,6 +55,7 @@ pub(crate) mod timer;
 use crate::ack_frequency::AckFrequency;
 use crate::ack_tracker::AckTracker;
 use crate::amplification::Allowance;
+use crate::anti_replay::{AntiReplay, Verdict};
 use crate::config::{ClientConfig, ServerConfig, TransportConfig};
 use crate::congestion::{CcAlgorithm, Controller};
 use crate::crypto::{KEY_LEN, Keypair, PacketCipher, PacketKey};
@@ -196,11 +199,17 @@ struct HandshakeProgress {
     confirmed: bool,
     done_frame_pending: bool,
     early: Option<(StreamId, Vec<u8>)>,
+    /// Client: the early data is all of its stream (finished before the
+    /// first flight left).
+    early_fin: bool,
     local_params: TransportParams,
     /// The 1-RTT cipher, once agreed.
     cipher: Option<PacketCipher>,
     /// Client: Retry packets acted on.
     retries: u8,
+    /// Client: the wall-clock time at `Instant::ZERO`, for the time its
+    /// first flight with early data carries.
+    wall_clock_at_zero: Duration,
 }
 
 /// Bytes of a first flight that early data may fill.
@@ -265,6 +274,9 @@ pub struct Connection {
     ping_pending: bool,
     close: Option<CloseInfo>,
     close_pending: bool,
+    /// Unprompted repeats of our CONNECTION_CLOSE still to come (see
+    /// `closing.rs`).
+    close_repeats_left: u8,
     idle_timeout: Duration,
     peer_max_ack_delay: Duration,
     /// An ack-eliciting packet left since we last received one (RFC 9000
@@ -296,6 +308,8 @@ pub struct Connection {
     fec_rx: Option<crate::fec::FecReceiver>,
     /// Unreliable datagrams waiting to be sent or read.
     datagrams: crate::datagrams::DatagramQueues,
+    /// Path MTU discovery (`TransportConfig::pmtud`).
+    pmtu: crate::pmtu::Pmtud,
 }
 
 impl std::fmt::Debug for Connection {
@@ -344,6 +358,8 @@ fn local_params(config: &TransportConfig, local_cid: ConnectionId) -> TransportP
         stateless_reset_token: None,
         fec: config.fec.enabled,
         max_datagram_frame_size: config.datagrams.max_frame_bytes.filter(|&m| m > 0),
+        first_flight_time_ms: None,
+        early_data_fin: false,
     }
 }
 
@@ -409,6 +425,7 @@ impl Connection {
             repair_bytes_sent: 0,
             packets_rebuilt: 0,
             app_datagrams: Default::default(),
+            pmtu: Default::default(),
             dropped: DropStats::default(),
         };
         stats.ssthresh_bytes = cc.metrics().ssthresh_bytes;
@@ -434,9 +451,11 @@ impl Connection {
                 confirmed: false,
                 done_frame_pending: false,
                 early: None,
+                early_fin: false,
                 local_params: local_params(&config, local_cid),
                 cipher: None,
                 retries: 0,
+                wall_clock_at_zero: Duration::ZERO,
             },
             keys: None,
             rx_bufs: VecDeque::new(),
@@ -462,6 +481,7 @@ impl Connection {
             ping_pending: false,
             close: None,
             close_pending: false,
+            close_repeats_left: 0,
             idle_timeout: config.max_idle_timeout,
             peer_max_ack_delay: config.max_ack_delay,
             eliciting_sent_since_rx: false,
@@ -479,6 +499,7 @@ impl Connection {
                 .then(|| crate::fec::FecSender::new(config.fec.clone())),
             fec_rx: None,
             datagrams: crate::datagrams::DatagramQueues::new(config.datagrams.clone()),
+            pmtu: crate::pmtu::Pmtud::new(config.pmtud),
             config,
         };
         conn.restart_idle_timer(now);
@@ -529,12 +550,15 @@ impl Connection {
             noise,
         );
         conn.remote_static = config.server_static_key;
+        conn.hs.wall_clock_at_zero = config.wall_clock_at_zero;
         conn.hs.send_pending = true;
         Ok(conn)
     }
 
     /// A server connection for a client's Initial whose handshake message
     /// was read successfully; anything else is an error and leaves no state.
+    /// `replay` is the server's register of used first flights; `None`
+    /// uses early data without one.
     pub(crate) fn new_server(
         now: Instant,
         config: &ServerConfig,
@@ -542,6 +566,7 @@ impl Connection {
         initial: InitialInfo<'_>,
         remote: SocketAddr,
         seed: [u8; 32],
+        replay: Option<&mut AntiReplay>,
     ) -> Result<Self, HandshakeError> {
         let prologue = handshake::prologue(
             initial.version,
@@ -584,6 +609,8 @@ impl Connection {
         conn.half_open_timeout = Some(config.admission.half_open_timeout);
         conn.stats.datagrams_received = 1;
         conn.stats.bytes_received = initial.datagram_len as u64;
+        let flight_ms = payload.params.first_flight_time_ms;
+        let early_fin = payload.params.early_data_fin;
         conn.apply_peer_params(payload.params);
         let mut accepted = false;
         if let Some((id, data)) = payload.early {
@@ -592,10 +619,22 @@ impl Connection {
                 && initial.pattern == Pattern::Ik
                 && stream.initiator() == Side::Client
                 && stream.is_bidi();
+            // The Noise message opens with the client's ephemeral key,
+            // fresh per connection: with the flight's time it names the
+            // flight in the register.
+            let fresh = || {
+                let Some(register) = replay else {
+                    return true;
+                };
+                let server_ms = (config.wall_clock_at_zero + now.since_epoch()).as_millis() as u64;
+                let ephemeral = initial.message.get(..KEY_LEN).unwrap_or(initial.message);
+                register.check(server_ms, flight_ms, ephemeral) == Verdict::Fresh
+            };
             if fits
+                && fresh()
                 && conn
                     .streams
-                    .handle_stream_frame(stream, 0, &data, false)
+                    .handle_stream_frame(stream, 0, &data, early_fin)
                     .is_ok()
             {
                 accepted = true;
@@ -750,8 +789,20 @@ impl Connection {
     }
 
     /// The largest datagram we send: our configured size, but never more
-    /// than the peer said it accepts.
+    /// than the peer said it accepts, nor (with path MTU discovery) than
+    /// the path was found to carry.
     pub fn mds(&self) -> usize {
+        let ceiling = self.mds_ceiling();
+        if self.pmtu.enabled() {
+            ceiling.min(self.pmtu.current())
+        } else {
+            ceiling
+        }
+    }
+
+    /// The largest datagram we may send on any path: our configured size,
+    /// but never more than the peer said it accepts.
+    fn mds_ceiling(&self) -> usize {
         let peer = self
             .peer_params
             .as_ref()
@@ -797,6 +848,10 @@ impl Connection {
         s.stream_bytes_received = st.bytes_received;
         s.packets_rebuilt = self.fec_rx.as_ref().map_or(0, |r| r.rebuilt_packets());
         s.app_datagrams = self.datagrams.stats();
+        s.pmtu = self.pmtu.stats();
+        if !self.pmtu.enabled() {
+            s.pmtu.current_bytes = self.mds() as u64;
+        }
         s
     }
 
@@ -852,7 +907,17 @@ impl Connection {
 
     /// Ends stream `id` after the data written so far (sends FIN).
     pub fn finish(&mut self, id: StreamId) -> Result<(), StreamError> {
-        self.streams.finish(id)
+        self.streams.finish(id)?;
+        // A request that is all early data ends in the first flight, so
+        // the server can answer it before the handshake's round trip.
+        if self.hs.last_msg.is_none()
+            && let Some((early, data)) = &self.hs.early
+            && *early == id
+            && self.streams.send_buffered_bytes(id) == data.len() as u64
+        {
+            self.hs.early_fin = true;
+        }
+        Ok(())
     }
 
     /// Abandons sending on `id`: unsent data is dropped and the peer gets
@@ -980,6 +1045,7 @@ impl Connection {
         self.state = ConnState::Closing;
         self.timers.stop_all();
         self.timers.set(Timer::Close, now + self.closing_period());
+        self.arm_close_repeats(now);
     }
 
     /// We detected a protocol error: tell the peer and the application.
@@ -1066,6 +1132,7 @@ impl Connection {
                     self.drain_now();
                     return;
                 }
+                Timer::LossDetection if self.state == ConnState::Closing => self.repeat_close(now),
                 Timer::LossDetection => self.on_loss_timeout(now),
                 Timer::AckDelay | Timer::Pacing => {}
                 Timer::Ecn => {

@@ -123,6 +123,8 @@ pub(crate) struct PacketBuilder {
     /// The next datagram did not fit: a packet holding only an ACK must
     /// leave anyway (with a PING), so the datagram gets the next one.
     datagram_blocked: bool,
+    /// A path MTU probe: PING and PADDING, kept out of FEC.
+    mtu_probe: bool,
 }
 
 impl PacketBuilder {
@@ -240,6 +242,7 @@ impl Connection {
             repair: false,
             datagrams: 0,
             datagram_blocked: false,
+            mtu_probe: false,
         };
         let retransmitted_before = self.streams.stats().bytes_retransmitted;
         for source in PRIORITY {
@@ -256,6 +259,67 @@ impl Connection {
         let full = b.full;
         let ecn = self.seal_and_track(now, gate, b, out, retransmits)?;
         Some(Written { ecn, full })
+    }
+
+    /// Appends a path MTU probe of `size` bytes: a PING padded to that
+    /// size, ack-eliciting and in flight, with nothing to resend if lost.
+    pub(super) fn write_mtu_probe(
+        &mut self,
+        now: Instant,
+        out: &mut Vec<u8>,
+        size: usize,
+    ) -> Option<Ecn> {
+        self.keys.as_ref()?;
+        let start = out.len();
+        let pn = self.next_pn;
+        let header = Header::Short {
+            dcid: self.remote_cid,
+            pn: TruncatedPn::encode(pn, self.loss.largest_acked()),
+        };
+        let end = start + size;
+        if header.len() + 1 + TAG_LEN > size {
+            return None;
+        }
+        out.reserve(size);
+        header.emit(out);
+        let payload_start = out.len();
+        Frame::Ping.emit(out);
+        // PADDING frames are zero bytes.
+        out.resize(end - TAG_LEN, 0);
+        let traced = self
+            .qlog
+            .as_ref()
+            .is_some_and(|q| q.wants(qlog::EventClass::Packets));
+        let b = PacketBuilder {
+            pn,
+            start,
+            payload_start,
+            limit: out.len(),
+            frames: SentFrames::new(),
+            qframes: traced.then(|| {
+                vec![
+                    QlogFrame::Ping,
+                    qlog::frame(&Frame::Padding(end - TAG_LEN - payload_start - 1)),
+                ]
+            }),
+            eliciting: true,
+            with_ack: false,
+            largest_acked: None,
+            app_limited: false,
+            full: false,
+            repair: false,
+            datagrams: 0,
+            datagram_blocked: false,
+            mtu_probe: true,
+        };
+        let gate = Gate {
+            ack_due: false,
+            probe: false,
+            may_elicit: true,
+        };
+        let ecn = self.seal_and_track(now, gate, b, out, false)?;
+        self.pmtu.on_probe_sent(pn, size);
+        Some(ecn)
     }
 
     /// Whether a packet may and should start now; sets or stops the
@@ -482,7 +546,7 @@ impl Connection {
     ) -> Option<Ecn> {
         self.keys.as_ref()?;
         let pn = b.pn;
-        if !b.repair && self.fec_rx.is_some() {
+        if !b.repair && !b.mtu_probe && self.fec_rx.is_some() {
             self.fec_on_source_sent(now, pn, &b, out);
         }
         let (tx, _) = self.keys.as_ref()?;
@@ -541,7 +605,7 @@ impl Connection {
             if let Some(f) = self.fec_active() {
                 f.on_repair_sent(now, pn);
             }
-        } else {
+        } else if !b.mtu_probe {
             let in_flight = self.sent.bytes_in_flight();
             let cwnd = self.cc.window();
             let mds = self.mds() as u64;

@@ -743,7 +743,8 @@ impl Connection {
         let mut acked_packets = 0;
         let mut newly_ecn = EcnCounts::default();
         let mut acked_ack = None;
-        for (_, p) in newly {
+        for (pn, p) in newly {
+            self.pmtu.on_acked(*pn, p.size_bytes as usize);
             if p.ack_eliciting {
                 acked_bytes += p.size_bytes;
                 acked_packets += 1;
@@ -840,8 +841,14 @@ impl Connection {
         let mut lost_bytes = 0;
         let mut lost_packets = 0;
         let mut largest_lost_sent_at = Instant::ZERO;
+        // Path MTU discovery first: a black hole it finds here makes every
+        // lost packet larger than the base the path's doing, not a queue's.
         for (pn, p) in &batch.packets {
-            if p.ack_eliciting {
+            self.pmtu.on_lost(*pn, p.size_bytes as usize);
+        }
+        for (pn, p) in &batch.packets {
+            let path_size = self.lost_to_path_size(p.size_bytes);
+            if p.ack_eliciting && !path_size {
                 lost_bytes += p.size_bytes;
                 lost_packets += 1;
                 largest_lost_sent_at = largest_lost_sent_at.max(p.time_sent);
@@ -856,7 +863,7 @@ impl Connection {
                     f.on_lost(*pn);
                 }
             }
-            if p.ack_eliciting && p.ecn.is_ecn_capable() {
+            if p.ack_eliciting && p.ecn.is_ecn_capable() && !path_size {
                 self.ecn.on_lost(now, p.ecn);
             }
             if !p.requeued {

@@ -5,6 +5,7 @@
 
 use super::{ConnState, Connection, Event, with_initial_token};
 use crate::error::ConnectionError;
+use crate::loss::LossDetection;
 use crate::packet::{ConnectionId, LongType};
 use crate::stateless_reset::RESET_TOKEN_LEN;
 use crate::streams::Side;
@@ -50,10 +51,29 @@ impl Connection {
         self.hs.retries += 1;
         self.hs.send_pending = true;
         self.hs.pto_count = 0;
-        // The RTT sample comes from the exchange that follows.
+        self.sample_rtt_from_retry(now);
+        // The next RTT sample comes from the exchange that follows.
         self.hs.first_sent_at = None;
         self.hs.resent = false;
         self.update_timers(now);
+    }
+
+    /// The time from our first Initial to the Retry that answers it is a
+    /// round trip to the server (RFC 9002 §6.3 lets a client take it as
+    /// its first RTT estimate), counted only if that Initial went out
+    /// once. A server sends Retry when it is under load, which is when its
+    /// listening socket drops datagrams: without the sample, the Initial
+    /// with the token is resent at the initial one-second probe timeout,
+    /// and a newcomer whose copies were dropped a few times in a row ran
+    /// out of its connect timeout during a handshake flood.
+    fn sample_rtt_from_retry(&mut self, now: Instant) {
+        let (Some(sent), false) = (self.hs.first_sent_at, self.hs.resent) else {
+            return;
+        };
+        self.rtt.update(now - sent, std::time::Duration::ZERO, now);
+        self.loss.on_rtt_sample(now);
+        self.ecn
+            .set_pto(LossDetection::pto_base(&self.rtt, self.peer_max_ack_delay));
     }
 
     /// A Refuse: the server will not take this connection; the
@@ -90,6 +110,16 @@ impl Connection {
             return None;
         }
         self.peer_params.as_ref()?.stateless_reset_token
+    }
+
+    /// Whether the peer's address is proved: on a server, by a Retry
+    /// token the client echoed or by the client's answer to our handshake
+    /// message; a client trusts the address it dialled. Only a peer that
+    /// receives at that address gets here, so a driver may give such a
+    /// handshake resources of its own (a socket) before it completes
+    /// without letting forged Initials claim any.
+    pub fn is_address_validated(&self) -> bool {
+        self.validated
     }
 
     /// Server: the handshake is not yet both complete and proved to come

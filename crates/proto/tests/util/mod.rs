@@ -101,6 +101,13 @@ pub struct LinkConfig {
     pub ecn: EcnRewrite,
     /// Everything leaving the transmitter in these windows is lost.
     pub outages: Vec<(Instant, Instant)>,
+    /// The largest IP packet the hop forwards, in bytes.
+    pub mtu: Option<u32>,
+    /// Answer a packet over the MTU with a Packet Too Big, which the
+    /// harness hands to the sending connection.
+    pub mtu_icmp: bool,
+    /// From this time on the MTU is this many bytes.
+    pub mtu_change: Option<(Instant, u32)>,
 }
 
 impl LinkConfig {
@@ -176,6 +183,12 @@ pub fn net_link(c: &LinkConfig) -> brisk_netmodel::LinkConfig {
             EcnRewrite::Keep => NetEcnRewrite::Pass,
             EcnRewrite::Bleach => NetEcnRewrite::Bleach,
         },
+        mtu: c.mtu,
+        mtu_icmp: c.mtu_icmp,
+        mtu_change: c.mtu_change.map(|(at, mtu)| brisk_netmodel::MtuChange {
+            at: at - Instant::ZERO,
+            mtu,
+        }),
         ..brisk_netmodel::LinkConfig::default()
     }
 }
@@ -207,6 +220,8 @@ pub struct LinkStats {
     pub duplicated: u64,
     pub ce_marked: u64,
     pub bytes_sent: u64,
+    /// Dropped at the entrance for exceeding the MTU.
+    pub too_big: u64,
 }
 
 impl LinkStats {
@@ -216,6 +231,7 @@ impl LinkStats {
             LinkEvent::QueueDrop { .. } | LinkEvent::Lost { .. } => self.dropped += 1,
             LinkEvent::Marked { .. } => self.ce_marked += 1,
             LinkEvent::Duplicated { .. } => self.duplicated += 1,
+            LinkEvent::TooBig { .. } => self.too_big += 1,
             _ => {}
         }
     }
@@ -441,14 +457,41 @@ impl Pair {
     /// Advances the bottleneck's direction `dir` to now, counts what it
     /// did and hands each datagram that arrived to its endpoint.
     fn deliver_due(&mut self, dir: Dir) {
-        let (direction, side, to) = match dir {
-            Dir::ToServer => (Direction::Down, &mut self.to_server, &mut self.server),
-            Dir::ToClient => (Direction::Up, &mut self.to_client, &mut self.client),
+        let (direction, side, to, conn, addr) = match dir {
+            Dir::ToServer => (
+                Direction::Down,
+                &mut self.to_server,
+                &mut self.server,
+                self.server_conn,
+                self.server_addr,
+            ),
+            Dir::ToClient => (
+                Direction::Up,
+                &mut self.to_client,
+                &mut self.client,
+                Some(self.client_conn),
+                self.client_addr,
+            ),
         };
         self.net.handle_timeout(self.now, direction);
         while let Some(out) = self.net.poll(direction, &mut ()) {
             match out {
                 BottleneckOutput::Event(e) => side.stats.count(&e),
+                // A router's answer to one of this side's packets that was
+                // too big: the connection hears of it, as a socket driver's
+                // error queue would tell it.
+                BottleneckOutput::Delivered { packet, .. }
+                    if packet.flow().protocol != brisk_wire::udp::PROTOCOL =>
+                {
+                    let ptb = brisk_wire::icmp::parse_packet_too_big(&packet.data)
+                        .expect("only Packet Too Big messages besides UDP");
+                    if ptb.quoted_src == addr
+                        && let Some(c) = conn.and_then(|h| to.connection_mut(h))
+                    {
+                        let quoted = &packet.data[ptb.quoted_payload_at..];
+                        c.handle_packet_too_big(self.now, ptb.mtu, quoted);
+                    }
+                }
                 BottleneckOutput::Delivered { packet, .. } => {
                     side.stats.delivered += 1;
                     let (src, _, ecn, payload) =

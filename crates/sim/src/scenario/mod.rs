@@ -107,6 +107,14 @@ struct RawScenario {
     )]
     #[serde(default)]
     queue_up: IgnoredAny,
+    // `[optimizer]` puts the TCP optimizer into `brisk live`'s router;
+    // brisk-live reads it, the simulator has no router to put it in.
+    #[expect(
+        dead_code,
+        reason = "declared for deny_unknown_fields; read by brisk live"
+    )]
+    #[serde(default)]
+    optimizer: IgnoredAny,
     #[serde(default)]
     flows: Vec<Spanned<RawFlow>>,
     #[serde(default)]

@@ -45,6 +45,15 @@ fn parses_a_good_file() {
     assert_eq!(s.seed, 1);
 }
 
+/// `[optimizer]` is `brisk live`'s (brisk-live reads it); the simulator
+/// accepts the table rather than calling it unknown.
+#[test]
+fn an_optimizer_table_is_accepted() {
+    let text = format!("{GOOD}\n[optimizer]\nconnection_buffer = \"1MiB\"\n");
+    let s = Scenario::parse(&text, "demo.toml").unwrap();
+    assert_eq!(s.flows.len(), 2);
+}
+
 fn err(text: &str) -> String {
     Scenario::parse(text, "bad.toml").unwrap_err().to_string()
 }

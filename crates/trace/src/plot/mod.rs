@@ -10,16 +10,19 @@
 //!
 //! Kinds: [`line`] (series over time), [`cdf`] (distributions),
 //! [`tseq`] (tcptrace-style time-sequence graph), [`bars`] (grouped bars
-//! with an optional reference curve).
+//! with an optional reference curve), [`scatter`] (a point per run and a
+//! marked mean per contender, optionally with the x axis reversed).
 
 pub mod bars;
 pub mod cdf;
 pub mod line;
+pub mod scatter;
 pub mod tseq;
 
 pub use bars::{BarChart, BarSeries, bar_chart};
 pub use cdf::{Samples, cdf_chart};
 pub use line::line_chart;
+pub use scatter::{PointSet, scatter_chart};
 pub use tseq::{SeqEvent, SeqKind, time_sequence_chart};
 
 use plotters::chart::MeshStyle;

@@ -116,6 +116,9 @@ pub struct BriskConfig {
     /// Forward error correction: both ends announce it, with this default
     /// policy for the sender's streams; `None`: not announced.
     pub fec: Option<brisk_proto::fec::FecPolicy>,
+    /// Path MTU discovery: on when a link of the scenario has an `mtu`,
+    /// so that scenarios without one run as they always did.
+    pub pmtud: bool,
     /// IP + UDP header bytes: datagrams fill [`MTU_BYTES`] with them.
     pub header_len: usize,
     pub start: Instant,
@@ -136,6 +139,7 @@ impl BriskConfig {
             cc: self.cc,
             ecn: self.ecn,
             ack_frequency: self.ack_frequency,
+            pmtud: self.pmtud,
             ..TransportConfig::default()
         };
         if let Some(policy) = self.fec {
@@ -569,13 +573,38 @@ impl BriskFlow {
     }
 }
 
+impl BriskFlow {
+    /// A datagram that is not UDP: a router's Packet Too Big about one of
+    /// this end's packets goes to its connection's path MTU discovery, as
+    /// a socket's error queue would hand it on; anything else is counted
+    /// as malformed.
+    fn handle_non_udp(&mut self, now: Instant, end: End, datagram: &[u8]) {
+        let Ok(ptb) = brisk_wire::icmp::parse_packet_too_big(datagram) else {
+            self.malformed += 1;
+            return;
+        };
+        let (ep, h, own) = match end {
+            End::Sender => (&mut self.client, self.client_conn, self.addrs.sender),
+            End::Receiver => (&mut self.server, self.server_conn, self.addrs.receiver),
+        };
+        if ptb.quoted_src.ip() == own.ip()
+            && let Some(c) = h.and_then(|h| ep.connection_mut(h))
+        {
+            c.handle_packet_too_big(now, ptb.mtu, &datagram[ptb.quoted_payload_at..]);
+            self.touch(end);
+            self.process(now);
+            self.read_timers();
+        }
+    }
+}
+
 impl FlowApp for BriskFlow {
     fn handle_datagram(&mut self, now: Instant, end: End, datagram: &[u8]) {
         // The UDP checksum is taken on trust, as between two processes on
         // one host: the datagram was built in this run and nothing on the
         // way changes the bytes it covers (a test holds the captures to it).
         let Ok((from, _, ecn, payload)) = ip::parse_udp_trusted(datagram) else {
-            self.malformed += 1;
+            self.handle_non_udp(now, end, datagram);
             return;
         };
         self.touch(end);

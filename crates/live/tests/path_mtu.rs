@@ -1,0 +1,86 @@
+//! Path MTU discovery on real sockets: Brisk downloads (`brisk-io`, the
+//! `transfer` recipe, SHA-256 checked end to end) through the lab's router
+//! whose links forward at most 1400-byte IP packets, while the namespaces'
+//! own interfaces take 1500: the first connection over such a path used
+//! to fail ("Message too long") because its first flight was sized for
+//! the local interface. Cases: the router answers with ICMP Packet Too
+//! Big; it drops silently (a black hole for large packets); the MTU drops
+//! from 1500 to 1280 bytes one second into the transfer. IPv4 and IPv6.
+
+mod common;
+
+use brisk_live::recipes::transfer::{self, TransferConfig};
+use brisk_live::{Lab, LabConfig};
+use std::time::Duration;
+
+struct Case {
+    name: &'static str,
+    /// Lines for both `[link.*]` tables.
+    lines: &'static str,
+}
+
+const CASES: &[Case] = &[
+    Case {
+        name: "1400-byte hop answering with ICMP",
+        lines: "mtu = 1400\nmtu_icmp = true",
+    },
+    Case {
+        name: "1400-byte hop without ICMP",
+        lines: "mtu = 1400",
+    },
+    Case {
+        name: "MTU 1500 to 1280 at 1 s, with ICMP",
+        lines: "mtu_icmp = true\nmtu_change = { at = \"1s\", mtu = 1280 }",
+    },
+];
+
+fn lab(case: &Case, ip: &str) -> Lab {
+    let link = |dir: &str| {
+        format!(
+            "[link.{dir}]\nrate = \"20Mbit\"\ndelay = \"10ms\"\n{}\n",
+            case.lines
+        )
+    };
+    let text = format!(
+        "ip = \"{ip}\"\n{}{}[queue.fifo]\nlimit_packets = 200\n",
+        link("down"),
+        link("up")
+    );
+    Lab::up(LabConfig::new(common::scenario(&text))).expect("lab comes up")
+}
+
+#[test]
+fn downloads_cross_a_smaller_hop_with_matching_hashes() {
+    let test = "downloads_cross_a_smaller_hop_with_matching_hashes";
+    let Some(_g) = common::lab_guard(test) else {
+        return;
+    };
+    let mut failed = Vec::new();
+    for case in CASES {
+        for ip in ["v4", "v6"] {
+            let lab = lab(case, ip);
+            let config = TransferConfig {
+                cc: "bbr".into(),
+                bytes: 3_000_000,
+                limit: Duration::from_secs(30),
+                seed: 5,
+            };
+            let result = transfer::run(&lab, &config);
+            let _ = lab.finish(None, None);
+            match result {
+                Ok(r) => eprintln!(
+                    "{:<38} {ip}: {} bytes in {:.2} s, SHA-256 {}...",
+                    case.name,
+                    r.bytes,
+                    r.completion.as_secs_f64(),
+                    &r.sha256[..12]
+                ),
+                Err(e) => {
+                    eprintln!("{:<38} {ip}: FAILED: {e}", case.name);
+                    failed.push(format!("{} {ip}: {e}", case.name));
+                }
+            }
+        }
+    }
+    assert!(failed.is_empty(), "{failed:#?}");
+}
