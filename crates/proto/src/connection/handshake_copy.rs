@@ -38,7 +38,8 @@ impl Connection {
     /// Whether this connection sends its handshake messages twice.
     fn copies_handshake(&self) -> bool {
         // No peer parameters yet: the client's Initial.
-        self.config.fec.enabled && (self.peer_params.is_none() || self.fec_rx.is_some())
+        let fec = &self.config.fec;
+        fec.enabled && fec.handshake_copies && (self.peer_params.is_none() || self.fec_rx.is_some())
     }
 
     /// A handshake message just left: after its first transmission, the

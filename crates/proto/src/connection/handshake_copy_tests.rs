@@ -12,12 +12,14 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 const STEP: Duration = Duration::from_millis(5);
 
-/// One handshake with FEC `enabled` on both sides, dropping the client's
+/// One handshake with FEC `enabled` on both sides (with handshake copies
+/// when `copies`), dropping the client's
 /// first `drop_client` and the server's first `drop_server` datagrams: the
 /// time the client took to connect, and both sides' handshake copies.
 fn connect(
     v6: bool,
     enabled: bool,
+    copies: bool,
     drop_client: usize,
     drop_server: usize,
 ) -> (Duration, u64, u64) {
@@ -26,6 +28,7 @@ fn connect(
     let mut server_config = ServerConfig::new(keys);
     for t in [&mut client_config.transport, &mut server_config.transport] {
         t.fec.enabled = enabled;
+        t.fec.handshake_copies = copies;
         t.fec.default_policy = FecPolicy::On;
     }
     let ip = |n: u16| -> IpAddr {
@@ -90,7 +93,7 @@ fn connect(
 #[test]
 fn a_lost_reply_is_covered_by_its_copy_under_fec() {
     for v6 in [false, true] {
-        let (at, client_copies, server_copies) = connect(v6, true, 0, 1);
+        let (at, client_copies, server_copies) = connect(v6, true, true, 0, 1);
         assert_eq!(at, Duration::ZERO, "v6 {v6}: connected at {at:?}");
         assert_eq!((client_copies, server_copies), (1, 1), "v6 {v6}");
     }
@@ -99,10 +102,10 @@ fn a_lost_reply_is_covered_by_its_copy_under_fec() {
 #[test]
 fn a_lost_initial_is_covered_by_its_copy_under_fec() {
     for v6 in [false, true] {
-        let (at, client_copies, _) = connect(v6, true, 1, 0);
+        let (at, client_copies, _) = connect(v6, true, true, 1, 0);
         assert_eq!(at, Duration::ZERO, "v6 {v6}: connected at {at:?}");
         assert_eq!(client_copies, 1, "v6 {v6}");
-        let (at, _, _) = connect(v6, false, 1, 0);
+        let (at, _, _) = connect(v6, false, true, 1, 0);
         assert!(
             at >= Duration::from_millis(900),
             "v6 {v6}: without FEC at {at:?}"
@@ -113,7 +116,7 @@ fn a_lost_initial_is_covered_by_its_copy_under_fec() {
 #[test]
 fn without_fec_a_lost_reply_waits_the_handshake_timeout() {
     for v6 in [false, true] {
-        let (at, client_copies, server_copies) = connect(v6, false, 0, 1);
+        let (at, client_copies, server_copies) = connect(v6, false, true, 0, 1);
         assert!(
             at >= Duration::from_millis(900),
             "v6 {v6}: connected at {at:?}"
@@ -125,7 +128,19 @@ fn without_fec_a_lost_reply_waits_the_handshake_timeout() {
 #[test]
 fn losing_both_copies_still_ends_in_a_resend() {
     for v6 in [false, true] {
-        let (at, _, _) = connect(v6, true, 0, 2);
+        let (at, _, _) = connect(v6, true, true, 0, 2);
+        assert!(
+            at >= Duration::from_millis(900),
+            "v6 {v6}: connected at {at:?}"
+        );
+    }
+}
+
+#[test]
+fn fec_without_handshake_copies_sends_none() {
+    for v6 in [false, true] {
+        let (at, client_copies, server_copies) = connect(v6, true, false, 1, 0);
+        assert_eq!((client_copies, server_copies), (0, 0), "v6 {v6}");
         assert!(
             at >= Duration::from_millis(900),
             "v6 {v6}: connected at {at:?}"

@@ -167,6 +167,11 @@ impl BriskConfig {
                 t.datagrams.max_frame_bytes = Some(mds);
                 t.datagrams.fec_policy = self.fec.unwrap_or(FecPolicy::Adaptive);
                 t.fec.enabled = t.datagrams.fec_policy != FecPolicy::Off;
+                // FEC here protects the frames; the handshake is copied only
+                // when the scenario asked for FEC itself, so a call without
+                // `fec` opens as it did before copies existed (their extra
+                // datagrams shift every later packet of the run).
+                t.fec.handshake_copies = self.fec.is_some();
             }
             BriskWorkload::Bulk { .. }
             | BriskWorkload::Video { .. }
