@@ -151,6 +151,7 @@ impl BriskConfig {
             BriskWorkload::Messages { path, .. } => match *path {
                 SendPath::SendBuffer(limit) => {
                     t.streams.send_buffer_limit = limit;
+                    t.streams.send_buffer_limit_max = limit;
                     t.streams.low_water_mark = u64::MAX;
                 }
                 SendPath::LowWaterMark(mark) => t.streams.low_water_mark = mark,
