@@ -164,6 +164,13 @@ impl ServerConfig {
         s.send_buffer_limit = s.send_buffer_limit.min(s.connection_send_buffer_limit);
         s.connection_receive_window = s.connection_receive_window.min(each_way);
         s.stream_receive_window = s.stream_receive_window.min(s.connection_receive_window);
+        // Windows and send buffers that tune themselves stay within the
+        // share too.
+        s.send_buffer_limit_max = s.send_buffer_limit_max.min(s.connection_send_buffer_limit);
+        s.connection_receive_window_max = s.connection_receive_window_max.min(each_way);
+        s.stream_receive_window_max = s
+            .stream_receive_window_max
+            .min(s.connection_receive_window_max);
         (transport, max_connections)
     }
 }
@@ -187,9 +194,18 @@ mod tests {
         let defaults = TransportConfig::default().streams;
         let (t, n) = server_with(None, 10_000).within_budget();
         assert_eq!((t.streams, n), (defaults.clone(), 10_000));
-        // 1 GiB over 100 connections leaves the 4 MiB defaults alone.
+        // 1 GiB over 100 connections leaves the 4 MiB defaults alone, and
+        // bounds what windows and buffers may grow to by the share (about
+        // 5 MiB each way).
         let (t, n) = server_with(Some(1 << 30), 100).within_budget();
-        assert_eq!((t.streams, n), (defaults.clone(), 100));
+        let each_way = (1u64 << 30) / 100 / 2;
+        let bounded = brisk_proto::streams::StreamsConfig {
+            send_buffer_limit_max: defaults.connection_send_buffer_limit,
+            connection_receive_window_max: each_way,
+            stream_receive_window_max: each_way,
+            ..defaults.clone()
+        };
+        assert_eq!((t.streams, n), (bounded, 100));
         // 1 GiB over 10,000: about 52 KiB each way is below the floor, so
         // the floor holds and 8,192 connections fit.
         let (t, n) = server_with(Some(1 << 30), 10_000).within_budget();

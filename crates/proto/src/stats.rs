@@ -92,6 +92,10 @@ pub struct ConnectionStats {
     pub ptos: u64,
     /// Probe packets sent for them.
     pub probes_sent: u64,
+    /// Second copies of a handshake message sent right behind its first
+    /// transmission because the connection asked for FEC (see
+    /// `connection/handshake_copy.rs`).
+    pub handshake_copies_sent: u64,
     /// Times the congestion window was reduced (loss or CE).
     pub congestion_events: u64,
     /// Packets that carried an ACK frame.

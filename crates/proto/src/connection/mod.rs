@@ -20,7 +20,8 @@
 //! in, `send` datagrams and GSO trains out, [`packet_builder`] one 1-RTT
 //! packet from frame sources in priority order, `stateless` what the endpoint hands on
 //! from packets that belong to no connection state (Retry, Refuse,
-//! stateless reset), `fec` repair and rebuilt packets, `datagrams`
+//! stateless reset), `fec` repair and rebuilt packets, `handshake_copy`
+//! the second copy of a handshake message under FEC, `datagrams`
 //! unreliable datagrams in and out, `pmtu` path MTU probes and Packet Too
 //! Big messages, `tests` ACK_FREQUENCY between two endpoints.
 
@@ -30,6 +31,9 @@ mod datagrams;
 mod fec;
 #[cfg(test)]
 mod fec_tests;
+mod handshake_copy;
+#[cfg(test)]
+mod handshake_copy_tests;
 #[cfg(test)]
 mod handshake_errors;
 mod migration;
@@ -189,6 +193,8 @@ struct HandshakeProgress {
     resent: bool,
     pto_count: u32,
     next_pn: u64,
+    /// Where our last message is in its first transmission and copy.
+    copy: handshake_copy::HandshakeCopy,
     /// The peer holds our last message: we read the final message, or
     /// authenticated a 1-RTT packet from the peer.
     confirmed: bool,
@@ -405,6 +411,7 @@ impl Connection {
             spurious_losses: 0,
             ptos: 0,
             probes_sent: 0,
+            handshake_copies_sent: 0,
             congestion_events: 0,
             persistent_congestion_events: 0,
             ecn_sent: Default::default(),
@@ -446,6 +453,7 @@ impl Connection {
                 resent: false,
                 pto_count: 0,
                 next_pn: 0,
+                copy: handshake_copy::HandshakeCopy::First,
                 confirmed: false,
                 done_frame_pending: false,
                 early: None,
@@ -660,6 +668,7 @@ impl Connection {
         let msg = noise.write(&reply)?;
         conn.hs.last_msg = Some((LongType::Handshake, hs_payload(None, &msg)));
         conn.hs.send_pending = true;
+        conn.hs.copy = handshake_copy::HandshakeCopy::First;
         conn.remote_static = noise.remote_static();
         if noise.is_finished() {
             conn.on_handshake_complete(now);

@@ -293,6 +293,7 @@ impl Connection {
                     self.hs.last_msg = Some((LongType::Handshake, hs_payload(None, &msg)));
                     self.hs.send_pending = true;
                     self.hs.pto_count = 0;
+                    self.hs.copy = super::handshake_copy::HandshakeCopy::First;
                 }
                 Err(e) => {
                     self.events

@@ -282,6 +282,7 @@ impl Connection {
         self.hs.send_pending = false;
         self.hs.first_sent_at.get_or_insert(now);
         self.hs.last_sent_at = Some(now);
+        self.on_handshake_message_sent();
     }
 
     /// A 1-RTT packet with only CONNECTION_CLOSE; not tracked for loss.

@@ -83,6 +83,11 @@ pub struct FecConfig {
     /// repair in goodput and a block left to retransmission costs it
     /// little.
     pub adaptive_block_failure: f64,
+    /// Send each handshake message twice while FEC is enabled (see
+    /// `connection/handshake_copy.rs`): a lost handshake packet otherwise
+    /// costs the one-second initial timeout, since repair protects only
+    /// 1-RTT packets.
+    pub handshake_copies: bool,
 }
 
 impl Default for FecConfig {
@@ -93,6 +98,7 @@ impl Default for FecConfig {
             max_block_packets: 32,
             target_block_failure: 0.01,
             adaptive_block_failure: 0.2,
+            handshake_copies: true,
         }
     }
 }

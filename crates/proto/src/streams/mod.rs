@@ -60,6 +60,23 @@ use recv::RecvStream;
 use scheduler::{Queue, Scheduler};
 use send::SendStream;
 
+/// One stream's send buffer bounds: `send_buffer_limit` and
+/// `send_buffer_limit_max` of [`StreamsConfig`].
+#[derive(Debug, Clone, Copy)]
+struct BufferLimits {
+    base: u64,
+    max: u64,
+}
+
+impl BufferLimits {
+    /// What `s` may hold before the connection's room is counted: the
+    /// configured size, or as much as the peer lets it send past its first
+    /// unacknowledged byte, up to `max`.
+    fn of(self, s: &SendStream) -> u64 {
+        self.base.max(s.granted_ahead().min(self.max))
+    }
+}
+
 /// Largest stream offset a 62-bit varint can carry (RFC 9000 §4.5).
 pub(crate) const MAX_OFFSET: u64 = (1 << 62) - 1;
 
@@ -75,8 +92,24 @@ pub struct StreamsConfig {
     pub stream_receive_window: u64,
     /// The same, summed over all streams.
     pub connection_receive_window: u64,
+    /// The most a stream's receive window grows to when the peer keeps
+    /// using all of it while the application keeps up (see
+    /// `flow_control`); at or below `stream_receive_window`, windows stay
+    /// fixed.
+    pub stream_receive_window_max: u64,
+    /// The most the connection's receive window grows to; it grows to one
+    /// and a half times the largest stream window, so that one stream's
+    /// grown window is not cut by the connection's.
+    pub connection_receive_window_max: u64,
     /// Bytes one stream may hold, unacknowledged plus unsent.
     pub send_buffer_limit: u64,
+    /// The most one stream's buffer grows to while the peer grants a
+    /// larger stream window than `send_buffer_limit`: the buffer then
+    /// follows that window, which the peer grows only when it held the
+    /// sender back (see `flow_control`), so the sender's own buffer does
+    /// not hold back a path whose receiver asked for more. At or below
+    /// `send_buffer_limit` the buffer stays fixed.
+    pub send_buffer_limit_max: u64,
     /// Bytes all streams of the connection may hold together, so a peer
     /// that opens many streams and reads none pins at most this much of
     /// our memory; never below `send_buffer_limit`, so one stream can
@@ -93,7 +126,13 @@ impl Default for StreamsConfig {
             max_streams_uni: 100,
             stream_receive_window: 1 << 20,
             connection_receive_window: 4 << 20,
+            // Chromium's limits for the same tuning: room for a lossy
+            // 100 Mbit/s path at 300 ms, and a bound on what one
+            // connection's out-of-order data can pin.
+            stream_receive_window_max: 16 << 20,
+            connection_receive_window_max: 24 << 20,
             send_buffer_limit: 1 << 20,
+            send_buffer_limit_max: 16 << 20,
             connection_send_buffer_limit: 4 << 20,
             low_water_mark: 16 << 10,
         }
@@ -283,6 +322,8 @@ impl Streams {
         config.max_streams_uni = config.max_streams_uni.min(StreamId::MAX_COUNT);
         config.stream_receive_window = config.stream_receive_window.min(MAX_OFFSET);
         config.connection_receive_window = config.connection_receive_window.min(MAX_OFFSET);
+        config.stream_receive_window_max = config.stream_receive_window_max.min(MAX_OFFSET);
+        config.connection_receive_window_max = config.connection_receive_window_max.min(MAX_OFFSET);
         config.connection_send_buffer_limit = config
             .connection_send_buffer_limit
             .max(config.send_buffer_limit);
@@ -296,7 +337,10 @@ impl Streams {
             local_max_streams: [config.max_streams_bidi, config.max_streams_uni],
             peer_max_stream_data: peer.max_stream_data,
             conn_send: SendCredit::new(peer.max_data),
-            conn_recv: RecvWindow::new(config.connection_receive_window),
+            conn_recv: RecvWindow::new(
+                config.connection_receive_window,
+                config.connection_receive_window_max,
+            ),
             config,
             streams: BTreeMap::new(),
             scheduler: Scheduler::new(),
@@ -410,8 +454,9 @@ impl Streams {
     /// `Ok(0)` means try again after a Writable event.
     pub(crate) fn write(&mut self, id: StreamId, data: &[u8]) -> Result<usize, StreamError> {
         let room = self.connection_send_room();
-        let stream_limit = self.config.send_buffer_limit;
+        let limits = self.buffer_limits();
         let s = self.app_send(id)?;
+        let stream_limit = limits.of(s);
         let limit = stream_limit.min(s.buffered().saturating_add(room));
         let n = s.write(data, limit)?;
         let blocked = if n < data.len() {
@@ -635,7 +680,7 @@ impl Streams {
         budget: Budget,
         conn_blocked: &mut bool,
     ) -> Option<ChunkInfo> {
-        let (lowat, stream_limit) = (self.config.low_water_mark, self.config.send_buffer_limit);
+        let (lowat, limits) = (self.config.low_water_mark, self.buffer_limits());
         let room = self.connection_send_room();
         for _ in 0..self.scheduler.queue_len(level, q) {
             let id = self.scheduler.front(level, q)?;
@@ -667,7 +712,7 @@ impl Streams {
                 *conn_blocked |= q == Queue::Fresh && more && credit == 0;
                 continue;
             };
-            let limit = stream_limit.min(s.buffered().saturating_add(room));
+            let limit = limits.of(s).min(s.buffered().saturating_add(room));
             let writable = s.take_writable_edge(lowat, limit);
             let len = chunk.len;
             match q {
@@ -694,11 +739,11 @@ impl Streams {
         let freed = before.saturating_sub(s.buffered());
         self.release_send_buffer(freed);
         let room = self.connection_send_room();
-        let (lowat, stream_limit) = (self.config.low_water_mark, self.config.send_buffer_limit);
+        let (lowat, limits) = (self.config.low_water_mark, self.buffer_limits());
         let Some(s) = self.streams.get_mut(&id).and_then(|s| s.send.as_mut()) else {
             return;
         };
-        if s.take_writable_edge(lowat, stream_limit.min(s.buffered().saturating_add(room))) {
+        if s.take_writable_edge(lowat, limits.of(s).min(s.buffered().saturating_add(room))) {
             self.writable.insert(id);
         }
         self.stats.bytes_acked += out.newly_acked;
@@ -905,7 +950,8 @@ impl Streams {
             return Some(frame);
         }
         if std::mem::take(&mut self.max_data_due) {
-            return Some(ControlFrame::MaxData(self.conn_recv.advertise()));
+            // The connection's window grows only with its streams' (below).
+            return Some(ControlFrame::MaxData(self.conn_recv.advertise(false)));
         }
         for bidi in [true, false] {
             let d = dir(bidi);
@@ -923,10 +969,12 @@ impl Streams {
             if let Some(r) = self.streams.get_mut(&id).and_then(|s| s.recv.as_mut())
                 && r.wants_credit()
             {
-                return Some(ControlFrame::MaxStreamData {
-                    id,
-                    max: r.advertise(),
-                });
+                let before = r.window();
+                let max = r.advertise();
+                if r.window() > before {
+                    self.conn_recv.widen_to(r.window().saturating_mul(3) / 2);
+                }
+                return Some(ControlFrame::MaxStreamData { id, max });
             }
         }
         None
@@ -953,11 +1001,11 @@ impl Streams {
                 r.rearm_readable();
             }
         }
-        let (lowat, stream_limit) = (self.config.low_water_mark, self.config.send_buffer_limit);
+        let (lowat, limits) = (self.config.low_water_mark, self.buffer_limits());
         let room = self.connection_send_room();
         while let Some(id) = self.writable.pop_first() {
             if let Some(s) = self.streams.get_mut(&id).and_then(|s| s.send.as_mut()) {
-                if s.is_writable(lowat, stream_limit.min(s.buffered().saturating_add(room))) {
+                if s.is_writable(lowat, limits.of(s).min(s.buffered().saturating_add(room))) {
                     return Some(StreamEvent::Writable(id));
                 }
                 s.rearm_writable();
@@ -985,9 +1033,13 @@ impl Streams {
             send: self
                 .can_send(id)
                 .then(|| SendStream::new(id, priority, self.peer_max_stream_data)),
-            recv: self
-                .can_recv(id)
-                .then(|| RecvStream::new(id, self.config.stream_receive_window)),
+            recv: self.can_recv(id).then(|| {
+                RecvStream::new(
+                    id,
+                    self.config.stream_receive_window,
+                    self.config.stream_receive_window_max,
+                )
+            }),
         }
     }
 
@@ -1067,10 +1119,10 @@ impl Streams {
     }
 
     fn update_writable(&mut self, id: StreamId) {
-        let (lowat, stream_limit) = (self.config.low_water_mark, self.config.send_buffer_limit);
+        let (lowat, limits) = (self.config.low_water_mark, self.buffer_limits());
         let room = self.connection_send_room();
         if let Some(s) = self.streams.get_mut(&id).and_then(|s| s.send.as_mut())
-            && s.take_writable_edge(lowat, stream_limit.min(s.buffered().saturating_add(room)))
+            && s.take_writable_edge(lowat, limits.of(s).min(s.buffered().saturating_add(room)))
         {
             self.writable.insert(id);
         }
@@ -1086,9 +1138,17 @@ impl Streams {
     /// What one stream may hold: its own limit, or less when the other
     /// streams leave less of the connection's room.
     fn send_limit(&self, s: &SendStream) -> u64 {
-        self.config
-            .send_buffer_limit
+        self.buffer_limits()
+            .of(s)
             .min(s.buffered().saturating_add(self.connection_send_room()))
+    }
+
+    /// The configured bounds of one stream's send buffer.
+    fn buffer_limits(&self) -> BufferLimits {
+        BufferLimits {
+            base: self.config.send_buffer_limit,
+            max: self.config.send_buffer_limit_max,
+        }
     }
 
     /// `bytes` of send buffer were freed (acknowledged, or dropped by a

@@ -79,12 +79,14 @@ pub(crate) struct RecvStream {
 }
 
 impl RecvStream {
-    pub(super) fn new(id: StreamId, window: u64) -> Self {
+    /// A stream whose window starts at `window` bytes and may tune itself
+    /// up to `cap`.
+    pub(super) fn new(id: StreamId, window: u64, cap: u64) -> Self {
         RecvStream {
             id,
             state: RecvState::Recv,
             assembler: Assembler::new(),
-            window: RecvWindow::new(window),
+            window: RecvWindow::new(window, cap),
             final_size: None,
             reset_code: 0,
             stopped: false,
@@ -279,8 +281,15 @@ impl RecvStream {
         self.state == RecvState::Recv && !self.stopped
     }
 
+    /// The next limit; the window grows first if the peer used all of it
+    /// while the application read everything it could.
     pub(super) fn advertise(&mut self) -> u64 {
-        self.window.advertise()
+        self.window.advertise(self.assembler.readable_len() == 0)
+    }
+
+    /// The stream's current window, in bytes.
+    pub(super) fn window(&self) -> u64 {
+        self.window.window()
     }
 
     pub(super) fn is_readable(&self) -> bool {
@@ -340,7 +349,7 @@ mod tests {
 
     #[test]
     fn states_follow_data_and_fin() {
-        let mut r = RecvStream::new(ID, 1000);
+        let mut r = RecvStream::new(ID, 1000, 1000);
         assert_eq!(deliver(&mut r, 5, b"world", true), Ok(10));
         assert_eq!(r.state(), RecvState::SizeKnown);
         assert!(!r.is_readable());
@@ -359,7 +368,7 @@ mod tests {
 
     #[test]
     fn data_past_the_window_is_a_flow_control_error() {
-        let mut r = RecvStream::new(ID, 100);
+        let mut r = RecvStream::new(ID, 100, 100);
         assert_eq!(deliver(&mut r, 90, &[0; 10], false), Ok(100));
         assert_eq!(
             deliver(&mut r, 95, &[0; 6], false),
@@ -378,7 +387,7 @@ mod tests {
 
     #[test]
     fn final_size_violations_are_errors() {
-        let mut r = RecvStream::new(ID, 1000);
+        let mut r = RecvStream::new(ID, 1000, 1000);
         deliver(&mut r, 0, &[0; 50], false).unwrap();
         let fs = Err(StreamError::FinalSize { id: ID });
         assert_eq!(
@@ -400,7 +409,7 @@ mod tests {
 
     #[test]
     fn reset_releases_unread_credit_and_is_reported_once() {
-        let mut r = RecvStream::new(ID, 1000);
+        let mut r = RecvStream::new(ID, 1000, 1000);
         deliver(&mut r, 0, &[0; 100], false).unwrap();
         let mut buf = [0; 30];
         r.read(&mut buf).unwrap();
@@ -430,7 +439,7 @@ mod tests {
 
     #[test]
     fn credit_is_due_after_half_a_window_is_read() {
-        let mut r = RecvStream::new(ID, 100);
+        let mut r = RecvStream::new(ID, 100, 100);
         deliver(&mut r, 0, &[0; 100], false).unwrap();
         let mut buf = [0; 49];
         r.read(&mut buf).unwrap();
@@ -448,7 +457,7 @@ mod tests {
 
     #[test]
     fn stopped_stream_drops_data_but_keeps_checking_it() {
-        let mut r = RecvStream::new(ID, 100);
+        let mut r = RecvStream::new(ID, 100, 100);
         deliver(&mut r, 0, &[0; 40], false).unwrap();
         let out = r.stop();
         assert_eq!(
@@ -472,7 +481,7 @@ mod tests {
 
     #[test]
     fn readable_edge_rearms_on_read() {
-        let mut r = RecvStream::new(ID, 100);
+        let mut r = RecvStream::new(ID, 100, 100);
         deliver(&mut r, 0, &[0; 10], false).unwrap();
         assert!(r.take_readable_edge());
         deliver(&mut r, 10, &[0; 10], false).unwrap();

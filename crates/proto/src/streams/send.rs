@@ -141,6 +141,12 @@ impl SendStream {
     }
 
     /// How many more bytes `write` would take now.
+    /// How far past the first unacknowledged byte the peer lets us send:
+    /// about the receive window it grants now.
+    pub(super) fn granted_ahead(&self) -> u64 {
+        self.max_stream_data.saturating_sub(self.acked_offset)
+    }
+
     fn write_room(&self, buffer_limit: u64) -> u64 {
         let buffered = self.write_offset - self.acked_offset;
         buffer_limit

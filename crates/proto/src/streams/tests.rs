@@ -850,9 +850,11 @@ fn worst_staleness_ms(
     send_buffer_limit: u64,
     rate_bytes_per_ms: usize,
 ) -> u64 {
+    // A buffer of fixed size: the peer's huge window must not grow it.
     let config = StreamsConfig {
         low_water_mark,
         send_buffer_limit,
+        send_buffer_limit_max: send_buffer_limit,
         ..StreamsConfig::default()
     };
     let mut s = Streams::new(Side::Client, config);
@@ -1118,4 +1120,71 @@ proptest! {
         }
         prop_assert_eq!(server.live_streams(), 0);
     }
+}
+
+/// A sender that writes all it may and a reader that reads all it can,
+/// over a perfect path, for `rounds` round trips: what the sender buffered
+/// each round, and the MAX_STREAM_DATA limits the reader granted.
+fn window_rounds(
+    client_config: StreamsConfig,
+    server_config: StreamsConfig,
+    rounds: usize,
+    read_per_round: usize,
+) -> (Vec<usize>, Vec<u64>) {
+    let mut client = Streams::new(Side::Client, client_config.clone());
+    client.set_peer_limits(PeerLimits::granted_by(&server_config));
+    let mut server = Streams::new(Side::Server, server_config);
+    server.set_peer_limits(PeerLimits::granted_by(&client_config));
+    let id = client.open(true, P).unwrap();
+    let data = vec![7u8; 64 << 10];
+    let mut buf = vec![0u8; read_per_round];
+    let (mut written, mut granted) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        written.push(client.write(id, &data).unwrap());
+        while transfer(&mut client, &mut server, 1200).is_some() {}
+        server.read(id, &mut buf).unwrap();
+        for f in exchange_control(&mut server, &mut client) {
+            if let ControlFrame::MaxStreamData { max, .. } = f {
+                granted.push(max);
+            }
+        }
+    }
+    (written, granted)
+}
+
+#[test]
+fn a_window_the_sender_fills_while_the_reader_keeps_up_doubles_to_its_cap() {
+    let server = StreamsConfig {
+        stream_receive_window: 1000,
+        stream_receive_window_max: 8000,
+        ..StreamsConfig::default()
+    };
+    let (written, granted) = window_rounds(StreamsConfig::default(), server.clone(), 5, 64 << 10);
+    // 1000 read: the window becomes 2000, then 4000, then the cap.
+    assert_eq!(granted, [3000, 7000, 15_000, 23_000, 31_000]);
+    assert_eq!(written, [1000, 2000, 4000, 8000, 8000]);
+    // A reader that reads 600 bytes a round holds the sender itself: the
+    // window stays, and only what was read is granted again.
+    let (_, granted) = window_rounds(StreamsConfig::default(), server, 3, 600);
+    assert_eq!(granted, [1600, 2200, 2800]);
+}
+
+#[test]
+fn the_send_buffer_follows_a_grown_peer_window_up_to_its_own_cap() {
+    let server = StreamsConfig {
+        stream_receive_window: 1000,
+        stream_receive_window_max: 8000,
+        ..StreamsConfig::default()
+    };
+    let client = |max| StreamsConfig {
+        send_buffer_limit: 1000,
+        send_buffer_limit_max: max,
+        ..StreamsConfig::default()
+    };
+    let (written, _) = window_rounds(client(16 << 20), server.clone(), 4, 64 << 10);
+    assert_eq!(written, [1000, 2000, 4000, 8000]);
+    // A cap at the limit keeps the buffer fixed, and with it the window.
+    let (written, granted) = window_rounds(client(1000), server, 3, 64 << 10);
+    assert_eq!(written, [1000, 1000, 1000]);
+    assert_eq!(granted, [3000, 4000, 5000]);
 }

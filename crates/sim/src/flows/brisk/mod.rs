@@ -156,6 +156,7 @@ impl BriskConfig {
             BriskWorkload::Messages { path, .. } => match *path {
                 SendPath::SendBuffer(limit) => {
                     t.streams.send_buffer_limit = limit;
+                    t.streams.send_buffer_limit_max = limit;
                     t.streams.low_water_mark = u64::MAX;
                 }
                 SendPath::LowWaterMark(mark) => t.streams.low_water_mark = mark,
@@ -172,6 +173,11 @@ impl BriskConfig {
                 t.datagrams.max_frame_bytes = Some(mds);
                 t.datagrams.fec_policy = self.fec.unwrap_or(FecPolicy::Adaptive);
                 t.fec.enabled = t.datagrams.fec_policy != FecPolicy::Off;
+                // FEC here protects the frames; the handshake is copied only
+                // when the scenario asked for FEC itself, so a call without
+                // `fec` opens as it did before copies existed (their extra
+                // datagrams shift every later packet of the run).
+                t.fec.handshake_copies = self.fec.is_some();
             }
             BriskWorkload::Bulk { .. }
             | BriskWorkload::Video { .. }
