@@ -8,6 +8,15 @@ use brisk_lab::runner::RunConfig;
 use brisk_lab::suite::Suite;
 use std::path::Path;
 use std::process::Command;
+use std::sync::{Mutex, MutexGuard};
+
+/// One live lab at a time: labs run side by side would share the cores
+/// and skew each other's timings.
+static LIVE_LAB: Mutex<()> = Mutex::new(());
+
+fn one_lab_at_a_time() -> MutexGuard<'static, ()> {
+    LIVE_LAB.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// Whether this machine can run live labs; says so when it cannot.
 fn can_run_live(test: &str) -> bool {
@@ -71,6 +80,7 @@ fn a_live_section_leaves_its_numbers_and_a_capture_tshark_reads() {
     if !can_run_live(test) {
         return;
     }
+    let _one = one_lab_at_a_time();
     let mut suite = Suite::embedded("live").unwrap();
     suite.sections.retain(|s| s.section.id() == "fast-open");
     let lab = brisk_lab::run(&suite, &RunConfig::default(), &|_| {}).expect("the section runs");
@@ -131,4 +141,83 @@ fn a_live_section_leaves_its_numbers_and_a_capture_tshark_reads() {
         }
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Runs the first-contact section on `ip` with every network's delays
+/// divided by `shrink` (rates kept), prints its tables and checks, and
+/// requires every check, setup ones included, to be met.
+fn first_contact(test: &str, ip: brisk_netmodel::IpFamily, shrink: u32) {
+    if !can_run_live(test) {
+        return;
+    }
+    let _one = one_lab_at_a_time();
+    let mut suite = Suite::embedded("live").unwrap();
+    suite.sections.retain(|s| s.section.id() == "first-contact");
+    for sc in &mut suite.sections[0].scenarios {
+        let link = &mut sc.scenario.network.link;
+        link.down.delay /= shrink;
+        link.up.delay /= shrink;
+        sc.scenario.ip = ip;
+    }
+    let config = RunConfig {
+        capture: false,
+        ..RunConfig::default()
+    };
+    let lab = brisk_lab::run(&suite, &config, &|_| {}).expect("the section runs");
+    let section = &lab.report.sections[0];
+    println!("first contact, {ip:?}, delays / {shrink}:");
+    for table in &section.tables {
+        println!("  {}", table.caption);
+        println!("    {}", table.columns.join(" | "));
+        for row in &table.rows {
+            let cells: Vec<String> = row.iter().map(|c| c.display()).collect();
+            println!("    {}", cells.join(" | "));
+        }
+    }
+    for c in &section.checks {
+        println!(
+            "  {}: {} (bound {}) {}",
+            c.name,
+            c.measured_text(),
+            c.bound_text(),
+            if c.passed { "met" } else { "MISSED" }
+        );
+    }
+    assert_eq!(section.scenarios.len(), 4);
+    for c in &section.checks {
+        assert!(c.passed, "{ip:?}: {}: {}", c.name, c.measured_text());
+    }
+}
+
+/// The first-contact section at a fifth of OK.ru's round trips (22 to
+/// 180 ms), IPv4: Brisk's first answer byte within one round trip plus
+/// the transfer time, quinn's 0-RTT taken, TLS over TCP 1.5 RTT later.
+#[test]
+fn first_contact_answers_in_one_round_trip_ipv4() {
+    first_contact(
+        "first_contact_answers_in_one_round_trip_ipv4",
+        brisk_netmodel::IpFamily::V4,
+        5,
+    );
+}
+
+/// The same over IPv6.
+#[test]
+fn first_contact_answers_in_one_round_trip_ipv6() {
+    first_contact(
+        "first_contact_answers_in_one_round_trip_ipv6",
+        brisk_netmodel::IpFamily::V6,
+        5,
+    );
+}
+
+/// The section at OK.ru's full round trips (110 to 900 ms), both families,
+/// about two minutes: `cargo test --release -p brisk-lab --test live_suite
+/// -- --ignored first_contact_full --nocapture`.
+#[test]
+#[ignore]
+fn first_contact_full_round_trips() {
+    for ip in [brisk_netmodel::IpFamily::V4, brisk_netmodel::IpFamily::V6] {
+        first_contact("first_contact_full_round_trips", ip, 1);
+    }
 }

@@ -18,6 +18,9 @@
 //! - [`many`]: 1,000 or 10,000 connections to one server process: its
 //!   heap and resident memory per idle connection and after close,
 //!   handshake time, requests per second and p50/p99 latency.
+//! - [`first_contact`]: one request on a cold connection, Brisk with and
+//!   without early data, TLS 1.3 over TCP, quinn 1-RTT and 0-RTT: the
+//!   peers of the live lab's first-contact section.
 //! - [`heap`]: live heap bytes through a counting global allocator.
 //! - [`cpu`]: process CPU time from `getrusage`.
 //! - [`report`]: the table, the ratios and the JSON form.
@@ -35,6 +38,7 @@ pub mod bulk;
 pub mod contender;
 pub mod cpu;
 mod error;
+pub mod first_contact;
 pub mod flood;
 pub mod harness;
 pub mod heap;

@@ -17,10 +17,13 @@
 //! default DualPI2 links) and [`loss_goodput`] (goodput under
 //! random loss, one sender at a time, three networks); and [`rpm`],
 //! responsiveness (RPM) over HTTP/2 through four queues, without and with
-//! the server's `TCP_NOTSENT_LOWAT`; and [`mobile_optimizer`], kernel TCP
-//! through a mobile cell with the router's TCP optimizer off and on.
+//! the server's `TCP_NOTSENT_LOWAT`; [`mobile_optimizer`], kernel TCP
+//! through a mobile cell with the router's TCP optimizer off and on; and
+//! [`first_contact`], a cold client's first answer: Brisk with and without
+//! early data beside TLS 1.3 over kernel TCP and quinn.
 
 mod fast_open;
+mod first_contact;
 mod happy_eyeballs;
 mod l4s_dualpi2;
 mod l4s_slow;
@@ -56,6 +59,7 @@ pub fn all() -> &'static [&'static dyn crate::section::Section] {
         &loss_goodput::LossGoodput,
         &rpm::Rpm,
         &mobile_optimizer::MobileOptimizer,
+        &first_contact::FirstContact,
     ]
 }
 
@@ -416,6 +420,50 @@ pub(crate) mod tests {
             verdict("loss-goodput", &[&clean, &short, &strong]),
             Verdict::Partial
         );
+    }
+
+    /// One first-contact network's numbers: each peer's first byte in
+    /// RTTs (Brisk early, Brisk late, TLS over TCP, quinn, quinn 0-RTT),
+    /// at OK.ru's Wi-Fi rates and a 110 ms round trip.
+    fn contact(first: [f64; 5]) -> Vec<(String, f64)> {
+        let prefixes = [
+            "brisk_early_",
+            "brisk_late_",
+            "tcp_tls_",
+            "quinn_",
+            "quinn_0rtt_",
+        ];
+        let mut v = vec![
+            ("rtt_ms".to_string(), 110.0),
+            ("up_rate_bps".to_string(), 733_000.0),
+            ("down_rate_bps".to_string(), 2_200_000.0),
+            ("quinn_0rtt_accepted".to_string(), 1.0),
+        ];
+        for (prefix, rtts) in prefixes.iter().zip(first) {
+            for (key, value) in [
+                ("first_byte_rtts", rtts),
+                ("complete_rtts", rtts + 1.0),
+                ("first_byte_ms", rtts * 110.0),
+                ("complete_ms", (rtts + 1.0) * 110.0),
+            ] {
+                v.push((format!("{prefix}{key}"), value));
+            }
+        }
+        v
+    }
+
+    /// Measured at OK.ru's Wi-Fi round trip; then Brisk waiting for its
+    /// handshake as if it had no early data.
+    #[test]
+    fn first_contact_verdict_follows_brisks_first_byte() {
+        let measured = contact([1.2, 2.2, 3.2, 2.3, 1.1]);
+        let late = contact([2.2, 2.2, 3.2, 2.3, 1.1]);
+        fn as_refs(v: &[(String, f64)]) -> Vec<(&str, f64)> {
+            v.iter().map(|(k, x)| (k.as_str(), *x)).collect()
+        }
+        let (m, l) = (as_refs(&measured), as_refs(&late));
+        assert_eq!(verdict("first-contact", &[&m, &m, &m, &m]), Verdict::Pass);
+        assert_eq!(verdict("first-contact", &[&l, &l, &l, &l]), Verdict::Fail);
     }
 
     #[test]

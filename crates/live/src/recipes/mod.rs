@@ -20,6 +20,9 @@
 //!   bottleneck at once (WWDC 2023);
 //! - [`loss`]: goodput under random loss, kernel TCP and Brisk one at a
 //!   time (OK.ru's "TCP is dead" table);
+//! - [`first_contact`]: a cold client's first answer, Brisk with and
+//!   without early data beside TLS 1.3 over TCP and quinn 1-RTT and 0-RTT
+//!   (OK.ru's 4-5 / 2.5 / 1 round trips);
 //! - [`transfer`]: a fixed-size download checked by SHA-256, for the
 //!   fault matrix.
 //!
@@ -33,6 +36,7 @@
 
 pub mod brisk_bulk;
 pub mod fastopen;
+pub mod first_contact;
 pub mod happy_eyeballs;
 pub mod l4s;
 pub mod loss;
