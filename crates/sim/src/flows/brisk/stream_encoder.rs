@@ -126,7 +126,7 @@ impl Encoder {
 
     /// Encodes the next frame.
     pub(crate) fn next_frame(&mut self, path: PathState) -> EncodedFrame {
-        let key = self.frame % self.gop_frames == 0;
+        let key = self.frame.is_multiple_of(self.gop_frames);
         if self.fixed_bps.is_some() {
             // No ladder to move on.
         } else if self.congested(path) {
