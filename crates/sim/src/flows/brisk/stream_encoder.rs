@@ -174,7 +174,7 @@ mod tests {
     fn congested(delivered_bps: u64) -> PathState {
         PathState {
             delivered_bps,
-            queue_delay: Duration::from_millis(150),
+            queue_delay: Duration::from_millis(250),
             ..CLEAR
         }
     }
