@@ -204,7 +204,11 @@ mod tests {
         // captured at 3 s, due on screen at 3.5 s) arrive no earlier than
         // 4.1 s, in one go.
         let f = frames(200, |i| {
-            Some(4_100u64.saturating_sub(1_000 + 40 * i).max(100))
+            Some(if i >= 50 {
+                4_100u64.saturating_sub(1_000 + 40 * i).max(100)
+            } else {
+                100
+            })
         });
         let pb = play(&f, BUFFER, PERIOD, Instant::from_millis(20_000));
         assert_eq!((pb.stalls, pb.stalled), (1, Duration::from_millis(600)));
