@@ -350,6 +350,21 @@ fn brisk(b: &Brisk) -> String {
             format!("video call at {fps} fps on {}", delivery.name()),
             *limit,
         ),
+        BriskWorkloadSpec::Stream {
+            fps,
+            buffer,
+            rate_bps,
+        } => (
+            format!(
+                "live stream at {fps} fps, {}, {} ms player buffer",
+                rate_bps.map_or_else(
+                    || "1-6 Mbit/s following the path".to_owned(),
+                    |r| format!("fixed {}", bps_text(r as f64))
+                ),
+                buffer.as_millis()
+            ),
+            None,
+        ),
         BriskWorkloadSpec::Feed { objects, .. } => (
             format!(
                 "feed page of {} objects, {} in all",

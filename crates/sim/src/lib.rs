@@ -32,7 +32,7 @@ use flows::brisk::{BriskConfig, BriskFlow, BriskWorkload, SendPath, TransportRep
 use flows::{ConstantRate, FlowApp, Ping, SendJitter};
 use results::{
     BriskResults, EngineResults, FlowEnds, FlowLabel, FlowResults, FrameResults, PathMtuResults,
-    Results, Simulated, TransportResults,
+    Results, Simulated, StreamResults, TransportResults,
 };
 use scenario::{Brisk, BriskWorkloadSpec, Flow, IpFamily, Scenario, SendLimit, Traffic};
 use std::time::Duration;
@@ -69,7 +69,7 @@ pub struct Run {
     pub outcome: Outcome,
 }
 
-pub use scenario::{DEFAULT_FPS, DEFAULT_MESSAGE_BYTES};
+pub use scenario::{DEFAULT_FPS, DEFAULT_MESSAGE_BYTES, DEFAULT_STREAM_BUFFER};
 
 /// The seed of flow `index`'s own randomness (keys, connection IDs).
 fn flow_seed(seed: u64, index: usize) -> u64 {
@@ -139,6 +139,15 @@ fn brisk_config(
             objects: objects.clone(),
             sequential: *sequential,
             setup_round_trips: *setup_round_trips as usize,
+        },
+        BriskWorkloadSpec::Stream {
+            fps,
+            buffer,
+            rate_bps,
+        } => BriskWorkload::Stream {
+            fps: *fps,
+            buffer: *buffer,
+            fixed_bps: *rate_bps,
         },
     };
     BriskConfig {
@@ -293,11 +302,31 @@ fn brisk_results(t: &TransportReport) -> BriskResults {
             below_25_fps_fraction: fps.iter().filter(|v| **v < 25.0).count() as f64 / n,
         }
     });
+    let stream = t.stream.as_ref().map(|s| StreamResults {
+        fps: s.fps,
+        buffer_ms: ms(s.buffer),
+        frames_sent: s.frames_sent,
+        frames_shown: s.frames_shown,
+        frames_skipped: s.frames_skipped,
+        startup_ms: s.startup.map(ms),
+        glass_to_glass_ms: (!s.glass_to_glass.is_empty()).then(|| {
+            let mut h = LatencySummary::default();
+            s.glass_to_glass.iter().for_each(|d| h.record(*d));
+            h.percentiles()
+        }),
+        rebuffering_ratio: s.rebuffering_ratio,
+        rebuffer_events: s.stalls,
+        rebuffering_s: s.stalled.as_secs_f64(),
+        delivered_mbps: s.shown_bps / 1e6,
+        encoded_mbps: s.encoded_bps as f64 / 1e6,
+        rung_switches: s.rung_switches,
+    });
     let st = t.sender.clone();
     BriskResults {
         completion_time_s: t.completion().map(|d| d.as_secs_f64()),
         message_latency_ms: latency,
         frames,
+        stream,
         transport: TransportResults {
             cc: t.cc,
             app: t.app,

@@ -36,6 +36,8 @@ pub struct BriskResults {
     pub message_latency_ms: Option<Percentiles>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub frames: Option<FrameResults>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream: Option<StreamResults>,
     pub transport: TransportResults,
 }
 
@@ -59,6 +61,37 @@ pub struct FrameResults {
     pub fps_min: f64,
     /// Share of those seconds below 25 frames per second.
     pub below_25_fps_fraction: f64,
+}
+
+/// A live stream as its viewer saw it, up to the end of the run.
+#[derive(Debug, Clone, Serialize)]
+pub struct StreamResults {
+    pub fps: u32,
+    /// The player's start-up and refill buffer.
+    pub buffer_ms: f64,
+    /// Frames the publisher captured, and those shown by the end.
+    pub frames_sent: u64,
+    pub frames_shown: u64,
+    /// Frames passed over to get back to the live edge after a freeze.
+    pub frames_skipped: u64,
+    /// From the viewer joining (the flow's start) to the first frame on
+    /// screen; absent if the buffer never filled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub startup_ms: Option<f64>,
+    /// Capture to screen, over the frames shown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub glass_to_glass_ms: Option<Percentiles>,
+    /// Share of the watching time (first frame to the end) spent frozen.
+    pub rebuffering_ratio: f64,
+    /// Freezes after start-up, and their total length.
+    pub rebuffer_events: u64,
+    pub rebuffering_s: f64,
+    /// The bitrate of the video shown, over the video time it covers.
+    pub delivered_mbps: f64,
+    /// The encoder's mean rate over all frames.
+    pub encoded_mbps: f64,
+    /// Times the encoder changed rung.
+    pub rung_switches: u64,
 }
 
 /// The sender's connection, from its own statistics.

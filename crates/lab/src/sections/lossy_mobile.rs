@@ -38,6 +38,8 @@
 //! - at every round trip, Brisk with FEC's 50 KB p95 at 5% loss no later
 //!   than the TCP + TLS 1.3 model's;
 //! - bulk goodput with FEC **≥ 0.9 x rate x (1 - loss)**.
+//!
+//! Live streaming on each network: see [`super::lossy_mobile_stream`].
 
 use crate::claim::{Claim, Source};
 use crate::section::{Cell, Findings, Runs, ScenarioRun, Section, SectionError, Table, plot};
@@ -56,7 +58,8 @@ const TRANSPORTS: [(&str, &str); 3] = [
     ("tcp", "TCP + TLS 1.3 model"),
 ];
 /// OK.ru's networks: (round trip in ms, name).
-const NETWORKS: [(u32, &str); 4] = [(110, "Wi-Fi"), (220, "LTE"), (550, "3G"), (900, "EDGE")];
+pub(super) const NETWORKS: [(u32, &str); 4] =
+    [(110, "Wi-Fi"), (220, "LTE"), (550, "3G"), (900, "EDGE")];
 /// The loss conditions: (stem suffix, label).
 const LOSSES: [(&str, &str); 5] = [
     ("0pct", "none"),
@@ -124,7 +127,7 @@ impl Section for LossyMobile {
     }
 
     fn scenarios(&self) -> &'static [&'static str] {
-        &STEMS
+        &ALL_STEMS
     }
 
     fn evaluate(&self, runs: &Runs<'_>) -> Result<Findings, SectionError> {
@@ -233,6 +236,8 @@ impl Section for LossyMobile {
         };
         let (bulk_checks, bulk) = bulk(runs)?;
         checks.extend(bulk_checks);
+        let (stream_checks, stream) = super::lossy_mobile_stream::stream(runs)?;
+        checks.extend(stream_checks);
         let series: Vec<BarSeries> = TRANSPORTS
             .iter()
             .zip(bars)
@@ -259,7 +264,7 @@ impl Section for LossyMobile {
         )?];
         Ok(Findings {
             checks,
-            tables: vec![objects, bulk],
+            tables: vec![objects, bulk, stream],
             plots,
         })
     }
@@ -447,6 +452,15 @@ impl Samples {
         format!("{} / {} ms", self.text(0.5), self.text(0.95))
     }
 }
+
+/// The fetch and bulk stems, then the live streams'.
+static ALL_STEMS: std::sync::LazyLock<Vec<&'static str>> = std::sync::LazyLock::new(|| {
+    STEMS
+        .iter()
+        .chain(&super::lossy_mobile_stream::STREAM_STEMS)
+        .copied()
+        .collect()
+});
 
 /// Every scenario stem: objects per transport, network and loss, then
 /// the bulk transfers.

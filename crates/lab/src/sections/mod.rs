@@ -10,6 +10,7 @@ mod l4s_breaks;
 mod l4s_call;
 mod l4s_queue;
 mod lossy_mobile;
+mod lossy_mobile_stream;
 mod mobile;
 mod mobile_feed;
 mod reference_peer;

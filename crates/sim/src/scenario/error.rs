@@ -130,4 +130,6 @@ pub enum FlowError {
         "`setup_round_trips` must be 0..{MAX_SETUP_ROUND_TRIPS} (handshake round trips before the first request)"
     )]
     SetupRoundTrips,
+    #[error("a live stream's fixed `rate` must be 100kbit..100Mbit (frames grow with it)")]
+    StreamRate,
 }

@@ -9,10 +9,12 @@
 use super::error::FlowError;
 use super::flow::{
     Brisk, BriskApp, BriskWorkloadSpec, DEFAULT_FPS, DEFAULT_MESSAGE_BYTES, DEFAULT_PING_INTERVAL,
-    DEFAULT_SOURCE_SIZE, EcnSpec, Flow, FlowKind, Ping, SendLimit, Source, Traffic, VideoDelivery,
+    DEFAULT_SOURCE_SIZE, DEFAULT_STREAM_BUFFER, EcnSpec, Flow, FlowKind, Ping, SendLimit, Source,
+    Traffic, VideoDelivery,
 };
 use super::limits::{
-    MAX_FEED_OBJECTS, MAX_FPS, MAX_MESSAGE_BYTES, MAX_SETUP_ROUND_TRIPS, MIN_MESSAGE_BYTES,
+    MAX_FEED_OBJECTS, MAX_FPS, MAX_MESSAGE_BYTES, MAX_SETUP_ROUND_TRIPS, MAX_STREAM_BPS,
+    MIN_MESSAGE_BYTES, MIN_STREAM_BPS,
 };
 use brisk_netmodel::units;
 use brisk_proto::congestion::CcAlgorithm;
@@ -91,6 +93,7 @@ field_set! {
         delivery: VideoDelivery,
         migrate_every: Dur,
         nat_rebind_every: Dur,
+        buffer: Dur,
     }
 }
 
@@ -110,6 +113,8 @@ field_set! {
         send_buffer: Bytes,
         low_water_mark: Bytes,
         delivery: VideoDelivery,
+        buffer: Dur,
+        rate: Rate,
     }
 }
 
@@ -295,6 +300,8 @@ impl RawFlow {
             send_buffer: self.send_buffer.take(),
             low_water_mark: self.low_water_mark.take(),
             delivery: self.delivery.take(),
+            buffer: self.buffer.take(),
+            rate: self.rate.take(),
         };
         // A field no brisk flow has is reported as such before any
         // application's own complaint.
@@ -355,16 +362,7 @@ impl AppFields {
                 limit: self.limit()?,
             },
             BriskApp::Video => {
-                let fps = match take(&mut self.fps) {
-                    None => DEFAULT_FPS,
-                    Some((n, at)) if !(1..=MAX_FPS).contains(&n.0) => {
-                        return Err(Located {
-                            at,
-                            error: FlowError::FrameRate,
-                        });
-                    }
-                    Some((n, _)) => n.0,
-                };
+                let fps = self.fps()?;
                 let delivery = value(&mut self.delivery).unwrap_or_default();
                 let limit_at = self
                     .send_buffer
@@ -384,6 +382,27 @@ impl AppFields {
                     delivery,
                 }
             }
+            BriskApp::Stream => BriskWorkloadSpec::Stream {
+                fps: self.fps()?,
+                buffer: match take(&mut self.buffer) {
+                    Some((d, at)) if d.0.is_zero() => {
+                        return Err(Located {
+                            at,
+                            error: FlowError::ZeroPeriod("buffer"),
+                        });
+                    }
+                    other => other.map_or(DEFAULT_STREAM_BUFFER, |(d, _)| d.0),
+                },
+                rate_bps: match take(&mut self.rate) {
+                    Some((r, at)) if !(MIN_STREAM_BPS..=MAX_STREAM_BPS).contains(&r.0) => {
+                        return Err(Located {
+                            at,
+                            error: FlowError::StreamRate,
+                        });
+                    }
+                    other => other.map(|(r, _)| r.0),
+                },
+            },
             BriskApp::Feed => {
                 let (objects, at) = take(&mut self.objects)
                     .map(|(l, at)| (l.0.into_iter().map(|b| b.0).collect::<Vec<u64>>(), at))
@@ -415,6 +434,18 @@ impl AppFields {
                 }
             }
         })
+    }
+
+    /// A video frame rate, checked; the default when not given.
+    fn fps(&mut self) -> Result<u32, Located> {
+        match take(&mut self.fps) {
+            None => Ok(DEFAULT_FPS),
+            Some((n, at)) if !(1..=MAX_FPS).contains(&n.0) => Err(Located {
+                at,
+                error: FlowError::FrameRate,
+            }),
+            Some((n, _)) => Ok(n.0),
+        }
     }
 
     /// The send buffer or the low-water mark, at most one, above zero.

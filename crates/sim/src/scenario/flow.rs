@@ -12,6 +12,11 @@ use std::time::Duration;
 pub const DEFAULT_MESSAGE_BYTES: u64 = 1000;
 /// Default frame rate of a brisk video call.
 pub const DEFAULT_FPS: u32 = 30;
+/// The player's buffer in a brisk live stream that gives no `buffer`:
+/// on a 220 ms path it absorbs a key frame's burst and a retransmission
+/// while the target latency (buffer plus the fastest delivery) stays
+/// near 700 ms, under OK.ru's one second.
+pub const DEFAULT_STREAM_BUFFER: Duration = Duration::from_millis(600);
 /// IP datagram size of cbr and on_off flows that give no `size`.
 pub const DEFAULT_SOURCE_SIZE: u64 = 1500;
 /// Probe interval of ping flows that give no `interval`.
@@ -169,6 +174,16 @@ pub enum BriskWorkloadSpec {
         /// Small exchanges before the first request (handshakes).
         setup_round_trips: u32,
     },
+    /// A live stream: the publisher's rate follows the path, the player
+    /// buffers.
+    Stream {
+        fps: u32,
+        /// The player's start-up and refill buffer.
+        buffer: Duration,
+        /// A fixed encoder rate in bit/s instead of the ladder: the
+        /// publisher that ignores the path, for comparison.
+        rate_bps: Option<u64>,
+    },
 }
 
 /// How a video call's frames travel, as `delivery` names it.
@@ -236,6 +251,7 @@ pub enum BriskApp {
     Messages,
     Video,
     Feed,
+    Stream,
 }
 
 impl BriskApp {
@@ -245,6 +261,7 @@ impl BriskApp {
             BriskApp::Messages => "messages",
             BriskApp::Video => "video",
             BriskApp::Feed => "feed",
+            BriskApp::Stream => "stream",
         }
     }
 }

@@ -33,3 +33,7 @@ pub const MAX_FLOWS: usize = 1000;
 /// in one run, all flows together: each is an event the engine handles,
 /// and a rate typed with a wrong unit would otherwise run for hours.
 pub const MAX_SOURCE_PACKETS: u64 = 100_000_000;
+/// The range of a live stream's fixed encoder rate, in bit/s: a key
+/// frame at 100 Mbit/s is already about 3 MB.
+pub const MIN_STREAM_BPS: u64 = 100_000;
+pub const MAX_STREAM_BPS: u64 = 100_000_000;

@@ -21,7 +21,8 @@ mod tests;
 pub use error::{FlowError, RunError, ScenarioError};
 pub use flow::{
     Brisk, BriskApp, BriskWorkloadSpec, DEFAULT_FPS, DEFAULT_MESSAGE_BYTES, DEFAULT_PING_INTERVAL,
-    DEFAULT_SOURCE_SIZE, EcnSpec, Flow, FlowKind, Ping, SendLimit, Source, Traffic, VideoDelivery,
+    DEFAULT_SOURCE_SIZE, DEFAULT_STREAM_BUFFER, EcnSpec, Flow, FlowKind, Ping, SendLimit, Source,
+    Traffic, VideoDelivery,
 };
 pub use limits::{
     MAX_DATAGRAM_BYTES, MAX_FEED_OBJECTS, MAX_FLOWS, MAX_RUN_DURATION, MAX_SETUP_ROUND_TRIPS,

@@ -163,7 +163,7 @@ impl Workload for Messages {
     fn report(&self, app: &mut AppReport, report: &mut TransportReport) {
         app.sent_bytes = self.written;
         app.delivered_bytes = self.rx.bytes;
-        report.latencies = self.rx.latencies.clone();
+        report.latencies = self.rx.read.iter().map(|u| u.at - u.written_at).collect();
         report.integrity.sent_hash = self.sent_hash.0;
         report.integrity.received_hash = self.rx.hash.0;
         report.integrity.stream_complete = self.rx.complete;
@@ -172,23 +172,34 @@ impl Workload for Messages {
     }
 }
 
-/// Splits the received stream back into messages.
+/// Splits a received stream of units (messages, or a live stream's
+/// frames) back into units.
 #[derive(Debug, Default)]
-struct Reassembly {
-    bytes: u64,
-    hash: Fnv64,
+pub(crate) struct Reassembly {
+    pub(crate) bytes: u64,
+    pub(crate) hash: Fnv64,
     header: Vec<u8>,
     /// The message being read and how many of its bytes are still to come.
     current: Option<(UnitHeader, u64)>,
-    latencies: Vec<Duration>,
-    checked: u64,
-    corrupt: u64,
+    /// Every unit read whole, in stream order.
+    pub(crate) read: Vec<ReadUnit>,
+    pub(crate) checked: u64,
+    pub(crate) corrupt: u64,
     /// The FIN was read.
-    complete: bool,
+    pub(crate) complete: bool,
+}
+
+/// A unit read whole: its sequence number, when it was written, and when
+/// its last byte was read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ReadUnit {
+    pub seq: u64,
+    pub written_at: Instant,
+    pub at: Instant,
 }
 
 impl Reassembly {
-    fn consume(&mut self, now: Instant, key: u64, mut data: &[u8]) {
+    pub(crate) fn consume(&mut self, now: Instant, key: u64, mut data: &[u8]) {
         self.bytes += data.len() as u64;
         self.hash.update(data);
         while !data.is_empty() {
@@ -216,7 +227,11 @@ impl Reassembly {
 
     fn finish_if_done(&mut self, now: Instant) {
         if let Some((h, 0)) = self.current {
-            self.latencies.push(now - h.written_at);
+            self.read.push(ReadUnit {
+                seq: h.seq,
+                written_at: h.written_at,
+                at: now,
+            });
             self.current = None;
         }
     }
@@ -241,11 +256,14 @@ mod tests {
         for (i, piece) in stream.chunks(7).enumerate() {
             rx.consume(Instant::from_millis(100 + i as u64), 9, piece);
         }
-        assert_eq!(rx.latencies.len(), 3);
+        assert_eq!(rx.read.len(), 3);
         assert_eq!(rx.corrupt, 0);
         assert_eq!(rx.checked, 3 * 30);
         // The last message's final byte is in read 21 (at 121 ms), written at 20 ms.
-        assert_eq!(rx.latencies[2], Duration::from_millis(101));
+        assert_eq!(
+            rx.read[2].at - rx.read[2].written_at,
+            Duration::from_millis(101)
+        );
         assert_eq!(rx.bytes, 150);
     }
 }

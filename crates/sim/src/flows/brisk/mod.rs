@@ -11,22 +11,28 @@
 //!
 //! Files: [`workload`] the application trait and shared helpers; [`bulk`],
 //! [`messages`], [`video`] (its frames in datagrams: [`frame_datagrams`]),
-//! [`feed`] the applications; [`seq`]
+//! [`feed`], [`live_stream`] (its encoder [`stream_encoder`] and player
+//! [`stream_player`]) the applications; [`seq`]
 //! time-sequence events from the sender's qlog; [`report`] what a flow
 //! reports.
 
 mod bulk;
 mod feed;
 mod frame_datagrams;
+mod live_stream;
 mod messages;
 pub mod report;
 mod seq;
+mod stream_encoder;
+mod stream_player;
 #[cfg(test)]
 mod tests;
 mod video;
 mod workload;
 
-pub use report::{FrameReport, Integrity, TransportReport};
+pub use report::{FrameReport, Integrity, StreamReport, TransportReport};
+pub use stream_encoder::{GOP, KEY_FRAME_WEIGHT, LADDER_BPS};
+pub use stream_player::CATCH_UP_SPEED;
 pub use video::{FRAME_DEADLINE, MAX_VIDEO_BPS, MIN_VIDEO_BPS, STALL_WINDOW};
 
 use super::{AppReport, End, FlowAddrs, FlowApp};
@@ -87,6 +93,14 @@ pub enum BriskWorkload {
         /// Small exchanges before the first request (handshakes).
         setup_round_trips: usize,
     },
+    /// A live stream: a publisher following the path, a player with a
+    /// jitter buffer of `buffer`; `fixed_bps` replaces the ladder with a
+    /// rate that ignores the path.
+    Stream {
+        fps: u32,
+        buffer: Duration,
+        fixed_bps: Option<u64>,
+    },
 }
 
 impl BriskWorkload {
@@ -96,6 +110,7 @@ impl BriskWorkload {
             BriskWorkload::Messages { .. } => "messages",
             BriskWorkload::Video { .. } => "video",
             BriskWorkload::Feed { .. } => "feed",
+            BriskWorkload::Stream { .. } => "stream",
         }
     }
 }
@@ -181,7 +196,8 @@ impl BriskConfig {
             }
             BriskWorkload::Bulk { .. }
             | BriskWorkload::Video { .. }
-            | BriskWorkload::Feed { .. } => {}
+            | BriskWorkload::Feed { .. }
+            | BriskWorkload::Stream { .. } => {}
         }
         t
     }
@@ -228,6 +244,13 @@ impl BriskConfig {
                 *sequential,
                 *setup_round_trips,
                 limit,
+            )),
+            BriskWorkload::Stream {
+                fps,
+                buffer,
+                fixed_bps,
+            } => Box::new(live_stream::LiveStream::new(
+                key, *fps, *buffer, *fixed_bps, self.start, self.stop,
             )),
         }
     }

@@ -34,6 +34,8 @@ pub struct TransportReport {
     /// the request to the last byte.
     pub latencies: Vec<Duration>,
     pub frames: Option<FrameReport>,
+    /// Live streaming: what the viewer saw.
+    pub stream: Option<StreamReport>,
     pub integrity: Integrity,
     /// (when, congestion window) at every change (with series only).
     pub cwnd: Vec<(Instant, u64)>,
@@ -104,6 +106,36 @@ pub struct FrameReport {
     /// Frames received on time per second, one point per whole second of
     /// the call: (end of the second, fps).
     pub frame_rate: Vec<(Instant, f64)>,
+}
+
+/// What a live stream's viewer saw (see the player's rules in
+/// `stream_player`).
+#[derive(Debug, Clone, Default)]
+pub struct StreamReport {
+    pub fps: u32,
+    /// The player's start-up and refill buffer.
+    pub buffer: Duration,
+    /// Frames the publisher captured, and those the viewer saw by the end.
+    pub frames_sent: u64,
+    pub frames_shown: u64,
+    /// Frames passed over to get back to the live edge after a freeze.
+    pub frames_skipped: u64,
+    /// From the flow's start (the viewer joining) to the first frame on
+    /// screen; `None`: the buffer never filled.
+    pub startup: Option<Duration>,
+    /// Capture to screen, per frame shown.
+    pub glass_to_glass: Vec<Duration>,
+    /// Time the picture froze after start-up, and how many times.
+    pub stalled: Duration,
+    pub stalls: u64,
+    /// `stalled` over the time from the first frame shown to the end.
+    pub rebuffering_ratio: f64,
+    /// The rate of the video shown, in bit/s.
+    pub shown_bps: f64,
+    /// The encoder's mean rate over all frames, in bit/s.
+    pub encoded_bps: u64,
+    /// Times the encoder changed rung.
+    pub rung_switches: u64,
 }
 
 #[cfg(test)]
