@@ -96,8 +96,8 @@ fn a_live_stream_on_lte_stays_within_a_second() {
             // The recording drops to nothing for about 1.5 s of these 30
             // (0.5 s at 6 s, 1 s at 22 s): no buffer under a second
             // bridges that, so some freezing is the floor. The fixed rate
-            // freezes at least twice as long, and shows fewer frames.
-            assert!(b.rebuffering_ratio > 2.0 * s.rebuffering_ratio, "{what}");
+            // freezes longer, and shows fewer frames.
+            assert!(b.rebuffering_ratio > 1.2 * s.rebuffering_ratio, "{what}");
             assert!(b.frames_shown < s.frames_shown, "{what}");
         }
     }
