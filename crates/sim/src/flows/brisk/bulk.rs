@@ -8,10 +8,10 @@
 
 use super::report::TransportReport;
 use super::seq::Tracer;
-use super::workload::{ReadEnd, Workload, drain_stream, fill_pattern};
+use super::workload::{ReadEnd, Workload, drain_stream, fill_pattern, sending_stream};
 use crate::flows::AppReport;
 use brisk_proto::Connection;
-use brisk_proto::streams::{Priority, StreamEvent, StreamId};
+use brisk_proto::streams::{StreamEvent, StreamId};
 use brisk_time::Instant;
 
 /// The stream repeats itself every this many bytes: a prime, so no packet,
@@ -129,16 +129,13 @@ impl Workload for Bulk {
         if self.finished || (self.blocked && now < self.stop) {
             return false;
         }
-        let id = match self.stream {
-            Some(id) => id,
-            None => {
-                let Ok(id) = conn.open_stream(false, Priority::default()) else {
-                    return false;
-                };
-                trace.place(id.0, 0, self.total_bytes.unwrap_or(u64::MAX));
-                self.stream = Some(id);
-                id
-            }
+        let Some(id) = sending_stream(
+            &mut self.stream,
+            conn,
+            trace,
+            self.total_bytes.unwrap_or(u64::MAX),
+        ) else {
+            return false;
         };
         let mut progressed = false;
         loop {

@@ -31,12 +31,11 @@ use super::seq::Tracer;
 use super::stream_encoder::{Encoder, PathState};
 use super::stream_player::{FrameArrival, play};
 use super::workload::{
-    Fnv64, ReadEnd, UNIT_HEADER_LEN, UnitHeader, Workload, drain_stream, next_tick, unit_bytes,
-    write_some,
+    Fnv64, UNIT_HEADER_LEN, UnitHeader, Workload, next_tick, sending_stream, unit_bytes, write_some,
 };
 use crate::flows::AppReport;
 use brisk_proto::Connection;
-use brisk_proto::streams::{Priority, StreamEvent, StreamId};
+use brisk_proto::streams::{StreamEvent, StreamId};
 use brisk_time::Instant;
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -209,23 +208,13 @@ impl Workload for LiveStream {
 
     fn receiver_event(&mut self, now: Instant, conn: &mut Connection, event: StreamEvent) {
         if let StreamEvent::Readable(id) = event {
-            let (key, rx) = (self.key, &mut self.rx);
-            let end = drain_stream(conn, id, |data| rx.consume(now, key, data));
-            rx.complete |= end == ReadEnd::Finished;
+            self.rx.read_from(now, self.key, conn, id);
         }
     }
 
     fn poll_sender(&mut self, now: Instant, conn: &mut Connection, trace: &Tracer) -> bool {
-        let id = match self.stream {
-            Some(id) => id,
-            None => {
-                let Ok(id) = conn.open_stream(false, Priority::default()) else {
-                    return false;
-                };
-                trace.place(id.0, 0, u64::MAX);
-                self.stream = Some(id);
-                id
-            }
+        let Some(id) = sending_stream(&mut self.stream, conn, trace, u64::MAX) else {
+            return false;
         };
         let mut progressed = self.write_pending(conn, id);
         if now >= self.next_frame && now < self.stop {

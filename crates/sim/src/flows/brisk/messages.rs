@@ -21,11 +21,11 @@ use super::report::TransportReport;
 use super::seq::Tracer;
 use super::workload::{
     Fnv64, ReadEnd, UNIT_HEADER_LEN, UnitHeader, Workload, count_corrupt, drain_stream, next_tick,
-    unit_bytes, write_some,
+    sending_stream, unit_bytes, write_some,
 };
 use crate::flows::AppReport;
 use brisk_proto::Connection;
-use brisk_proto::streams::{Priority, StreamEvent, StreamId};
+use brisk_proto::streams::{StreamEvent, StreamId};
 use brisk_time::Instant;
 use std::time::Duration;
 
@@ -97,23 +97,13 @@ impl Workload for Messages {
 
     fn receiver_event(&mut self, now: Instant, conn: &mut Connection, event: StreamEvent) {
         if let StreamEvent::Readable(id) = event {
-            let (key, rx) = (self.key, &mut self.rx);
-            let end = drain_stream(conn, id, |data| rx.consume(now, key, data));
-            rx.complete |= end == ReadEnd::Finished;
+            self.rx.read_from(now, self.key, conn, id);
         }
     }
 
     fn poll_sender(&mut self, now: Instant, conn: &mut Connection, trace: &Tracer) -> bool {
-        let id = match self.stream {
-            Some(id) => id,
-            None => {
-                let Ok(id) = conn.open_stream(false, Priority::default()) else {
-                    return false;
-                };
-                trace.place(id.0, 0, u64::MAX);
-                self.stream = Some(id);
-                id
-            }
+        let Some(id) = sending_stream(&mut self.stream, conn, trace, u64::MAX) else {
+            return false;
         };
         let mut progressed = false;
         loop {
@@ -199,6 +189,19 @@ pub(crate) struct ReadUnit {
 }
 
 impl Reassembly {
+    /// Reads everything readable on `id` into the units, noting the
+    /// stream's end.
+    pub(crate) fn read_from(
+        &mut self,
+        now: Instant,
+        key: u64,
+        conn: &mut Connection,
+        id: StreamId,
+    ) {
+        let end = drain_stream(conn, id, |data| self.consume(now, key, data));
+        self.complete |= end == ReadEnd::Finished;
+    }
+
     pub(crate) fn consume(&mut self, now: Instant, key: u64, mut data: &[u8]) {
         self.bytes += data.len() as u64;
         self.hash.update(data);

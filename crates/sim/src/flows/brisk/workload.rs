@@ -6,7 +6,7 @@ use super::report::TransportReport;
 use super::seq::Tracer;
 use crate::flows::AppReport;
 use brisk_proto::Connection;
-use brisk_proto::streams::{StreamEvent, StreamId};
+use brisk_proto::streams::{Priority, StreamEvent, StreamId};
 use brisk_time::Instant;
 use std::time::Duration;
 
@@ -208,6 +208,23 @@ pub(crate) fn drain_stream(
             Err(_) => return ReadEnd::Gone,
         }
     }
+}
+
+/// The application's one sending stream: opened on first use and placed
+/// in the sequence trace with the `len_bytes` it will carry (`u64::MAX` if
+/// unknown); none while the peer allows no new stream.
+pub(crate) fn sending_stream(
+    slot: &mut Option<StreamId>,
+    conn: &mut Connection,
+    trace: &Tracer,
+    len_bytes: u64,
+) -> Option<StreamId> {
+    if slot.is_none() {
+        let id = conn.open_stream(false, Priority::default()).ok()?;
+        trace.place(id.0, 0, len_bytes);
+        *slot = Some(id);
+    }
+    *slot
 }
 
 /// Writes as much of `data[*done..]` as the stream takes; true if any byte
