@@ -12,9 +12,12 @@ mod common;
 use brisk_live::recipes::loss::{self, LossExperiment, LossOutcome, Transport};
 use std::time::Duration;
 
+/// Long enough for BBR's start-up at 220 ms on a 1 Mbit/s link to pass.
 const SECS: u64 = 15;
+/// Without loss at 20 ms every sender fills the link within a second.
+const CLEAN_SECS: u64 = 5;
 
-fn measure(rtt_ms: u64, loss_pct: u64, transports: Vec<Transport>) -> LossOutcome {
+fn measure(rtt_ms: u64, loss_pct: u64, transports: Vec<Transport>, secs: u64) -> LossOutcome {
     let one_way = rtt_ms / 2;
     let loss_line = if loss_pct > 0 {
         format!("loss = \"{loss_pct}%\"\n")
@@ -28,7 +31,7 @@ fn measure(rtt_ms: u64, loss_pct: u64, transports: Vec<Transport>) -> LossOutcom
     ));
     let exp = LossExperiment {
         transports,
-        duration: Duration::from_secs(SECS),
+        duration: Duration::from_secs(secs),
     };
     let outcome = loss::run(&lab, &exp, 1_000_000).expect("transfers run");
     let results = lab.finish(None, None).expect("lab finishes");
@@ -58,8 +61,8 @@ fn brisk_keeps_goodput_under_random_loss_where_kernel_cubic_collapses() {
         return;
     };
     let all = LossExperiment::okru(Duration::ZERO).transports;
-    let clean = measure(20, 0, all.clone());
-    let long = measure(220, 5, all);
+    let clean = measure(20, 0, all.clone(), CLEAN_SECS);
+    let long = measure(220, 5, all, SECS);
     let u = |o: &LossOutcome, t: Transport| o.utilization(&t);
     let tcp_cubic = Transport::kernel("cubic");
     let brisk_cubic = Transport::brisk("cubic");
