@@ -13,10 +13,26 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::watch;
 
+use super::CONNECT_IN_FLIGHT;
 use crate::{BenchError, rpc};
 
 /// How long a client waits for its close frames to go out.
 const CLOSE_WAIT: Duration = Duration::from_secs(2);
+/// Pause between two batches of [`CONNECT_IN_FLIGHT`] closes.
+const CLOSE_PAUSE: Duration = Duration::from_millis(5);
+
+/// Closes `conns` a batch at a time, as independent clients would, rather
+/// than in one burst of N datagrams: on loopback such a burst overflows
+/// the server's receive buffer, and a server that misses a close keeps
+/// that connection until its idle timeout, long after the benchmark reads
+/// its memory.
+async fn close_in_batches<C>(conns: &[C], close: impl Fn(&C)) {
+    for batch in conns.chunks(CONNECT_IN_FLIGHT) {
+        batch.iter().for_each(&close);
+        tokio::time::sleep(CLOSE_PAUSE).await;
+    }
+}
+
 /// Idle timeout of both stacks, both ends, in place of their 30 s
 /// default: opening 10,000 connections takes longer than that, and the
 /// first ones would time out before the requests reach them.
@@ -219,9 +235,7 @@ impl Fleet for BriskFleet {
     }
 
     async fn close(&self, client: Self::Client, conns: Vec<Self::Conn>) {
-        for c in &conns {
-            c.close(0, b"done");
-        }
+        close_in_batches(&conns, |c| c.close(0, b"done")).await;
         drop(conns);
         let _ = tokio::time::timeout(CLOSE_WAIT, client.wait_idle()).await;
     }
@@ -324,9 +338,7 @@ impl Fleet for QuinnFleet {
     }
 
     async fn close(&self, client: Self::Client, conns: Vec<Self::Conn>) {
-        for c in &conns {
-            c.close(0u32.into(), b"done");
-        }
+        close_in_batches(&conns, |c| c.close(0u32.into(), b"done")).await;
         drop(conns);
         let _ = tokio::time::timeout(CLOSE_WAIT, client.0.wait_idle()).await;
     }

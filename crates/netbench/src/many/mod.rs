@@ -113,9 +113,8 @@ pub const SETTLE: Duration = Duration::from_millis(500);
 /// settled.
 pub const STILL: Duration = Duration::from_millis(300);
 /// Longest wait for the server's heap to come back after close. A
-/// connection whose close frame was lost (a burst of thousands can
-/// overflow a socket buffer) stays until its idle timeout, later than
-/// this.
+/// connection whose close frame was lost stays until its idle timeout,
+/// later than this; the fleets close in batches so that this is rare.
 pub const RETURN_WAIT: Duration = Duration::from_secs(20);
 /// Heap over the starting level that counts as "back" after `n`
 /// connections closed: buffers kept for reuse, independent of N (brisk-io

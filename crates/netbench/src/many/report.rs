@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use super::{CONNECT_IN_FLIGHT, ManyPlan, ManyResult, SETTLE};
+use super::{CONNECT_IN_FLIGHT, ManyPlan, ManyResult, RETURN_WAIT, SETTLE};
 use crate::rpc::{REQUEST_BYTES, RESPONSE_BYTES};
 
 /// Every result of the case, and Brisk's ratios to quinn at each count.
@@ -94,7 +94,7 @@ impl std::fmt::Display for ManyReport {
         )?;
         writeln!(
             f,
-            "{:<6} {:>7} {:>13} {:>13} {:>14} {:>14} {:>14} {:>16}",
+            "{:<6} {:>7} {:>13} {:>13} {:>14} {:>14} {:>14} {:>16} {:>14}",
             "stack",
             "N",
             "all up (s)",
@@ -102,12 +102,13 @@ impl std::fmt::Display for ManyReport {
             "hs p99 (ms)",
             "heap/conn (KB)",
             "RSS/conn (KB)",
-            "heap left (KB)"
+            "heap left (KB)",
+            "left after (s)"
         )?;
         for r in &self.results {
             writeln!(
                 f,
-                "{:<6} {:>7} {:>13.2} {:>13.2} {:>14.2} {:>14} {:>14.1} {:>16}",
+                "{:<6} {:>7} {:>13.2} {:>13.2} {:>14.2} {:>14} {:>14.1} {:>16} {:>14.1}",
                 r.contender,
                 r.connections,
                 r.connect_secs,
@@ -116,6 +117,7 @@ impl std::fmt::Display for ManyReport {
                 kb(r.server_heap_per_connection_bytes),
                 r.server_rss_per_connection_bytes / 1e3,
                 kb(r.server_heap_left_after_close_bytes.map(|b| b as f64)),
+                r.heap_return_secs,
             )?;
         }
         writeln!(
@@ -180,9 +182,12 @@ impl std::fmt::Display for ManyReport {
             "\nKB = 1,000 bytes. heap: bytes the server process allocated and did not free \
              (counted by its allocator); RSS: its resident set, which also holds what the \
              allocator keeps after frees. heap left: the server's heap over its level before \
-             the first connection once the client closed every connection. hs: one \
-             handshake, from connect to established at the client. requests/s: \
-             those completed within the measured time; requests: all completed."
+             the first connection once the client closed every connection ({CONNECT_IN_FLIGHT} \
+             closes at a time), read once it held still, at most {} s after the first close \
+             (left after: when it was read). hs: one handshake, from connect to established \
+             at the client. requests/s: those completed within the measured time; requests: \
+             all completed.",
+            RETURN_WAIT.as_secs()
         )
     }
 }
