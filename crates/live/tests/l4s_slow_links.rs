@@ -128,8 +128,10 @@ fn prague_keeps_slow_default_dualpi2_links_busy_with_a_short_queue() {
     }
 }
 
-/// The full length, 20 s per download as the simulator's runs:
-/// `cargo test --release -p brisk-live --test l4s_slow_links -- --ignored --nocapture`.
+/// The full length, 20 s per download as the simulator's runs, holding
+/// the 95% goal. Not met yet at 4 Mbit/s: 94.9%, 94.9% and 95.0% (just
+/// under) in three runs at load 19, queue delay p99 2.35 ms:
+/// `cargo test --release -p brisk-live --test l4s_slow_links -- --ignored --nocapture twenty`.
 #[test]
 #[ignore]
 fn prague_keeps_slow_default_dualpi2_links_busy_for_twenty_seconds() {
