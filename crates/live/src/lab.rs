@@ -252,6 +252,12 @@ impl Lab {
         self.server_target
     }
 
+    /// The run's zero (`brisk_time::Instant::ZERO`, the router's clock) in
+    /// Unix nanoseconds: what the captures add to the router's times.
+    pub fn unix_offset_nanos(&self) -> u64 {
+        self.clock.unix_offset_nanos()
+    }
+
     pub fn client_addr(&self) -> IpAddr {
         self.addressing.client_addr()
     }

@@ -25,7 +25,9 @@
 //!   Ctrl-C and SIGTERM.
 //! - [`bulk`], [`echo`]: built-in kernel TCP bulk transfer and UDP echo.
 //! - [`lab`]: the guard that owns a running lab; [`run`]: one whole
-//!   `brisk live` run; [`results`]: its JSON.
+//!   `brisk live` run; [`results`]: its JSON; [`steady_state`]: a
+//!   download's second half and per-second trace, read back from the
+//!   run's capture and per-packet log.
 //! - [`recipes`]: before/after proofs of `brisk-tcp`'s recipes (low-water
 //!   mark, write sizing, Fast Open, Happy Eyeballs, NAT64 synthesis) with
 //!   the library's client and server on threads inside a running lab; and
@@ -51,6 +53,7 @@ pub mod results;
 pub mod router;
 pub mod run;
 pub mod signal;
+pub mod steady_state;
 pub mod sys;
 pub mod topology;
 pub mod tun;

@@ -38,7 +38,7 @@ use crate::numbers::Numbers;
 use crate::section::{
     CaptureSummary, LiveRecord, LiveRun, LiveRunError, Measured, Plot, SectionError, plot,
 };
-use brisk_live::capture::BOTTLENECK_CAPTURE_LIMIT_BYTES;
+use brisk_live::capture::{BOTTLENECK_CAPTURE_LIMIT_BYTES, BottleneckPcap};
 use brisk_live::recipes::RecipeError;
 use brisk_live::{IpMode, Lab, LabConfig, LiveResults};
 use brisk_sim::results::{EngineResults, Results, Simulated};
@@ -84,11 +84,7 @@ fn in_lab_with<T: Serialize>(
     optimizer: Option<brisk_optimizer::Config>,
     f: impl FnOnce(&Lab) -> Result<T, RecipeError>,
 ) -> Result<(LiveRun, T), LiveRunError> {
-    let mut config = LabConfig::new(scenario.network.clone());
-    config.name = scenario.name.clone();
-    config.seed = scenario.seed;
-    config.ip = mode;
-    config.snaplen = scenario.capture.snaplen;
+    let mut config = lab_config(scenario, mode);
     config.bottleneck_capture_bytes = capture.then_some(BOTTLENECK_CAPTURE_LIMIT_BYTES);
     config.optimizer = optimizer;
     let lab = Lab::up(config).map_err(LiveRunError::LabSetup)?;
@@ -96,8 +92,30 @@ fn in_lab_with<T: Serialize>(
     let (results, pcap) = lab
         .finish_with_pcap(None, None)
         .map_err(LiveRunError::LabTeardown)?;
-    let recipe = serde_json::to_value(&out).map_err(LiveRunError::Report)?;
-    let run = LiveRun {
+    Ok((live_run(results, pcap, &out)?, out))
+}
+
+/// A lab on `scenario`'s network (its name, seed and capture length) with
+/// the client and server in `mode`.
+fn lab_config(scenario: &Scenario, mode: IpMode) -> LabConfig {
+    let mut config = LabConfig::new(scenario.network.clone());
+    config.name = scenario.name.clone();
+    config.seed = scenario.seed;
+    config.ip = mode;
+    config.snaplen = scenario.capture.snaplen;
+    config
+}
+
+/// A finished lab's run as the lab keeps it: the router's results, what
+/// the recipe reported (`out`, as JSON) and the bottleneck capture if one
+/// was kept; no numbers yet.
+fn live_run<T: Serialize>(
+    results: LiveResults,
+    pcap: Option<BottleneckPcap>,
+    out: &T,
+) -> Result<LiveRun, LiveRunError> {
+    let recipe = serde_json::to_value(out).map_err(LiveRunError::Report)?;
+    Ok(LiveRun {
         record: LiveRecord {
             fidelity: Some(results.driver.fidelity.clone()),
             recipe,
@@ -110,8 +128,7 @@ fn in_lab_with<T: Serialize>(
         pcap: pcap.map(|p| p.bytes),
         results: sim_driver(results),
         measured: Measured::new(),
-    };
-    Ok((run, out))
+    })
 }
 
 /// The router's results as the lab keeps every run's: the type is the

@@ -11,6 +11,7 @@
 
 use super::{Background, RecipeError, Summary, block_on_in};
 use crate::lab::Lab;
+use crate::sys;
 use brisk_io::{ConnectionStats, Endpoint, Keypair, ServerConfig};
 use brisk_proto::ClientConfig;
 use brisk_proto::congestion::CcAlgorithm;
@@ -18,6 +19,7 @@ use serde::Serialize;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -32,6 +34,9 @@ const SETUP_WAIT: Duration = Duration::from_secs(10);
 const CLOSE_WAIT: Duration = Duration::from_millis(300);
 /// The request byte that starts the download.
 const REQUEST: &[u8] = b"D";
+/// The real-time priority of both ends' threads when asked for: below the
+/// lab router's, so the router still runs first.
+const ENDPOINT_RT_PRIORITY: i32 = 30;
 
 /// A download to run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,6 +50,13 @@ pub struct BriskBulkConfig {
     pub rtt_sample_interval: Duration,
     /// The server's static key is derived from this, so runs repeat.
     pub key_seed: u8,
+    /// Run both ends' threads at a real-time (SCHED_FIFO) priority, below
+    /// the router's, as the router's own thread runs. A sender that paces
+    /// one packet at a time (Prague) cannot catch up later on time its
+    /// thread spent waiting for a core: on a loaded host that time is link
+    /// time lost for good, and the run measures the host's scheduler more
+    /// than the transport.
+    pub realtime: bool,
 }
 
 impl BriskBulkConfig {
@@ -54,6 +66,7 @@ impl BriskBulkConfig {
             duration,
             rtt_sample_interval: Duration::from_millis(10),
             key_seed: 7,
+            realtime: false,
         }
     }
 }
@@ -117,6 +130,8 @@ pub struct BriskBulkReport {
     /// while data flowed.
     pub rtt: Summary,
     pub sender: BriskSenderStats,
+    /// Whether both ends ran at the real-time priority asked for.
+    pub realtime: bool,
     /// Codepoints on the packets the receiver got.
     pub received_ect0: u64,
     pub received_ect1: u64,
@@ -128,6 +143,8 @@ pub struct BriskBulkReport {
 struct SenderShared {
     rtt_ms: Mutex<Vec<f64>>,
     last: Mutex<Option<ConnectionStats>>,
+    /// Whether the server's thread got the real-time priority.
+    realtime: AtomicBool,
 }
 
 impl SenderShared {
@@ -154,18 +171,28 @@ pub fn run(lab: &Lab, config: &BriskBulkConfig) -> Result<BriskBulkReport, Recip
     let server = {
         let shared = shared.clone();
         let interval = config.rtt_sample_interval;
+        let realtime = config.realtime;
         Background::start(lab.server_ns(), "brisk-bulk-server", move |ready| {
+            if realtime {
+                shared.realtime.store(
+                    sys::set_realtime_priority(ENDPOINT_RT_PRIORITY),
+                    Ordering::Relaxed,
+                );
+            }
             serve(bind, keypair, cc, interval, shared, ready)
         })?
     };
     let target = SocketAddr::new(lab.server_addr(), BRISK_PORT);
     let duration = config.duration;
-    let received = block_on_in(lab.client_ns(), move || async move {
-        tokio::time::timeout(
+    let realtime = config.realtime;
+    let (client_realtime, received) = block_on_in(lab.client_ns(), move || async move {
+        let granted = realtime && sys::set_realtime_priority(ENDPOINT_RT_PRIORITY);
+        let received = tokio::time::timeout(
             duration + SETUP_WAIT,
             receive(target, server_key, cc, duration),
         )
-        .await
+        .await;
+        (granted, received)
     })?;
     // Stops the sender at once, so a flow beside this one has the link.
     drop(server);
@@ -189,6 +216,7 @@ pub fn run(lab: &Lab, config: &BriskBulkConfig) -> Result<BriskBulkReport, Recip
             / 1e6,
         rtt: Summary::of(&rtt),
         sender,
+        realtime: client_realtime && shared.realtime.load(Ordering::Relaxed),
         received_ect0: r.ecn_received[0],
         received_ect1: r.ecn_received[1],
         received_ce: r.ecn_received[2],

@@ -16,6 +16,8 @@
 //!
 //! And Brisk itself on real UDP sockets (`brisk-io`) beside kernel TCP:
 //! - [`brisk_bulk`]: a Brisk bulk download with any of its controllers;
+//!   [`steady_bulk`] runs one in a lab of its own and measures its second
+//!   half as the simulator does;
 //! - [`l4s`]: Prague and kernel CUBIC sharing a DualPI2 (or FIFO)
 //!   bottleneck at once (WWDC 2023);
 //! - [`loss`]: goodput under random loss, kernel TCP and Brisk one at a
@@ -43,6 +45,7 @@ pub mod loss;
 pub mod lowat;
 pub mod nat64;
 pub mod sized_tcp;
+pub mod steady_bulk;
 pub mod transfer;
 pub mod write_sizing;
 
