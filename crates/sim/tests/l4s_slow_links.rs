@@ -11,11 +11,15 @@
 
 mod l4s_common;
 
+use brisk_proto::qlog::{EventClass, QlogEvent, QlogSink, QlogStart, VantageKind};
 use brisk_sim::scenario::IpFamily;
+use brisk_sim::{FlowQlog, RunOptions, run};
+use brisk_time::Instant;
 use l4s_common::{
     DUALPI2_LINUX, FAMILIES, bulk, dumbbell, packet_ms, queue_delay_ms, rate_mbps, run_series,
     series,
 };
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// What one run of Prague alone measured over its steady state.
@@ -172,4 +176,124 @@ fn full_grid() {
             q / b
         );
     }
+}
+
+/// One end's congestion window and smoothed RTT, as its qlog reports them.
+#[derive(Clone, Copy)]
+struct WindowSample {
+    client: bool,
+    at: Instant,
+    cwnd_bytes: u64,
+    srtt: Duration,
+}
+
+/// Keeps the window samples of one end of a flow.
+struct WindowLog {
+    client: bool,
+    samples: Arc<Mutex<Vec<WindowSample>>>,
+}
+
+impl QlogSink for WindowLog {
+    fn emit(&mut self, at: Instant, event: QlogEvent) {
+        if let QlogEvent::MetricsUpdated(m) = event
+            && let (Some(cwnd_bytes), Some(srtt)) = (m.congestion_window_bytes, m.smoothed_rtt)
+        {
+            let sample = WindowSample {
+                client: self.client,
+                at,
+                cwnd_bytes,
+                srtt,
+            };
+            self.samples
+                .lock()
+                .expect("no panic while held")
+                .push(sample);
+        }
+    }
+
+    fn wants(&self, class: EventClass) -> bool {
+        class == EventClass::Recovery
+    }
+}
+
+/// Prague alone through default DualPI2, per `bin`: the link's use, the
+/// queue delay's median and p99, and the sender's window (smallest and
+/// largest, in bytes) and smoothed RTT. It shows what holds the window
+/// back: a queue that is empty most of the time and a window that swings
+/// from below the BDP to above it within a few round trips.
+fn trace(mbit: f64, rtt_ms: u64, secs: u64, bin: Duration) {
+    let s = dumbbell(
+        &format!("\"{}kbit\"", (mbit * 1000.0) as u64),
+        DUALPI2_LINUX,
+        "",
+        &[bulk("prague", "prague", rtt_ms)],
+        secs,
+    );
+    let samples: Arc<Mutex<Vec<WindowSample>>> = Arc::default();
+    let shared = samples.clone();
+    let qlog: FlowQlog = Arc::new(move |_name: &str, start: &QlogStart| {
+        let log = WindowLog {
+            client: start.vantage == VantageKind::Client,
+            samples: shared.clone(),
+        };
+        Some(Box::new(log) as Box<dyn QlogSink>)
+    });
+    let options = RunOptions {
+        ip: Some(IpFamily::V4),
+        series: true,
+        qlog: Some(qlog),
+        ..Default::default()
+    };
+    let all = run(&s, options).outcome.series();
+    let f = series(&all, "prague");
+    let samples = samples.lock().expect("the run is over");
+    // The sender is the end whose window the controller keeps moving.
+    let updates = |client: bool| samples.iter().filter(|w| w.client == client).count();
+    let sender = updates(true) >= updates(false);
+    println!("Prague alone, {mbit} Mbit/s, {rtt_ms} ms base RTT, Linux-default DualPI2");
+    println!("from s | link use | queue p50 ms | queue p99 ms | cwnd min / max bytes | srtt ms");
+    let mut from = Duration::ZERO;
+    while from < Duration::from_secs(secs) {
+        let to = from + bin;
+        let (a, z) = (Instant::ZERO + from, Instant::ZERO + to);
+        let window: Vec<&WindowSample> = samples
+            .iter()
+            .filter(|w| w.client == sender && w.at >= a && w.at < z)
+            .collect();
+        let cwnd = |pick: fn(u64, u64) -> u64| {
+            window
+                .iter()
+                .map(|w| w.cwnd_bytes)
+                .reduce(pick)
+                .unwrap_or(0)
+        };
+        let srtt = window.last().map_or(0.0, |w| w.srtt.as_secs_f64() * 1e3);
+        println!(
+            "{:>6.2} | {:>5.1}% | {:>6.2} | {:>6.2} | {:>7} / {:>7} | {srtt:.1}",
+            from.as_secs_f64(),
+            100.0 * rate_mbps(f, from, to) / mbit,
+            queue_delay_ms(f, from, to, 0.5),
+            queue_delay_ms(f, from, to, 0.99),
+            cwnd(u64::min),
+            cwnd(u64::max),
+        );
+        from = to;
+    }
+}
+
+/// Per-second trace at 10 Mbit/s and 200 ms (run with `cargo test
+/// --release -p brisk-sim --test l4s_slow_links -- --ignored --nocapture
+/// trace_`).
+#[test]
+#[ignore = "prints a trace; run it by hand"]
+fn trace_200ms_per_second() {
+    trace(10.0, 200, 18, Duration::from_secs(1));
+}
+
+/// Per-half-second trace at 1 Mbit/s and 20 ms (see
+/// [`trace_200ms_per_second`]).
+#[test]
+#[ignore = "prints a trace; run it by hand"]
+fn trace_1mbit_per_half_second() {
+    trace(1.0, 20, 9, Duration::from_millis(500));
 }
