@@ -101,6 +101,8 @@ pub struct Lab {
     spin: Duration,
     clock: Clock,
     stop: Arc<AtomicBool>,
+    /// Asks the router to switch its TCP optimizer off.
+    stop_optimizing: Arc<AtomicBool>,
     router: Option<JoinHandle<RouterOutcome>>,
 }
 
@@ -188,6 +190,8 @@ impl Lab {
         };
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
+        let stop_optimizing = Arc::new(AtomicBool::new(false));
+        let optimizer_flag = stop_optimizing.clone();
         let loop_config = config.router;
         let router = std::thread::Builder::new()
             .name("brisk-router".into())
@@ -199,6 +203,7 @@ impl Lab {
                     clock,
                     capture,
                     &flag,
+                    &optimizer_flag,
                     loop_config,
                 )
             })
@@ -214,6 +219,7 @@ impl Lab {
             name: config.name,
             clock,
             stop,
+            stop_optimizing,
             router: Some(router),
         })
     }
@@ -231,6 +237,14 @@ impl Lab {
         self.namespaces
             .as_ref()
             .expect("namespaces live as long as the lab")
+    }
+
+    /// Switches the router's TCP optimizer off mid-run, as an operator
+    /// would before an upgrade: connections it optimizes get what it holds,
+    /// then pass untouched. Returns at once; the router acts on its next
+    /// turn. Nothing without an optimizer.
+    pub fn stop_optimizing(&self) {
+        self.stop_optimizing.store(true, Ordering::Relaxed);
     }
 
     pub fn client_ns(&self) -> &Netns {

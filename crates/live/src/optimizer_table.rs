@@ -7,7 +7,7 @@
 //! enabled = true               # the default once the table is there
 //! connection_buffer = "4MiB"   # undelivered bytes one connection may hold
 //! total_buffer = "256MiB"      # all connections together
-//! budget_gain = 1.5            # in-flight budget = gain x rate x min RTT
+//! budget_gain = 1.25           # in-flight budget = gain x rate x min RTT
 //! max_pacing_rate = "160Mbit"  # a subscriber's fastest pace
 //! ```
 //!

@@ -43,6 +43,10 @@ pub struct Routed {
     pub client_exit_code: Option<i32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bulk: Option<BulkReport>,
+    /// The TCP optimizer's counters, when the router ran one (for tests
+    /// and lab sections; not written to the results file).
+    #[serde(skip)]
+    pub optimizer: Option<brisk_optimizer::Stats>,
 }
 
 /// How closely the router followed the models in real time.
@@ -257,6 +261,7 @@ pub fn build(scenario: &str, seed: u64, outcome: &RouterOutcome, facts: RunFacts
             fidelity,
             client_exit_code: facts.client_exit_code,
             bulk: facts.bulk,
+            optimizer: core.optimizer().map(|o| o.stats().clone()),
         },
     }
 }

@@ -92,6 +92,10 @@ pub(crate) struct Flow {
     pub(crate) server_isn: u32,
     pub(crate) syn_options: crate::segment::SeenOptions,
     pub(crate) negotiated: Negotiated,
+    /// When the server's SYN-ACK passed toward the client, if it passed
+    /// once: the client's handshake ACK then gives the radio side's first
+    /// RTT sample, which paces the first flight.
+    pub(crate) synack_at: Option<Instant>,
     /// Offset up to which the optimizer acknowledged the server.
     local_ack: u64,
     /// Held segments by offset, undelivered.
@@ -143,6 +147,7 @@ impl Flow {
             server_isn: 0,
             syn_options: seen.options.clone(),
             negotiated: Negotiated::default(),
+            synack_at: None,
             local_ack: 0,
             held: Ring::default(),
             held_bytes: 0,

@@ -39,7 +39,7 @@ mod subscriber;
 
 pub use config::Config;
 pub use flow::Phase;
-pub use optimizer::{ConnectionInfo, Optimizer};
+pub use optimizer::{ConnectionInfo, Optimizer, SubscriberInfo};
 pub use stats::{Reason, Stats};
 
 use std::net::SocketAddr;

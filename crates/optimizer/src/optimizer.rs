@@ -144,6 +144,21 @@ impl Sub {
     }
 }
 
+/// A subscriber as the optimizer sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SubscriberInfo {
+    /// Bytes its flows may have in flight together.
+    pub budget_bytes: usize,
+    /// Sequence bytes in flight over all its flows.
+    pub in_flight_bytes: u64,
+    /// Windowed maximum delivery rate, bits per second, once measured.
+    pub delivery_rate_bps: Option<u64>,
+    /// Windowed minimum RTT toward the client, once measured.
+    pub min_rtt: Option<std::time::Duration>,
+    /// The rate its sends are paced at, bits per second.
+    pub pacing_rate_bps: u64,
+}
+
 /// A connection as the optimizer sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConnectionInfo {
@@ -202,6 +217,19 @@ impl Optimizer {
         self.subscribers
             .get(&client)
             .map(|s| s.state.budget(&self.config))
+    }
+
+    /// A subscriber's measurements, budget and pacing, while it has
+    /// optimized flows.
+    pub fn subscriber(&self, client: IpAddr) -> Option<SubscriberInfo> {
+        let s = self.subscribers.get(&client)?;
+        Some(SubscriberInfo {
+            budget_bytes: s.state.budget(&self.config),
+            in_flight_bytes: s.in_flight,
+            delivery_rate_bps: s.state.rate_bytes_per_s().map(|r| r * 8),
+            min_rtt: s.state.min_rtt(),
+            pacing_rate_bps: (s.state.pacing_rate(&self.config) * 8.0) as u64,
+        })
     }
 
     /// Stops optimizing one connection: nothing new is acknowledged early,
@@ -467,10 +495,13 @@ impl Optimizer {
                         client_mss: flow.syn_options.mss.unwrap_or(536),
                     };
                     flow.phase = Phase::SynAckSeen;
+                    flow.synack_at = Some(now);
                     None
                 }
             }
             (Phase::SynAckSeen, Side::Server) if syn && ack => {
+                // A repeated SYN-ACK: which one the client answers is unknown.
+                flow.synack_at = None;
                 (seen.seq != flow.server_isn).then_some(Reason::SynSeenTwice)
             }
             (Phase::SynAckSeen, Side::Client) if is_bare_syn(seen) => {
@@ -498,6 +529,9 @@ impl Optimizer {
                     .subscribers
                     .entry(flow.client.ip())
                     .or_insert_with(|| Sub::new(now, &self.config));
+                if let Some(t) = flow.synack_at.take() {
+                    sub.state.on_handshake_rtt(now.saturating_duration_since(t));
+                }
                 *slot = Some(sub.join());
                 None
             }

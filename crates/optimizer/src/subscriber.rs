@@ -78,6 +78,9 @@ pub(crate) struct Subscriber {
     min_rtt: Windowed,
     /// Smoothed RTT (RFC 6298 weights), for probe timeouts.
     pub(crate) srtt: Option<Duration>,
+    /// The shortest handshake RTT of its connections (SYN-ACK out to the
+    /// client's ACK back): paces the first flight, nothing else.
+    handshake_rtt: Option<Duration>,
     /// Pacer credit, bytes (at most one burst).
     tokens: f64,
     /// When the credit was last refilled.
@@ -92,6 +95,7 @@ impl Subscriber {
             rate: Windowed::default(),
             min_rtt: Windowed::default(),
             srtt: None,
+            handshake_rtt: None,
             tokens: config.pacing_burst_bytes as f64,
             refilled: now,
         }
@@ -107,6 +111,11 @@ impl Subscriber {
             None => rtt,
             Some(s) => (s * 7 + rtt) / 8,
         });
+    }
+
+    /// A handshake's RTT, from the optimizer to the client and back.
+    pub(crate) fn on_handshake_rtt(&mut self, rtt: Duration) {
+        self.handshake_rtt = Some(self.handshake_rtt.map_or(rtt, |r| r.min(rtt)));
     }
 
     /// A delivery-rate sample: `bytes` delivered over `interval`.
@@ -149,14 +158,23 @@ impl Subscriber {
         }
     }
 
-    /// Pacing rate, bytes per second.
-    fn pacing_rate(&self, config: &Config) -> f64 {
+    /// Pacing rate, bytes per second: the gain over the measured delivery
+    /// rate; before the first measurement, the gain over the initial
+    /// budget per min RTT (or handshake RTT), so the first flight reaches
+    /// a slower radio spread over most of a round trip instead of as one
+    /// burst its buffer may not hold; with no RTT either, the ceiling.
+    pub(crate) fn pacing_rate(&self, config: &Config) -> f64 {
         let max = config.max_pacing_rate_bps as f64 / 8.0;
         let min = config.min_pacing_rate_bps as f64 / 8.0;
-        match self.rate_bytes_per_s() {
-            Some(r) => (r as f64 * config.pacing_gain).clamp(min, max),
-            None => max,
-        }
+        let rtt = self.min_rtt().or(self.handshake_rtt);
+        let rate = match (self.rate_bytes_per_s(), rtt) {
+            (Some(r), _) => r as f64,
+            (None, Some(rtt)) if !rtt.is_zero() => {
+                config.initial_budget_bytes as f64 / rtt.as_secs_f64()
+            }
+            _ => return max,
+        };
+        (rate * config.pacing_gain).clamp(min, max)
     }
 
     /// Refills the pacer up to `now`.
@@ -205,8 +223,8 @@ mod tests {
         // 1.25 MB/s (10 Mbit/s) over 100 ms.
         s.on_rate(at(40), 125_000, Duration::from_millis(100), &c);
         assert_eq!(s.rate_bytes_per_s(), Some(1_250_000));
-        // 1.5 x 1.25 MB/s x 50 ms = 93,750 bytes.
-        assert_eq!(s.budget(&c), 93_750);
+        // 1.25 x 1.25 MB/s x 50 ms = 78,125 bytes.
+        assert_eq!(s.budget(&c), 78_125);
         // An interval under the min RTT is ACK compression: ignored.
         s.on_rate(at(50), 125_000, Duration::from_millis(10), &c);
         assert_eq!(s.rate_bytes_per_s(), Some(1_250_000));
@@ -232,6 +250,23 @@ mod tests {
         assert_eq!(s.rate_bytes_per_s(), Some(2_000_000));
         s.on_rate(at(3000), 50_000, Duration::from_millis(100), &c);
         assert_eq!(s.rate_bytes_per_s(), Some(1_000_000));
+    }
+
+    #[test]
+    fn before_any_rate_the_first_flight_is_paced_over_the_handshake_rtt() {
+        let c = Config::default();
+        let mut s = Subscriber::new(at(0), &c);
+        // No RTT either: the ceiling, 20 MB/s.
+        assert_eq!(s.pacing_rate(&c), 20e6);
+        // A 40 ms handshake: 1.25 x 64 KiB per 40 ms, about 2 MB/s, so
+        // the initial budget leaves over 32 ms, not 3 ms.
+        s.on_handshake_rtt(Duration::from_millis(40));
+        assert_eq!(s.min_rtt(), None, "a handshake RTT paces, nothing else");
+        let rate = s.pacing_rate(&c);
+        assert!((rate - 1.25 * 65_536.0 / 0.040).abs() < 1.0, "{rate}");
+        // Once measured, the gain over the delivery rate.
+        s.on_rate(at(100), 125_000, Duration::from_millis(50), &c);
+        assert!((s.pacing_rate(&c) - 1.25 * 2_500_000.0).abs() < 1.0);
     }
 
     #[test]

@@ -179,6 +179,16 @@ impl RouterCore {
         self.optimizer.as_ref()
     }
 
+    /// Switches the optimizer off for every connection it optimizes: it
+    /// acknowledges nothing more early, delivers what it holds, then lets
+    /// each connection pass untouched. Nothing without an optimizer.
+    pub fn stop_optimizing(&mut self, now: Instant) {
+        if let Some(o) = &mut self.optimizer {
+            o.stop_all();
+            self.optimizer_transmits(now);
+        }
+    }
+
     /// Sends what the optimizer sent: toward the client down the link,
     /// toward the server (translated back for an IPv6-only client) at once.
     fn optimizer_transmits(&mut self, now: Instant) {

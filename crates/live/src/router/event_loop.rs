@@ -91,7 +91,9 @@ pub struct RouterOutcome {
     pub capture: Option<Result<(), crate::error::LiveError>>,
 }
 
-/// Runs the router until `stop` is set.
+/// Runs the router until `stop` is set; switches its TCP optimizer off
+/// once `stop_optimizing` is set.
+#[allow(clippy::too_many_arguments)]
 pub fn run(
     mut core: RouterCore,
     client: Tun,
@@ -99,6 +101,7 @@ pub fn run(
     clock: Clock,
     mut capture: Option<Captures>,
     stop: &AtomicBool,
+    stop_optimizing: &AtomicBool,
     config: LoopConfig,
 ) -> RouterOutcome {
     let mut stats = LoopStats {
@@ -112,6 +115,10 @@ pub fn run(
     let burst = config.burst.max(1);
     let mut spin = SpinBudget::new(config.spin_budget, clock.now());
     while !stop.load(Ordering::Relaxed) {
+        if stop_optimizing.load(Ordering::Relaxed) && stop_optimizing.swap(false, Ordering::Relaxed)
+        {
+            core.stop_optimizing(clock.now());
+        }
         for (i, side, tun) in [(0, Side::Client, &client), (1, Side::Server, &server)] {
             if !ready[i] {
                 continue;

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod download;
+
 use brisk_optimizer::{Config, ConnectionKey, Optimizer, Side, Transmit};
 use brisk_time::Instant;
 use brisk_wire::Ecn;
