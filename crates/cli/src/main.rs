@@ -12,6 +12,7 @@ mod keygen;
 mod lab;
 mod live;
 mod live_summary;
+mod optimize;
 mod perf;
 mod progress;
 mod qlog;
@@ -51,6 +52,8 @@ enum Command {
     Tcp(tcp::TcpArgs),
     /// Run real programs through the simulator's models in real time (root).
     Live(live::LiveArgs),
+    /// Bridge two interfaces through the transparent TCP optimizer (root).
+    Optimize(optimize::OptimizeArgs),
     /// Write a server key pair: PREFIX.key (secret) and PREFIX.pub.
     Keygen(keygen::KeygenArgs),
     /// Serve the files under a directory over Brisk.
@@ -72,6 +75,7 @@ fn main() -> ExitCode {
         Command::Lab(args) => lab::run(args),
         Command::Tcp(args) => tcp::run(args),
         Command::Live(args) => live::run(args),
+        Command::Optimize(args) => optimize::run(args),
         Command::Keygen(args) => keygen::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Get(args) => get::run(args),

@@ -24,6 +24,8 @@
 //! - [`process`], [`signal`]: programs in namespaces, and clean stops on
 //!   Ctrl-C and SIGTERM.
 //! - [`bulk`], [`echo`]: built-in kernel TCP bulk transfer and UDP echo.
+//! - [`bridge`]: `brisk optimize`, the TCP optimizer between two real
+//!   interfaces over AF_PACKET sockets, outside any lab.
 //! - [`lab`]: the guard that owns a running lab; [`run`]: one whole
 //!   `brisk live` run; [`results`]: its JSON; [`steady_state`]: a
 //!   download's second half and per-second trace, read back from the
@@ -37,6 +39,7 @@
 // System calls live in the few modules that allow `unsafe` below.
 #![deny(unsafe_code)]
 
+pub mod bridge;
 pub mod bulk;
 pub mod capture;
 pub mod clock;
