@@ -358,6 +358,13 @@ impl Flow {
             self.ts_server = tsval;
         }
         let data_end = end - u64::from(seen.has(TcpFlags::FIN));
+        if seen.has(TcpFlags::FIN) && self.fin == Some(data_end) && data_end <= self.local_ack {
+            // A copy of the FIN held here: the server's timer fired before
+            // the client's ACK of it crossed the radio. The held one is on
+            // its way; only the client's ACK may answer it.
+            ctx.stats.duplicates_dropped += 1;
+            return None;
+        }
         if data_end <= self.local_ack && (end == data_end || self.held.contains(off)) {
             // A copy of what the optimizer holds or delivered: the local
             // ACK was lost or late. Say it again; the copy goes nowhere.

@@ -890,6 +890,35 @@ fn a_server_fin_is_delivered_and_only_the_client_acknowledges_it() {
     }
 }
 
+/// The server's retransmission timer can fire for its FIN before the
+/// client's ACK of it has crossed the radio queue; the bare FIN it resends
+/// is a copy of the one held, not new data overlapping it.
+#[test]
+fn a_resent_bare_fin_is_a_duplicate_and_optimization_goes_on() {
+    let m = MSS as u64;
+    for f in FAMILIES {
+        let mut s = Session::new(f, Config::default());
+        s.handshake();
+        s.server_burst(0, 2);
+        let fin = s.server_data_datagram(2 * m, MSS, true);
+        s.feed(Side::Server, fin);
+        let dropped = s.opt.stats().duplicates_dropped;
+        let bare = s.server_data_datagram(3 * m, 0, true);
+        let out = s.feed(Side::Server, bare);
+        assert!(
+            out.iter().all(|t| t.toward == Side::Server),
+            "the copy goes nowhere: {out:?}"
+        );
+        assert_eq!(s.opt.stats().duplicates_dropped, dropped + 1);
+        assert_eq!(phase(&s), Some(Phase::Optimizing));
+        s.advance(ms(5));
+        let out = s.client_ack(3 * m + 1, &[]);
+        assert_eq!(acks_to_server(&s, &out), vec![3 * m + 1]);
+        assert_eq!(phase(&s), Some(Phase::PassThrough));
+        assert_eq!(s.opt.stats().stopped.get(&Reason::Overlap), None);
+    }
+}
+
 #[test]
 fn a_reset_from_either_side_passes_and_frees_the_connection() {
     for f in FAMILIES {
