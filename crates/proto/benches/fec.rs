@@ -148,10 +148,7 @@ fn measure(k: usize, m: usize, blocks: usize) -> Figures {
         let recovery = reed_solomon_simd::encode(k, m, &shards).expect("encodes");
         let decode = rate(blocks, bytes, |i| {
             let lost = &patterns[i % patterns.len()];
-            let present = shards
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| !lost.contains(i));
+            let present = shards.iter().enumerate().filter(|(i, _)| !lost.contains(i));
             let rebuilt = reed_solomon_simd::decode(k, m, present, recovery.iter().enumerate())
                 .expect("decodes");
             std::hint::black_box(rebuilt);
@@ -200,11 +197,20 @@ fn main() {
     println!(
         "erasure code, one core, Gbit/s of source payload per CPU second ({mb} MB per figure, \
          payloads of {PAYLOAD_BYTES} bytes; load average {})",
-        load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+        load.split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
     );
     println!(
         "{:>7} {:>7} {:>5} | {:>14} {:>14} | {:>15} {:>15}",
-        "packets", "repair", "lost", "encode GF(2^8)", "decode GF(2^8)", "encode GF(2^16)", "decode GF(2^16)"
+        "packets",
+        "repair",
+        "lost",
+        "encode GF(2^8)",
+        "decode GF(2^8)",
+        "encode GF(2^16)",
+        "decode GF(2^16)"
     );
     for (k, m) in SHAPES {
         let blocks = (mb << 20) / (k * PAYLOAD_BYTES);

@@ -376,7 +376,11 @@ mod tests {
         assert!(b.windows(2).any(|w| w == [0x1a, 0x00]));
         assert!(TransportParams::parse(&[0x07, 0x00, 0x1a, 0x01, 0x01]).is_err());
         // The retired id of FEC over GF(2^16) no longer turns it on.
-        assert!(!TransportParams::parse(&[0x07, 0x00, 0x11, 0x00]).unwrap().fec);
+        assert!(
+            !TransportParams::parse(&[0x07, 0x00, 0x11, 0x00])
+                .unwrap()
+                .fec
+        );
     }
 
     #[test]

@@ -190,9 +190,7 @@ pub fn decode<P: AsRef<[u8]>, R: AsRef<[u8]>>(
         }
         shards[*i] = Some(source_shard(p.as_ref(), shard_len)?);
     }
-    let missing: Vec<usize> = (0..source_count)
-        .filter(|&i| shards[i].is_none())
-        .collect();
+    let missing: Vec<usize> = (0..source_count).filter(|&i| shards[i].is_none()).collect();
     if missing.is_empty() {
         return Ok(BTreeMap::new());
     }
@@ -304,8 +302,11 @@ mod tests {
                         lost.push(i);
                     }
                 }
-                let present: Vec<(usize, &Vec<u8>)> =
-                    p.iter().enumerate().filter(|(i, _)| !lost.contains(i)).collect();
+                let present: Vec<(usize, &Vec<u8>)> = p
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| !lost.contains(i))
+                    .collect();
                 // Only as many repair symbols as losses, from the back.
                 let rep: Vec<(usize, &Vec<u8>)> =
                     repair.iter().enumerate().skip(m - lost_sources).collect();
@@ -336,7 +337,10 @@ mod tests {
         let stray = [(10usize, &p[0])];
         assert!(matches!(
             decode(10, 2, shard_len, &stray, &rep),
-            Err(CodecError::BadIndex { index: 10, count: 10 })
+            Err(CodecError::BadIndex {
+                index: 10,
+                count: 10
+            })
         ));
         // Nothing missing: nothing to rebuild, whatever the repair.
         let all: Vec<(usize, &Vec<u8>)> = p.iter().enumerate().collect();
