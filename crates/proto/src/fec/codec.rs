@@ -37,6 +37,9 @@ pub const MAX_REPAIRS: usize = 64;
 /// Block shapes (source count, repair count) whose code is kept built.
 const CODES_KEPT: usize = 32;
 
+/// A built code and its block shape (source count, repair count).
+type KeptCode = ((usize, usize), Arc<ReedSolomon>);
+
 /// Why a block could not be encoded or decoded.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum CodecError {
@@ -118,7 +121,7 @@ pub fn source_shard(payload: &[u8], shard_len: usize) -> Result<Vec<u8>, CodecEr
 /// code also remembers the inverted matrices of the loss patterns it
 /// decoded last.
 fn code_for(sources: usize, repairs: usize) -> Result<Arc<ReedSolomon>, CodecError> {
-    static CODES: Mutex<Vec<((usize, usize), Arc<ReedSolomon>)>> = Mutex::new(Vec::new());
+    static CODES: Mutex<Vec<KeptCode>> = Mutex::new(Vec::new());
     let shape = (sources, repairs);
     // A panic elsewhere while the lock was held leaves a list that is
     // still whole: each entry is pushed or removed in one step.
