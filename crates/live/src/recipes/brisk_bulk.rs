@@ -14,6 +14,7 @@ use crate::lab::Lab;
 use brisk_io::{ConnectionStats, Endpoint, Keypair, ServerConfig};
 use brisk_proto::ClientConfig;
 use brisk_proto::congestion::CcAlgorithm;
+use brisk_proto::fec::{FecConfig, FecPolicy};
 use serde::Serialize;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -45,6 +46,9 @@ pub struct BriskBulkConfig {
     pub rtt_sample_interval: Duration,
     /// The server's static key is derived from this, so runs repeat.
     pub key_seed: u8,
+    /// Forward error correction on both ends, repair at the measured loss
+    /// rate (`FecPolicy::Adaptive`, bulk data's policy).
+    pub fec: bool,
 }
 
 impl BriskBulkConfig {
@@ -54,6 +58,7 @@ impl BriskBulkConfig {
             duration,
             rtt_sample_interval: Duration::from_millis(10),
             key_seed: 7,
+            fec: false,
         }
     }
 }
@@ -147,6 +152,11 @@ impl SenderShared {
 /// Runs one download in `lab`: server to client, for `config.duration`.
 pub fn run(lab: &Lab, config: &BriskBulkConfig) -> Result<BriskBulkReport, RecipeError> {
     let cc = controller(&config.cc)?;
+    let fec = FecConfig {
+        enabled: config.fec,
+        default_policy: FecPolicy::Adaptive,
+        ..FecConfig::default()
+    };
     let keypair = Keypair::from_private([config.key_seed; 32]);
     let server_key = keypair.public();
     let bind = SocketAddr::new(lab.server_bind_addr(), BRISK_PORT);
@@ -154,8 +164,9 @@ pub fn run(lab: &Lab, config: &BriskBulkConfig) -> Result<BriskBulkReport, Recip
     let server = {
         let shared = shared.clone();
         let interval = config.rtt_sample_interval;
+        let fec = fec.clone();
         Background::start(lab.server_ns(), "brisk-bulk-server", move |ready| {
-            serve(bind, keypair, cc, interval, shared, ready)
+            serve(bind, keypair, cc, fec, interval, shared, ready)
         })?
     };
     let target = SocketAddr::new(lab.server_addr(), BRISK_PORT);
@@ -163,7 +174,7 @@ pub fn run(lab: &Lab, config: &BriskBulkConfig) -> Result<BriskBulkReport, Recip
     let received = block_on_in(lab.client_ns(), move || async move {
         tokio::time::timeout(
             duration + SETUP_WAIT,
-            receive(target, server_key, cc, duration),
+            receive(target, server_key, cc, fec, duration),
         )
         .await
     })?;
@@ -200,12 +211,14 @@ async fn serve(
     bind: SocketAddr,
     keypair: Keypair,
     cc: CcAlgorithm,
+    fec: FecConfig,
     interval: Duration,
     shared: Arc<SenderShared>,
     ready: super::Ready,
 ) {
     let mut config = ServerConfig::new(bind, keypair);
     config.endpoint.transport.cc = cc;
+    config.endpoint.transport.fec = fec;
     let server = match Endpoint::server(config) {
         Ok(s) => s,
         Err(e) => return ready.fail(format!("brisk server on {bind}: {e}")),
@@ -258,6 +271,7 @@ async fn receive(
     target: SocketAddr,
     server_key: [u8; 32],
     cc: CcAlgorithm,
+    fec: FecConfig,
     duration: Duration,
 ) -> io::Result<Received> {
     let bind = SocketAddr::new(
@@ -268,8 +282,10 @@ async fn receive(
         0,
     );
     let client = Endpoint::client(bind)?;
+    let mut config = ClientConfig::new(Some(server_key)).with_cc(cc);
+    config.transport.fec = fec;
     let conn = client
-        .connect_with(target, ClientConfig::new(Some(server_key)).with_cc(cc))
+        .connect_with(target, config)
         .await
         .map_err(io::Error::other)?;
     let mut stream = conn.open_stream().await.map_err(io::Error::from)?;
