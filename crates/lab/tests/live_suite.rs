@@ -143,6 +143,27 @@ fn a_live_section_leaves_its_numbers_and_a_capture_tshark_reads() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Prints a section's tables and checks.
+fn print_section(section: &brisk_lab::report::SectionReport) {
+    for table in &section.tables {
+        println!("  {}", table.caption);
+        println!("    {}", table.columns.join(" | "));
+        for row in &table.rows {
+            let cells: Vec<String> = row.iter().map(|c| c.display()).collect();
+            println!("    {}", cells.join(" | "));
+        }
+    }
+    for c in &section.checks {
+        println!(
+            "  {}: {} (bound {}) {}",
+            c.name,
+            c.measured_text(),
+            c.bound_text(),
+            if c.passed { "met" } else { "MISSED" }
+        );
+    }
+}
+
 /// Runs the first-contact section on `ip` with every network's delays
 /// divided by `shrink` (rates kept), prints its tables and checks, and
 /// requires every check, setup ones included, to be met.
@@ -166,23 +187,7 @@ fn first_contact(test: &str, ip: brisk_netmodel::IpFamily, shrink: u32) {
     let lab = brisk_lab::run(&suite, &config, &|_| {}).expect("the section runs");
     let section = &lab.report.sections[0];
     println!("first contact, {ip:?}, delays / {shrink}:");
-    for table in &section.tables {
-        println!("  {}", table.caption);
-        println!("    {}", table.columns.join(" | "));
-        for row in &table.rows {
-            let cells: Vec<String> = row.iter().map(|c| c.display()).collect();
-            println!("    {}", cells.join(" | "));
-        }
-    }
-    for c in &section.checks {
-        println!(
-            "  {}: {} (bound {}) {}",
-            c.name,
-            c.measured_text(),
-            c.bound_text(),
-            if c.passed { "met" } else { "MISSED" }
-        );
-    }
+    print_section(section);
     assert_eq!(section.scenarios.len(), 4);
     for c in &section.checks {
         assert!(c.passed, "{ip:?}: {}: {}", c.name, c.measured_text());
@@ -219,5 +224,82 @@ fn first_contact_answers_in_one_round_trip_ipv6() {
 fn first_contact_full_round_trips() {
     for ip in [brisk_netmodel::IpFamily::V4, brisk_netmodel::IpFamily::V6] {
         first_contact("first_contact_full_round_trips", ip, 1);
+    }
+}
+
+/// Runs the lossy-mobile-live section on `ip` with its networks' delays
+/// divided by `shrink` and `secs` seconds per file (one fetch of each size
+/// per transport per second, bulk downloads that long), prints its tables
+/// and checks, and requires every transport to have finished every object
+/// and Brisk with FEC to have rebuilt packets on the lossy path.
+fn lossy_mobile_live(test: &str, ip: brisk_netmodel::IpFamily, shrink: u32, secs: u64) {
+    if !can_run_live(test) {
+        return;
+    }
+    let _one = one_lab_at_a_time();
+    let mut suite = Suite::embedded("live").unwrap();
+    suite
+        .sections
+        .retain(|s| s.section.id() == "lossy-mobile-live");
+    for sc in &mut suite.sections[0].scenarios {
+        let link = &mut sc.scenario.network.link;
+        link.down.delay /= shrink;
+        link.up.delay /= shrink;
+        sc.scenario.ip = ip;
+        sc.scenario.duration = std::time::Duration::from_secs(secs);
+    }
+    let config = RunConfig {
+        capture: false,
+        ..RunConfig::default()
+    };
+    let lab = brisk_lab::run(&suite, &config, &|_| {}).expect("the section runs");
+    let section = &lab.report.sections[0];
+    println!("lossy mobile links live, {ip:?}, delays / {shrink}, {secs} s per file:");
+    print_section(section);
+    assert_eq!(section.scenarios.len(), 2);
+    for sc in &section.scenarios {
+        for (key, value) in &sc.measured {
+            assert!(value.is_finite(), "{}: {key} = {value}", sc.stem);
+        }
+    }
+    let setup = section
+        .checks
+        .iter()
+        .find(|c| c.name.contains("rebuilt packets"))
+        .expect("the FEC setup check");
+    assert!(
+        setup.passed,
+        "{ip:?}: {}: {}",
+        setup.name,
+        setup.measured_text()
+    );
+}
+
+/// The lossy-mobile-live section at a fifth of its round trip (44 ms),
+/// one fetch of each object per transport and 1 s bulk downloads, IPv4:
+/// every transport completes, FEC rebuilds packets. Not yet in the
+/// default run (its time in CI is still to be measured):
+/// `cargo test --release -p brisk-lab --test live_suite -- --ignored
+/// lossy_mobile_live_quick --nocapture`.
+#[test]
+#[ignore]
+fn lossy_mobile_live_quick_ipv4() {
+    lossy_mobile_live(
+        "lossy_mobile_live_quick_ipv4",
+        brisk_netmodel::IpFamily::V4,
+        5,
+        1,
+    );
+}
+
+/// The section at its full 220 ms round trip, 10 fetches of each object
+/// per transport and 10 s bulk downloads, both families, about ten
+/// minutes: `cargo test --release -p brisk-lab --test live_suite --
+/// --ignored lossy_mobile_live_full --nocapture`.
+#[test]
+#[ignore]
+fn lossy_mobile_live_full() {
+    for ip in [brisk_netmodel::IpFamily::V4, brisk_netmodel::IpFamily::V6] {
+        lossy_mobile_live("lossy_mobile_live_full", ip, 1, 10);
     }
 }

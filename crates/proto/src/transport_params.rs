@@ -26,10 +26,14 @@ mod id {
     pub(super) const PACKET_CIPHERS: u64 = 0x0b;
     pub(super) const STATELESS_RESET_TOKEN: u64 = 0x0c;
     /// Extensions take ids from 0x10: 0x14 stream priorities on the wire
-    /// and 0x15 PMTU probing are set aside.
+    /// and 0x15 PMTU probing are set aside, and 0x11, FEC with repair
+    /// symbols over GF(2^16), is retired (skipped like any unknown id), so
+    /// a peer that still codes that way never gets symbols it would
+    /// misread.
     pub(super) const MIN_ACK_DELAY_US: u64 = 0x12;
-    /// Empty: this side takes REPAIR and REPAIRED frames.
-    pub(super) const FEC: u64 = 0x11;
+    /// Empty: this side takes REPAIR and REPAIRED frames, with repair
+    /// symbols over GF(2^8) (PROTOCOL.md §6.6).
+    pub(super) const FEC: u64 = 0x1a;
     /// The largest DATAGRAM frame this side takes, in bytes (RFC 9221
     /// uses 0x20 on QUIC's registry; Brisk numbers its own).
     pub(super) const MAX_DATAGRAM_FRAME_SIZE: u64 = 0x10;
@@ -367,10 +371,16 @@ mod tests {
         let mut b = Vec::new();
         on.emit(&mut b);
         assert_eq!(TransportParams::parse(&b).unwrap(), on);
-        // The parameter adds exactly its two bytes: id 0x11, length 0.
+        // The parameter adds exactly its two bytes: id 0x1a, length 0.
         assert_eq!(b.len(), encoded(&sample()).len() + 2);
-        assert!(b.windows(2).any(|w| w == [0x11, 0x00]));
-        assert!(TransportParams::parse(&[0x07, 0x00, 0x11, 0x01, 0x01]).is_err());
+        assert!(b.windows(2).any(|w| w == [0x1a, 0x00]));
+        assert!(TransportParams::parse(&[0x07, 0x00, 0x1a, 0x01, 0x01]).is_err());
+        // The retired id of FEC over GF(2^16) no longer turns it on.
+        assert!(
+            !TransportParams::parse(&[0x07, 0x00, 0x11, 0x00])
+                .unwrap()
+                .fec
+        );
     }
 
     #[test]

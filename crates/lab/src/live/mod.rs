@@ -20,7 +20,9 @@
 //! the server's `TCP_NOTSENT_LOWAT`; [`mobile_optimizer`], kernel TCP
 //! through a mobile cell with the router's TCP optimizer off and on; and
 //! [`first_contact`], a cold client's first answer: Brisk with and without
-//! early data beside TLS 1.3 over kernel TCP and quinn.
+//! early data beside TLS 1.3 over kernel TCP and quinn; and
+//! [`lossy_mobile_live`], objects and bulk on a lossy mobile path, kernel
+//! TCP beside Brisk with and without forward error correction.
 
 mod fast_open;
 mod first_contact;
@@ -28,6 +30,7 @@ mod happy_eyeballs;
 mod l4s_dualpi2;
 mod l4s_slow;
 mod loss_goodput;
+mod lossy_mobile_live;
 mod mobile_optimizer;
 mod nat64_literal;
 mod notsent_lowat;
@@ -60,6 +63,7 @@ pub fn all() -> &'static [&'static dyn crate::section::Section] {
         &rpm::Rpm,
         &mobile_optimizer::MobileOptimizer,
         &first_contact::FirstContact,
+        &lossy_mobile_live::LossyMobileLive,
     ]
 }
 

@@ -15,6 +15,7 @@ use crate::sys;
 use brisk_io::{ConnectionStats, Endpoint, Keypair, ServerConfig};
 use brisk_proto::ClientConfig;
 use brisk_proto::congestion::CcAlgorithm;
+use brisk_proto::fec::{FecConfig, FecPolicy};
 use serde::Serialize;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -57,6 +58,9 @@ pub struct BriskBulkConfig {
     /// time lost for good, and the run measures the host's scheduler more
     /// than the transport.
     pub realtime: bool,
+    /// Forward error correction on both ends, repair at the measured loss
+    /// rate (`FecPolicy::Adaptive`, bulk data's policy).
+    pub fec: bool,
 }
 
 impl BriskBulkConfig {
@@ -67,6 +71,7 @@ impl BriskBulkConfig {
             rtt_sample_interval: Duration::from_millis(10),
             key_seed: 7,
             realtime: false,
+            fec: false,
         }
     }
 }
@@ -164,6 +169,11 @@ impl SenderShared {
 /// Runs one download in `lab`: server to client, for `config.duration`.
 pub fn run(lab: &Lab, config: &BriskBulkConfig) -> Result<BriskBulkReport, RecipeError> {
     let cc = controller(&config.cc)?;
+    let fec = FecConfig {
+        enabled: config.fec,
+        default_policy: FecPolicy::Adaptive,
+        ..FecConfig::default()
+    };
     let keypair = Keypair::from_private([config.key_seed; 32]);
     let server_key = keypair.public();
     let bind = SocketAddr::new(lab.server_bind_addr(), BRISK_PORT);
@@ -172,6 +182,7 @@ pub fn run(lab: &Lab, config: &BriskBulkConfig) -> Result<BriskBulkReport, Recip
         let shared = shared.clone();
         let interval = config.rtt_sample_interval;
         let realtime = config.realtime;
+        let fec = fec.clone();
         Background::start(lab.server_ns(), "brisk-bulk-server", move |ready| {
             if realtime {
                 shared.realtime.store(
@@ -179,7 +190,7 @@ pub fn run(lab: &Lab, config: &BriskBulkConfig) -> Result<BriskBulkReport, Recip
                     Ordering::Relaxed,
                 );
             }
-            serve(bind, keypair, cc, interval, shared, ready)
+            serve(bind, keypair, cc, fec, interval, shared, ready)
         })?
     };
     let target = SocketAddr::new(lab.server_addr(), BRISK_PORT);
@@ -189,7 +200,7 @@ pub fn run(lab: &Lab, config: &BriskBulkConfig) -> Result<BriskBulkReport, Recip
         let granted = realtime && sys::set_realtime_priority(ENDPOINT_RT_PRIORITY);
         let received = tokio::time::timeout(
             duration + SETUP_WAIT,
-            receive(target, server_key, cc, duration),
+            receive(target, server_key, cc, fec, duration),
         )
         .await;
         (granted, received)
@@ -228,12 +239,14 @@ async fn serve(
     bind: SocketAddr,
     keypair: Keypair,
     cc: CcAlgorithm,
+    fec: FecConfig,
     interval: Duration,
     shared: Arc<SenderShared>,
     ready: super::Ready,
 ) {
     let mut config = ServerConfig::new(bind, keypair);
     config.endpoint.transport.cc = cc;
+    config.endpoint.transport.fec = fec;
     let server = match Endpoint::server(config) {
         Ok(s) => s,
         Err(e) => return ready.fail(format!("brisk server on {bind}: {e}")),
@@ -286,6 +299,7 @@ async fn receive(
     target: SocketAddr,
     server_key: [u8; 32],
     cc: CcAlgorithm,
+    fec: FecConfig,
     duration: Duration,
 ) -> io::Result<Received> {
     let bind = SocketAddr::new(
@@ -296,8 +310,10 @@ async fn receive(
         0,
     );
     let client = Endpoint::client(bind)?;
+    let mut config = ClientConfig::new(Some(server_key)).with_cc(cc);
+    config.transport.fec = fec;
     let conn = client
-        .connect_with(target, ClientConfig::new(Some(server_key)).with_cc(cc))
+        .connect_with(target, config)
         .await
         .map_err(io::Error::other)?;
     let mut stream = conn.open_stream().await.map_err(io::Error::from)?;

@@ -33,6 +33,9 @@ pub enum Transport {
     Kernel(String),
     /// Brisk with this controller.
     Brisk(String),
+    /// Brisk with this controller and forward error correction at the
+    /// measured loss rate.
+    BriskFec(String),
 }
 
 impl Transport {
@@ -44,12 +47,16 @@ impl Transport {
         Transport::Brisk(cc.into())
     }
 
+    pub fn brisk_fec(cc: &str) -> Transport {
+        Transport::BriskFec(cc.into())
+    }
+
     /// Whether this machine and build can run it: the kernel lists the
     /// controller (or can load it), or `brisk-proto` has it.
     pub fn available(&self) -> bool {
         match self {
             Transport::Kernel(cc) => kernel_controller_available(cc),
-            Transport::Brisk(cc) => brisk_bulk::controller_available(cc),
+            Transport::Brisk(cc) | Transport::BriskFec(cc) => brisk_bulk::controller_available(cc),
         }
     }
 }
@@ -59,6 +66,7 @@ impl fmt::Display for Transport {
         match self {
             Transport::Kernel(cc) => write!(f, "tcp {cc}"),
             Transport::Brisk(cc) => write!(f, "brisk {cc}"),
+            Transport::BriskFec(cc) => write!(f, "brisk {cc} fec"),
         }
     }
 }
@@ -183,8 +191,12 @@ pub fn run(
                     srtt_ms: r.sender.rtt_ms,
                 }
             }
-            Transport::Brisk(cc) => {
-                let r = brisk_bulk::run(lab, &BriskBulkConfig::new(cc, exp.duration))?;
+            Transport::Brisk(cc) | Transport::BriskFec(cc) => {
+                let config = BriskBulkConfig {
+                    fec: matches!(transport, Transport::BriskFec(_)),
+                    ..BriskBulkConfig::new(cc, exp.duration)
+                };
+                let r = brisk_bulk::run(lab, &config)?;
                 LossRun {
                     transport: transport.clone(),
                     goodput_mbps: r.goodput_mbps,
@@ -209,6 +221,7 @@ mod tests {
     fn transports_name_themselves_and_know_what_exists() {
         assert_eq!(Transport::kernel("cubic").to_string(), "tcp cubic");
         assert_eq!(Transport::brisk("prague").to_string(), "brisk prague");
+        assert_eq!(Transport::brisk_fec("bbr").to_string(), "brisk bbr fec");
         assert!(Transport::brisk("prague").available());
         assert!(!Transport::brisk("no-such-cc").available());
         assert!(!Transport::kernel("no-such-cc").available());

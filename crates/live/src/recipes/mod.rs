@@ -18,10 +18,14 @@
 //! - [`brisk_bulk`]: a Brisk bulk download with any of its controllers;
 //!   [`steady_bulk`] runs one in a lab of its own and measures its second
 //!   half as the simulator does;
+//! - [`brisk_fetch`]: Brisk downloads of fixed sizes on fresh
+//!   connections, with forward error correction on or off;
 //! - [`l4s`]: Prague and kernel CUBIC sharing a DualPI2 (or FIFO)
 //!   bottleneck at once (WWDC 2023);
 //! - [`loss`]: goodput under random loss, kernel TCP and Brisk one at a
 //!   time (OK.ru's "TCP is dead" table);
+//! - [`lossy_objects`]: 10, 50 and 200 KB objects and bulk on a lossy
+//!   mobile path, kernel TCP beside Brisk with and without FEC;
 //! - [`first_contact`]: a cold client's first answer, Brisk with and
 //!   without early data beside TLS 1.3 over TCP and quinn 1-RTT and 0-RTT
 //!   (OK.ru's 4-5 / 2.5 / 1 round trips);
@@ -37,11 +41,13 @@
 //! margins, never for equality.
 
 pub mod brisk_bulk;
+pub mod brisk_fetch;
 pub mod fastopen;
 pub mod first_contact;
 pub mod happy_eyeballs;
 pub mod l4s;
 pub mod loss;
+pub mod lossy_objects;
 pub mod lowat;
 pub mod nat64;
 pub mod sized_tcp;

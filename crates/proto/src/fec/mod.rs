@@ -5,12 +5,13 @@
 //! A sender groups consecutive 1-RTT packets into a *block* (their
 //! decrypted payloads are the source symbols), and after the block sends
 //! REPAIR frames, each in a packet of its own, holding Reed-Solomon repair
-//! symbols over it. A receiver that lost up to as many of the block's
-//! packets as it got repair symbols rebuilds their payloads, processes
-//! their frames and acknowledges them as received, so nothing it rebuilt
-//! is retransmitted. It then reports what it rebuilt in a REPAIRED frame,
-//! and the sender's congestion controller takes those packets as lost:
-//! repair saves the round trip, never the congestion response.
+//! symbols over it (GF(2^8); XOR parity when a block has one). A receiver
+//! that lost up to as many of the block's packets as it got repair symbols
+//! rebuilds their payloads, processes their frames and acknowledges them
+//! as received, so nothing it rebuilt is retransmitted. It then reports
+//! what it rebuilt in a REPAIRED frame, and the sender's congestion
+//! controller takes those packets as lost: repair saves the round trip,
+//! never the congestion response.
 //!
 //! Files: [`codec`] the erasure code (source shards, encode, decode);
 //! `estimator` the loss rate and burst length the repair count follows;
@@ -73,7 +74,8 @@ pub struct FecConfig {
     /// The policy of streams the application set none for.
     pub default_policy: FecPolicy,
     /// Source packets in a block at most: larger blocks cost fewer repair
-    /// symbols per loss, smaller ones repair sooner.
+    /// symbols per loss, smaller ones repair sooner. Past 192, the erasure
+    /// code's limit, blocks close at 192.
     pub max_block_packets: usize,
     /// The chance a block of an [`FecPolicy::On`] stream may be left
     /// unrepairable, at the measured loss rate, that its repair count is

@@ -12,10 +12,10 @@ use std::collections::{BTreeMap, VecDeque};
 /// (about 360 KB at most): a block's repair follows its last packet, so
 /// eight blocks of the largest size leave room for reordering.
 const KEEP_PACKETS: u64 = 256;
-/// Bounds on a block a peer may describe, so a REPAIR frame cannot make
-/// the receiver keep or decode more than a window of packets.
-const MAX_SOURCE: u64 = 256;
-const MAX_REPAIR: u64 = 64;
+/// Bounds on a block a peer may describe (the code's), so a REPAIR frame
+/// cannot make the receiver keep or decode more than a window of packets.
+const MAX_SOURCE: u64 = codec::MAX_SOURCES as u64;
+const MAX_REPAIR: u64 = codec::MAX_REPAIRS as u64;
 /// Blocks waiting for more repair at most; past that the oldest goes, so a
 /// peer's symbols for blocks that never complete cannot pile up.
 const MAX_PENDING_BLOCKS: usize = 64;
@@ -81,7 +81,7 @@ impl FecReceiver {
     /// A REPAIR frame; an error names the rule the peer broke.
     pub(crate) fn on_repair(&mut self, r: &RepairFrame<'_>) -> Result<(), &'static str> {
         if r.source_count == 0 || r.source_count > MAX_SOURCE {
-            return Err("REPAIR block of 0 or over 256 packets");
+            return Err("REPAIR block of 0 or over 192 packets");
         }
         if r.repair_count == 0 || r.repair_count > MAX_REPAIR || r.index >= r.repair_count {
             return Err("REPAIR index outside its repair count");
@@ -267,5 +267,12 @@ mod tests {
             ..bad
         };
         assert!(rx.on_repair(&odd).is_err());
+        let too_many = RepairFrame {
+            source_count: MAX_SOURCE + 1,
+            index: 0,
+            ..bad
+        };
+        assert!(rx.on_repair(&too_many).is_err());
+        assert!(rx.on_repair(&RepairFrame { index: 0, ..bad }).is_ok());
     }
 }

@@ -10,7 +10,7 @@
 //!   probe timeout ("soft FEC");
 //! - when the congestion window has room only for the block's repair: the
 //!   repair is part of the same flight, inside the window;
-//! - at [`FecConfig::max_block_packets`].
+//! - at [`FecConfig::max_block_packets`] (at most the code's 192).
 //!
 //! Repair packets wait their turn like any other: they are sent only when
 //! the congestion window and the pacer allow, ahead of new stream data.
@@ -140,7 +140,8 @@ impl FecSender {
         };
         let k = b.payloads.len();
         let m = self.repair_for(k, b.floor) as u64;
-        if app_limited || k >= self.config.max_block_packets || in_flight + (m + 1) * mds > cwnd {
+        let full = k >= self.config.max_block_packets.min(codec::MAX_SOURCES);
+        if app_limited || full || in_flight + (m + 1) * mds > cwnd {
             self.close();
         }
     }
