@@ -565,7 +565,10 @@ mod tests {
         for _ in 0..4 {
             p.on_eliciting_sent(t(1), 1452, srtt);
         }
-        assert!(!p.size_check_due(t(10), srtt), "only four full-size packets");
+        assert!(
+            !p.size_check_due(t(10), srtt),
+            "only four full-size packets"
+        );
         p.on_eliciting_sent(t(2), 1452, srtt);
         assert!(
             !p.size_check_due(t(4), srtt),
