@@ -553,10 +553,17 @@ enum Outcome {
 /// datagram drew it (matched by the quoted connection ID): an established
 /// connection's short header names nobody an attacker could not also
 /// name, and its loss recovery or idle timeout handles a dead path.
+///
+/// A datagram the local stack refused as too big (`EMSGSIZE`, with or
+/// without a size) was never sent: if it was a path MTU probe, the probe
+/// counts as lost at once.
 fn apply_report(st: &mut State, e: &DatagramError) {
     if e.report.kind() == ReportKind::TooBig {
         if let Some(mtu) = e.report.mtu() {
             st.record_path_mtu(e.destination, mtu, &e.head);
+        }
+        if !e.report.from_icmp() {
+            st.record_send_too_big(e.destination, &e.head);
         }
         return;
     }

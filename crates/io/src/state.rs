@@ -568,6 +568,33 @@ impl State {
         }
     }
 
+    /// The kernel refused to send a datagram to `peer` as too big; `head`
+    /// is its start. Each connection to `peer` checks whether it was its
+    /// path MTU probe, which then counts as lost.
+    pub fn record_send_too_big(&mut self, peer: SocketAddr, head: &[u8]) {
+        // An error-queue entry of the local stack quotes nothing.
+        if head.is_empty() {
+            return;
+        }
+        let now = self.now();
+        for (h, cell) in &self.conns {
+            let mut slot = cell.lock();
+            let ConnSlot { core, .. } = &mut *slot;
+            let detached = core.is_some();
+            let c = match core {
+                Some(c) => Some(&mut **c),
+                None => self.ep.connection_mut(*h),
+            };
+            if let Some(c) = c.filter(|c| c.remote_address() == peer) {
+                c.handle_send_too_big(now, head);
+                if detached {
+                    self.ready.insert(*h);
+                    self.active.insert(*h);
+                }
+            }
+        }
+    }
+
     /// The endpoint task ended: every waiter learns why.
     pub fn stop(&mut self, reason: &str) {
         self.stopped.get_or_insert_with(|| reason.to_owned());

@@ -5,7 +5,9 @@
 //! to fail ("Message too long") because its first flight was sized for
 //! the local interface. Cases: the router answers with ICMP Packet Too
 //! Big; it drops silently (a black hole for large packets); the MTU drops
-//! from 1500 to 1280 bytes one second into the transfer. IPv4 and IPv6.
+//! from 1500 to 1280 bytes one second into the transfer, with ICMP and
+//! without (a black hole that opens mid-transfer). IPv4 and IPv6. Each
+//! line prints the transfer's longest wait for new bytes, the stall.
 
 mod common;
 
@@ -31,6 +33,10 @@ const CASES: &[Case] = &[
     Case {
         name: "MTU 1500 to 1280 at 1 s, with ICMP",
         lines: "mtu_icmp = true\nmtu_change = { at = \"1s\", mtu = 1280 }",
+    },
+    Case {
+        name: "MTU 1500 to 1280 at 1 s, without ICMP",
+        lines: "mtu_change = { at = \"1s\", mtu = 1280 }",
     },
 ];
 
@@ -70,10 +76,12 @@ fn downloads_cross_a_smaller_hop_with_matching_hashes() {
             let _ = lab.finish(None, None);
             match result {
                 Ok(r) => eprintln!(
-                    "{:<38} {ip}: {} bytes in {:.2} s, SHA-256 {}...",
+                    "{:<41} {ip}: {} bytes in {:.2} s, longest wait for new bytes {:.1} ms \
+                     (RTT 20 ms), SHA-256 {}...",
                     case.name,
                     r.bytes,
                     r.completion.as_secs_f64(),
+                    r.longest_read_gap.as_secs_f64() * 1e3,
                     &r.sha256[..12]
                 ),
                 Err(e) => {

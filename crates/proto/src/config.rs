@@ -22,6 +22,13 @@ pub struct TransportConfig {
     /// Off: send `max_datagram_size` from the start, which fails on any
     /// path with a smaller MTU.
     pub pmtud: bool,
+    /// With `pmtud`: cut one ack-eliciting packet to 1200 bytes among
+    /// full-size ones at least every eighth of an RTT (and every sixth
+    /// packet at most), so that a path whose MTU drops without ICMP (a
+    /// black hole) is noticed within about one RTT rather than after a
+    /// probe timeout. Off: the first small packet after such a drop is
+    /// the probe timeout's, several RTTs later.
+    pub pmtu_size_checks: bool,
     /// Connection migration (docs/PROTOCOL.md §7.4): announce
     /// `active_connection_id_limit`, validate a peer's new address, issue
     /// and rotate connection IDs. Both ends must turn it on; with it off a
@@ -76,6 +83,7 @@ impl Default for TransportConfig {
         TransportConfig {
             max_datagram_size: 1200,
             pmtud: false,
+            pmtu_size_checks: true,
             migration: false,
             initial_rtt: crate::rtt::DEFAULT_INITIAL_RTT,
             max_idle_timeout: Duration::from_secs(30),

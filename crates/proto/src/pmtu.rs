@@ -21,9 +21,23 @@
 //! holes for them: when [`BLACK_HOLE_LOSSES`] full-size packets are lost
 //! while a smaller packet sent after them was acknowledged and no
 //! full-size one sent after them was, the size in use no longer fits;
-//! the connection falls back to the base and searches again. A congested
-//! queue cannot look like that: it lets full-size packets after the lost
-//! ones through.
+//! the connection falls back to the base at once, hands everything larger
+//! still in flight back to be sent again in base-size packets, and
+//! re-probes the size it gave up. A congested queue rarely looks like
+//! that (it lets full-size packets after the lost ones through); when it
+//! does, that probe gets through and the size comes back one round trip
+//! later. A lost probe confirms the black hole, and the search goes on
+//! below the dead size, which is not tried again before [`RAISE_INTERVAL`].
+//!
+//! For the pattern to show within one round trip, a bulk sender must send
+//! something small among its full-size packets: with size checks on, once
+//! [`CHECK_AFTER_FULL`] full-size packets and [`check_interval`] have
+//! passed since the last ack-eliciting packet of at most the base size,
+//! the next one is cut to the base size (it carries data like any other).
+//! The receiver acknowledges it at once, since a gap precedes it. That
+//! costs about one packet in a hundred at high rates and one in six at
+//! the lowest, a few header bytes each. Without it, the first small packet
+//! after a drop is the probe timeout's, several round trips later.
 //!
 //! A finished search is tried again after [`RAISE_INTERVAL`], since paths
 //! change (RFC 8899's PMTU_RAISE_TIMER).
@@ -53,6 +67,20 @@ pub(crate) const RAISE_INTERVAL: Duration = Duration::from_secs(600);
 /// is given up (RFC 8899 leaves the number to the transport; three is
 /// QUIC's packet reordering threshold, so one lost flight suffices).
 pub(crate) const BLACK_HOLE_LOSSES: u32 = 3;
+/// Full-size ack-eliciting packets sent before a base-size one is due:
+/// when the small one is acknowledged, loss detection's packet threshold
+/// (three later packets acknowledged, at first) declares all but the last
+/// two of them lost at once, which must be [`BLACK_HOLE_LOSSES`] for the
+/// black hole to show on that one acknowledgement.
+pub(crate) const CHECK_AFTER_FULL: u32 = BLACK_HOLE_LOSSES + 2;
+
+/// The least time between base-size checks: an eighth of the smoothed RTT
+/// (a drop is then seen within 1.125 RTT), but at least 1 ms, so that on
+/// short fast paths (loopback, a LAN) checks stay rare and large send
+/// batches stay whole.
+pub(crate) fn check_interval(srtt: Duration) -> Duration {
+    (srtt / 8).max(Duration::from_millis(1))
+}
 
 /// What path MTU discovery did over a connection's life.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -67,6 +95,12 @@ pub struct PmtuStats {
     pub probes_lost: u64,
     /// Times the size in use was given up for the base after losses.
     pub black_holes: u64,
+    /// Of those, the times the size given up was re-probed and got
+    /// through (the losses were a queue's, and the size came back).
+    pub black_holes_refuted: u64,
+    /// Ack-eliciting packets of at most the base size sent while a size
+    /// check was due (cut short for it, or small anyway).
+    pub size_checks_sent: u64,
     /// Packet Too Big messages acted on.
     pub too_big_accepted: u64,
     /// Packet Too Big messages ignored: naming a size below the base, or
@@ -110,17 +144,34 @@ pub(crate) struct Pmtud {
     largest_small_acked: Option<u64>,
     largest_full_acked: Option<u64>,
     /// Full-size losses in the black-hole pattern since the last full-size
-    /// packet got through.
+    /// packet got through, and the oldest of them.
     suspicious: u32,
+    suspicious_from: Option<u64>,
+    /// Whether a base-size packet is cut in among full-size ones now and
+    /// then (see the module doc).
+    size_checks: bool,
+    /// Full-size ack-eliciting packets sent since the last one of at most
+    /// the base size, and when that one left.
+    full_since_small: u32,
+    last_small_at: Option<Instant>,
+    /// The size given up for a black hole, while its re-probe is out: an
+    /// acknowledgement of that probe refutes the black hole.
+    given_up: Option<usize>,
     stats: PmtuStats,
 }
 
 impl Pmtud {
     /// A search that starts at the base if `enabled`; a disabled one never
-    /// probes and [`Pmtud::current`] is not used.
-    pub(crate) fn new(enabled: bool) -> Self {
+    /// probes and [`Pmtud::current`] is not used. `size_checks`: cut a
+    /// base-size packet in among full-size ones now and then, so a black
+    /// hole shows within a round trip.
+    pub(crate) fn new(enabled: bool, size_checks: bool) -> Self {
         Pmtud {
             enabled,
+            size_checks,
+            full_since_small: 0,
+            last_small_at: None,
+            given_up: None,
             current: BASE_UDP_PAYLOAD,
             too_big: None,
             probe: None,
@@ -129,6 +180,7 @@ impl Pmtud {
             largest_small_acked: None,
             largest_full_acked: None,
             suspicious: 0,
+            suspicious_from: None,
             stats: PmtuStats {
                 current_bytes: BASE_UDP_PAYLOAD as u64,
                 ..PmtuStats::default()
@@ -144,6 +196,11 @@ impl Pmtud {
     /// The UDP payload size confirmed to fit the path.
     pub(crate) fn current(&self) -> usize {
         self.current
+    }
+
+    /// The packet number of the probe in flight, if one is.
+    pub(crate) fn probe_in_flight(&self) -> Option<u64> {
+        self.probe.map(|(pn, _)| pn)
     }
 
     /// The totals so far.
@@ -183,6 +240,30 @@ impl Pmtud {
         })
     }
 
+    /// Whether the next ack-eliciting packet should be cut to the base
+    /// size as a black-hole check, the smoothed RTT being `srtt`.
+    pub(crate) fn size_check_due(&self, now: Instant, srtt: Duration) -> bool {
+        self.enabled
+            && self.size_checks
+            && self.current > BASE_UDP_PAYLOAD
+            && self.full_since_small >= CHECK_AFTER_FULL
+            && self
+                .last_small_at
+                .is_none_or(|t| now >= t + check_interval(srtt))
+    }
+
+    /// An ack-eliciting packet other than a probe, of `size` bytes, left
+    /// (the smoothed RTT being `srtt`).
+    pub(crate) fn on_eliciting_sent(&mut self, now: Instant, size: usize, srtt: Duration) {
+        if size <= BASE_UDP_PAYLOAD {
+            self.stats.size_checks_sent += u64::from(self.size_check_due(now, srtt));
+            self.full_since_small = 0;
+            self.last_small_at = Some(now);
+        } else {
+            self.full_since_small = self.full_since_small.saturating_add(1);
+        }
+    }
+
     /// A probe of `size` bytes left as packet `pn`.
     pub(crate) fn on_probe_sent(&mut self, pn: u64, size: usize) {
         self.probe = Some((pn, size));
@@ -196,6 +277,9 @@ impl Pmtud {
             self.probe = None;
             self.current = self.current.max(size);
             self.stats.probes_acked += 1;
+            if self.given_up.take().is_some_and(|g| size >= g) {
+                self.stats.black_holes_refuted += 1;
+            }
             return;
         }
         if size <= BASE_UDP_PAYLOAD {
@@ -203,40 +287,50 @@ impl Pmtud {
         } else if size <= self.current {
             self.largest_full_acked = self.largest_full_acked.max(Some(pn));
             self.suspicious = 0;
+            self.suspicious_from = None;
         }
     }
 
-    /// Packet `pn` of `size` bytes was declared lost. Returns true when
-    /// this loss made the connection give up its size for the base (a
-    /// black hole).
-    pub(crate) fn on_lost(&mut self, pn: u64, size: usize) -> bool {
+    /// Packet `pn` of `size` bytes was declared lost. When this loss made
+    /// the connection give up its size for the base (a black hole),
+    /// returns the oldest packet lost to it: that one and every larger
+    /// packet sent since are lost to the path's size.
+    pub(crate) fn on_lost(&mut self, pn: u64, size: usize) -> Option<u64> {
         if let Some((p, probed)) = self.probe
             && p == pn
         {
             self.probe = None;
             self.too_big = Some(self.too_big.map_or(probed, |t| t.min(probed)));
+            self.given_up = None;
             self.stats.probes_lost += 1;
-            return false;
+            return None;
         }
         let full = size > BASE_UDP_PAYLOAD && size <= self.current;
         let smaller_got_through = self.largest_small_acked.is_some_and(|s| s > pn);
         let no_full_after = self.largest_full_acked.is_none_or(|f| f < pn);
         if !(self.enabled && full && smaller_got_through && no_full_after) {
-            return false;
+            return None;
         }
         self.suspicious += 1;
+        let from = self.suspicious_from.map_or(pn, |f| f.min(pn));
+        self.suspicious_from = Some(from);
         if self.suspicious < BLACK_HOLE_LOSSES {
-            return false;
+            return None;
         }
-        // The size in use no longer fits: search below it from the base.
-        self.too_big = Some(self.current);
+        // The size in use no longer fits: fall back to the base, and
+        // probe the size given up first. Lost, it confirms the black hole
+        // and the search goes on below it; acknowledged, the losses were a
+        // queue's and the size is back.
+        self.given_up = Some(self.current);
+        self.hint = Some(self.current);
+        self.too_big = None;
         self.current = BASE_UDP_PAYLOAD;
         self.probe = None;
-        self.hint = None;
         self.raise_at = None;
         self.suspicious = 0;
+        self.suspicious_from = None;
         self.stats.black_holes += 1;
-        true
+        Some(from)
     }
 
     /// The connection moved to another network: nothing found on the old
@@ -252,7 +346,7 @@ impl Pmtud {
                 new_path_restarts: self.stats.new_path_restarts + 1,
                 ..self.stats
             },
-            ..Pmtud::new(true)
+            ..Pmtud::new(true, self.size_checks)
         };
     }
 
@@ -277,6 +371,7 @@ impl Pmtud {
             self.stats.too_big_accepted += 1;
             self.too_big = Some(size + 1);
             self.raise_at = None;
+            self.given_up = None;
             self.hint = (size > self.current).then_some(size);
             return TooBig::ProbeRefused(pn);
         }
@@ -289,7 +384,9 @@ impl Pmtud {
         self.too_big = Some(size + 1);
         self.probe = None;
         self.hint = None;
+        self.given_up = None;
         self.suspicious = 0;
+        self.suspicious_from = None;
         TooBig::Lowered
     }
 }
@@ -319,7 +416,7 @@ mod tests {
 
     #[test]
     fn a_new_network_starts_over_from_the_base_and_searches_at_once() {
-        let mut p = Pmtud::new(true);
+        let mut p = Pmtud::new(true, true);
         assert_eq!(search(&mut p, Instant::ZERO, 1452, 1472), vec![1452]);
         // A probe in flight on the old path when the connection moved.
         p.on_probe_sent(77, 1452);
@@ -336,14 +433,14 @@ mod tests {
         let probed = search(&mut p, Instant::from_millis(1), 1452, 1352);
         assert!(probed.len() <= 5, "{probed:?}");
         assert!((1300..=1352).contains(&p.current()), "{}", p.current());
-        let mut off = Pmtud::new(false);
+        let mut off = Pmtud::new(false, true);
         off.restart_for_new_path();
         assert_eq!(off.stats().new_path_restarts, 0);
     }
 
     #[test]
     fn a_path_that_carries_the_ceiling_takes_one_probe() {
-        let mut p = Pmtud::new(true);
+        let mut p = Pmtud::new(true, true);
         assert_eq!(search(&mut p, Instant::ZERO, 1452, 1472), vec![1452]);
         assert_eq!(p.current(), 1452);
     }
@@ -363,7 +460,7 @@ mod tests {
             (8972, 1372),
         ];
         for (ceiling, path) in cases {
-            let mut p = Pmtud::new(true);
+            let mut p = Pmtud::new(true, true);
             let probed = search(&mut p, Instant::ZERO, ceiling, path);
             assert!(probed.len() <= 5, "{ceiling} {path}: {probed:?}");
             assert!(
@@ -376,7 +473,7 @@ mod tests {
 
     #[test]
     fn a_too_big_answer_to_a_probe_makes_the_next_probe_exact() {
-        let mut p = Pmtud::new(true);
+        let mut p = Pmtud::new(true, true);
         assert_eq!(p.next_probe(Instant::ZERO, 1452), Some(1452));
         p.on_probe_sent(7, 1452);
         assert_eq!(p.on_packet_too_big(1372), TooBig::ProbeRefused(7));
@@ -390,7 +487,7 @@ mod tests {
 
     #[test]
     fn a_too_big_for_data_lowers_the_size_and_implausible_ones_are_ignored() {
-        let mut p = Pmtud::new(true);
+        let mut p = Pmtud::new(true, true);
         search(&mut p, Instant::ZERO, 1452, 1452);
         assert_eq!(p.on_packet_too_big(1100), TooBig::Ignored, "below the base");
         assert_eq!(p.on_packet_too_big(1452), TooBig::Ignored, "not smaller");
@@ -406,36 +503,97 @@ mod tests {
         // The raise timer tries upward again.
         let later = Instant::ZERO + RAISE_INTERVAL;
         assert_eq!(p.next_probe(later, 1452), Some(1452));
-        assert!(Pmtud::new(false).on_packet_too_big(1300) == TooBig::Ignored);
+        assert!(Pmtud::new(false, true).on_packet_too_big(1300) == TooBig::Ignored);
     }
 
     #[test]
     fn full_size_losses_past_a_smaller_ack_are_a_black_hole_but_congestion_is_not() {
-        let mut p = Pmtud::new(true);
+        let mut p = Pmtud::new(true, true);
         search(&mut p, Instant::ZERO, 1452, 1452);
         // Congestion: packets 10-14 lost, 15 (full size) got through.
         p.on_acked(15, 1452);
         for pn in 10..15 {
-            assert!(!p.on_lost(pn, 1452));
+            assert_eq!(p.on_lost(pn, 1452), None);
         }
         assert_eq!(p.current(), 1452);
         // Black hole: 20-29 lost, only a base-size probe timeout packet 30 got through.
         p.on_acked(30, 1200);
-        let fell: Vec<bool> = (20..23).map(|pn| p.on_lost(pn, 1452)).collect();
-        assert_eq!(fell, vec![false, false, true]);
+        let fell: Vec<_> = (20..23).map(|pn| p.on_lost(pn, 1452)).collect();
+        assert_eq!(fell, vec![None, None, Some(20)], "lost from packet 20 on");
         assert_eq!(p.current(), BASE_UDP_PAYLOAD);
         assert_eq!(p.stats().black_holes, 1);
-        // It searches again below the size that failed.
+        // It re-probes the size it gave up once, then searches below it,
+        // within five probes in all.
         let probed = search(&mut p, Instant::ZERO, 1452, 1252);
-        assert!(probed.iter().all(|&s| s < 1452), "{probed:?}");
+        assert_eq!(probed[0], 1452, "{probed:?}");
+        assert!(probed[1..].iter().all(|&s| s < 1452), "{probed:?}");
+        assert!(probed.len() <= 5, "{probed:?}");
         assert!(p.current() <= 1252 && 1252 - p.current() <= search_precision(1452));
+        assert_eq!(p.stats().black_holes_refuted, 0);
+        // The dead size is not tried again before the raise timer.
+        assert_eq!(p.next_probe(Instant::from_millis(1), 1452), None);
+    }
+
+    #[test]
+    fn a_black_hole_that_was_a_queue_is_refuted_by_its_probe() {
+        let mut p = Pmtud::new(true, true);
+        search(&mut p, Instant::ZERO, 1452, 1452);
+        // A run of full-size losses right before an acknowledged small
+        // packet, as a tail-drop queue can make.
+        p.on_acked(30, 1200);
+        assert!((27..30).filter_map(|pn| p.on_lost(pn, 1452)).eq([27]));
+        assert_eq!(p.current(), BASE_UDP_PAYLOAD);
+        // The path still carries the size: the re-probe brings it back.
+        assert_eq!(search(&mut p, Instant::ZERO, 1452, 1452), vec![1452]);
+        assert_eq!(p.current(), 1452);
+        let s = p.stats();
+        assert_eq!((s.black_holes, s.black_holes_refuted), (1, 1));
+    }
+
+    #[test]
+    fn a_base_size_check_is_due_after_five_full_packets_and_an_eighth_of_an_rtt() {
+        let srtt = Duration::from_millis(40);
+        let t = Instant::from_millis;
+        let mut p = Pmtud::new(true, true);
+        // Nothing to check while the size in use is the base.
+        for _ in 0..10 {
+            p.on_eliciting_sent(t(0), 1200, srtt);
+        }
+        assert!(!p.size_check_due(t(0), srtt));
+        search(&mut p, t(0), 1452, 1452);
+        p.on_eliciting_sent(t(0), 1000, srtt);
+        for _ in 0..4 {
+            p.on_eliciting_sent(t(1), 1452, srtt);
+        }
+        assert!(
+            !p.size_check_due(t(10), srtt),
+            "only four full-size packets"
+        );
+        p.on_eliciting_sent(t(2), 1452, srtt);
+        assert!(
+            !p.size_check_due(t(4), srtt),
+            "an application's small packet left 4 ms ago"
+        );
+        assert!(p.size_check_due(t(5), srtt));
+        p.on_eliciting_sent(t(5), 1200, srtt);
+        assert!(!p.size_check_due(t(5), srtt));
+        assert_eq!(p.stats().size_checks_sent, 1);
+        // At least 1 ms apart on a short path, and never with checks off.
+        assert_eq!(
+            check_interval(Duration::from_micros(100)),
+            Duration::from_millis(1)
+        );
+        let mut off = Pmtud::new(true, false);
+        search(&mut off, t(0), 1452, 1452);
+        (0..10).for_each(|_| off.on_eliciting_sent(t(0), 1452, srtt));
+        assert!(!off.size_check_due(t(100), srtt));
     }
 
     #[test]
     fn disabled_never_probes() {
-        let mut p = Pmtud::new(false);
+        let mut p = Pmtud::new(false, true);
         assert_eq!(p.next_probe(Instant::ZERO, 1452), None);
         p.on_acked(30, 1200);
-        assert!((0..10).all(|pn| !p.on_lost(pn, 1452)));
+        assert!((0..10).all(|pn| p.on_lost(pn, 1452).is_none()));
     }
 }

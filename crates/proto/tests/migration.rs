@@ -319,12 +319,14 @@ fn payloads(family: Family) -> (u64, u64) {
 fn move_onto_a_1400_byte_hop(
     family: Family,
     new_network: bool,
+    size_checks: bool,
 ) -> (brisk_proto::PmtuStats, brisk_proto::PmtuStats, Duration) {
     let (interface, _) = payloads(family);
     let mut cfg = path(family, 46);
     for t in [&mut cfg.client.transport, &mut cfg.server.transport] {
         t.max_datagram_size = interface;
         t.pmtud = true;
+        t.pmtu_size_checks = size_checks;
     }
     let move_at = Instant::from_millis(1_000);
     cfg.to_server.mtu = Some(1500);
@@ -368,15 +370,29 @@ fn move_onto_a_1400_byte_hop(
 /// bytes, so the new network's smaller hop is found by probes, within
 /// five, instead of by the black-hole detection the old size would need.
 /// The baseline is the same hop behind a port-only NAT rebinding, which
-/// keeps the size (the same network, as far as the client can tell).
+/// keeps the size (the same network, as far as the client can tell), with
+/// black holes found without size checks (after a probe timeout); with
+/// them, the rebinding's black hole costs about one RTT, less than the
+/// new network's path validation.
 #[test]
 fn a_new_network_searches_the_path_mtu_again_from_1200_bytes() {
     for family in FAMILIES {
         let (interface, fits) = payloads(family);
-        let (after, end, stall) = move_onto_a_1400_byte_hop(family, true);
-        let (kept, kept_end, kept_stall) = move_onto_a_1400_byte_hop(family, false);
+        let (after, end, stall) = move_onto_a_1400_byte_hop(family, true, true);
+        let (kept, kept_end, kept_stall) = move_onto_a_1400_byte_hop(family, false, false);
+        let (_, checked_end, checked_stall) = move_onto_a_1400_byte_hop(family, false, true);
         eprintln!(
-            "{family:?} 1400-byte hop after the move: new network {} bytes right after, {} found with {} probes, black holes {}, longest wait {:.1} ms; port rebinding (baseline) {} bytes right after, {} at the end, black holes {}, longest wait {:.1} ms",
+            "{family:?} port rebinding with size checks: black holes {}, longest wait {:.1} ms",
+            checked_end.black_holes,
+            checked_stall.as_secs_f64() * 1e3
+        );
+        assert_eq!(checked_end.black_holes, 1, "{checked_end:?}");
+        assert!(
+            checked_stall < kept_stall,
+            "{checked_stall:?} vs {kept_stall:?}"
+        );
+        eprintln!(
+            "{family:?} 1400-byte hop after the move: new network {} bytes right after, {} found with {} probes, black holes {}, longest wait {:.1} ms; port rebinding without size checks (baseline) {} bytes right after, {} at the end, black holes {}, longest wait {:.1} ms",
             after.current_bytes,
             end.current_bytes,
             end.probes_sent - after.probes_sent,

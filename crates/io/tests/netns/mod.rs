@@ -47,6 +47,12 @@ impl Netns {
         ns
     }
 
+    /// Sets the namespace's loopback MTU (IP packet bytes).
+    pub fn set_loopback_mtu(&self, mtu: u32) {
+        let mtu = mtu.to_string();
+        ip(&["-n", &self.name, "link", "set", "lo", "mtu", &mtu]).expect("loopback MTU");
+    }
+
     /// Runs `f` on a new thread inside the namespace (threads it starts,
     /// a tokio runtime's workers included, stay inside too); a panic in
     /// `f` is the caller's.

@@ -56,6 +56,10 @@ pub struct TransferReport {
     /// Where the client moved to (`client_rebind_at`), if it moved
     /// before the transfer ended.
     pub client_moved_to: Option<SocketAddr>,
+    /// The longest wait between two reads that brought the client new
+    /// bytes, from the first byte on: the transfer's worst stall (wall
+    /// clock, so the host's scheduling delays count too).
+    pub longest_read_gap: Duration,
 }
 
 /// The data: a xorshift stream from `seed`, so the server need not hold
@@ -115,6 +119,7 @@ pub fn run(lab: &Lab, config: &TransferConfig) -> Result<TransferReport, RecipeE
         sha256: r.actual,
         server_migrations: migrations.load(Ordering::Relaxed),
         client_moved_to: r.moved_to,
+        longest_read_gap: r.longest_gap,
     })
 }
 
@@ -172,6 +177,7 @@ struct Received {
     bytes: u64,
     completion: Duration,
     moved_to: Option<SocketAddr>,
+    longest_gap: Duration,
     expected: String,
     actual: String,
 }
@@ -203,8 +209,24 @@ async fn receive(
     stream.write_all(b"G").await?;
     stream.flush().await?;
     let mut all = Vec::new();
+    let mut longest_gap = Duration::ZERO;
     let read = async {
-        let r = stream.read_to_end(&mut all).await;
+        let mut buf = vec![0u8; CHUNK_BYTES];
+        let mut last_read = None;
+        let r = loop {
+            match stream.read(&mut buf).await {
+                Ok(0) => break Ok(()),
+                Ok(n) => {
+                    let now = Instant::now();
+                    if let Some(last) = last_read {
+                        longest_gap = longest_gap.max(now - last);
+                    }
+                    last_read = Some(now);
+                    all.extend_from_slice(&buf[..n]);
+                }
+                Err(e) => break Err(e),
+            }
+        };
         (r, started.elapsed())
     };
     let mut moved_to = None;
@@ -236,6 +258,7 @@ async fn receive(
         bytes: data.len() as u64,
         completion,
         moved_to,
+        longest_gap,
         expected: hex(hash),
         actual: hex(&Sha256::digest(data)),
     })

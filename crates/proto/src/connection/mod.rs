@@ -506,7 +506,7 @@ impl Connection {
             fec_rx: None,
             datagrams: crate::datagrams::DatagramQueues::new(config.datagrams.clone()),
             migration: migration::Migration::new(local_cid, initial_dcid),
-            pmtu: crate::pmtu::Pmtud::new(config.pmtud),
+            pmtu: crate::pmtu::Pmtud::new(config.pmtud, config.pmtu_size_checks),
             config,
         };
         conn.restart_idle_timer(now);

@@ -599,6 +599,10 @@ impl Connection {
                 requeued: false,
             },
         );
+        if b.eliciting && !b.mtu_probe {
+            let srtt = self.rtt.smoothed();
+            self.pmtu.on_eliciting_sent(now, size as usize, srtt);
+        }
         if b.eliciting {
             self.loss.on_eliciting_sent(now);
             self.cc.on_sent(now, size, self.sent.bytes_in_flight());

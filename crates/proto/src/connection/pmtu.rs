@@ -59,6 +59,28 @@ impl Connection {
         self.update_timers(now);
     }
 
+    /// The local stack refused to send one of our datagrams as too big
+    /// (`EMSGSIZE`: the outgoing interface, or a route the kernel knows,
+    /// carries less than the datagram, whether or not it said how much);
+    /// `quoted` is the datagram's start. A refused path MTU probe counts
+    /// as lost at once, so the search goes on below its size without
+    /// waiting for loss detection. Anything else is left to loss recovery
+    /// (and to [`Connection::handle_packet_too_big`] when a size came
+    /// with the refusal).
+    pub fn handle_send_too_big(&mut self, now: Instant, quoted: &[u8]) {
+        let Some(pn) = self.quoted_packet_number(quoted) else {
+            return;
+        };
+        if self.pmtu.probe_in_flight() != Some(pn) {
+            return;
+        }
+        if let Some(p) = self.sent.remove(pn) {
+            self.pmtu.on_lost(pn, p.size_bytes as usize);
+        }
+        self.timers_updated_at = None;
+        self.update_timers(now);
+    }
+
     /// The packet number of one of our 1-RTT packets, read from the start
     /// of a datagram a Packet Too Big quotes: `None` when the quote is too
     /// short or is no 1-RTT packet to our peer's connection ID.
@@ -77,7 +99,7 @@ impl Connection {
     /// Hands the content of packet `from` and of every later packet in
     /// flight larger than `size` bytes back to be sent again: the path
     /// dropped them for their size.
-    fn resend_larger_than(&mut self, size: usize, from: u64) {
+    pub(super) fn resend_larger_than(&mut self, size: usize, from: u64) {
         let large: Vec<u64> = self
             .sent
             .iter()
@@ -121,6 +143,12 @@ impl Connection {
     /// Congestion control and ECN validation do not hear of it.
     pub(super) fn lost_to_path_size(&self, size: u64) -> bool {
         self.pmtu.enabled() && size as usize > self.mds()
+    }
+
+    /// Whether the next datagram should be cut to the base size as a
+    /// black-hole check ([`crate::pmtu`]).
+    pub(super) fn size_check_due(&self, now: Instant) -> bool {
+        self.state == ConnState::Established && self.pmtu.size_check_due(now, self.rtt.smoothed())
     }
 
     /// The most a probe timeout's packet may hold: the base while path MTU

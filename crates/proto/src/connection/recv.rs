@@ -856,9 +856,16 @@ impl Connection {
         let mut lost_packets = 0;
         let mut largest_lost_sent_at = Instant::ZERO;
         // Path MTU discovery first: a black hole it finds here makes every
-        // lost packet larger than the base the path's doing, not a queue's.
+        // lost packet larger than the base the path's doing, not a queue's,
+        // and what is larger still in flight is sent again at once.
+        let mut black_hole_from = None;
         for (pn, p) in &batch.packets {
-            self.pmtu.on_lost(*pn, p.size_bytes as usize);
+            if let Some(from) = self.pmtu.on_lost(*pn, p.size_bytes as usize) {
+                black_hole_from = Some(from);
+            }
+        }
+        if let Some(from) = black_hole_from {
+            self.resend_larger_than(crate::pmtu::BASE_UDP_PAYLOAD, from);
         }
         for (pn, p) in &batch.packets {
             let path_size = self.lost_to_path_size(p.size_bytes);

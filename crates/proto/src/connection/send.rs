@@ -140,7 +140,13 @@ impl Connection {
             return None;
         }
         let base = out.len();
-        let budget = base + self.datagram_budget().min(max_len);
+        // A size check is one short datagram, alone or the last of a train.
+        let size_check = self.size_check_due(now);
+        let mut room = self.datagram_budget().min(max_len);
+        if size_check {
+            room = room.min(crate::pmtu::BASE_UDP_PAYLOAD);
+        }
+        let budget = base + room;
         out.reserve(budget - base);
         if self.state == ConnState::Closing {
             if !self.close_pending {
@@ -170,7 +176,7 @@ impl Connection {
         {
             datagram = Datagram {
                 ecn: w.ecn,
-                full: w.full,
+                full: w.full && !size_check,
             };
         }
         if out.len() == base {
