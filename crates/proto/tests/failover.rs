@@ -46,9 +46,9 @@ fn a_stall_is_reported_once_at_the_first_probe_timeout_and_fail_over_resends_the
             let st = c.stats();
             let pto = c.probe_timeout();
             eprintln!(
-                "{family:?} failover {failover}: stall reported at {:?}, path stalls {}, PTOs {}, \
-                 probe timeout {pto:?}",
-                first, st.path_stalls, st.ptos
+                "{family:?} failover {failover}: stall reported at {first:?}, path stalls {}, \
+                 PTOs {}, probe timeout {pto:?}",
+                st.path_stalls, st.ptos
             );
             // Several probe timeouts fired in 1.7 s of silence, one report.
             assert!(st.ptos >= 3, "{family:?}: {st:?}");
