@@ -302,7 +302,9 @@ fn upload_survives_a_stalled_path(plan: &Plan) {
             let conn = client.connect(server_addr, key).await.expect("connect");
             let mut s = conn.open_stream().await.expect("stream");
             s.write_all(&pattern(BYTES)).await.expect("write");
-            s.shutdown().await.expect("finish");
+            // The server closes once it read the end, which may beat the
+            // ACK this waits for: its byte count and hash are the check.
+            let _ = s.shutdown().await;
             // Stay up until the receiver read the last byte, so the data
             // is not torn down with the endpoint.
             let waiting = Instant::now();
@@ -370,18 +372,12 @@ fn upload_survives_a_stalled_path(plan: &Plan) {
     );
 }
 
-/// Not yet run on a machine that passed it: `cargo test --release -p brisk-io
-/// --test two_path -- --include-ignored --nocapture`.
 #[test]
-#[ignore]
 fn an_upload_moves_to_the_standby_path_when_wifi_stalls_v4() {
     upload_survives_a_stalled_path(&V4);
 }
 
-/// Not yet run on a machine that passed it: `cargo test --release -p brisk-io
-/// --test two_path -- --include-ignored --nocapture`.
 #[test]
-#[ignore]
 fn an_upload_moves_to_the_standby_path_when_wifi_stalls_v6() {
     upload_survives_a_stalled_path(&V6);
 }
