@@ -370,6 +370,16 @@ impl Driver {
                 let now = st.now();
                 touched.extend(st.migrate_all(now));
             }
+            if std::mem::take(&mut st.fail_over_due)
+                && let Some(standby) = st.standby.take()
+            {
+                st.local_addr = standby.local_addr();
+                // The old socket becomes the standby: its path may come
+                // back, and a stall of the new one moves there again.
+                st.standby = Some(std::mem::replace(&mut self.socket, standby));
+                let now = st.now();
+                touched.extend(st.fail_over_all(now));
+            }
             progress = !touched.is_empty();
             st.take_touched(touched);
             progress |= self.receive(cx, &mut st)?;
@@ -383,6 +393,8 @@ impl Driver {
             st.dispatch_events();
             st.detach_established();
             self.service_detached(&mut st, now);
+            // A stall reported this turn: the move happens next turn.
+            progress |= st.fail_over_due;
             // A reader just woken will likely answer at once: let it run
             // first, so its data leaves with the ACK the core would send
             // now, in one datagram and one send call. Back from that yield

@@ -127,6 +127,27 @@ impl Endpoint {
         Ok(local)
     }
 
+    /// Client: binds a second local address `bind` (another interface: a
+    /// phone's cellular beside its Wi-Fi; port 0 picks one) and returns it.
+    /// When a connection's path stalls (no ACK for a probe timeout with
+    /// data in flight), the endpoint sends from this address from then
+    /// on, the old one becoming the standby, and every connection
+    /// validates the new path and resends there what the old one
+    /// swallowed (docs/PROTOCOL.md §7.4). Connections need
+    /// `TransportConfig::failover` and `migration`, and the server
+    /// `migration`.
+    pub fn set_standby(&self, bind: SocketAddr) -> io::Result<SocketAddr> {
+        let runtime = tokio::runtime::Handle::try_current()
+            .map_err(|_| io::Error::other("brisk-io endpoints need a tokio runtime"))?;
+        let socket = {
+            let _guard = runtime.enter();
+            Socket::bind(bind, &self.config.socket)?
+        };
+        let local = socket.local_addr();
+        self.shared.lock().standby = Some(socket);
+        Ok(local)
+    }
+
     pub fn local_addr(&self) -> SocketAddr {
         self.shared.lock().local_addr
     }

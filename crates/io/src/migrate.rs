@@ -1,4 +1,5 @@
-//! A client moving to another local address ([`crate::Endpoint::rebind`]):
+//! A client moving to another local address ([`crate::Endpoint::rebind`],
+//! or at a stall to its standby address, [`crate::Endpoint::set_standby`]):
 //! once the task has swapped in the new socket, each established
 //! connection is told, so it addresses the server by a connection ID the
 //! server never saw on the old address, starts congestion control and
@@ -21,6 +22,21 @@ impl State {
             .conns
             .iter()
             .filter(|(_, cell)| cell.lock().core.as_mut().is_some_and(|c| c.migrate(now)))
+            .map(|(h, _)| *h)
+            .collect();
+        moved.sort();
+        moved
+    }
+
+    /// Moves every established connection to the socket that just became
+    /// the active one, after a stall of the old path: as
+    /// [`State::migrate_all`], and each takes what it had in flight on
+    /// the old path as lost, to resend on the new one at once.
+    pub fn fail_over_all(&mut self, now: Instant) -> Vec<ConnectionHandle> {
+        let mut moved: Vec<ConnectionHandle> = self
+            .conns
+            .iter()
+            .filter(|(_, cell)| cell.lock().core.as_mut().is_some_and(|c| c.fail_over(now)))
             .map(|(h, _)| *h)
             .collect();
         moved.sort();

@@ -133,6 +133,13 @@ pub(crate) struct State {
     /// Client: the socket [`crate::Endpoint::rebind`] bound, for the task
     /// to move to at its next turn.
     pub rebind: Option<crate::socket::Socket>,
+    /// Client: a socket on another local address (a second interface),
+    /// to move to when a connection's path stalls
+    /// ([`crate::Endpoint::set_standby`]).
+    pub standby: Option<crate::socket::Socket>,
+    /// A connection reported a stall while a standby socket waits: the
+    /// task moves at its next turn.
+    pub fail_over_due: bool,
 }
 
 impl State {
@@ -157,6 +164,8 @@ impl State {
             cursor: 0,
             timers: Deadlines::default(),
             rebind: None,
+            standby: None,
+            fail_over_due: false,
         }
     }
 
@@ -333,6 +342,11 @@ impl State {
         };
         if c.poll_timeout().is_some_and(|t| t <= now) {
             c.handle_timeout(now);
+            // Probes this turn may still leave by the stalled path; the
+            // move at the next turn takes them as lost with the rest.
+            if c.poll_path_stall() && self.standby.is_some() {
+                self.fail_over_due = true;
+            }
         }
         let mut more = false;
         if let Some(socket) = socket {

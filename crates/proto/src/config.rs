@@ -37,6 +37,15 @@ pub struct TransportConfig {
     /// the timing of the simulator's video-call runs enough to move their
     /// tail figures past their tests' thresholds.
     pub migration: bool,
+    /// Failover for a client with a second access path (a phone's Wi-Fi
+    /// and cellular): the first probe timeout in a row with data in
+    /// flight (no ACK for one PTO) is a stall of the path in use, which
+    /// [`crate::Connection::poll_path_stall`] reports once so the driver
+    /// can move to its other address with [`crate::Connection::fail_over`].
+    /// Needs `migration` at both ends. Off by default: without a second
+    /// path there is nowhere to go, and a lone tail loss on a good path
+    /// would cost a move.
+    pub failover: bool,
     /// The RTT assumed before the first sample (RFC 9002: 333 ms).
     #[serde(with = "millis")]
     pub initial_rtt: Duration,
@@ -85,6 +94,7 @@ impl Default for TransportConfig {
             pmtud: false,
             pmtu_size_checks: true,
             migration: false,
+            failover: false,
             initial_rtt: crate::rtt::DEFAULT_INITIAL_RTT,
             max_idle_timeout: Duration::from_secs(30),
             max_ack_delay: Duration::from_millis(25),

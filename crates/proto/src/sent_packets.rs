@@ -205,6 +205,24 @@ impl SentPackets {
         self.trim_front();
     }
 
+    /// Packet `pn` stops counting in flight: it left by a path the
+    /// connection moved away from, and its frames were queued again. It
+    /// stays tracked, so an ACK that still covers it (the peer got it
+    /// before the path died) acknowledges those frames and spares their
+    /// second copy.
+    pub(crate) fn leave_flight(&mut self, pn: u64) {
+        let Some(i) = self.index(pn) else {
+            return;
+        };
+        if let Some(p) = self.slots[i].as_mut()
+            && p.ack_eliciting
+        {
+            p.ack_eliciting = false;
+            self.bytes_in_flight -= p.size_bytes;
+            self.eliciting_in_flight -= 1;
+        }
+    }
+
     pub(crate) fn get_mut(&mut self, pn: u64) -> Option<&mut SentPacket> {
         let i = self.index(pn)?;
         self.slots[i].as_mut()

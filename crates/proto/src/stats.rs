@@ -129,6 +129,10 @@ pub struct ConnectionStats {
     /// probe timeouts, or a packet from the old path showed the new
     /// address was a spoofed copy.
     pub path_validations_failed: u64,
+    /// Stalls of the path in use reported to the driver
+    /// (`TransportConfig::failover`): a probe timeout with data in flight,
+    /// or a path moved to that never answered its challenge.
+    pub path_stalls: u64,
     /// The server held back sending because of the 3x amplification limit.
     pub amplification_blocked: u64,
     /// Forward error correction: packets that carried a repair symbol

@@ -10,7 +10,8 @@
 //! `Bottleneck`; [`flows`] the traffic (built-in
 //! sources and the plug-in trait a transport implements); [`results`] the JSON shape of a run; [`capture`]
 //! the bottleneck as a pcap file; [`bench`] the reference loads speed is
-//! measured on; `wakeups` the engine's agenda.
+//! measured on; [`two_path`] a phone with Wi-Fi and cellular paths that
+//! moves when one stalls; `wakeups` the engine's agenda.
 
 // System calls live in the few modules that allow `unsafe` below.
 #![deny(unsafe_code)]
@@ -22,6 +23,7 @@ pub mod flows;
 pub mod nat;
 pub mod results;
 pub mod scenario;
+pub mod two_path;
 mod wakeups;
 
 use brisk_netmodel::Direction;

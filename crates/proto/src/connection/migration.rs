@@ -106,6 +106,9 @@ pub(crate) struct Migration {
     /// When the handshake completed: spare IDs wait for
     /// [`ISSUE_AFTER_RTTS`] round trips after it.
     pub(crate) established_at: Option<Instant>,
+    /// A stall of the path in use waits to be reported
+    /// ([`Connection::poll_path_stall`]).
+    stall_pending: bool,
 }
 
 impl Migration {
@@ -125,6 +128,7 @@ impl Migration {
             responses: VecDeque::new(),
             path_first_pn: 0,
             established_at: None,
+            stall_pending: false,
         }
     }
 
@@ -243,6 +247,75 @@ impl Connection {
         self.probes_pending = self.probes_pending.max(1);
         self.update_timers(now);
         true
+    }
+
+    /// Client: the path in use is gone (its interface went down, or it
+    /// stalled: [`Connection::poll_path_stall`]) and the driver now sends
+    /// from another local address. As [`Connection::migrate`], and what
+    /// is still in flight on the old path is queued again at once, to go
+    /// out on the new path in order, and stops counting in flight (the
+    /// new path's window starts empty, with no congestion response).
+    /// Waiting for the new path's ACKs to show those packets lost would add
+    /// one of its round trips to the stall. The packets stay tracked: the
+    /// peer got the oldest of them before the path died, and the first
+    /// ACK on the new path that says so cancels their second copies.
+    /// Returns false, and changes nothing, when `migrate` would.
+    pub fn fail_over(&mut self, now: Instant) -> bool {
+        if !self.migrate(now) {
+            return false;
+        }
+        let pns: Vec<u64> = self
+            .sent
+            .iter()
+            .filter(|(_, p)| p.ack_eliciting)
+            .map(|(pn, _)| pn)
+            .collect();
+        for pn in pns {
+            let Some(p) = self.sent.get_mut(pn) else {
+                continue;
+            };
+            let frames = (!p.requeued).then(|| p.frames.clone());
+            p.requeued = true;
+            self.sent.leave_flight(pn);
+            if let Some(frames) = frames {
+                self.requeue_frames(&frames);
+            }
+        }
+        self.update_timers(now);
+        true
+    }
+
+    /// True once for each stall of the path in use, when
+    /// `TransportConfig::failover` is on: the first probe timeout in a row
+    /// with data in flight (nothing acknowledged for one probe timeout),
+    /// or a path moved to whose challenge went unanswered. A driver with
+    /// another local address moves there with [`Connection::fail_over`];
+    /// call it after [`Connection::handle_timeout`].
+    pub fn poll_path_stall(&mut self) -> bool {
+        std::mem::take(&mut self.migration.stall_pending)
+    }
+
+    /// The probe timeout of the path in use (RFC 9002 §6.2.1, without
+    /// backoff): how long a stall goes unnoticed.
+    pub fn probe_timeout(&self) -> std::time::Duration {
+        LossDetection::pto_base(&self.rtt, self.peer_max_ack_delay)
+    }
+
+    /// A probe timeout fired with data in flight: the first in a row on
+    /// an established connection is a stall, with `failover` on.
+    pub(super) fn note_path_stall(&mut self) {
+        if self.config.failover
+            && self.migration.enabled
+            && self.state == ConnState::Established
+            && self.loss.pto_count() == 1
+        {
+            self.report_stall();
+        }
+    }
+
+    fn report_stall(&mut self) {
+        self.migration.stall_pending = true;
+        self.stats.path_stalls += 1;
     }
 
     /// Spare connection IDs of the peer's we may move to.
@@ -414,6 +487,11 @@ impl Connection {
             } else {
                 self.migration.validating = None;
                 self.stats.path_validations_failed += 1;
+                // The path we moved to never answered: the driver may
+                // have another.
+                if self.config.failover {
+                    self.report_stall();
+                }
             }
         }
     }

@@ -424,6 +424,7 @@ impl Connection {
             migrations: 0,
             paths_validated: 0,
             path_validations_failed: 0,
+            path_stalls: 0,
             amplification_blocked: 0,
             ack_frames_sent: 0,
             ack_frequency_sent: 0,
@@ -1177,6 +1178,7 @@ impl Connection {
         if self.pto_deadline().is_some_and(|t| t <= now) {
             self.probes_pending = self.loss.on_pto();
             self.stats.ptos += 1;
+            self.note_path_stall();
         }
     }
 

@@ -12,11 +12,13 @@
 //! Files: [`workload`] the application trait and shared helpers; [`bulk`],
 //! [`messages`], [`video`] (its frames in datagrams: [`frame_datagrams`]),
 //! [`feed`], [`live_stream`] (its encoder [`stream_encoder`] and player
-//! [`stream_player`]) the applications; [`seq`]
+//! [`stream_player`]) the applications; [`failover`] a client's move to
+//! its second address when its path stalls; [`seq`]
 //! time-sequence events from the sender's qlog; [`report`] what a flow
 //! reports.
 
 mod bulk;
+mod failover;
 mod feed;
 mod frame_datagrams;
 mod live_stream;
@@ -30,6 +32,7 @@ mod tests;
 mod video;
 mod workload;
 
+pub use failover::Failover;
 pub use report::{FrameReport, Integrity, StreamReport, TransportReport};
 pub use stream_encoder::{GOP, KEY_FRAME_WEIGHT, LADDER_BPS};
 pub use stream_player::CATCH_UP_SPEED;
@@ -295,6 +298,11 @@ pub struct BriskFlow {
     /// it: the engine asks after every event, and walking an endpoint's
     /// connections each time was a twentieth of a saturated run.
     timers: [Option<Instant>; 2],
+    /// The client's other local address (a phone's second interface), to
+    /// move to when its path stalls ([`BriskFlow::with_standby`]).
+    standby: Option<std::net::SocketAddr>,
+    /// The client's moves to its other address, in order.
+    failovers: Vec<Failover>,
 }
 
 /// What the glue must ask one end about again. A sans-IO endpoint's
@@ -411,6 +419,8 @@ impl BriskFlow {
             spare: Vec::new(),
             touched: [Touched::ALL; 2],
             timers: [None; 2],
+            standby: None,
+            failovers: Vec::new(),
         }
     }
 
@@ -703,6 +713,7 @@ impl FlowApp for BriskFlow {
         if self.timers[End::Sender as usize].is_some_and(|t| t <= now) {
             self.touch(End::Sender);
             self.client.handle_timeout(now);
+            self.fail_over_if_stalled(now);
         }
         if self.timers[End::Receiver as usize].is_some_and(|t| t <= now) {
             self.touch(End::Receiver);

@@ -1,0 +1,109 @@
+//! A phone uploading over Wi-Fi whose link stalls for good (the stalled
+//! Wi-Fi case Apple's WWDC 2015 networking talk asks apps to survive), on
+//! IPv4 and IPv6. With a cellular path as well, the connection notices the
+//! stall after one probe timeout, validates the cellular path and
+//! finishes there, every byte checked; the receiver waits at most one
+//! Wi-Fi probe timeout and two cellular round trips (the task's aim, one
+//! round trip, is printed beside it). Without it (the baseline, same run)
+//! the transfer never finishes: the connection waits out its idle
+//! timeout.
+
+use brisk_netmodel::Network;
+use brisk_sim::scenario::IpFamily;
+use brisk_sim::two_path::{TwoPathOutcome, TwoPathRun, run_two_path};
+use std::time::Duration;
+
+/// Wi-Fi: 20 Mbit/s, 20 ms round trip, dead both ways from 1.5 s on.
+const WIFI: &str = r#"
+[link.down]
+rate = "20Mbit"
+delay = "10ms"
+outages = [{ start = "1500ms", duration = "1000s" }]
+[link.up]
+rate = "20Mbit"
+delay = "10ms"
+outages = [{ start = "1500ms", duration = "1000s" }]
+[queue.fifo]
+limit_packets = 60
+"#;
+
+/// Cellular: 8 Mbit/s, 60 ms round trip.
+const CELLULAR: &str = r#"
+[link.down]
+rate = "8Mbit"
+delay = "30ms"
+[link.up]
+rate = "8Mbit"
+delay = "30ms"
+[queue.fifo]
+limit_packets = 100
+"#;
+
+const BYTES: u64 = 6_000_000;
+
+fn run(ip: IpFamily, seed: u64, use_second: bool) -> TwoPathOutcome {
+    run_two_path(&TwoPathRun {
+        first: Network::parse(WIFI).unwrap(),
+        second: Network::parse(CELLULAR).unwrap(),
+        use_second,
+        ip,
+        seed,
+        bytes: BYTES,
+        duration: Duration::from_secs(60),
+    })
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+#[test]
+fn an_upload_over_stalled_wifi_moves_to_cellular_within_a_probe_timeout() {
+    for ip in [IpFamily::V4, IpFamily::V6] {
+        for seed in 1..=3 {
+            let two = run(ip, seed, true);
+            let one = run(ip, seed, false);
+            let (stall, bound, goal) = (two.stall(), two.stall_bound(), two.stall_goal());
+            let pto = two.failovers.first().map(|f| f.pto);
+            eprintln!(
+                "{ip:?} seed {seed}: two paths: {} of {BYTES} bytes intact {}, done at {:.3} s; \
+                 moved {:.1} ms after the last bytes over Wi-Fi (Wi-Fi PTO {:.1} ms); stall \
+                 {:.1} ms, bound PTO + 2 cellular RTT {:.1} ms, aim PTO + 1 cellular RTT \
+                 {:.1} ms; paths validated {}. Wi-Fi only: {} bytes, done {:?}, gave up at \
+                 {:.1} s: {:?}",
+                two.delivered_bytes,
+                two.intact(BYTES),
+                two.completed_at.map_or(f64::NAN, |t| t.as_secs_f64()),
+                two.detection().map_or(f64::NAN, ms),
+                pto.map_or(f64::NAN, ms),
+                stall.map_or(f64::NAN, ms),
+                bound.map_or(f64::NAN, ms),
+                goal.map_or(f64::NAN, ms),
+                two.paths_validated,
+                one.delivered_bytes,
+                one.completed_at,
+                one.end.as_secs_f64(),
+                one.error,
+            );
+            assert!(two.intact(BYTES), "{ip:?} seed {seed}");
+            assert_eq!(two.failovers.len(), 1, "{ip:?} seed {seed}");
+            assert!(two.paths_validated >= 1, "{ip:?} seed {seed}");
+            let (stall, bound) = (stall.unwrap(), bound.unwrap());
+            assert!(stall <= bound, "{ip:?} seed {seed}: {stall:?} > {bound:?}");
+            // The move itself: one probe timeout after the last bytes, and
+            // the few ms the sender went on sending into the dead path.
+            let (detection, pto) = (two.detection().unwrap(), pto.unwrap());
+            assert!(
+                detection <= pto + two.base_rtts[0],
+                "{ip:?} seed {seed}: moved {detection:?} after the last bytes, PTO {pto:?}"
+            );
+            // The baseline: stuck behind the dead Wi-Fi until the idle
+            // timeout closes the connection.
+            assert!(one.completed_at.is_none(), "{ip:?} seed {seed}");
+            assert!(one.delivered_bytes < BYTES, "{ip:?} seed {seed}");
+            assert!(one.failovers.is_empty() && one.first_on_second.is_none());
+            let error = one.error.clone().unwrap_or_default();
+            assert!(error.contains("timed out"), "{ip:?} seed {seed}: {error}");
+        }
+    }
+}
