@@ -202,3 +202,38 @@ fn the_mobile_section_as_shipped_meets_the_claim() {
     assert_eq!(v, Verdict::Pass, "{checks:?}");
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[test]
+fn the_stalled_wifi_phone_moves_to_cellular_in_time_unless_cellular_dies_too() {
+    // Checks: bytes lost across the moves, moves over their bound, moves
+    // and rebindings (setup: a quick run is too short for them), bytes
+    // missing with two paths, the time to move, the wait for cellular, the
+    // Wi-Fi-only share (setup).
+    let (suite, dir) = edited_section("moving-phones", "moving-ok", &[]);
+    let (v, checks) = verdict(&suite);
+    assert_eq!(v, Verdict::Pass, "{checks:?}");
+    assert!(
+        checks[4] && checks[5] && checks[6] && checks[7],
+        "{checks:?}"
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+    // Cellular dies too, before Wi-Fi: the phone moves to a dead path and
+    // its upload never finishes.
+    let (suite, dir) = edited_section(
+        "moving-phones",
+        "moving-dead",
+        &[(
+            "cellular.toml",
+            "delay = \"30ms\"\n\n[link.up]",
+            "delay = \"30ms\"\noutages = [{ start = \"1s\", duration = \"1000s\" }]\n\n[link.up]",
+        )],
+    );
+    let (v, checks) = verdict(&suite);
+    assert_eq!(v, Verdict::Partial, "{checks:?}");
+    // It still moves in time; the bytes and the wait miss.
+    assert!(
+        !checks[4] && checks[5] && !checks[6] && checks[7],
+        "{checks:?}"
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -13,6 +13,7 @@ mod lossy_mobile;
 mod lossy_mobile_stream;
 mod mobile;
 mod mobile_feed;
+mod moving_phones;
 mod reference_peer;
 mod send_buffer;
 mod tcp_inefficiency;
@@ -31,6 +32,7 @@ pub fn all() -> &'static [&'static dyn Section] {
         &mobile::Mobile,
         &tcp_inefficiency::TcpInefficiency,
         &lossy_mobile::LossyMobile,
+        &moving_phones::MovingPhones,
     ]
 }
 
