@@ -83,17 +83,6 @@ pub struct FecConfig {
     /// repair in goodput and a block left to retransmission costs it
     /// little.
     pub adaptive_block_failure: f64,
-    /// The same for an [`FecPolicy::Adaptive`] block closed in the middle
-    /// of a flight (full, or the window full). There the flight's own
-    /// retransmissions follow within a round trip, and a repair symbol
-    /// rebuilds a packet only when the block lost no more than its symbols
-    /// cover: at 5% loss and 32 packets, one symbol rebuilds a third of a
-    /// packet on average, and one to three symbols at most 0.45 each, so
-    /// mid-flight repair costs a bulk transfer more goodput than the
-    /// retransmissions it saves. 1 (the default) sends none there; a block
-    /// closed at the tail of a flight, where a loss would wait for a probe
-    /// timeout, keeps `adaptive_block_failure`.
-    pub mid_flight_block_failure: f64,
     /// Send each handshake message twice while FEC is enabled (see
     /// `connection/handshake_copy.rs`): a lost handshake packet otherwise
     /// costs the one-second initial timeout, since repair protects only
@@ -109,7 +98,6 @@ impl Default for FecConfig {
             max_block_packets: 32,
             target_block_failure: 0.01,
             adaptive_block_failure: 0.2,
-            mid_flight_block_failure: 1.0,
             handshake_copies: true,
         }
     }

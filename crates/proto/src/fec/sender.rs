@@ -114,7 +114,7 @@ impl FecSender {
         if let Some(b) = &self.open
             && b.first_pn + b.payloads.len() as u64 != pn
         {
-            self.close(false);
+            self.close();
         }
         let b = match (&mut self.open, protection) {
             (Some(b), _) => b,
@@ -139,15 +139,13 @@ impl FecSender {
             return;
         };
         let k = b.payloads.len();
-        let m = self.repair_for(k, b.floor, app_limited) as u64;
+        let m = self.repair_for(k, b.floor) as u64;
         if app_limited || k >= self.config.max_block_packets || in_flight + (m + 1) * mds > cwnd {
-            self.close(app_limited);
+            self.close();
         }
     }
 
-    /// Repair symbols for a block of `k` packets protected to at least
-    /// `floor`, closed at the tail of a flight (`tail`) or in its middle.
-    fn repair_for(&self, k: usize, floor: f64, tail: bool) -> usize {
+    fn repair_for(&self, k: usize, floor: f64) -> usize {
         let seen = self.estimator.packets_seen();
         let rate = self
             .estimator
@@ -159,24 +157,21 @@ impl FecSender {
             self.estimator.mean_burst(),
             if floor > 0.0 {
                 self.config.target_block_failure
-            } else if tail {
-                self.config.adaptive_block_failure
             } else {
-                self.config.mid_flight_block_failure
+                self.config.adaptive_block_failure
             },
         );
         // A protected-at-least block always gets one.
         if floor > 0.0 { m.max(1) } else { m }
     }
 
-    /// Ends the open block, at the tail of a flight or in its middle, and
-    /// queues its repair.
-    fn close(&mut self, tail: bool) {
+    /// Ends the open block and queues its repair.
+    fn close(&mut self) {
         let Some(b) = self.open.take() else {
             return;
         };
         let k = b.payloads.len();
-        let m = self.repair_for(k, b.floor, tail);
+        let m = self.repair_for(k, b.floor);
         if m == 0 {
             return;
         }
@@ -361,30 +356,6 @@ mod tests {
         let mut s = sender(FecPolicy::Off);
         s.set_policy(StreamId(4), FecPolicy::On);
         assert_eq!(s.protection(StreamId(4)), Some(ON_LOSS_FLOOR));
-    }
-
-    /// Adaptive repair at 5% measured loss: a full block in the middle of
-    /// a flight gets none (its retransmissions follow within the flight);
-    /// the same block at the tail of a flight, where a loss waits for a
-    /// probe timeout, gets three.
-    #[test]
-    fn adaptive_repair_waits_for_the_tail_of_a_flight() {
-        let repairs = |tail: bool| {
-            let mut s = sender(FecPolicy::Adaptive);
-            s.on_delivered(1900);
-            // 5% loss, no two in a row.
-            for pn in 0..100 {
-                s.on_lost(pn * 20 + 1);
-            }
-            let p = s.protection(StreamId(0));
-            for pn in 0..32 {
-                s.on_packet_sent(T, 10_000 + pn, &[1; 1000], p);
-                s.after_sent(0, 1_000_000, 1200, tail && pn == 31);
-            }
-            s.next_repair().map_or(0, |r| r.repair_count)
-        };
-        assert_eq!(repairs(false), 0);
-        assert_eq!(repairs(true), 3);
     }
 
     #[test]
