@@ -13,19 +13,13 @@
 //! rounds; Drain (the inverse gain) until the queue Startup built is gone;
 //! ProbeBw, cycling the pacing gain through 1.25, 0.75 and six rounds of 1
 //! with a window of twice the BDP; ProbeRtt, entered when `min_rtt` is 10 s
-//! old, holding half a BDP in flight (BBRv2's depth; BBRv1 held four
-//! packets) for 200 ms and one round, so the queue empties and a fresh
-//! minimum can be seen while the link stays half busy. On a 220 ms path
-//! four packets left it idle for about 0.45 s every 10 s.
+//! old, holding four packets in flight for 200 ms and one round so the
+//! queue empties and a fresh minimum can be seen.
 //!
 //! Loss: random loss changes neither the bandwidth nor the RTT estimate, so
 //! the rate stays where the model says; the window only loses the lost
-//! bytes, regained with the next ACKs. The delivery rate leaves out what
-//! the path lost after carrying it, so while no queue shows the model's
-//! bandwidth is the delivery rate over one minus the share lost at random
-//! ([`RandomLoss`]): without it, 5% loss left 5% of the link idle. A loss
-//! while the RTT shows a queue (over 1.5 times `min_rtt`, more than
-//! ProbeBw's own probe builds) is
+//! bytes, regained with the next ACKs. A loss while the RTT shows a queue
+//! (over 1.5 times `min_rtt`, more than ProbeBw's own probe builds) is
 //! taken for overflow: it starts a recovery episode in which, for one round
 //! trip, the window is held to packet conservation (send one for each
 //! delivered, do not replace what was lost), then the window before the
@@ -58,7 +52,6 @@ use brisk_time::Instant;
 use brisk_wire::Ecn;
 
 use super::delivery_rate::{DeliveryRate, RateSample};
-use super::random_loss::RandomLoss;
 use super::{AckSample, CcConfig, CcMetrics, Controller, LossSample, Recovery};
 
 /// Startup's pacing and window gain, `2 / ln 2`: the smallest gain that
@@ -77,9 +70,6 @@ pub(super) const MIN_RTT_FILTER: Duration = Duration::from_secs(10);
 pub(super) const PROBE_RTT_DURATION: Duration = Duration::from_millis(200);
 /// The smallest window, in packets: enough for delayed ACKs to keep coming.
 pub(super) const MIN_PIPE_PACKETS: u64 = 4;
-/// ProbeRtt's window, in BDPs (BBRv2's): low enough to empty the queue,
-/// high enough to keep the link half busy meanwhile.
-pub(super) const PROBE_RTT_CWND_GAIN: f64 = 0.5;
 /// Startup ends when the bandwidth grew less than this factor...
 const FULL_BW_GROWTH: f64 = 1.25;
 /// ...in this many round trips in a row.
@@ -94,13 +84,6 @@ const QUANTA_PACKETS: u64 = 3;
 /// least this fraction of `min_rtt`: more than ProbeBw's own 1.25 probe
 /// builds, so random loss on an unqueued path changes nothing.
 const CONGESTION_QUEUE_FRACTION: f64 = 0.5;
-/// A loss counts as random, and the random-loss share is added back to
-/// the bandwidth, only while the RTT shows a queue of less than this
-/// fraction of `min_rtt` (what the 1.25 probe builds): a full FIFO's drops
-/// must never feed the share, and where loss strikes before the
-/// bottleneck, the delivery rate already is the link's and the extra only
-/// builds a queue, which then stops it.
-const COMPENSATION_QUEUE_FRACTION: f64 = 0.25;
 
 /// BBR's modes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -180,8 +163,6 @@ pub(crate) struct Bbr {
     in_recovery: bool,
     /// Bytes declared lost since the last ACK: a probe that loses stops.
     lost_since_ack: u64,
-    /// The share of bytes the path loses while no queue shows.
-    random_loss: RandomLoss,
     probe_rtt_done_at: Option<Instant>,
     probe_rtt_round_done: bool,
     /// Bytes per second; zero until the first bandwidth sample.
@@ -226,7 +207,6 @@ impl Bbr {
             recovery: Recovery::default(),
             in_recovery: false,
             lost_since_ack: 0,
-            random_loss: RandomLoss::new(mds),
             probe_rtt_done_at: None,
             probe_rtt_round_done: false,
             pacing_rate: 0.0,
@@ -258,22 +238,10 @@ impl Bbr {
         self.pacing_gain
     }
 
-    /// The rate the path carries: the delivery-rate estimate plus what it
-    /// loses at random, while the RTT shows no more queue than the probe
-    /// builds.
-    fn path_bw(&self) -> f64 {
-        let bw = self.btl_bw();
-        if self.queue_over(COMPENSATION_QUEUE_FRACTION) {
-            bw
-        } else {
-            bw / (1.0 - self.random_loss.share())
-        }
-    }
-
     /// `gain` BDPs plus the quantization budget; the initial window while
     /// the model is still empty.
     fn inflight(&self, gain: f64) -> u64 {
-        let bw = self.path_bw();
+        let bw = self.btl_bw();
         match self.min_rtt {
             Some(rtt) if bw > 0.0 => ((gain * bw * rtt.as_secs_f64()).ceil() as u64)
                 .saturating_add(QUANTA_PACKETS.saturating_mul(self.mds)),
@@ -399,14 +367,9 @@ impl Bbr {
     /// The latest RTT exceeds the minimum by [`CONGESTION_QUEUE_FRACTION`]:
     /// a queue has built, so a loss now is more likely overflow than noise.
     fn queue_evident(&self) -> bool {
-        self.queue_over(CONGESTION_QUEUE_FRACTION)
-    }
-
-    /// The latest RTT exceeds the minimum by more than `fraction` of it.
-    fn queue_over(&self, fraction: f64) -> bool {
         match (self.latest_rtt, self.min_rtt) {
             (Some(latest), Some(min)) => {
-                latest.as_secs_f64() > min.as_secs_f64() * (1.0 + fraction)
+                latest.as_secs_f64() > min.as_secs_f64() * (1.0 + CONGESTION_QUEUE_FRACTION)
             }
             _ => false,
         }
@@ -418,17 +381,6 @@ impl Bbr {
         } else {
             self.prior_cwnd.max(self.cwnd)
         };
-    }
-
-    /// ProbeRtt's window: [`PROBE_RTT_CWND_GAIN`] BDPs, at least the
-    /// four-packet floor.
-    fn probe_rtt_cwnd(&self) -> u64 {
-        let bw = self.path_bw();
-        match self.min_rtt {
-            Some(rtt) if bw > 0.0 => ((PROBE_RTT_CWND_GAIN * bw * rtt.as_secs_f64()).ceil() as u64)
-                .max(self.min_pipe_cwnd),
-            _ => self.min_pipe_cwnd,
-        }
     }
 
     fn check_probe_rtt(&mut self, now: Instant, bytes_in_flight: u64) {
@@ -443,7 +395,7 @@ impl Bbr {
             return;
         }
         match self.probe_rtt_done_at {
-            None if bytes_in_flight <= self.probe_rtt_cwnd() => {
+            None if bytes_in_flight <= self.min_pipe_cwnd => {
                 // The queue is gone: hold it so for 200 ms and a full round.
                 self.probe_rtt_done_at = now.checked_add(PROBE_RTT_DURATION);
                 self.probe_rtt_round_done = false;
@@ -477,7 +429,7 @@ impl Bbr {
     /// Startup never lowers the rate (a sample may be short of the round);
     /// once the pipe is full the rate follows the model both ways.
     fn set_pacing_rate(&mut self) {
-        let bw = self.path_bw();
+        let bw = self.btl_bw();
         if bw <= 0.0 {
             return;
         }
@@ -506,7 +458,7 @@ impl Bbr {
         }
         self.cwnd = self.cwnd.max(self.min_pipe_cwnd);
         if self.state == BbrState::ProbeRtt {
-            self.cwnd = self.cwnd.min(self.probe_rtt_cwnd());
+            self.cwnd = self.cwnd.min(self.min_pipe_cwnd);
         }
     }
 }
@@ -528,7 +480,6 @@ impl Controller for Bbr {
         let prior_inflight = ack.bytes_in_flight.saturating_add(ack.acked_bytes);
         self.srtt = ack.smoothed_rtt;
         let sample = self.rate.on_ack(ack);
-        self.random_loss.on_delivered(ack.acked_bytes);
         self.update_round(ack, sample.as_ref());
         self.update_btl_bw(sample.as_ref());
         self.check_cycle_phase(ack.now, prior_inflight);
@@ -546,9 +497,6 @@ impl Controller for Bbr {
 
     fn on_loss(&mut self, loss: &LossSample) {
         self.lost_since_ack = self.lost_since_ack.saturating_add(loss.lost_bytes);
-        if !self.queue_over(COMPENSATION_QUEUE_FRACTION) {
-            self.random_loss.on_random_loss(loss.lost_bytes);
-        }
         if loss.persistent_congestion {
             // RFC 9002 §7.6.2: collapse; the next loss is a new episode.
             self.cwnd = self.min_pipe_cwnd;
@@ -794,7 +742,7 @@ mod tests {
     }
 
     /// The minimum RTT is 10 s old (the path's delay grew): ProbeRtt drops
-    /// the window to half a BDP for 200 ms and a round, takes the new
+    /// the window to four packets for 200 ms and a round, takes the new
     /// minimum, and gives the window back.
     #[test]
     fn stale_min_rtt_triggers_probe_rtt_and_recovers() {
@@ -822,9 +770,7 @@ mod tests {
         }
         let (entered, left) = (entered.unwrap(), left.unwrap());
         assert!(entered >= Instant::from_millis(11_000), "{entered:?}");
-        // Half of 1 packet per ms over the new 30 ms minimum.
-        let half_bdp = min_window as f64 / MDS as f64;
-        assert!((half_bdp - 15.0).abs() < 0.5, "{half_bdp} packets");
+        assert_eq!(min_window, MIN_PIPE_PACKETS * MDS);
         let held = left - entered;
         assert!((ms(200)..ms(300)).contains(&held), "{held:?}");
         assert_eq!(cc.min_rtt(), Some(ms(30)));
@@ -868,51 +814,6 @@ mod tests {
         // Measured: BBR 0.95, CUBIC 0.03.
         assert!(bbr > 0.9, "BBR {bbr}");
         assert!(bbr > 3.0 * cubic, "BBR {bbr} CUBIC {cubic}");
-    }
-
-    /// Loss after the bottleneck's transmitter (a radio hop) used the link
-    /// all the same: BBR paces at the delivery rate plus the share lost at
-    /// random, and keeps the link as busy at 5% loss as on a clean path.
-    /// Pacing at the delivery rate alone left about 5% of it idle.
-    #[test]
-    fn random_loss_after_the_link_is_added_back_to_the_rate() {
-        let run = |loss: f64| {
-            let mut sim = PathSim::new(Box::new(bbr()), 12e6, ms(100)).paced();
-            sim.buffer_packets = Some(250);
-            sim.loss_probability = loss;
-            sim.loss_after_link = true;
-            sim.run_for(Duration::from_secs(20));
-            assert_eq!(sim.lost_packets > 100, loss > 0.0);
-            (
-                sim.utilization(Duration::from_secs(10)),
-                sim.mean_queue_delay(Duration::from_secs(10)),
-            )
-        };
-        let (clean, clean_queue) = run(0.0);
-        let (lossy, lossy_queue) = run(0.05);
-        assert!(lossy > clean - 0.01, "lossy {lossy}, clean {clean}");
-        assert!(lossy > 0.97, "{lossy}");
-        // No standing queue for it: on average less than the 1.25 probe's
-        // peak on the clean path (a quarter of the 100 ms minimum).
-        assert!(
-            lossy_queue < ms(30),
-            "mean queue {lossy_queue:?} (clean {clean_queue:?})"
-        );
-    }
-
-    /// Loss before the bottleneck leaves the delivery rate at the link's:
-    /// the share added back only builds a queue, which then stops it, so
-    /// the queue stays under what the congestion test (half of `min_rtt`)
-    /// would read as overflow.
-    #[test]
-    fn loss_before_the_link_builds_no_standing_queue() {
-        let mut sim = PathSim::new(Box::new(bbr()), 12e6, ms(100)).paced();
-        sim.buffer_packets = Some(250);
-        sim.loss_probability = 0.05;
-        sim.run_for(Duration::from_secs(20));
-        let q = sim.max_queue_delay(Duration::from_secs(10));
-        assert!(q < ms(50), "{q:?}");
-        assert!(sim.utilization(Duration::from_secs(10)) > 0.95);
     }
 
     /// The bottleneck drops to a quarter, then comes back: the estimate
@@ -980,18 +881,12 @@ mod tests {
             ..ack(t + ms(2), t - ms(18), 2 * MDS, 0)
         });
         assert_eq!(cc.window(), 16 * MDS);
-        // A packet sent after the loss: the episode ends, the window returns
-        // (a few bytes over: the first loss, with no queue, counted as
-        // random and raised the target by its share).
+        // A packet sent after the loss: the episode ends, the window returns.
         cc.on_ack(&AckSample {
             bytes_in_flight: 14 * MDS,
             ..ack(t + ms(22), t + ms(2), MDS, 0)
         });
-        assert!(
-            (before..before + MDS / 10).contains(&cc.window()),
-            "{} against {before}",
-            cc.window()
-        );
+        assert_eq!(cc.window(), before);
         // Persistent congestion collapses it to the four-packet floor.
         cc.on_loss(&loss(t + ms(500), t + ms(400), true));
         assert_eq!(cc.window(), MIN_PIPE_PACKETS * MDS);

@@ -11,14 +11,13 @@
 //! (draft-briscoe-iccrg-prague-congestion-control, the L4S scalable
 //! controller), [`bbr`] (BBRv1, model-based: paces at the measured
 //! bottleneck bandwidth and tolerates random loss) with its
-//! [`delivery_rate`] estimator and its [`random_loss`] share. All four share `Recovery`, the "one
+//! [`delivery_rate`] estimator. All four share `Recovery`, the "one
 //! reduction per round trip" rule (BBR uses it to bound its recovery
 //! episodes).
 
 mod bbr;
 mod cubic;
 mod delivery_rate;
-mod random_loss;
 mod newreno;
 mod prague;
 #[cfg(test)]

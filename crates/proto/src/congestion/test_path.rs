@@ -8,8 +8,7 @@
 //! acknowledge, after two smoothed RTTs. Optionally the sender is paced the
 //! way the connection paces ([`Pacer`] fed with
 //! [`Controller::pacing_window`]), packets are lost at random before the
-//! bottleneck or after its transmitter (a seeded xorshift), and the rate
-//! changes mid-run. Everything
+//! bottleneck (a seeded xorshift), and the rate changes mid-run. Everything
 //! runs in virtual time and is deterministic.
 
 use std::collections::{BTreeMap, VecDeque};
@@ -92,9 +91,6 @@ pub(crate) struct PathSim<C: Controller + ?Sized = dyn Controller> {
     pub(crate) pacer: Option<Pacer>,
     /// Probability that a packet is lost before the bottleneck.
     pub(crate) loss_probability: f64,
-    /// Lose packets after the bottleneck's transmitter instead (a radio
-    /// hop): lost packets use the link's time too.
-    pub(crate) loss_after_link: bool,
     rng: u64,
     serialization: Duration,
     base_rtt: Duration,
@@ -123,7 +119,6 @@ impl<C: Controller + ?Sized> PathSim<C> {
             mark_threshold: None,
             pacer: None,
             loss_probability: 0.0,
-            loss_after_link: false,
             rng: 0x2545_f491_4f6c_dd1d,
             serialization: Duration::from_secs_f64(MDS as f64 * 8.0 / rate_bps),
             base_rtt,
@@ -212,7 +207,7 @@ impl<C: Controller + ?Sized> PathSim<C> {
             let dropped = self
                 .buffer_packets
                 .is_some_and(|limit| self.queue_departures.len() >= limit)
-                || (!self.loss_after_link && self.random_loss());
+                || self.random_loss();
             if !dropped {
                 let queueing = self.link_free_at - self.now;
                 let ce = self.mark_threshold.is_some_and(|th| queueing > th);
@@ -220,9 +215,7 @@ impl<C: Controller + ?Sized> PathSim<C> {
                 self.link_free_at = departs;
                 self.queue_departures.push_back(departs);
                 self.deliveries.push((departs, queueing));
-                if !(self.loss_after_link && self.random_loss()) {
-                    self.acks.insert((departs + self.base_rtt, pn), ce);
-                }
+                self.acks.insert((departs + self.base_rtt, pn), ce);
             }
             self.in_flight.insert(pn, Flight { sent_at: self.now });
             self.bytes_in_flight += MDS;
@@ -321,19 +314,6 @@ impl<C: Controller + ?Sized> PathSim<C> {
             .filter(|(t, _)| *t >= from && *t <= self.now)
             .count();
         sent as f64 * self.serialization.as_secs_f64() / last.as_secs_f64()
-    }
-
-    /// The mean queueing delay packets met over the last `last`.
-    pub(crate) fn mean_queue_delay(&self, last: Duration) -> Duration {
-        let from = self.since(last);
-        let waits: Vec<Duration> = self
-            .deliveries
-            .iter()
-            .filter(|(t, _)| *t >= from)
-            .map(|&(_, q)| q)
-            .collect();
-        let n = u32::try_from(waits.len()).unwrap_or(u32::MAX).max(1);
-        waits.iter().sum::<Duration>() / n
     }
 
     /// The worst queueing delay a packet met over the last `last`.
