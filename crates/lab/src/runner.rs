@@ -231,7 +231,8 @@ pub fn run_suite(
             let full_length = suite.sections[section]
                 .section
                 .full_length_under_quick()
-                .contains(&s.stem.as_str());
+                .iter()
+                .any(|stem| *stem == s.stem);
             finish(i, run_one(s, suite, config, full_length));
         }
     };
