@@ -88,10 +88,16 @@ pub enum RunError {
     LiveSkipped { path: String },
 }
 
-/// The scenario as it runs under `config`.
-fn prepare(s: &SuiteScenario, suite: &Suite, config: &RunConfig) -> brisk_sim::scenario::Scenario {
+/// The scenario as it runs under `config`; `full_length`: its section
+/// keeps it whole under `--quick`.
+fn prepare(
+    s: &SuiteScenario,
+    suite: &Suite,
+    config: &RunConfig,
+    full_length: bool,
+) -> brisk_sim::scenario::Scenario {
     let mut scenario = s.scenario.clone();
-    if config.quick {
+    if config.quick && !full_length {
         scenario.duration = scenario.duration.min(suite.quick_duration);
         // A flow that would start after the cut could send nothing.
         let end = scenario.duration;
@@ -103,8 +109,13 @@ fn prepare(s: &SuiteScenario, suite: &Suite, config: &RunConfig) -> brisk_sim::s
     scenario
 }
 
-fn run_one(s: &SuiteScenario, suite: &Suite, config: &RunConfig) -> Result<Finished, RunError> {
-    let scenario = prepare(s, suite, config);
+fn run_one(
+    s: &SuiteScenario,
+    suite: &Suite,
+    config: &RunConfig,
+    full_length: bool,
+) -> Result<Finished, RunError> {
+    let scenario = prepare(s, suite, config, full_length);
     let mut sink = if config.capture {
         let sink =
             PcapSink::new(Vec::new(), scenario.capture.snaplen).map_err(|e| RunError::Capture {
@@ -216,7 +227,13 @@ pub fn run_suite(
         loop {
             let k = next.fetch_add(1, Ordering::Relaxed);
             let Some(&i) = simulated.get(k) else { break };
-            finish(i, run_one(work[i].1, suite, config));
+            let (section, s) = work[i];
+            let full_length = suite.sections[section]
+                .section
+                .full_length_under_quick()
+                .iter()
+                .any(|stem| *stem == s.stem);
+            finish(i, run_one(s, suite, config, full_length));
         }
     };
     let threads = config.jobs.clamp(1, simulated.len().max(1));

@@ -35,6 +35,12 @@ pub trait Section: Sync {
     fn scenarios(&self) -> &'static [&'static str];
     /// Reads the finished runs (one per stem) into findings.
     fn evaluate(&self, runs: &Runs<'_>) -> Result<Findings, SectionError>;
+    /// Stems that keep their whole duration under `--quick`: the few
+    /// scenarios whose claim needs the full run (a percentile over enough
+    /// samples, a rate over a whole transfer). Empty by default.
+    fn full_length_under_quick(&self) -> &'static [&'static str] {
+        &[]
+    }
     /// The experiment that runs this section's scenarios on real kernel
     /// TCP instead of the simulator; `None` (the default) for simulator
     /// sections.
