@@ -206,7 +206,7 @@ fn the_mobile_section_as_shipped_meets_the_claim() {
 #[test]
 fn the_stalled_wifi_phone_moves_to_cellular_in_time_unless_cellular_dies_too() {
     // Checks: bytes lost across the moves, moves over their bound, moves
-    // and rebindings (setup: a quick run is too short for them), bytes
+    // and rebindings (setup; the run keeps its full length), bytes
     // missing with two paths, the time to move, the wait for cellular, the
     // Wi-Fi-only share (setup).
     let (suite, dir) = edited_section("moving-phones", "moving-ok", &[]);
