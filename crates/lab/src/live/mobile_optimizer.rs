@@ -705,8 +705,8 @@ mod tests {
     /// The whole section's experiment on both networks, its numbers and
     /// verdict printed (about 2.5 minutes, root only):
     /// `cargo test --release -p brisk-lab --lib full_section_run -- --ignored --nocapture`.
-    /// It holds the cell's two checks; the bursts check is only printed
-    /// (not met yet, docs/LAB.md).
+    /// It holds the cell's two checks and the section's verdict, the
+    /// bursts case's loss check among them.
     #[test]
     #[ignore]
     fn full_section_run_meets_the_cells_checks() {
@@ -728,6 +728,7 @@ mod tests {
         let (c, b) = (as_refs(&measured[0]), as_refs(&measured[1]));
         let verdict = super::super::tests::verdict(ID, &[&c, &b]);
         eprintln!("verdict: {verdict:?}");
+        assert_eq!(verdict, crate::verdict::Verdict::Pass);
         let get = |key: &str| {
             c.iter()
                 .find(|(k, _)| *k == key)
