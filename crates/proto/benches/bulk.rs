@@ -41,15 +41,17 @@
 //! where available, so other work on a shared machine does not distort the
 //! result; elsewhere it is wall-clock time.
 
+#[path = "support/cpu_time.rs"]
+mod cpu_time;
 use brisk_proto::crypto::Keypair;
 use brisk_proto::streams::Priority;
 use brisk_proto::{ClientConfig, Endpoint, Event, ServerConfig};
 use brisk_time::Instant;
+use cpu_time::thread_cpu_time;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
-use std::time::Duration;
 
 /// Bytes moved per measured transfer.
 const TRANSFER_BYTES: usize = 16 << 20;
@@ -475,25 +477,6 @@ fn quinn_deliver(
         }
     }
     n
-}
-
-/// CPU time this thread has run (`CLOCK_THREAD_CPUTIME_ID`, exact to the
-/// nanosecond; Linux's schedstat can lag by a scheduler tick, too coarse
-/// for transfers of a few tens of milliseconds).
-#[cfg(unix)]
-fn thread_cpu_time() -> Option<Duration> {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec for the call's duration.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    (rc == 0).then(|| Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
-}
-
-#[cfg(not(unix))]
-fn thread_cpu_time() -> Option<Duration> {
-    None
 }
 
 /// Gbit/s of one transfer of `bytes`, per second of this thread's CPU,

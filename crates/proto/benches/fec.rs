@@ -24,8 +24,10 @@
 //! megabytes per figure, default 64). Without `--bench` (as `cargo test
 //! --benches` runs it), each shape is coded once and checked.
 
+#[path = "support/cpu_time.rs"]
+mod cpu_time;
 use brisk_proto::fec::codec;
-use std::time::Duration;
+use cpu_time::thread_cpu_time;
 
 const PAYLOAD_BYTES: usize = 1400;
 
@@ -69,23 +71,6 @@ fn loss_patterns(k: usize, lost: usize, count: usize) -> Vec<Vec<usize>> {
         }
     }
     patterns
-}
-
-/// CPU time this thread has run, or `None` where it cannot be read.
-#[cfg(unix)]
-fn thread_cpu_time() -> Option<Duration> {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec for the call's duration.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    (rc == 0).then(|| Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
-}
-
-#[cfg(not(unix))]
-fn thread_cpu_time() -> Option<Duration> {
-    None
 }
 
 /// Gbit/s of source bytes per CPU second: `blocks` runs of `f`, each
