@@ -14,14 +14,111 @@ use crate::endpoint::ConnectionHandle;
 use brisk_time::{Deadlines, Instant};
 use std::collections::BTreeSet;
 
+/// Handles a [`ReadySet`] keeps in one sorted array before it moves them
+/// into a tree.
+const SMALL: usize = 16;
+
+/// A set of connection handles in handle order: a short sorted array
+/// while it holds a few (a client's one connection is inserted and
+/// removed around every datagram, where a tree's node work was a tenth
+/// of a simulated run), a tree once it grows past that.
+#[derive(Debug)]
+pub(crate) enum ReadySet {
+    Small(Vec<ConnectionHandle>),
+    Large(BTreeSet<ConnectionHandle>),
+}
+
+impl Default for ReadySet {
+    fn default() -> Self {
+        ReadySet::Small(Vec::new())
+    }
+}
+
+impl ReadySet {
+    pub(crate) fn insert(&mut self, h: ConnectionHandle) {
+        match self {
+            ReadySet::Small(v) => {
+                // The usual case first: the one connection already there.
+                if v.first() == Some(&h) {
+                    return;
+                }
+                let Err(i) = v.binary_search(&h) else {
+                    return;
+                };
+                if v.len() < SMALL {
+                    v.insert(i, h);
+                } else {
+                    let mut set: BTreeSet<_> = v.drain(..).collect();
+                    set.insert(h);
+                    *self = ReadySet::Large(set);
+                }
+            }
+            ReadySet::Large(set) => {
+                set.insert(h);
+            }
+        }
+    }
+
+    pub(crate) fn remove(&mut self, h: &ConnectionHandle) {
+        match self {
+            ReadySet::Small(v) => {
+                if let Ok(i) = v.binary_search(h) {
+                    v.remove(i);
+                }
+            }
+            ReadySet::Large(set) => {
+                set.remove(h);
+            }
+        }
+    }
+
+    pub(crate) fn first(&self) -> Option<&ConnectionHandle> {
+        match self {
+            ReadySet::Small(v) => v.first(),
+            ReadySet::Large(set) => set.first(),
+        }
+    }
+
+    /// The first handle in `from..below` (`from < below`).
+    fn first_in(
+        &self,
+        from: ConnectionHandle,
+        below: ConnectionHandle,
+    ) -> Option<ConnectionHandle> {
+        match self {
+            ReadySet::Small(v) => {
+                let i = v.partition_point(|&h| h < from);
+                v.get(i).copied().filter(|&h| h < below)
+            }
+            ReadySet::Large(set) => set.range(from..below).next().copied(),
+        }
+    }
+
+    #[cfg(test)]
+    fn to_vec(&self) -> Vec<ConnectionHandle> {
+        match self {
+            ReadySet::Small(v) => v.clone(),
+            ReadySet::Large(set) => set.iter().copied().collect(),
+        }
+    }
+}
+
+impl Extend<ConnectionHandle> for ReadySet {
+    fn extend<I: IntoIterator<Item = ConnectionHandle>>(&mut self, iter: I) {
+        for h in iter {
+            self.insert(h);
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 pub(crate) struct Schedule {
     /// Every connection's next deadline, earliest first.
     pub timers: Deadlines<ConnectionHandle>,
     /// May have a datagram to send, in handle order for the round robin.
-    pub send_ready: BTreeSet<ConnectionHandle>,
+    pub send_ready: ReadySet,
     /// May have an event to report, in handle order.
-    pub events_ready: BTreeSet<ConnectionHandle>,
+    pub events_ready: ReadySet,
     /// Handed input since the schedule last looked at them.
     pub touched: Vec<ConnectionHandle>,
     /// Reused list of connections whose deadline came.
@@ -62,9 +159,7 @@ impl Schedule {
             return None;
         }
         self.send_ready
-            .range(ConnectionHandle(from)..ConnectionHandle(below))
-            .next()
-            .copied()
+            .first_in(ConnectionHandle(from), ConnectionHandle(below))
     }
 
     /// `h` is gone: no deadline, nothing ready.
@@ -107,6 +202,43 @@ mod tests {
         assert!(s.timers.is_empty());
         s.take_due(at(100), &mut due);
         assert_eq!(due.len(), 2);
+    }
+
+    /// The array form and the tree give the same answers, through growth
+    /// past the array's size.
+    #[test]
+    fn ready_sets_behave_as_ordered_sets() {
+        let mut s = ReadySet::default();
+        let mut model = BTreeSet::new();
+        let mut x = 0x9e37_79b9_u64;
+        for step in 0..4_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let span = if step < 2_000 { 10 } else { 50 };
+            let h = ConnectionHandle(x % span);
+            if (x >> 32) % 3 == 0 {
+                s.remove(&h);
+                model.remove(&h);
+            } else {
+                s.insert(h);
+                model.insert(h);
+            }
+            assert_eq!(s.to_vec(), model.iter().copied().collect::<Vec<_>>());
+            assert_eq!(s.first(), model.first());
+            let (from, below) = ((x >> 40) % span, (x >> 48) % (span + 1));
+            if from < below {
+                assert_eq!(
+                    s.first_in(ConnectionHandle(from), ConnectionHandle(below)),
+                    model
+                        .range(ConnectionHandle(from)..ConnectionHandle(below))
+                        .next()
+                        .copied(),
+                    "step {step}"
+                );
+            }
+        }
+        assert!(matches!(s, ReadySet::Large(_)));
     }
 
     #[test]

@@ -6,20 +6,50 @@
 use crate::Instant;
 use std::collections::{BTreeMap, BTreeSet};
 
+/// Keys a [`Deadlines`] keeps in one sorted array before it moves them
+/// into trees: with one or a few keys (a client, a simulated host), a
+/// search of a short array costs a fraction of a tree's insertions and
+/// removals, which a deadline moved on every packet paid.
+const SMALL: usize = 16;
+
 /// Each key's next deadline, earliest first.
 #[derive(Debug, Clone)]
 pub struct Deadlines<K> {
-    /// Every armed key, by deadline then key.
-    order: BTreeSet<(Instant, K)>,
-    /// The entry each key has in `order`.
-    armed: BTreeMap<K, Instant>,
+    repr: Repr<K>,
+}
+
+#[derive(Debug, Clone)]
+enum Repr<K> {
+    /// Up to [`SMALL`] keys, by deadline then key.
+    Small(Vec<(Instant, K)>),
+    Large {
+        /// Every armed key, by deadline then key.
+        order: BTreeSet<(Instant, K)>,
+        /// The entry each key has in `order`.
+        armed: BTreeMap<K, Instant>,
+    },
 }
 
 impl<K> Default for Deadlines<K> {
     fn default() -> Self {
         Deadlines {
-            order: BTreeSet::new(),
-            armed: BTreeMap::new(),
+            repr: Repr::Small(Vec::new()),
+        }
+    }
+}
+
+/// The armed keys in deadline order, from either form.
+enum Iter<'a, K> {
+    Small(std::slice::Iter<'a, (Instant, K)>),
+    Large(std::collections::btree_set::Iter<'a, (Instant, K)>),
+}
+
+impl<K: Copy> Iterator for Iter<'_, K> {
+    type Item = (Instant, K);
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            Iter::Small(i) => i.next().copied(),
+            Iter::Large(i) => i.next().copied(),
         }
     }
 }
@@ -27,41 +57,84 @@ impl<K> Default for Deadlines<K> {
 impl<K: Ord + Copy> Deadlines<K> {
     /// Records `key`'s deadline (none: no timer running).
     pub fn rearm(&mut self, key: K, deadline: Option<Instant>) {
-        let old = match deadline {
-            Some(t) => self.armed.insert(key, t),
-            None => self.armed.remove(&key),
-        };
-        if old == deadline {
-            return;
-        }
-        if let Some(t) = old {
-            self.order.remove(&(t, key));
-        }
-        if let Some(t) = deadline {
-            self.order.insert((t, key));
+        match &mut self.repr {
+            Repr::Small(v) => {
+                let at = v.iter().position(|&(_, k)| k == key);
+                if let Some(i) = at {
+                    if Some(v[i].0) == deadline {
+                        return;
+                    }
+                    v.remove(i);
+                }
+                let Some(t) = deadline else {
+                    return;
+                };
+                if v.len() < SMALL {
+                    let i = v.partition_point(|e| *e < (t, key));
+                    v.insert(i, (t, key));
+                    return;
+                }
+                let order: BTreeSet<_> = v.drain(..).collect();
+                let armed = order.iter().map(|&(t, k)| (k, t)).collect();
+                self.repr = Repr::Large { order, armed };
+                self.rearm(key, deadline);
+            }
+            Repr::Large { order, armed } => {
+                let old = match deadline {
+                    Some(t) => armed.insert(key, t),
+                    None => armed.remove(&key),
+                };
+                if old == deadline {
+                    return;
+                }
+                if let Some(t) = old {
+                    order.remove(&(t, key));
+                }
+                if let Some(t) = deadline {
+                    order.insert((t, key));
+                }
+            }
         }
     }
 
     /// The earliest deadline of any key.
     pub fn first(&self) -> Option<Instant> {
-        self.order.first().map(|&(t, _)| t)
+        match &self.repr {
+            Repr::Small(v) => v.first().map(|&(t, _)| t),
+            Repr::Large { order, .. } => order.first().map(|&(t, _)| t),
+        }
     }
 
     /// Removes and returns a key whose deadline is at or before `now`,
     /// earliest first; the caller re-arms it once it has run.
     pub fn pop_due(&mut self, now: Instant) -> Option<K> {
-        let &(t, key) = self.order.first()?;
-        if t > now {
-            return None;
+        match &mut self.repr {
+            Repr::Small(v) => {
+                let &(t, key) = v.first()?;
+                if t > now {
+                    return None;
+                }
+                v.remove(0);
+                Some(key)
+            }
+            Repr::Large { order, armed } => {
+                let &(t, key) = order.first()?;
+                if t > now {
+                    return None;
+                }
+                order.pop_first();
+                armed.remove(&key);
+                Some(key)
+            }
         }
-        self.order.pop_first();
-        self.armed.remove(&key);
-        Some(key)
     }
 
     /// Every armed key with its deadline, earliest first.
     pub fn iter(&self) -> impl Iterator<Item = (Instant, K)> + '_ {
-        self.order.iter().copied()
+        match &self.repr {
+            Repr::Small(v) => Iter::Small(v.iter()),
+            Repr::Large { order, .. } => Iter::Large(order.iter()),
+        }
     }
 
     /// The keys whose deadline is at or before `now`, left armed.
@@ -73,12 +146,15 @@ impl<K: Ord + Copy> Deadlines<K> {
 
     /// How many keys have a deadline.
     pub fn len(&self) -> usize {
-        self.armed.len()
+        match &self.repr {
+            Repr::Small(v) => v.len(),
+            Repr::Large { armed, .. } => armed.len(),
+        }
     }
 
     /// Whether no key has a deadline.
     pub fn is_empty(&self) -> bool {
-        self.armed.is_empty()
+        self.len() == 0
     }
 }
 
@@ -107,5 +183,48 @@ mod tests {
         d.rearm(3, None);
         assert!(d.is_empty());
         assert_eq!(d.first(), None);
+    }
+
+    /// The array form and the trees agree with a plain model through
+    /// growth past the array's size and back down.
+    #[test]
+    fn the_array_and_the_trees_behave_alike() {
+        let mut d = Deadlines::default();
+        let mut model: BTreeMap<u64, Instant> = BTreeMap::new();
+        // A fixed pseudo-random walk over 40 keys and 60 instants.
+        let mut x = 0x2545_f491_u64;
+        for step in 0..5_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let keys = if step < 2_500 { 12 } else { 40 };
+            let key = x % keys;
+            let deadline = (x >> 20) % 4 != 0;
+            let t = at((x >> 32) % 60);
+            if (x >> 40) % 7 == 0 {
+                let now = at((x >> 44) % 60);
+                let popped = d.pop_due(now);
+                let expect = model
+                    .iter()
+                    .map(|(&k, &t)| (t, k))
+                    .min()
+                    .filter(|&(t, _)| t <= now);
+                assert_eq!(popped, expect.map(|(_, k)| k), "step {step}");
+                if let Some((_, k)) = expect {
+                    model.remove(&k);
+                }
+            } else if deadline {
+                d.rearm(key, Some(t));
+                model.insert(key, t);
+            } else {
+                d.rearm(key, None);
+                model.remove(&key);
+            }
+            let mut sorted: Vec<_> = model.iter().map(|(&k, &t)| (t, k)).collect();
+            sorted.sort();
+            assert_eq!(d.iter().collect::<Vec<_>>(), sorted, "step {step}");
+            assert_eq!(d.len(), model.len());
+            assert_eq!(d.first(), sorted.first().map(|e| e.0));
+        }
     }
 }
