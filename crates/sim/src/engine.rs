@@ -26,7 +26,7 @@ use brisk_netmodel::{
     Bottleneck, BottleneckOutput, FlowLedger, FlowMetrics, LinkEvent, Packet, queue::QueueStats,
 };
 use brisk_time::{Instant, earliest};
-use brisk_wire::Ecn;
+use brisk_wire::{Ecn, ip};
 use std::collections::{HashMap, VecDeque};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
@@ -188,6 +188,9 @@ pub struct Engine<'c> {
     own_routes: Vec<bool>,
     wakeups: Wakeups,
     capture: Option<&'c mut dyn CaptureSink>,
+    /// A captured datagram whose UDP checksum its sender left unset is
+    /// completed here first, so captures carry valid checksums.
+    capture_scratch: Vec<u8>,
     progress: Option<&'c mut dyn FnMut(Duration)>,
     steps: u64,
     packet_hops: u64,
@@ -246,6 +249,7 @@ impl<'c> Engine<'c> {
             own_routes: Vec::new(),
             wakeups: Wakeups::default(),
             capture,
+            capture_scratch: Vec::new(),
             progress: None,
             steps: 0,
             packet_hops: 0,
@@ -489,7 +493,14 @@ impl<'c> Engine<'c> {
             };
             self.packet_hops += 1;
             if let Some(sink) = &mut self.capture {
-                sink.packet(at, dir, &packet.data);
+                if ip::udp_checksum_unset(&packet.data) {
+                    self.capture_scratch.clear();
+                    self.capture_scratch.extend_from_slice(&packet.data);
+                    ip::fill_udp_checksum(&mut self.capture_scratch);
+                    sink.packet(at, dir, &self.capture_scratch);
+                } else {
+                    sink.packet(at, dir, &packet.data);
+                }
             }
             let packet = match self.through_nat(dir, packet) {
                 Ok(p) => p,

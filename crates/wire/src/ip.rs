@@ -290,6 +290,62 @@ pub fn udp_datagram_in_place(
     .emit_header(&mut packet[header_len..], src.ip(), dst.ip())
 }
 
+/// [`udp_datagram_in_place`] with the UDP checksum left zero, for the
+/// simulator, whose receivers take it on trust: whoever needs the datagram
+/// as it would be on a wire (a capture) completes it with
+/// [`fill_udp_checksum`], which gives the same bytes
+/// [`udp_datagram_in_place`] would have written.
+pub fn udp_datagram_in_place_unsummed(
+    src: SocketAddr,
+    dst: SocketAddr,
+    ecn: Ecn,
+    packet: &mut [u8],
+) -> Result<()> {
+    let header_len = ip_header_len(src.ip(), dst.ip())?;
+    let room = header_len + udp::HEADER_LEN;
+    if packet.len() < room {
+        return Err(WireError::Truncated {
+            need: room,
+            have: packet.len(),
+        });
+    }
+    ip_header(src.ip(), dst.ip(), udp::PROTOCOL, ecn, packet)?;
+    UdpRepr {
+        src_port: src.port(),
+        dst_port: dst.port(),
+    }
+    .emit_header_unsummed(&mut packet[header_len..])
+}
+
+/// True if `datagram` is IP/UDP with its UDP checksum field zero (left
+/// for [`fill_udp_checksum`], or over IPv4 not used).
+pub fn udp_checksum_unset(datagram: &[u8]) -> bool {
+    let Ok(s) = summarize(datagram) else {
+        return false;
+    };
+    s.flow.protocol == udp::PROTOCOL
+        && s.transport_offset.saturating_add(udp::HEADER_LEN) <= s.total_len.min(datagram.len())
+        && datagram[s.transport_offset + 6..s.transport_offset + 8] == [0, 0]
+}
+
+/// Writes the UDP checksum of an IP/UDP datagram; anything else is left as
+/// it is.
+pub fn fill_udp_checksum(datagram: &mut [u8]) {
+    let Ok(s) = summarize(datagram) else {
+        return;
+    };
+    let end = s.total_len.min(datagram.len());
+    if s.flow.protocol != udp::PROTOCOL || s.transport_offset.saturating_add(udp::HEADER_LEN) > end
+    {
+        return;
+    }
+    udp::fill_checksum(
+        &mut datagram[s.transport_offset..end],
+        s.flow.src,
+        s.flow.dst,
+    );
+}
+
 /// The UDP payload and addresses of a datagram built by [`udp_datagram`] (or
 /// any valid IP/UDP datagram), checksums verified.
 pub fn parse_udp(bytes: &[u8]) -> Result<(SocketAddr, SocketAddr, Ecn, &[u8])> {
@@ -421,6 +477,37 @@ mod tests {
         let mut empty = vec![0xa5u8; 28];
         udp_datagram_in_place(v4, v4, Ecn::Ect0, &mut empty).unwrap();
         assert_eq!(parse_udp(&empty).unwrap(), (v4, v4, Ecn::Ect0, &b""[..]));
+    }
+
+    #[test]
+    fn an_unsummed_datagram_filled_in_is_the_summed_one() {
+        for (a, b) in both_families() {
+            for payload in [&b""[..], b"x", b"hello", &[0xff; 1401]] {
+                let room = udp_headroom(a.ip());
+                let mut summed = vec![0u8; room];
+                summed.extend_from_slice(payload);
+                let mut unsummed = summed.clone();
+                udp_datagram_in_place(a, b, Ecn::Ect1, &mut summed).unwrap();
+                udp_datagram_in_place_unsummed(a, b, Ecn::Ect1, &mut unsummed).unwrap();
+                assert!(udp_checksum_unset(&unsummed));
+                assert!(!udp_checksum_unset(&summed));
+                assert_eq!(parse_udp_trusted(&unsummed), parse_udp_trusted(&summed));
+                assert_ne!(summed, unsummed);
+                fill_udp_checksum(&mut unsummed);
+                assert_eq!(summed, unsummed, "{a} {}", payload.len());
+                // Filling a datagram whose checksum is right changes nothing.
+                fill_udp_checksum(&mut summed);
+                assert_eq!(summed, unsummed);
+            }
+        }
+        // Not UDP, or not IP: left alone, never a panic.
+        let mut tcp = TCP4_SYN.to_vec();
+        fill_udp_checksum(&mut tcp);
+        assert_eq!(tcp, TCP4_SYN);
+        assert!(!udp_checksum_unset(&tcp));
+        let mut junk = vec![0x45, 0, 0];
+        fill_udp_checksum(&mut junk);
+        assert_eq!(junk, [0x45, 0, 0]);
     }
 
     #[test]

@@ -143,6 +143,15 @@ impl UdpRepr {
     /// Writes the header in front of the payload `datagram` already holds
     /// after [`HEADER_LEN`] bytes of room, with the checksum filled in.
     pub fn emit_header(&self, datagram: &mut [u8], src: IpAddr, dst: IpAddr) -> Result<()> {
+        self.emit_header_unsummed(datagram)?;
+        fill_checksum(datagram, src, dst);
+        Ok(())
+    }
+
+    /// [`UdpRepr::emit_header`] with the checksum field left zero, for a
+    /// sender whose datagram nobody verifies before [`fill_checksum`] runs
+    /// (if ever).
+    pub fn emit_header_unsummed(&self, datagram: &mut [u8]) -> Result<()> {
         let len = datagram.len();
         if len < HEADER_LEN {
             return Err(WireError::Truncated {
@@ -155,13 +164,22 @@ impl UdpRepr {
         datagram[2..4].copy_from_slice(&self.dst_port.to_be_bytes());
         datagram[4..6].copy_from_slice(&len16.to_be_bytes());
         datagram[6..8].copy_from_slice(&[0, 0]);
-        let mut c = checksum::finish(checksum::add(pseudo(src, dst, len), datagram));
-        if c == 0 {
-            c = 0xffff;
-        }
-        datagram[6..8].copy_from_slice(&c.to_be_bytes());
         Ok(())
     }
+}
+
+/// Computes and writes the checksum of `datagram` (UDP header and
+/// payload, at least [`HEADER_LEN`] bytes) between `src` and `dst`.
+pub fn fill_checksum(datagram: &mut [u8], src: IpAddr, dst: IpAddr) {
+    if datagram.len() < HEADER_LEN {
+        return;
+    }
+    datagram[6..8].copy_from_slice(&[0, 0]);
+    let mut c = checksum::finish(checksum::add(pseudo(src, dst, datagram.len()), datagram));
+    if c == 0 {
+        c = 0xffff;
+    }
+    datagram[6..8].copy_from_slice(&c.to_be_bytes());
 }
 
 #[cfg(test)]
