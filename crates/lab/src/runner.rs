@@ -135,6 +135,7 @@ fn run_one(
             ip: None,
             qlog: None,
             progress: None,
+            null_cipher: false,
         },
     );
     let pcap = match sink {

@@ -85,6 +85,15 @@ pub struct TransportConfig {
     /// Unreliable datagrams: whether and up to what size to take them,
     /// queue bounds, and their FEC policy.
     pub datagrams: crate::datagrams::DatagramConfig,
+    /// Simulator only, never on a real network: 1-RTT packets keep their
+    /// plaintext and carry 16 zero bytes where the AEAD tag goes, so every
+    /// packet has the size it would have sealed and a run's results stay
+    /// bit-identical while the endpoints skip the cipher's work. Both ends
+    /// must set it (a sealed packet fails the zero-tag check and the other
+    /// way round). Anyone on the path could read and forge such packets,
+    /// so it cannot be set from a configuration file.
+    #[serde(skip)]
+    pub insecure_null_cipher: bool,
 }
 
 impl Default for TransportConfig {
@@ -108,6 +117,7 @@ impl Default for TransportConfig {
             ack_frequency: true,
             fec: crate::fec::FecConfig::default(),
             datagrams: crate::datagrams::DatagramConfig::default(),
+            insecure_null_cipher: false,
         }
     }
 }

@@ -220,12 +220,19 @@ pub(crate) fn sealed_blocks(len_bytes: usize) -> u64 {
 pub(crate) struct PacketKey {
     cipher: PacketCipher,
     key: [u8; KEY_LEN],
-    aead: aead::LessSafeKey,
+    /// `None`: the simulator's null cipher (see
+    /// `TransportConfig::insecure_null_cipher`): plaintext and a zero tag.
+    aead: Option<aead::LessSafeKey>,
 }
 
 impl Clone for PacketKey {
     fn clone(&self) -> Self {
-        PacketKey::with_cipher(self.cipher, self.key)
+        let key = PacketKey::with_cipher(self.cipher, self.key);
+        if self.aead.is_none() {
+            key.into_null()
+        } else {
+            key
+        }
     }
 }
 
@@ -255,8 +262,16 @@ impl PacketKey {
         PacketKey {
             cipher,
             key,
-            aead: aead::LessSafeKey::new(unbound),
+            aead: Some(aead::LessSafeKey::new(unbound)),
         }
+    }
+
+    /// The same key turned into the simulator's null cipher: sealing
+    /// leaves the payload as it is and appends [`TAG_LEN`] zero bytes;
+    /// opening accepts exactly that. Packet sizes do not change.
+    pub(crate) fn into_null(mut self) -> Self {
+        self.aead = None;
+        self
     }
 
     pub(crate) fn cipher(&self) -> PacketCipher {
@@ -273,10 +288,13 @@ impl PacketKey {
         header_start: usize,
         payload_start: usize,
     ) {
+        let Some(aead) = &self.aead else {
+            buf.extend_from_slice(&[0; TAG_LEN]);
+            return;
+        };
         let (before, payload) = buf.split_at_mut(payload_start);
         let header = &before[header_start..];
-        let tag = self
-            .aead
+        let tag = aead
             .seal_in_place_separate_tag(nonce(pn), aead::Aad::from(header), payload)
             .expect("both ciphers accept any payload under 256 GiB");
         buf.extend_from_slice(tag.as_ref());
@@ -309,8 +327,15 @@ impl PacketKey {
         if sealed.len() < TAG_LEN {
             return Err(CryptoError::Truncated);
         }
-        self.aead
-            .open_in_place(nonce(pn), aead::Aad::from(header), sealed)
+        let Some(aead) = &self.aead else {
+            let plain = sealed.len() - TAG_LEN;
+            return if sealed[plain..] == [0; TAG_LEN] {
+                Ok(plain)
+            } else {
+                Err(CryptoError::Unauthenticated)
+            };
+        };
+        aead.open_in_place(nonce(pn), aead::Aad::from(header), sealed)
             .map(|plain| plain.len())
             .map_err(|_| CryptoError::Unauthenticated)
     }
@@ -385,6 +410,34 @@ mod tests {
                 key.clone().open(42, &pkt[..3], &pkt[3..]).unwrap().len(),
                 14
             );
+        }
+    }
+
+    #[test]
+    fn null_cipher_keeps_sizes_and_refuses_sealed_packets() {
+        for cipher in PacketCipher::ALL {
+            let real = PacketKey::with_cipher(cipher, [7; 32]);
+            let null = real.clone().into_null();
+            let mut pkt = b"HDR".to_vec();
+            pkt.extend_from_slice(b"clear payload");
+            let mut sealed = pkt.clone();
+            null.seal(9, &mut pkt, 0, 3);
+            real.seal(9, &mut sealed, 0, 3);
+            // Same size as sealed, payload left as it was, a zero tag.
+            assert_eq!(pkt.len(), sealed.len());
+            assert_eq!(&pkt[3..16], b"clear payload");
+            assert_eq!(pkt[16..], [0; TAG_LEN]);
+            assert_eq!(
+                null.clone().open(9, b"HDR", &pkt[3..]).unwrap(),
+                b"clear payload"
+            );
+            // Neither kind of key takes the other's packets.
+            assert_eq!(
+                null.open(9, b"HDR", &sealed[3..]),
+                Err(CryptoError::Unauthenticated)
+            );
+            assert!(real.open(9, b"HDR", &pkt[3..]).is_err());
+            assert_eq!(null.open(9, b"", &[0; 15]), Err(CryptoError::Truncated));
         }
     }
 

@@ -119,6 +119,8 @@ fn brisk(scenario: &Scenario, addrs: FlowAddrs) -> Box<dyn FlowApp> {
         stop: Instant::ZERO + scenario.duration,
         workload: BriskWorkload::Bulk { bytes: None },
         series: false,
+        // quinn seals its packets: so does Brisk here.
+        null_cipher: false,
         qlog: None,
     }))
 }

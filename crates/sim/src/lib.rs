@@ -54,6 +54,20 @@ pub struct RunOptions<'c> {
     pub qlog: Option<FlowQlog>,
     /// Told the virtual time reached, now and then, for a progress display.
     pub progress: Option<&'c mut dyn FnMut(Duration)>,
+    /// Brisk flows' endpoints skip the packet cipher: each 1-RTT packet
+    /// keeps its plaintext and a zero 16-byte tag, so sizes, timings and
+    /// results are bit-identical to an encrypted run at less CPU
+    /// (`brisk sim --null-cipher`, and the bench's second figure). Captures
+    /// then show the plaintext.
+    pub null_cipher: bool,
+}
+
+/// What every brisk flow of a run shares.
+#[derive(Clone, Copy)]
+struct BriskOptions<'a> {
+    series: bool,
+    qlog: Option<&'a FlowQlog>,
+    null_cipher: bool,
 }
 
 /// Makes the qlog sink of one end of a brisk flow, given the flow's name.
@@ -104,8 +118,7 @@ fn brisk_config(
     spec: &Brisk,
     setup: &FlowSetup,
     seed: u64,
-    series: bool,
-    qlog: Option<&FlowQlog>,
+    o: BriskOptions<'_>,
 ) -> BriskConfig {
     let workload = match &spec.app {
         BriskWorkloadSpec::Bulk { bytes } => BriskWorkload::Bulk { bytes: *bytes },
@@ -167,8 +180,9 @@ fn brisk_config(
         start: setup.start,
         stop: setup.stop,
         workload,
-        series,
-        qlog: qlog.map(|f| {
+        series: o.series,
+        null_cipher: o.null_cipher,
+        qlog: o.qlog.map(|f| {
             let (f, name) = (f.clone(), setup.name.clone());
             brisk_proto::qlog::QlogFactory(std::sync::Arc::new(move |s| f(&name, s)))
         }),
@@ -182,8 +196,7 @@ fn build_app(
     setup: &FlowSetup,
     seed: u64,
     index: usize,
-    series: bool,
-    qlog: Option<&FlowQlog>,
+    o: BriskOptions<'_>,
 ) -> Box<dyn FlowApp> {
     let header = s.header_bytes() as usize;
     let constant_rate =
@@ -229,8 +242,7 @@ fn build_app(
             b,
             setup,
             flow_seed(seed, index),
-            series,
-            qlog,
+            o,
         ))),
     }
 }
@@ -263,8 +275,11 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Run {
             &setup,
             seed,
             i,
-            options.series,
-            options.qlog.as_ref(),
+            BriskOptions {
+                series: options.series,
+                qlog: options.qlog.as_ref(),
+                null_cipher: options.null_cipher,
+            },
         );
         engine.add_flow(setup, options.series);
         if let Traffic::Brisk(b) = &spec.traffic {

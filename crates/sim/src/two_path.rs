@@ -136,6 +136,7 @@ pub fn run_two_path(run: &TwoPathRun) -> TwoPathOutcome {
             bytes: Some(run.bytes),
         },
         series: false,
+        null_cipher: false,
         qlog: None,
     };
     let mut flow = BriskFlow::new(config);

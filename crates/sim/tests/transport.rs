@@ -91,9 +91,10 @@ fn clean_path_delivers_and_reports_its_own_rtt() {
     }
 }
 
-/// The flow's receivers take UDP checksums on trust, so the test is here:
-/// every datagram at the bottleneck, both ways, verifies, including the
-/// ones whose ECN field a hop bleached.
+/// The flow's receivers take UDP checksums on trust and its senders leave
+/// them for the capture to fill in, so the test is here: every datagram at
+/// the bottleneck, both ways, verifies, including the ones whose ECN field
+/// a hop bleached.
 #[test]
 fn every_datagram_on_the_wire_has_valid_checksums() {
     let s = bulk(300_000, "3s", r#"ecn = "bleach""#, "");

@@ -1,6 +1,8 @@
 //! `brisk bench [--seconds S] [--only CASE]... [--repeat N] [--json] [--no-ns3]`:
 //! the simulator's speed on the reference loads of `brisk_sim::bench`,
-//! beside ns-3 run on the same network in the same invocation.
+//! beside ns-3 run on the same network in the same invocation. Each Brisk
+//! case runs twice: as it is, and with the null cipher (packets left
+//! unencrypted at their sealed size), whose results must be identical.
 //!
 //! ns-3 simulates the `brisk-fq_codel` case (one TCP CUBIC flow and a ping)
 //! and the `brisk100-fq_codel` case (100 flows and the ping), each when
@@ -60,6 +62,9 @@ struct Measured {
     steps: u64,
     wall: Duration,
     cpu: Option<Duration>,
+    /// The run's results as JSON, to hold the null cipher's run to the
+    /// encrypted one's.
+    results: String,
 }
 
 /// ns-3's side of this invocation: its runs by number of bulk flows, or
@@ -96,10 +101,67 @@ pub fn run(args: BenchArgs) -> Result<()> {
         print_header(seconds, &peers);
     }
     for case in &cases {
-        let m = (0..args.repeat.max(1))
-            .map(|_| measure(&case.scenario))
-            .min_by_key(|m| m.cpu.unwrap_or(m.wall))
-            .context("at least one run")?;
+        let brisk = case.name.starts_with("brisk");
+        let m = measure_best(&case.scenario, args.repeat, false)?;
+        let row = Row::new(case, &m, simulated, &peers);
+        // The Brisk cases again with the null cipher: the same packets and
+        // results (checked here), without the AEAD's work.
+        let null = if brisk {
+            let n = measure_best(&case.scenario, args.repeat, true)?;
+            if n.results != m.results {
+                bail!(
+                    "{}: the run without encryption gave other results than the run with it",
+                    case.name
+                );
+            }
+            Some((Row::new(case, &n, simulated, &peers), n))
+        } else {
+            None
+        };
+        if args.json {
+            let mut out = json_row(
+                case.name,
+                seconds,
+                &m,
+                &peers,
+                row.twin,
+                row.versus.as_ref(),
+            );
+            if let Some((r, n)) = &null {
+                out["null_cipher"] = json!({
+                    "cpu_s": n.cpu.map(|c| c.as_secs_f64().max(1e-9)),
+                    "wall_s": n.wall.as_secs_f64().max(1e-9),
+                    "s_per_60_simulated_s": n.cpu.unwrap_or(n.wall).as_secs_f64() * 60.0 / seconds,
+                    "results_identical": true,
+                    "versus_ns3": r.versus,
+                });
+            }
+            println!("{out}");
+        } else {
+            print_row(case.name, seconds, &m, row.versus.as_ref());
+            if let Some((r, n)) = &null {
+                print_row(&format!("{}*", case.name), seconds, n, r.versus.as_ref());
+            }
+        }
+    }
+    if !args.json && cases.iter().any(|c| c.name.starts_with("brisk")) {
+        println!(
+            "* the same case with the null cipher: Brisk's packets unencrypted, each with a \
+             zero 16-byte tag in place of the AEAD's, so the same sizes and the same results \
+             (checked in this run); ns-3's TCP encrypts nothing."
+        );
+    }
+    Ok(())
+}
+
+/// A case's ns-3 twin and the comparison with it.
+struct Row<'p> {
+    twin: Option<&'p ns3::Run>,
+    versus: Option<Versus>,
+}
+
+impl<'p> Row<'p> {
+    fn new(case: &bench::BenchCase, m: &Measured, simulated: Duration, peers: &'p Peers) -> Self {
         let timing = Timing {
             simulated,
             packet_hops: m.packet_hops,
@@ -113,23 +175,33 @@ pub fn run(args: BenchArgs) -> Result<()> {
             wall: r.wall,
             cpu: Some(r.cpu),
         });
-        let versus = compare::versus(&timing, ns3_timing.as_ref());
-        if args.json {
-            println!(
-                "{}",
-                json_row(case.name, seconds, &m, &peers, twin, versus.as_ref())
-            );
-        } else {
-            print_row(case.name, seconds, &m, versus.as_ref());
+        Row {
+            twin,
+            versus: compare::versus(&timing, ns3_timing.as_ref()),
         }
     }
-    Ok(())
 }
 
-fn measure(scenario: &brisk_sim::scenario::Scenario) -> Measured {
+/// The run with the least CPU of `repeat`.
+fn measure_best(
+    scenario: &brisk_sim::scenario::Scenario,
+    repeat: u32,
+    null_cipher: bool,
+) -> Result<Measured> {
+    (0..repeat.max(1))
+        .map(|_| measure(scenario, null_cipher))
+        .min_by_key(|m| m.cpu.unwrap_or(m.wall))
+        .context("at least one run")
+}
+
+fn measure(scenario: &brisk_sim::scenario::Scenario, null_cipher: bool) -> Measured {
     let cpu_before = bench::thread_cpu();
     let started = Instant::now();
-    let r = brisk_sim::run(scenario, RunOptions::default()).results;
+    let options = RunOptions {
+        null_cipher,
+        ..RunOptions::default()
+    };
+    let r = brisk_sim::run(scenario, options).results;
     let wall = started.elapsed();
     let cpu = bench::thread_cpu()
         .zip(cpu_before)
@@ -139,6 +211,7 @@ fn measure(scenario: &brisk_sim::scenario::Scenario) -> Measured {
         steps: r.driver.engine.steps,
         wall,
         cpu,
+        results: serde_json::to_string(&r).unwrap_or_default(),
     }
 }
 

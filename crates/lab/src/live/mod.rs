@@ -249,6 +249,7 @@ pub(crate) mod tests {
                         ip: None,
                         qlog: None,
                         progress: None,
+                        null_cipher: false,
                     },
                 );
                 ScenarioRun {

@@ -67,6 +67,7 @@ fn run_twin(run: &ScenarioRun) -> Twin {
             ip: None,
             qlog: None,
             progress: None,
+            null_cipher: false,
         },
     );
     Twin::Ran(Box::new(ScenarioRun {

@@ -725,7 +725,11 @@ impl Connection {
             Side::Server => messages % 2 == 1,
         };
         let cipher = self.hs.cipher.unwrap_or(PacketCipher::ChaCha20Poly1305);
-        self.keys = Some(noise.into_packet_keys(cipher));
+        let mut keys = noise.into_packet_keys(cipher);
+        if self.config.insecure_null_cipher {
+            keys = (keys.0.into_null(), keys.1.into_null());
+        }
+        self.keys = Some(keys);
         self.state = ConnState::Established;
         self.migration.established_at = Some(now);
         if we_read_last {

@@ -125,8 +125,12 @@ impl Workload for Bulk {
         }
     }
 
+    fn sender_may_write(&self, now: Instant) -> bool {
+        !(self.finished || (self.blocked && now < self.stop))
+    }
+
     fn poll_sender(&mut self, now: Instant, conn: &mut Connection, trace: &Tracer) -> bool {
-        if self.finished || (self.blocked && now < self.stop) {
+        if !self.sender_may_write(now) {
             return false;
         }
         let Some(id) = sending_stream(

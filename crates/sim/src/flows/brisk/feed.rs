@@ -245,6 +245,10 @@ impl Workload for Feed {
         }
     }
 
+    fn receiver_writes(&self) -> bool {
+        true
+    }
+
     fn poll_receiver(&mut self, now: Instant, conn: &mut Connection) -> bool {
         let mut progressed = false;
         while self.requested < self.sizes.len() && self.may_request(self.requested) {

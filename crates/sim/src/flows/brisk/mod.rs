@@ -148,6 +148,9 @@ pub struct BriskConfig {
     pub workload: BriskWorkload,
     /// Record the window over time and time-sequence events.
     pub series: bool,
+    /// Both ends skip the packet cipher (same sizes, same results; see
+    /// `TransportConfig::insecure_null_cipher`).
+    pub null_cipher: bool,
     /// Traces both ends' connections from their first handshake packet.
     pub qlog: Option<QlogFactory>,
 }
@@ -163,6 +166,7 @@ impl BriskConfig {
             ack_frequency: self.ack_frequency,
             pmtud: self.pmtud,
             migration: self.migration,
+            insecure_null_cipher: self.null_cipher,
             ..TransportConfig::default()
         };
         if let Some(policy) = self.fec {
@@ -548,16 +552,23 @@ impl BriskFlow {
                 }
             }
         }
+        // The connection is taken out (which has the endpoint look at it
+        // again) only if the application may write on it.
         if self.sender_up
-            && let Some(c) = self.client_conn.and_then(|h| self.client.connection_mut(h))
+            && let Some(h) = self.client_conn
+            && self.client.connection(h).is_some()
         {
             self.polled_at = Some(now);
-            if self.workload.poll_sender(now, c, &self.trace) {
+            if self.workload.sender_may_write(now)
+                && let Some(c) = self.client.connection_mut(h)
+                && self.workload.poll_sender(now, c, &self.trace)
+            {
                 progressed = true;
                 self.touch(End::Sender);
             }
         }
         if self.receiver_up
+            && self.workload.receiver_writes()
             && let Some(c) = self.server_conn.and_then(|h| self.server.connection_mut(h))
             && self.workload.poll_receiver(now, c)
         {
@@ -599,8 +610,11 @@ impl BriskFlow {
                 return false;
             };
             // An address the wire format cannot carry is dropped, as a
-            // host's stack would refuse to send it.
-            if ip::udp_datagram_in_place(src, t.destination, t.ecn, d).is_ok() {
+            // host's stack would refuse to send it. The UDP checksum is
+            // left for a capture to fill in: the receiving host takes it
+            // on trust, and summing every byte of every datagram was a
+            // thirtieth of a run.
+            if ip::udp_datagram_in_place_unsummed(src, t.destination, t.ecn, d).is_ok() {
                 return true;
             }
         }
@@ -646,7 +660,9 @@ impl FlowApp for BriskFlow {
     fn handle_datagram(&mut self, now: Instant, end: End, datagram: &[u8]) {
         // The UDP checksum is taken on trust, as between two processes on
         // one host: the datagram was built in this run and nothing on the
-        // way changes the bytes it covers (a test holds the captures to it).
+        // way changes the bytes it covers; its sender leaves it for the
+        // engine to fill in when it captures the datagram (a test holds
+        // the captures to it).
         let Ok((from, _, ecn, payload)) = ip::parse_udp_trusted(datagram) else {
             self.handle_non_udp(now, end, datagram);
             return;

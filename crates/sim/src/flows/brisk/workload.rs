@@ -33,6 +33,16 @@ pub(crate) trait Workload {
     fn poll_receiver(&mut self, _now: Instant, _conn: &mut Connection) -> bool {
         false
     }
+    /// False when `poll_sender` would certainly do nothing now, so the
+    /// glue does not take the connection out (which has the endpoint look
+    /// at it again).
+    fn sender_may_write(&self, _now: Instant) -> bool {
+        true
+    }
+    /// Whether `poll_receiver` ever does anything.
+    fn receiver_writes(&self) -> bool {
+        false
+    }
     /// The next moment the sender has something to do on its own.
     fn poll_timeout(&self) -> Option<Instant>;
     /// Fills the byte counts of `app` and the workload's part of `report`.
