@@ -134,7 +134,8 @@ impl LossDetection {
         self.largest_acked
     }
 
-    #[cfg(test)]
+    /// Later packets acknowledged that make a packet lost: grows on a
+    /// path that reorders.
     pub(crate) fn packet_threshold(&self) -> u64 {
         self.packet_threshold
     }

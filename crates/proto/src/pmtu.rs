@@ -34,10 +34,16 @@
 //! [`CHECK_AFTER_FULL`] full-size packets and [`check_interval`] have
 //! passed since the last ack-eliciting packet of at most the base size,
 //! the next one is cut to the base size (it carries data like any other).
-//! The receiver acknowledges it at once, since a gap precedes it. That
-//! costs about one packet in a hundred at high rates and one in six at
-//! the lowest, a few header bytes each. Without it, the first small packet
-//! after a drop is the probe timeout's, several round trips later.
+//! The receiver acknowledges it at once, since a gap precedes it, and that
+//! acknowledgement is the first evidence: if every full-size packet sent
+//! since the last one acknowledged and before the small one is missing
+//! (at least [`BLACK_HOLE_LOSSES`] of them) on a path that has shown no
+//! reordering, the connection falls back at once, without waiting for loss
+//! detection to declare them ([`Pmtud::fall_back`]). That costs about one
+//! packet in twenty at high rates and one in four at the lowest, cut
+//! short by a few hundred bytes (a few more headers). Without it, the
+//! first small packet after a drop is the probe timeout's, several round
+//! trips later.
 //!
 //! A finished search is tried again after [`RAISE_INTERVAL`], since paths
 //! change (RFC 8899's PMTU_RAISE_TIMER).
@@ -68,18 +74,18 @@ pub(crate) const RAISE_INTERVAL: Duration = Duration::from_secs(600);
 /// QUIC's packet reordering threshold, so one lost flight suffices).
 pub(crate) const BLACK_HOLE_LOSSES: u32 = 3;
 /// Full-size ack-eliciting packets sent before a base-size one is due:
-/// when the small one is acknowledged, loss detection's packet threshold
-/// (three later packets acknowledged, at first) declares all but the last
-/// two of them lost at once, which must be [`BLACK_HOLE_LOSSES`] for the
-/// black hole to show on that one acknowledgement.
-pub(crate) const CHECK_AFTER_FULL: u32 = BLACK_HOLE_LOSSES + 2;
+/// when the small one is acknowledged and all of them are missing, that
+/// is [`BLACK_HOLE_LOSSES`] full-size packets lost past a smaller one, the
+/// black hole's first evidence.
+pub(crate) const CHECK_AFTER_FULL: u32 = BLACK_HOLE_LOSSES;
 
-/// The least time between base-size checks: an eighth of the smoothed RTT
-/// (a drop is then seen within 1.125 RTT), but at least 1 ms, so that on
-/// short fast paths (loopback, a LAN) checks stay rare and large send
-/// batches stay whole.
+/// The least time between base-size checks: a sixteenth of the smoothed
+/// RTT (the first small packet after a drop leaves within that, or within
+/// [`CHECK_AFTER_FULL`] full-size packets if those take longer), but at
+/// least 1 ms, so that on short fast paths (loopback, a LAN) checks stay
+/// rare and large send batches stay whole.
 pub(crate) fn check_interval(srtt: Duration) -> Duration {
-    (srtt / 8).max(Duration::from_millis(1))
+    (srtt / 16).max(Duration::from_millis(1))
 }
 
 /// What path MTU discovery did over a connection's life.
@@ -157,6 +163,9 @@ pub(crate) struct Pmtud {
     /// The size given up for a black hole, while its re-probe is out: an
     /// acknowledgement of that probe refutes the black hole.
     given_up: Option<usize>,
+    /// A black hole was just declared: the first base-size packet (the
+    /// start of the hole, sent again) leaves before the re-probe.
+    repair_first: bool,
     stats: PmtuStats,
 }
 
@@ -172,6 +181,7 @@ impl Pmtud {
             full_since_small: 0,
             last_small_at: None,
             given_up: None,
+            repair_first: false,
             current: BASE_UDP_PAYLOAD,
             too_big: None,
             probe: None,
@@ -215,7 +225,7 @@ impl Pmtud {
     /// `ceiling` bytes; the caller sends it and reports it with
     /// [`Pmtud::on_probe_sent`].
     pub(crate) fn next_probe(&mut self, now: Instant, ceiling: usize) -> Option<usize> {
-        if !self.enabled || self.probe.is_some() {
+        if !self.enabled || self.probe.is_some() || self.repair_first {
             return None;
         }
         if let Some(at) = self.raise_at {
@@ -255,6 +265,7 @@ impl Pmtud {
     /// An ack-eliciting packet other than a probe, of `size` bytes, left
     /// (the smoothed RTT being `srtt`).
     pub(crate) fn on_eliciting_sent(&mut self, now: Instant, size: usize, srtt: Duration) {
+        self.repair_first = false;
         if size <= BASE_UDP_PAYLOAD {
             self.stats.size_checks_sent += u64::from(self.size_check_due(now, srtt));
             self.full_since_small = 0;
@@ -317,11 +328,32 @@ impl Pmtud {
         if self.suspicious < BLACK_HOLE_LOSSES {
             return None;
         }
-        // The size in use no longer fits: fall back to the base, and
-        // probe the size given up first. Lost, it confirms the black hole
-        // and the search goes on below it; acknowledged, the losses were a
-        // queue's and the size is back.
+        self.fall_back();
+        Some(from)
+    }
+
+    /// The largest packet number acknowledged of a full-size packet (larger
+    /// than the base, at most the size in use).
+    pub(crate) fn largest_full_acked(&self) -> Option<u64> {
+        self.largest_full_acked
+    }
+
+    /// Whether a packet of `size` bytes is full-size: larger than the base
+    /// and no larger than the size in use, while discovery runs.
+    pub(crate) fn is_full_size(&self, size: usize) -> bool {
+        self.enabled && size > BASE_UDP_PAYLOAD && size <= self.current
+    }
+
+    /// The size in use no longer fits (a black hole): falls back to the
+    /// base, and probes the size given up first. Lost, that probe confirms
+    /// the black hole and the search goes on below it; acknowledged, the
+    /// losses were a queue's and the size is back.
+    pub(crate) fn fall_back(&mut self) {
+        if !self.enabled || self.current <= BASE_UDP_PAYLOAD {
+            return;
+        }
         self.given_up = Some(self.current);
+        self.repair_first = true;
         self.hint = Some(self.current);
         self.too_big = None;
         self.current = BASE_UDP_PAYLOAD;
@@ -330,7 +362,6 @@ impl Pmtud {
         self.suspicious = 0;
         self.suspicious_from = None;
         self.stats.black_holes += 1;
-        Some(from)
     }
 
     /// The connection moved to another network: nothing found on the old
@@ -522,6 +553,9 @@ mod tests {
         assert_eq!(fell, vec![None, None, Some(20)], "lost from packet 20 on");
         assert_eq!(p.current(), BASE_UDP_PAYLOAD);
         assert_eq!(p.stats().black_holes, 1);
+        // The hole's first bytes go out again before any probe.
+        assert_eq!(p.next_probe(Instant::ZERO, 1452), None);
+        p.on_eliciting_sent(Instant::ZERO, 1200, Duration::from_millis(20));
         // It re-probes the size it gave up once, then searches below it,
         // within five probes in all.
         let probed = search(&mut p, Instant::ZERO, 1452, 1252);
@@ -543,6 +577,7 @@ mod tests {
         p.on_acked(30, 1200);
         assert!((27..30).filter_map(|pn| p.on_lost(pn, 1452)).eq([27]));
         assert_eq!(p.current(), BASE_UDP_PAYLOAD);
+        p.on_eliciting_sent(Instant::ZERO, 1200, Duration::from_millis(20));
         // The path still carries the size: the re-probe brings it back.
         assert_eq!(search(&mut p, Instant::ZERO, 1452, 1452), vec![1452]);
         assert_eq!(p.current(), 1452);
@@ -551,9 +586,9 @@ mod tests {
     }
 
     #[test]
-    fn a_base_size_check_is_due_after_five_full_packets_and_an_eighth_of_an_rtt() {
+    fn a_base_size_check_is_due_after_three_full_packets_and_a_sixteenth_of_an_rtt() {
         let srtt = Duration::from_millis(40);
-        let t = Instant::from_millis;
+        let t = Instant::from_micros;
         let mut p = Pmtud::new(true, true);
         // Nothing to check while the size in use is the base.
         for _ in 0..10 {
@@ -562,21 +597,21 @@ mod tests {
         assert!(!p.size_check_due(t(0), srtt));
         search(&mut p, t(0), 1452, 1452);
         p.on_eliciting_sent(t(0), 1000, srtt);
-        for _ in 0..4 {
-            p.on_eliciting_sent(t(1), 1452, srtt);
+        for _ in 0..2 {
+            p.on_eliciting_sent(t(1_000), 1452, srtt);
         }
         assert!(
-            !p.size_check_due(t(10), srtt),
-            "only four full-size packets"
+            !p.size_check_due(t(10_000), srtt),
+            "only two full-size packets"
         );
-        p.on_eliciting_sent(t(2), 1452, srtt);
+        p.on_eliciting_sent(t(2_000), 1452, srtt);
         assert!(
-            !p.size_check_due(t(4), srtt),
-            "an application's small packet left 4 ms ago"
+            !p.size_check_due(t(2_400), srtt),
+            "an application's small packet left 2.4 ms ago"
         );
-        assert!(p.size_check_due(t(5), srtt));
-        p.on_eliciting_sent(t(5), 1200, srtt);
-        assert!(!p.size_check_due(t(5), srtt));
+        assert!(p.size_check_due(t(2_500), srtt));
+        p.on_eliciting_sent(t(2_500), 1200, srtt);
+        assert!(!p.size_check_due(t(2_500), srtt));
         assert_eq!(p.stats().size_checks_sent, 1);
         // At least 1 ms apart on a short path, and never with checks off.
         assert_eq!(

@@ -223,6 +223,11 @@ impl SentPackets {
         }
     }
 
+    pub(crate) fn get(&self, pn: u64) -> Option<&SentPacket> {
+        let i = self.index(pn)?;
+        self.slots[i].as_ref()
+    }
+
     pub(crate) fn get_mut(&mut self, pn: u64) -> Option<&mut SentPacket> {
         let i = self.index(pn)?;
         self.slots[i].as_mut()

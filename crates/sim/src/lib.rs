@@ -150,10 +150,14 @@ fn brisk_config(
             objects,
             sequential,
             setup_round_trips,
+            early_data,
+            replay_first_flight,
         } => BriskWorkload::Feed {
             objects: objects.clone(),
             sequential: *sequential,
             setup_round_trips: *setup_round_trips as usize,
+            early_data: *early_data,
+            replay_first_flight: *replay_first_flight,
         },
         BriskWorkloadSpec::Stream {
             fps,

@@ -96,6 +96,51 @@ impl Connection {
         ))
     }
 
+    /// The first evidence of a black hole: `small`, a packet of at most
+    /// the base size, was just acknowledged while every full-size packet
+    /// sent since the last full-size one acknowledged and before it is
+    /// missing, at least [`crate::pmtu::BLACK_HOLE_LOSSES`] of them. On a
+    /// path that has shown no reordering, with no queue in the small
+    /// packet's RTT, those are lost, and for their size: the connection falls back to the base at once and sends their
+    /// content again in base-size packets (with every larger packet still
+    /// in flight), without waiting for loss detection to declare them, and
+    /// without a congestion response. The re-probe of the size given up
+    /// confirms or refutes the black hole ([`crate::pmtu`]).
+    pub(super) fn black_hole_on_small_ack(&mut self, small: u64) {
+        // A path that reorders may deliver the small packet first; a
+        // queue near its limit may take a small packet where full-size
+        // ones overflowed it (its delay then shows in the small packet's
+        // RTT). Both are left to loss detection's pattern, which waits
+        // for later full-size packets.
+        let queue_free = self.rtt.latest() <= self.rtt.min() + self.rtt.min() / 4;
+        if !self.pmtu.enabled()
+            || !queue_free
+            || self.loss.packet_threshold() > u64::from(crate::pmtu::BLACK_HOLE_LOSSES)
+        {
+            return;
+        }
+        let floor = self.pmtu.largest_full_acked().map_or(0, |l| l + 1);
+        let mut missing = 0u32;
+        let mut from = None;
+        // Walk back from the small packet; a small packet in between is
+        // fine, a full-size one acknowledged would have moved the floor.
+        // Bounded: a longer run than this is loss detection's business.
+        for pn in (floor..small).rev().take(256) {
+            let Some(p) = self.sent.get(pn) else {
+                continue;
+            };
+            if p.ack_eliciting && self.pmtu.is_full_size(p.size_bytes as usize) {
+                missing += 1;
+                from = Some(pn);
+            }
+        }
+        let Some(from) = from.filter(|_| missing >= crate::pmtu::BLACK_HOLE_LOSSES) else {
+            return;
+        };
+        self.pmtu.fall_back();
+        self.resend_larger_than(BASE_UDP_PAYLOAD, from);
+    }
+
     /// Hands the content of packet `from` and of every later packet in
     /// flight larger than `size` bytes back to be sent again: the path
     /// dropped them for their size.

@@ -751,8 +751,12 @@ impl Connection {
         let mut acked_packets = 0;
         let mut newly_ecn = EcnCounts::default();
         let mut acked_ack = None;
+        let mut small_acked = None;
         for (pn, p) in newly {
             self.pmtu.on_acked(*pn, p.size_bytes as usize);
+            if p.ack_eliciting && p.size_bytes as usize <= crate::pmtu::BASE_UDP_PAYLOAD {
+                small_acked = Some(*pn);
+            }
             if p.ack_eliciting {
                 acked_bytes += p.size_bytes;
                 acked_packets += 1;
@@ -791,6 +795,9 @@ impl Connection {
         }
         let delta = self.ecn.on_ack_totals(now, &newly_ecn, &totals, largest);
         self.log_ecn_state(now);
+        if let Some(small) = small_acked {
+            self.black_hole_on_small_ack(small);
+        }
         let lost = self.detect_lost(now);
         self.on_packets_lost(now, lost, LossTrigger::ReorderingThreshold);
         if acked_bytes > 0 {

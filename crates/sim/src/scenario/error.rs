@@ -132,4 +132,12 @@ pub enum FlowError {
     SetupRoundTrips,
     #[error("a live stream's fixed `rate` must be 100kbit..100Mbit (frames grow with it)")]
     StreamRate,
+    #[error(
+        "`{0}` moves the sender, but with `early_data` the sender host is the server: drop one of the two"
+    )]
+    EarlyDataMoves(&'static str),
+    #[error(
+        "`replay_first_flight` replays a first flight's early data: it needs `early_data = true`"
+    )]
+    ReplayNeedsEarlyData,
 }

@@ -88,6 +88,8 @@ field_set! {
         objects: ByteList,
         sequential: bool,
         setup_round_trips: Count,
+        early_data: bool,
+        replay_first_flight: Dur,
         send_buffer: Bytes,
         low_water_mark: Bytes,
         delivery: VideoDelivery,
@@ -110,6 +112,8 @@ field_set! {
         objects: ByteList,
         sequential: bool,
         setup_round_trips: Count,
+        early_data: bool,
+        replay_first_flight: Dur,
         send_buffer: Bytes,
         low_water_mark: Bytes,
         delivery: VideoDelivery,
@@ -282,6 +286,14 @@ impl RawFlow {
         let ack_frequency = value(&mut self.ack_frequency).unwrap_or(true);
         let fec = value(&mut self.fec);
         let app = value(&mut self.app).unwrap_or_default();
+        // Where a move is asked for: a flow whose client is the receiver
+        // (early data) cannot move its sender.
+        let moves_at = [
+            ("migrate_every", self.migrate_every.as_ref()),
+            ("nat_rebind_every", self.nat_rebind_every.as_ref()),
+        ]
+        .into_iter()
+        .find_map(|(f, s)| s.map(|s| (f, s.span().start)));
         let moves = crate::nat::Moves {
             migrate_every: optional_period(take(&mut self.migrate_every), "migrate_every")?,
             nat_rebind_every: optional_period(
@@ -297,6 +309,8 @@ impl RawFlow {
             objects: self.objects.take(),
             sequential: self.sequential.take(),
             setup_round_trips: self.setup_round_trips.take(),
+            early_data: self.early_data.take(),
+            replay_first_flight: self.replay_first_flight.take(),
             send_buffer: self.send_buffer.take(),
             low_water_mark: self.low_water_mark.take(),
             delivery: self.delivery.take(),
@@ -315,6 +329,19 @@ impl RawFlow {
             });
         }
         let workload = fields.workload(app)?;
+        if let (
+            BriskWorkloadSpec::Feed {
+                early_data: Some(_),
+                ..
+            },
+            Some((field, at)),
+        ) = (&workload, moves_at)
+        {
+            return Err(Located {
+                at,
+                error: FlowError::EarlyDataMoves(field),
+            });
+        }
         if let Some((field, at)) = fields.leftover() {
             return Err(Located {
                 at,
@@ -419,6 +446,22 @@ impl AppFields {
                 if let Some(error) = error {
                     return Err(Located { at, error });
                 }
+                let early_data = value(&mut self.early_data);
+                let replay_first_flight = match take(&mut self.replay_first_flight) {
+                    Some((d, at)) if d.0.is_zero() => {
+                        return Err(Located {
+                            at,
+                            error: FlowError::ZeroPeriod("replay_first_flight"),
+                        });
+                    }
+                    Some((_, at)) if early_data != Some(true) => {
+                        return Err(Located {
+                            at,
+                            error: FlowError::ReplayNeedsEarlyData,
+                        });
+                    }
+                    other => other.map(|(d, _)| d.0),
+                };
                 BriskWorkloadSpec::Feed {
                     objects,
                     sequential: value(&mut self.sequential).unwrap_or(false),
@@ -431,6 +474,8 @@ impl AppFields {
                         }
                         other => other.map_or(0, |(n, _)| n.0),
                     },
+                    early_data,
+                    replay_first_flight,
                 }
             }
         })

@@ -173,6 +173,15 @@ pub enum BriskWorkloadSpec {
         sequential: bool,
         /// Small exchanges before the first request (handshakes).
         setup_round_trips: u32,
+        /// Set either way, the receiver host (the phone) runs the client,
+        /// which knows the server's key from an earlier visit (IK, the
+        /// resumed case): `Some(true)` sends its first request in its first
+        /// flight as early data, `Some(false)` once the handshake is done.
+        /// `None`: the sender host connects, as for every other app.
+        early_data: Option<bool>,
+        /// An attacker on the way sends a copy of that first flight again
+        /// this long after it (from another port).
+        replay_first_flight: Option<Duration>,
     },
     /// A live stream: the publisher's rate follows the path, the player
     /// buffers.

@@ -146,6 +146,8 @@ fn brisk_flows_take_their_fields_per_app() {
             objects: vec![4000, 61_440],
             sequential: false,
             setup_round_trips: 0,
+            early_data: None,
+            replay_first_flight: None,
         }
     );
     let s = Scenario::parse(
@@ -227,7 +229,43 @@ fn brisk_flows_take_their_fields_per_app() {
             objects: vec![4000],
             sequential: true,
             setup_round_trips: 3,
+            early_data: None,
+            replay_first_flight: None,
         }
+    );
+    // Early data: feed only, a boolean, its replay only with it, and no
+    // moving sender (the sender host is then the server).
+    let s = Scenario::parse(
+        "duration = \"1s\"\n[[flows]]\nkind = \"brisk\"\napp = \"feed\"\nobjects = [\"4kB\"]\nearly_data = true\nreplay_first_flight = \"500ms\"\n",
+        "e.toml",
+    )
+    .unwrap();
+    let Traffic::Brisk(b) = &s.flows[0].traffic else {
+        panic!("{:?}", s.flows[0])
+    };
+    assert!(matches!(
+        b.app,
+        BriskWorkloadSpec::Feed {
+            early_data: Some(true),
+            replay_first_flight: Some(d),
+            ..
+        } if d == std::time::Duration::from_millis(500)
+    ));
+    let e = brisk("app = \"bulk\"\nearly_data = true\n");
+    assert!(e.contains("`early_data`") && e.contains("\"bulk\""), "{e}");
+    let e = brisk("app = \"feed\"\nobjects = [\"4kB\"]\nearly_data = \"yes\"\n");
+    assert!(e.contains("early_data") && e.contains("line"), "{e}");
+    let e = brisk("app = \"feed\"\nobjects = [\"4kB\"]\nreplay_first_flight = \"1s\"\n");
+    assert!(e.contains("needs `early_data = true`"), "{e}");
+    let e = brisk(
+        "app = \"feed\"\nobjects = [\"4kB\"]\nearly_data = true\nreplay_first_flight = \"0s\"\n",
+    );
+    assert!(e.contains("`replay_first_flight`"), "{e}");
+    let e =
+        brisk("app = \"feed\"\nobjects = [\"4kB\"]\nearly_data = true\nmigrate_every = \"5s\"\n");
+    assert!(
+        e.contains("`migrate_every`") && e.contains("early_data"),
+        "{e}"
     );
     // Raw sources take `false` as "not_ect", and no brisk field.
     let e =

@@ -76,6 +76,10 @@ pub(crate) struct Bulk {
     received: u64,
     corrupt: u64,
     completed_at: Option<Instant>,
+    /// When the receiver last read new bytes, and the longest wait for
+    /// new bytes that ended in each whole second of the run.
+    last_read_at: Option<Instant>,
+    read_gaps: Vec<std::time::Duration>,
 }
 
 impl Bulk {
@@ -91,6 +95,8 @@ impl Bulk {
             received: 0,
             corrupt: 0,
             completed_at: None,
+            last_read_at: None,
+            read_gaps: Vec::new(),
         }
     }
 
@@ -119,6 +125,16 @@ impl Workload for Bulk {
             offset += data.len() as u64;
         });
         self.corrupt += corrupt;
+        if offset > self.received {
+            if let Some(last) = self.last_read_at {
+                let second = now.since_epoch().as_secs() as usize;
+                if self.read_gaps.len() <= second {
+                    self.read_gaps.resize(second + 1, std::time::Duration::ZERO);
+                }
+                self.read_gaps[second] = self.read_gaps[second].max(now - last);
+            }
+            self.last_read_at = Some(now);
+        }
         self.received = offset;
         if end == ReadEnd::Finished && self.completed_at.is_none() {
             self.completed_at = Some(now);
@@ -177,6 +193,7 @@ impl Workload for Bulk {
         app.sent_bytes = self.written;
         app.delivered_bytes = self.received;
         report.completed_at = self.completed_at;
+        report.read_gaps = self.read_gaps.clone();
         report.integrity.stream_complete = self.completed_at.is_some();
         report.integrity.missing_bytes = if self.completed_at.is_some() {
             self.written.saturating_sub(self.received)

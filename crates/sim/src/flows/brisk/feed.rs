@@ -13,13 +13,17 @@
 //! bytes) standing in for TCP's and TLS 1.2's handshakes, so they meet the
 //! same queues and losses as the page. Setup objects come first in the
 //! object list, one at a time; the report counts only the real ones.
+//!
+//! With early data the phone is the client (it knows the server's key
+//! from an earlier visit) and its first request, finished, rides in its
+//! first flight: an idempotent read, answered half a round trip later.
 
 use super::report::TransportReport;
 use super::seq::Tracer;
 use super::workload::{ReadEnd, Workload, count_corrupt, drain_stream, fill_pattern};
 use crate::flows::AppReport;
-use brisk_proto::Connection;
 use brisk_proto::streams::{Priority, StreamEvent, StreamId};
+use brisk_proto::{Connection, Idempotent};
 use brisk_time::Instant;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -59,6 +63,10 @@ pub(crate) struct Feed {
     /// How many of `sizes` are setup exchanges.
     setup: usize,
     sequential: bool,
+    /// The first request goes in the client's first flight.
+    early_data: bool,
+    /// When the first byte of the page's first object was read.
+    first_byte_at: Option<Instant>,
     /// Where each object sits in the time-sequence byte space.
     bases: Vec<u64>,
     buffer_limit: u64,
@@ -82,6 +90,7 @@ impl Feed {
         objects: Vec<u64>,
         sequential: bool,
         setup: usize,
+        early_data: bool,
         buffer_limit: u64,
     ) -> Self {
         let mut sizes = vec![SETUP_RESPONSE_LEN; setup];
@@ -101,6 +110,8 @@ impl Feed {
             sizes,
             setup,
             sequential,
+            early_data,
+            first_byte_at: None,
             buffer_limit,
             requested: 0,
             requests: BTreeMap::new(),
@@ -143,13 +154,23 @@ impl Feed {
         self.done.get(after).is_some_and(Option::is_some)
     }
 
-    fn request(&mut self, now: Instant, conn: &mut Connection, index: usize) -> bool {
-        let Ok(id) = conn.open_stream(true, self.priority(index)) else {
-            return false;
-        };
+    /// Sends the request for object `index`; `early`: as the first
+    /// flight's early data (a read, safe to repeat).
+    fn request(&mut self, now: Instant, conn: &mut Connection, index: usize, early: bool) -> bool {
         let mut req = vec![0u8; self.request_len(index)];
         req[..REQUEST_LEN].copy_from_slice(&u32::try_from(index).unwrap_or(u32::MAX).to_be_bytes());
-        let _ = conn.write(id, &req);
+        let opened = if early {
+            conn.send_early(Idempotent::declare(&req)).ok()
+        } else {
+            conn.open_stream(true, self.priority(index))
+                .ok()
+                .inspect(|&id| {
+                    let _ = conn.write(id, &req);
+                })
+        };
+        let Some(id) = opened else {
+            return false;
+        };
         let _ = conn.finish(id);
         self.requests.insert(
             id,
@@ -222,6 +243,9 @@ impl Workload for Feed {
             got += d.len() as u64;
         });
         self.received += got - req.got;
+        if req.index == self.setup && got > req.got {
+            self.first_byte_at.get_or_insert(now);
+        }
         if req.index < self.setup {
             self.setup_received += got - req.got;
         }
@@ -252,7 +276,7 @@ impl Workload for Feed {
     fn poll_receiver(&mut self, now: Instant, conn: &mut Connection) -> bool {
         let mut progressed = false;
         while self.requested < self.sizes.len() && self.may_request(self.requested) {
-            if !self.request(now, conn, self.requested) {
+            if !self.request(now, conn, self.requested, false) {
                 break;
             }
             self.requested += 1;
@@ -300,6 +324,16 @@ impl Workload for Feed {
         progressed
     }
 
+    fn first_flight(&mut self, now: Instant, conn: &mut Connection) {
+        if self.early_data && self.requested == 0 && self.request(now, conn, 0, true) {
+            self.requested = 1;
+        }
+    }
+
+    fn finished(&self) -> bool {
+        self.done.iter().all(Option::is_some)
+    }
+
     fn poll_timeout(&self) -> Option<Instant> {
         None
     }
@@ -310,6 +344,7 @@ impl Workload for Feed {
         report.latencies = self.latencies.clone();
         let page = self.done.get(self.setup..).unwrap_or_default();
         report.first_object_at = page.first().copied().flatten();
+        report.first_byte_at = self.first_byte_at;
         if self.done.iter().all(Option::is_some) {
             report.completed_at = page.iter().flatten().max().copied();
         }

@@ -33,7 +33,7 @@ mod video;
 mod workload;
 
 pub use failover::Failover;
-pub use report::{FrameReport, Integrity, StreamReport, TransportReport};
+pub use report::{EarlyDataReport, FrameReport, Integrity, StreamReport, TransportReport};
 pub use stream_encoder::{GOP, KEY_FRAME_WEIGHT, LADDER_BPS};
 pub use stream_player::CATCH_UP_SPEED;
 pub use video::{FRAME_DEADLINE, MAX_VIDEO_BPS, MIN_VIDEO_BPS, STALL_WINDOW};
@@ -95,6 +95,12 @@ pub enum BriskWorkload {
         sequential: bool,
         /// Small exchanges before the first request (handshakes).
         setup_round_trips: usize,
+        /// Set either way, the receiver host runs the client (see
+        /// [`BriskFlow`]); `Some(true)`: the first request rides in its
+        /// first flight as early data.
+        early_data: Option<bool>,
+        /// A copy of that first flight is sent again this long after it.
+        replay_first_flight: Option<Duration>,
     },
     /// A live stream: a publisher following the path, a player with a
     /// jitter buffer of `buffer`; `fixed_bps` replaces the ladder with a
@@ -156,6 +162,29 @@ pub struct BriskConfig {
 }
 
 impl BriskConfig {
+    /// Whether the receiver host runs the client (a feed with
+    /// `early_data` set either way).
+    fn receiver_connects(&self) -> bool {
+        matches!(
+            self.workload,
+            BriskWorkload::Feed {
+                early_data: Some(_),
+                ..
+            }
+        )
+    }
+
+    /// How long after the first flight an attacker sends a copy of it.
+    fn replay_first_flight(&self) -> Option<Duration> {
+        match self.workload {
+            BriskWorkload::Feed {
+                replay_first_flight,
+                ..
+            } => replay_first_flight,
+            _ => None,
+        }
+    }
+
     /// The transport knobs both ends use.
     fn transport(&self) -> TransportConfig {
         let mds = MTU_BYTES.saturating_sub(self.header_len) as u64;
@@ -245,11 +274,14 @@ impl BriskConfig {
                 objects,
                 sequential,
                 setup_round_trips,
+                early_data,
+                ..
             } => Box::new(feed::Feed::new(
                 key,
                 objects.clone(),
                 *sequential,
                 *setup_round_trips,
+                *early_data == Some(true),
                 limit,
             )),
             BriskWorkload::Stream {
@@ -263,7 +295,13 @@ impl BriskConfig {
     }
 }
 
-/// A brisk flow: see the module documentation.
+/// A brisk flow: see the module documentation. The sender host runs the
+/// client and the receiver host the server, except for a feed with
+/// `early_data` set: then the receiver host (the phone asking for a page)
+/// runs the client, and
+/// `client`, `client_conn` and `client_config` name the sender host's
+/// endpoint, connection and the connecting side's configuration whichever
+/// side that is (`server` likewise the receiver host's).
 pub struct BriskFlow {
     addrs: FlowAddrs,
     cc: &'static str,
@@ -307,6 +345,29 @@ pub struct BriskFlow {
     standby: Option<std::net::SocketAddr>,
     /// The client's moves to its other address, in order.
     failovers: Vec<Failover>,
+    /// The receiver host runs the client (a phone that connects, its
+    /// first request in its first flight or after the handshake).
+    receiver_connects: bool,
+    /// The client's first datagram, kept for an attacker to send again at
+    /// the time given, and when it did.
+    replay: Option<Replay>,
+    /// Times a first flight's early data reached the sender host's
+    /// application (the server's `EarlyData` events, replays included).
+    early_data_served: u64,
+    /// When the receiver connects, it closes its connection once the page
+    /// is in (a phone app done loading), so a later replay of its first
+    /// flight meets a server that forgot it and reaches its anti-replay
+    /// register; when it closed.
+    closed_at: Option<Instant>,
+}
+
+/// An attacker on the path who copies the client's first datagram and
+/// sends it again later from another port of the same host.
+#[derive(Debug)]
+struct Replay {
+    after: Duration,
+    flight: Option<(Instant, Vec<u8>)>,
+    sent: bool,
 }
 
 /// What the glue must ask one end about again. A sans-IO endpoint's
@@ -382,14 +443,27 @@ impl BriskFlow {
         client_config.keypair = Some(client_keys);
         let workload = config.build_workload(&transport.streams);
         client_config.transport = transport;
+        let receiver_connects = config.receiver_connects();
+        let replay = config.replay_first_flight().map(|after| Replay {
+            after,
+            flight: None,
+            sent: false,
+        });
         let window = client_config.transport.streams.connection_receive_window;
         let trace = if config.series {
             Tracer::enabled(window)
         } else {
             Tracer::default()
         };
-        let mut client = Endpoint::new(config.seed ^ 0xc11e_0001, None);
-        let mut server = Endpoint::new(config.seed ^ 0x5e7e_0002, Some(server_config));
+        // When the receiver connects the endpoints swap hosts: the
+        // server's sits on the sender host.
+        let (sender_server, receiver_server) = if receiver_connects {
+            (Some(server_config), None)
+        } else {
+            (None, Some(server_config))
+        };
+        let mut client = Endpoint::new(config.seed ^ 0xc11e_0001, sender_server);
+        let mut server = Endpoint::new(config.seed ^ 0x5e7e_0002, receiver_server);
         if let Some(f) = &config.qlog {
             server.set_qlog(f.clone());
         }
@@ -425,7 +499,18 @@ impl BriskFlow {
             timers: [None; 2],
             standby: None,
             failovers: Vec::new(),
+            receiver_connects,
+            replay,
+            early_data_served: 0,
+            closed_at: None,
         }
+    }
+
+    /// Times a first flight's early data reached the application on the
+    /// sender host (once per genuine connection; a replay the server's
+    /// anti-replay register refused adds none).
+    pub fn early_data_served(&self) -> u64 {
+        self.early_data_served
     }
 
     /// Datagrams dropped because they were not IP/UDP.
@@ -462,6 +547,20 @@ impl BriskFlow {
         let Some(config) = self.client_config.take() else {
             return;
         };
+        if self.receiver_connects {
+            // The receiver host connects; early data goes in now.
+            self.touch(End::Receiver);
+            match self.server.connect(now, self.addrs.sender, config) {
+                Ok(h) => {
+                    self.server_conn = Some(h);
+                    if let Some(c) = self.server.connection_mut(h) {
+                        self.workload.first_flight(now, c);
+                    }
+                }
+                Err(e) => self.error = Some(e.to_string()),
+            }
+            return;
+        }
         self.touch(End::Sender);
         match self.client.connect(now, self.addrs.receiver, config) {
             Ok(h) => self.client_conn = Some(h),
@@ -495,10 +594,17 @@ impl BriskFlow {
         self.touch_all_in_reference_mode();
         let mut progressed = false;
         if std::mem::replace(&mut self.touched[End::Sender as usize].events, false) {
+            // With early data the sender host is the server.
+            while let Some(h) = self.client.accept() {
+                self.client_conn.get_or_insert(h);
+            }
             while let Some((h, event)) = self.client.poll_event() {
                 // The application may answer on the connection: ask again.
                 progressed = true;
                 self.touch(End::Sender);
+                if matches!(event, Event::EarlyData { .. }) {
+                    self.early_data_served += 1;
+                }
                 if Some(h) != self.client_conn {
                     continue;
                 }
@@ -515,7 +621,9 @@ impl BriskFlow {
                     Event::ConnectionLost(e) => {
                         self.sender_up = false;
                         self.sender_final = self.client.connection(h).map(|c| c.stats());
-                        self.error.get_or_insert_with(|| format!("sender: {e}"));
+                        if self.closed_at.is_none() {
+                            self.error.get_or_insert_with(|| format!("sender: {e}"));
+                        }
                     }
                     Event::EarlyData { .. } | Event::Closed | Event::DatagramsReadable => {}
                 }
@@ -546,7 +654,9 @@ impl BriskFlow {
                     Event::ConnectionLost(e) => {
                         self.receiver_up = false;
                         self.receiver_final = self.server.connection(h).map(|c| c.stats());
-                        self.error.get_or_insert_with(|| format!("receiver: {e}"));
+                        if self.closed_at.is_none() {
+                            self.error.get_or_insert_with(|| format!("receiver: {e}"));
+                        }
                     }
                     Event::EarlyData { .. } | Event::Closed => {}
                 }
@@ -575,6 +685,22 @@ impl BriskFlow {
             progressed = true;
             self.touch(End::Receiver);
         }
+        if self.receiver_connects
+            && self.closed_at.is_none()
+            && self.workload.finished()
+            && let Some(c) = self.server_conn.and_then(|h| self.server.connection_mut(h))
+        {
+            // Both ends' statistics as the page left them.
+            self.receiver_final = Some(c.stats());
+            self.sender_final = self
+                .client_conn
+                .and_then(|h| self.client.connection(h))
+                .map(|c| c.stats());
+            c.close(now, 0, b"page loaded");
+            self.closed_at = Some(now);
+            progressed = true;
+            self.touch(End::Receiver);
+        }
         progressed
     }
 
@@ -586,6 +712,28 @@ impl BriskFlow {
             End::Sender => (&mut self.client, self.addrs.sender),
             End::Receiver => (&mut self.server, self.addrs.receiver),
         };
+        if end == End::Receiver
+            && let Some(r) = self.replay.as_mut()
+            && !r.sent
+            && let Some((at, flight)) = r.flight.as_ref()
+            && now >= *at + r.after
+        {
+            // The attacker's copy, from another port of the same host.
+            r.sent = true;
+            let replayed = ip::parse_udp_trusted(flight)
+                .ok()
+                .map(|(_, to, ecn, payload)| (to, ecn, payload.to_vec()));
+            if let Some((to, ecn, payload)) = replayed {
+                let mut from = src;
+                from.set_port(from.port().wrapping_add(1));
+                d.clear();
+                d.resize(ip::udp_headroom(from.ip()), 0);
+                d.extend_from_slice(&payload);
+                if ip::udp_datagram_in_place(from, to, ecn, d).is_ok() {
+                    return true;
+                }
+            }
+        }
         let touched = &mut self.touched[end as usize];
         if !touched.transmit {
             return false;
@@ -615,6 +763,12 @@ impl BriskFlow {
             // on trust, and summing every byte of every datagram was a
             // thirtieth of a run.
             if ip::udp_datagram_in_place_unsummed(src, t.destination, t.ecn, d).is_ok() {
+                if end == End::Receiver
+                    && let Some(r) = self.replay.as_mut()
+                    && r.flight.is_none()
+                {
+                    r.flight = Some((now, d.clone()));
+                }
                 return true;
             }
         }
@@ -708,6 +862,11 @@ impl FlowApp for BriskFlow {
             .poll_timeout()
             .filter(|t| self.sender_up && self.polled_at.is_none_or(|p| *t > p));
         let start = self.client_config.is_some().then_some(self.start);
+        let replay = self
+            .replay
+            .as_ref()
+            .filter(|r| !r.sent)
+            .and_then(|r| r.flight.as_ref().map(|(at, _)| *at + r.after));
         if cfg!(any(test, debug_assertions)) {
             assert_eq!(
                 self.timers,
@@ -717,7 +876,7 @@ impl FlowApp for BriskFlow {
         }
         earliest(
             earliest(self.timers[0], self.timers[1]),
-            earliest(app, start),
+            earliest(earliest(app, start), replay),
         )
     }
 
@@ -755,6 +914,16 @@ impl FlowApp for BriskFlow {
             ..TransportReport::default()
         };
         self.workload.report(&mut app, &mut t);
+        if self.receiver_connects {
+            let s = self.client.stats();
+            t.early_data = Some(EarlyDataReport {
+                served: self.early_data_served,
+                refused: s.early_data_replayed
+                    + s.early_data_outside_window
+                    + s.early_data_undecidable,
+                replays_sent: u64::from(self.replay.as_ref().is_some_and(|r| r.sent)),
+            });
+        }
         app.rtt_samples = self.rtt_samples.clone();
         app.transport = Some(t);
         app

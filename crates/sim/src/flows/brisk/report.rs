@@ -29,6 +29,12 @@ pub struct TransportReport {
     pub completed_at: Option<Instant>,
     /// Feed: the receiver read the first object (the API response) whole.
     pub first_object_at: Option<Instant>,
+    /// Feed: the receiver read the first byte of the first object.
+    pub first_byte_at: Option<Instant>,
+    /// Bulk: the longest wait of the receiving application for new
+    /// in-order bytes that ended in each whole second of the run (index:
+    /// the second; zero where no wait ended), after its first read.
+    pub read_gaps: Vec<Duration>,
     /// Messages and frames: from the sending application's write to the
     /// receiving application's read of the last byte; feed objects: from
     /// the request to the last byte.
@@ -37,6 +43,8 @@ pub struct TransportReport {
     /// Live streaming: what the viewer saw.
     pub stream: Option<StreamReport>,
     pub integrity: Integrity,
+    /// With early data: what became of first flights at the server.
+    pub early_data: Option<EarlyDataReport>,
     /// (when, congestion window) at every change (with series only).
     pub cwnd: Vec<(Instant, u64)>,
     /// Time-sequence events (with series only).
@@ -53,6 +61,20 @@ impl TransportReport {
     pub fn first_object(&self) -> Option<Duration> {
         self.first_object_at.map(|t| t - self.started_at)
     }
+}
+
+/// What the server on the sender host did with first flights' early data.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EarlyDataReport {
+    /// Times early data reached the server's application (one per
+    /// genuine connection; more means a replay got through).
+    pub served: u64,
+    /// First flights whose early data the server refused (a replay its
+    /// register had seen, a time outside its window, or one it could not
+    /// decide).
+    pub refused: u64,
+    /// Copies of the first flight an attacker sent (`replay_first_flight`).
+    pub replays_sent: u64,
 }
 
 /// Did the receiving application get exactly what the sender wrote?

@@ -43,6 +43,14 @@ pub(crate) trait Workload {
     fn receiver_writes(&self) -> bool {
         false
     }
+    /// The receiver's connection was just opened toward the sender (it is
+    /// the client: early data) and its first flight has not left: early
+    /// data goes in now.
+    fn first_flight(&mut self, _now: Instant, _conn: &mut Connection) {}
+    /// Everything the workload meant to move has arrived (a feed's page).
+    fn finished(&self) -> bool {
+        false
+    }
     /// The next moment the sender has something to do on its own.
     fn poll_timeout(&self) -> Option<Instant>;
     /// Fills the byte counts of `app` and the workload's part of `report`.
