@@ -20,7 +20,10 @@ fn number(row: &[Cell], column: usize) -> f64 {
 
 /// Not `quick`: a 10 s run is too short for the 160 ms flow of the RTT
 /// pair to converge (the section flags such runs), and the whole section
-/// with its twins takes a few seconds at full length.
+/// with its twins takes a few seconds at full length. It prints the
+/// section's tables (the slow-link one is docs/PROTOCOL.md's):
+/// `cargo test --release -p brisk-lab --features reference-prague --test
+/// reference_peer -- --nocapture`.
 #[test]
 fn every_case_gets_the_reference_figure_beside_brisk() {
     let mut suite = Suite::embedded("default").unwrap();
@@ -48,10 +51,29 @@ fn every_case_gets_the_reference_figure_beside_brisk() {
             .unwrap()
     };
     let (reference, brisk) = (position("reference"), position("Brisk"));
+    // Both tables as Markdown, the slow-link one as docs/PROTOCOL.md
+    // keeps it.
+    for t in &section.tables {
+        eprintln!("\n| {} |", t.columns.join(" | "));
+        eprintln!("|{}", " --- |".repeat(t.columns.len()));
+        for row in &t.rows {
+            let line: Vec<String> = row.iter().map(Cell::display).collect();
+            eprintln!("| {} |", line.join(" | "));
+        }
+    }
     for row in &table.rows {
-        let line: Vec<String> = row.iter().map(Cell::display).collect();
-        eprintln!("{}", line.join(" | "));
         number(row, reference);
+    }
+    // The slow-link table: every rate with the reference's figures, alone
+    // a number and beside CUBIC two rates.
+    let slow = &section.tables[1];
+    assert_eq!(slow.rows.len(), 5);
+    for row in &slow.rows {
+        number(row, 2);
+        let Cell::Text(pair) = &row[5] else {
+            panic!("{row:?}")
+        };
+        assert!(pair.contains(" vs "), "{pair}");
     }
     // The slow-link rows: the reference keeps a default DualPI2 link busy.
     assert!(number(&table.rows[1], reference) > 50.0);
