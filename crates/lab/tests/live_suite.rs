@@ -228,11 +228,17 @@ fn first_contact_full_round_trips() {
 }
 
 /// Runs the lossy-mobile-live section on `ip` with its networks' delays
-/// divided by `shrink` and `secs` seconds per file (one fetch of each size
-/// per transport per second, bulk downloads that long), prints its tables
-/// and checks, and requires every transport to have finished every object
-/// and Brisk with FEC to have rebuilt packets on the lossy path.
-fn lossy_mobile_live(test: &str, ip: brisk_netmodel::IpFamily, shrink: u32, secs: u64) {
+/// divided by `shrink` and `length` per file (one fetch of each size per
+/// transport per whole second, at least one, and bulk downloads that
+/// long), prints its tables and checks, and requires every transport to
+/// have finished every object and Brisk with FEC to have rebuilt packets
+/// on the lossy path.
+fn lossy_mobile_live(
+    test: &str,
+    ip: brisk_netmodel::IpFamily,
+    shrink: u32,
+    length: std::time::Duration,
+) {
     if !can_run_live(test) {
         return;
     }
@@ -246,7 +252,7 @@ fn lossy_mobile_live(test: &str, ip: brisk_netmodel::IpFamily, shrink: u32, secs
         link.down.delay /= shrink;
         link.up.delay /= shrink;
         sc.scenario.ip = ip;
-        sc.scenario.duration = std::time::Duration::from_secs(secs);
+        sc.scenario.duration = length;
     }
     let config = RunConfig {
         capture: false,
@@ -254,7 +260,7 @@ fn lossy_mobile_live(test: &str, ip: brisk_netmodel::IpFamily, shrink: u32, secs
     };
     let lab = brisk_lab::run(&suite, &config, &|_| {}).expect("the section runs");
     let section = &lab.report.sections[0];
-    println!("lossy mobile links live, {ip:?}, delays / {shrink}, {secs} s per file:");
+    println!("lossy mobile links live, {ip:?}, delays / {shrink}, {length:?} per file:");
     print_section(section);
     assert_eq!(section.scenarios.len(), 2);
     for sc in &section.scenarios {
@@ -276,19 +282,15 @@ fn lossy_mobile_live(test: &str, ip: brisk_netmodel::IpFamily, shrink: u32, secs
 }
 
 /// The lossy-mobile-live section at a fifth of its round trip (44 ms),
-/// one fetch of each object per transport and 1 s bulk downloads, IPv4:
-/// every transport completes, FEC rebuilds packets. Not yet in the
-/// default run (its time in CI is still to be measured):
-/// `cargo test --release -p brisk-lab --test live_suite -- --ignored
-/// lossy_mobile_live_quick --nocapture`.
+/// one fetch of each object per transport and 0.5 s bulk downloads, IPv4:
+/// every transport completes, FEC rebuilds packets.
 #[test]
-#[ignore]
 fn lossy_mobile_live_quick_ipv4() {
     lossy_mobile_live(
         "lossy_mobile_live_quick_ipv4",
         brisk_netmodel::IpFamily::V4,
         5,
-        1,
+        std::time::Duration::from_millis(500),
     );
 }
 
@@ -300,6 +302,11 @@ fn lossy_mobile_live_quick_ipv4() {
 #[ignore]
 fn lossy_mobile_live_full() {
     for ip in [brisk_netmodel::IpFamily::V4, brisk_netmodel::IpFamily::V6] {
-        lossy_mobile_live("lossy_mobile_live_full", ip, 1, 10);
+        lossy_mobile_live(
+            "lossy_mobile_live_full",
+            ip,
+            1,
+            std::time::Duration::from_secs(10),
+        );
     }
 }
