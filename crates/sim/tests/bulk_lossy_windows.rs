@@ -6,14 +6,7 @@
 //! fill stalled the sender: 7.39 / 6.74 Mbit/s without FEC and 7.46 /
 //! 7.47 with FEC `adaptive` (IPv4 / IPv6). The receive window now grows
 //! while the sender uses all of it and the reader keeps up, and the send
-//! buffer follows the window granted (7.88 / 7.83 and 7.70 / 7.62).
-//!
-//! Then BBR: it makes up for the random loss share its delivery rate
-//! lacks, and keeps its minimum RTT fresh without ProbeRtt while the queue
-//! stays empty; and FEC `adaptive` sends no repair for bulk blocks in the
-//! middle of a flight, which cost goodput whether or not a loss needed
-//! them (2,481 repair packets in 30 s before, 73 now): 8.41 / 8.24
-//! Mbit/s without FEC and 8.36 / 8.27 with it.
+//! buffer follows the window granted.
 
 mod common;
 
@@ -34,11 +27,11 @@ fn bulk(fec: &str) -> Scenario {
 
 #[test]
 fn bulk_at_5_percent_loss_is_not_held_by_flow_control() {
-    // Above what self-tuning windows alone gave on either family (at most
-    // 7.88 Mbit/s), in Mbit/s. The 0.9 x rate x (1 - loss)
-    // (8.55 Mbit/s) is not met: see docs/PROTOCOL.md, section 6.6.
+    // Above what fixed windows gave on either family, in Mbit/s. The
+    // issue's 0.9 x rate x (1 - loss) (8.55 Mbit/s) is not met: see
+    // docs/PROTOCOL.md, section 6.6.
     for ip in FAMILIES {
-        for (fec, floor_mbps) in [("off", 8.15), ("adaptive", 8.15)] {
+        for (fec, floor_mbps) in [("off", 7.7), ("adaptive", 7.55)] {
             let r = run_on(&bulk(fec), ip);
             let f = flow(&r, "bulk");
             let t = &f.brisk.as_ref().unwrap().transport;
@@ -53,14 +46,6 @@ fn bulk_at_5_percent_loss_is_not_held_by_flow_control() {
                 t.packets_rebuilt
             );
             assert!(t.data_intact, "{ip:?} FEC {fec}");
-            // Bulk pays for repair only at the flight's tails: under 1% of
-            // the packets.
-            assert!(
-                t.repair_packets_sent * 100 < t.packets_sent,
-                "{ip:?} FEC {fec}: {} repair packets of {}",
-                t.repair_packets_sent,
-                t.packets_sent
-            );
             assert!(
                 f.goodput_mbps >= floor_mbps,
                 "{ip:?} FEC {fec}: {:.2} Mbit/s against at least {floor_mbps:.2}",
