@@ -672,7 +672,7 @@ impl Connection {
             .chain(datagrams)
             .reduce(f64::max);
         let payload = out.get(b.payload_start..).unwrap_or_default();
-        f.on_packet_sent(now, pn, payload, protection);
+        f.on_packet_sent(now, pn, payload, protection, b.datagrams > 0);
     }
 
     /// For a probe with no new data: hands the newest in-flight packet's

@@ -58,6 +58,8 @@ struct OpenBlock {
     payloads: Vec<Vec<u8>>,
     /// The loss rate the block is protected against at least.
     floor: f64,
+    /// A packet of the block carried datagrams.
+    datagrams: bool,
     last_sent_at: Instant,
 }
 
@@ -103,13 +105,15 @@ impl FecSender {
     }
 
     /// A 1-RTT packet other than a repair packet is being sent, with this
-    /// plaintext payload; `protection` from its streams' policies.
+    /// plaintext payload; `protection` from its streams' and datagrams'
+    /// policies; `datagrams`: it carries datagrams.
     pub(crate) fn on_packet_sent(
         &mut self,
         now: Instant,
         pn: u64,
         payload: &[u8],
         protection: Option<f64>,
+        datagrams: bool,
     ) {
         if let Some(b) = &self.open
             && b.first_pn + b.payloads.len() as u64 != pn
@@ -123,17 +127,26 @@ impl FecSender {
                 first_pn: pn,
                 payloads: Vec::new(),
                 floor,
+                datagrams: false,
                 last_sent_at: now,
             }),
         };
         b.payloads.push(payload.to_vec());
         b.floor = b.floor.max(protection.unwrap_or(0.0));
+        b.datagrams |= datagrams;
         b.last_sent_at = now;
     }
 
     /// After a packet left: closes the open block if the flight ends
     /// (`app_limited`), if the window (`cwnd` bytes, `in_flight` used) has
     /// room only for the block's repair, or if the block is full.
+    ///
+    /// A block of adaptive stream data that fills up while the flight goes
+    /// on (bulk) closes without repair: in the middle of a transfer a
+    /// repair symbol costs a packet of goodput whether or not a loss needs
+    /// it, where a retransmission resends only what was lost and the
+    /// transfer does not wait for it. The flight's last block, and one the
+    /// window closes, keep theirs.
     pub(crate) fn after_sent(&mut self, in_flight: u64, cwnd: u64, mds: u64, app_limited: bool) {
         let Some(b) = &self.open else {
             return;
@@ -141,7 +154,10 @@ impl FecSender {
         let k = b.payloads.len();
         let m = self.repair_for(k, b.floor) as u64;
         let full = k >= self.config.max_block_packets.min(codec::MAX_SOURCES);
-        if app_limited || full || in_flight + (m + 1) * mds > cwnd {
+        let window = in_flight + (m + 1) * mds > cwnd;
+        if full && !app_limited && !window && b.floor == 0.0 && !b.datagrams {
+            self.open = None;
+        } else if app_limited || full || window {
             self.close();
         }
     }
@@ -319,7 +335,7 @@ mod tests {
         let mut s = sender(FecPolicy::On);
         let p = s.protection(StreamId(0));
         for pn in 5..9 {
-            s.on_packet_sent(T, pn, &[pn as u8; 100], p);
+            s.on_packet_sent(T, pn, &[pn as u8; 100], p, false);
             s.after_sent(0, 1_000_000, 1200, pn == 8);
         }
         let r = s.next_repair().expect("repair at the tail").clone();
@@ -337,10 +353,10 @@ mod tests {
     fn a_full_window_closes_the_block_with_room_for_its_repair() {
         let mut s = sender(FecPolicy::On);
         let p = s.protection(StreamId(0));
-        s.on_packet_sent(T, 0, &[1; 1000], p);
+        s.on_packet_sent(T, 0, &[1; 1000], p, false);
         s.after_sent(8 * 1200, 10 * 1200, 1200, false);
         assert!(s.next_repair().is_none());
-        s.on_packet_sent(T, 1, &[1; 1000], p);
+        s.on_packet_sent(T, 1, &[1; 1000], p, false);
         s.after_sent(9 * 1200, 10 * 1200, 1200, false);
         assert!(s.next_repair().is_some());
     }
@@ -350,13 +366,53 @@ mod tests {
         for policy in [FecPolicy::Off, FecPolicy::Adaptive] {
             let mut s = sender(policy);
             let p = s.protection(StreamId(0));
-            s.on_packet_sent(T, 0, &[1; 100], p);
+            s.on_packet_sent(T, 0, &[1; 100], p, false);
             s.after_sent(0, 100_000, 1200, true);
             assert!(s.next_repair().is_none(), "{policy:?}");
         }
         let mut s = sender(FecPolicy::Off);
         s.set_policy(StreamId(4), FecPolicy::On);
         assert_eq!(s.protection(StreamId(4)), Some(ON_LOSS_FLOOR));
+    }
+
+    /// At 5% measured loss an adaptive stream's block that fills up in the
+    /// middle of a flight (bulk) closes without repair; the flight's last
+    /// block gets its repair, and so does a full block of datagrams.
+    #[test]
+    fn adaptive_bulk_repairs_only_the_flights_tail() {
+        let lossy = |s: &mut FecSender| {
+            s.on_delivered(950);
+            for pn in 0..50 {
+                s.on_lost(pn * 20);
+            }
+        };
+        let mut s = sender(FecPolicy::Adaptive);
+        lossy(&mut s);
+        let p = s.protection(StreamId(0));
+        let mut pn = 1_000;
+        for _ in 0..3 * 32 {
+            s.on_packet_sent(T, pn, &[1; 1000], p, false);
+            s.after_sent(0, 10_000_000, 1200, false);
+            pn += 1;
+        }
+        assert!(s.next_repair().is_none());
+        assert_eq!(s.guard(1_000), None);
+        for i in 0..5 {
+            s.on_packet_sent(T, pn, &[1; 1000], p, false);
+            s.after_sent(0, 10_000_000, 1200, i == 4);
+            pn += 1;
+        }
+        let r = s.next_repair().expect("the tail's repair").clone();
+        assert_eq!((r.first_pn, r.source_count), (pn - 5, 5));
+        // Datagrams keep repair in every block.
+        let mut s = sender(FecPolicy::Adaptive);
+        lossy(&mut s);
+        for pn in 1_000..1_032 {
+            s.on_packet_sent(T, pn, &[1; 1000], Some(0.0), true);
+            s.after_sent(0, 10_000_000, 1200, false);
+        }
+        let r = s.next_repair().expect("the datagrams' repair").clone();
+        assert_eq!((r.first_pn, r.source_count), (1_000, 32));
     }
 
     #[test]
