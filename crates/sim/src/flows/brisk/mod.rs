@@ -18,6 +18,7 @@
 //! reports.
 
 mod bulk;
+mod download;
 mod failover;
 mod feed;
 mod frame_datagrams;
@@ -104,6 +105,10 @@ pub enum BriskWorkload {
         buffer: Duration,
         fixed_bps: Option<u64>,
     },
+    /// The client asks for `bytes` and the server sends them: the one
+    /// application whose data flows toward the client (the two-path
+    /// phone that only downloads).
+    Download { bytes: u64 },
 }
 
 impl BriskWorkload {
@@ -114,6 +119,7 @@ impl BriskWorkload {
             BriskWorkload::Video { .. } => "video",
             BriskWorkload::Feed { .. } => "feed",
             BriskWorkload::Stream { .. } => "stream",
+            BriskWorkload::Download { .. } => "download",
         }
     }
 }
@@ -200,7 +206,8 @@ impl BriskConfig {
             BriskWorkload::Bulk { .. }
             | BriskWorkload::Video { .. }
             | BriskWorkload::Feed { .. }
-            | BriskWorkload::Stream { .. } => {}
+            | BriskWorkload::Stream { .. }
+            | BriskWorkload::Download { .. } => {}
         }
         t
     }
@@ -255,6 +262,9 @@ impl BriskConfig {
             } => Box::new(live_stream::LiveStream::new(
                 key, *fps, *buffer, *fixed_bps, self.start, self.stop,
             )),
+            BriskWorkload::Download { bytes } => {
+                Box::new(download::Download::new(key, *bytes, limit))
+            }
         }
     }
 }
