@@ -1,6 +1,6 @@
 //! A phone with two access paths on real sockets, downloading (the
 //! `two_path` recipe): Wi-Fi through the lab's router (20 Mbit/s, 10 ms
-//! each way), cellular on a second interface (10 Mbit/s, 30 ms each way).
+//! each way), cellular on a second interface (10 Mbit/s, no added delay).
 //! The Wi-Fi stops delivering after the first MiB of 3 MiB. Brisk, failover
 //! on, notices the stall though it only receives, moves to cellular and
 //! finishes with the right SHA-256; kernel TCP with Happy Eyeballs over

@@ -1,7 +1,8 @@
 //! "Fall back from a stalled Wi-Fi to cellular" (WWDC 2015) with real
 //! sockets: a phone downloads 3 MiB over Wi-Fi (the lab's router, the
-//! scenario's network) with a cellular interface beside it (10 Mbit/s,
-//! 30 ms each way, a second veth pair); after the first MiB the Wi-Fi stops
+//! scenario's network) with a cellular interface beside it (10 Mbit/s
+//! shaped by htb, no added delay, a second veth pair); after the first MiB
+//! the Wi-Fi stops
 //! delivering both ways (`brisk_live::recipes::two_path`). Brisk (failover
 //! on, its cellular address as the standby) and kernel TCP (Happy
 //! Eyeballs over both local addresses, Wi-Fi first, 250 ms attempt delay;
@@ -14,7 +15,7 @@
 //! - Brisk's stall (longest wait between reads from the stall on) is at
 //!   most **400 ms**: about one Wi-Fi probe timeout to notice (the phone
 //!   only downloads: its PINGs on its ACKs go unanswered) plus one
-//!   cellular round trip (60 ms), with room for the host's scheduling;
+//!   cellular round trip, with room for the host's scheduling;
 //! - Brisk's stall is at most **half of kernel TCP's**, which waits out
 //!   the app's read timeout, then a Happy Eyeballs race whose Wi-Fi
 //!   attempt is lost, then a handshake and a request over cellular.
@@ -52,7 +53,7 @@ impl Section for StalledWifi {
                    to cellular rather than wait on it.",
             scope: "Real sockets in network namespaces: Wi-Fi through the live lab's router \
                     (20 Mbit/s, 10 ms each way), cellular on a second interface (10 Mbit/s, \
-                    30 ms each way). A 3 MiB download whose Wi-Fi stops delivering after \
+                    no added delay). A 3 MiB download whose Wi-Fi stops delivering after \
                     1 MiB. Brisk over brisk-io with failover and a standby address, beside \
                     kernel TCP connected by Happy Eyeballs over both local addresses with a \
                     1 s read timeout in the app. Wall-clock numbers.",
