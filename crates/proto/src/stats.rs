@@ -133,6 +133,10 @@ pub struct ConnectionStats {
     /// (`TransportConfig::failover`): a probe timeout with data in flight,
     /// or a path moved to that never answered its challenge.
     pub path_stalls: u64,
+    /// Moves of the peer to another network after our path to it fell
+    /// silent (a probe timeout fired): what was in flight toward the old
+    /// address was sent again at once on the new path.
+    pub peer_failovers: u64,
     /// The server held back sending because of the 3x amplification limit.
     pub amplification_blocked: u64,
     /// Forward error correction: packets that carried a repair symbol

@@ -1,8 +1,10 @@
 //! A phone with two access paths toward one server: its Wi-Fi and its
 //! cellular interface, each with an address of its own and a network of
 //! its own (rate, delay, queue, loss, outages), as two `Bottleneck`s. The
-//! phone uploads a stream over the first path; when its connection reports
-//! a stall it moves to the second ([`crate::flows::brisk::Failover`]).
+//! phone uploads a stream over the first path, or downloads one (its
+//! request acknowledged, it then only receives); when its connection
+//! reports a stall it moves to the second
+//! ([`crate::flows::brisk::Failover`]).
 //!
 //! A datagram takes the path of the client address it carries: from the
 //! client by its source, toward the client by its destination, as a
@@ -35,10 +37,17 @@ pub struct TwoPathRun {
     pub use_second: bool,
     pub ip: IpFamily,
     pub seed: u64,
-    /// Bytes the phone uploads, each checked by the receiver.
+    /// Bytes the phone uploads (or downloads), each checked by the
+    /// receiver.
     pub bytes: u64,
+    /// The phone downloads `bytes` from the server instead of uploading
+    /// them.
+    pub download: bool,
     /// Virtual time the run may take at most.
     pub duration: Duration,
+    /// Virtual time the run goes on after the last byte arrived, the
+    /// connection left idle (zero: the run ends with the last byte).
+    pub linger: Duration,
 }
 
 /// What a run measured.
@@ -66,6 +75,11 @@ pub struct TwoPathOutcome {
     /// New paths the phone's connection validated (PATH_CHALLENGE
     /// answered).
     pub paths_validated: u64,
+    /// Stalls the phone's connection reported.
+    pub path_stalls: u64,
+    /// Times the server saw the phone turn up on another network after
+    /// its path fell silent, and resent its flight at once.
+    pub peer_failovers: u64,
     /// When the run ended (the receiver read the last byte, or the
     /// duration ran out).
     pub end: Instant,
@@ -132,8 +146,12 @@ pub fn run_two_path(run: &TwoPathRun) -> TwoPathOutcome {
         header_len: run.ip.udp_header_bytes() as usize,
         start: Instant::ZERO,
         stop: end,
-        workload: BriskWorkload::Bulk {
-            bytes: Some(run.bytes),
+        workload: if run.download {
+            BriskWorkload::Download { bytes: run.bytes }
+        } else {
+            BriskWorkload::Bulk {
+                bytes: Some(run.bytes),
+            }
         },
         series: false,
         null_cipher: false,
@@ -155,6 +173,8 @@ pub fn run_two_path(run: &TwoPathRun) -> TwoPathOutcome {
         delivered: Vec::new(),
     };
     let mut now = Instant::ZERO;
+    let mut end = end;
+    let mut done = false;
     net.send(&mut flow, now);
     while let Some(t) = net.next_wakeup(&flow).filter(|t| *t <= end) {
         now = t;
@@ -169,8 +189,12 @@ pub fn run_two_path(run: &TwoPathRun) -> TwoPathOutcome {
             }
         }
         net.drain(&mut flow, now);
-        if flow.delivered_bytes() >= run.bytes {
-            break;
+        if !done && flow.delivered_bytes() >= run.bytes {
+            if run.linger.is_zero() {
+                break;
+            }
+            done = true;
+            end = end.min(now + run.linger);
         }
     }
     let report = flow.report();
@@ -185,8 +209,12 @@ pub fn run_two_path(run: &TwoPathRun) -> TwoPathOutcome {
         first_on_second: net.first_on_second,
         delivered: net.delivered,
         base_rtts: [net.links[0].round_trip(), net.links[1].round_trip()],
-        paths_validated: transport.sender.map_or(0, |s| s.paths_validated),
-        end: now,
+        paths_validated: transport.sender.as_ref().map_or(0, |s| s.paths_validated),
+        path_stalls: transport.sender.as_ref().map_or(0, |s| s.path_stalls),
+        peer_failovers: transport.receiver.as_ref().map_or(0, |s| s.peer_failovers),
+        // A run left idle ends at the end of its idle time, whether or not
+        // anything happened then.
+        end: if done { end } else { now },
     }
 }
 
@@ -263,21 +291,22 @@ impl Paths {
         at: Instant,
         packet: Packet,
     ) {
-        match dir {
-            Direction::Down => {
-                let before = flow.delivered_bytes();
-                flow.handle_datagram(at, End::Receiver, &packet.data);
-                let after = flow.delivered_bytes();
-                if after > before {
-                    self.delivered.push((at, after));
-                    if path == 0 {
-                        self.last_on_first = Some(at);
-                    } else {
-                        self.first_on_second.get_or_insert(at);
-                    }
-                }
+        // Toward the server (an upload's data), or toward the phone (a
+        // download's).
+        let end = match dir {
+            Direction::Down => End::Receiver,
+            Direction::Up => End::Sender,
+        };
+        let before = flow.delivered_bytes();
+        flow.handle_datagram(at, end, &packet.data);
+        let after = flow.delivered_bytes();
+        if after > before {
+            self.delivered.push((at, after));
+            if path == 0 {
+                self.last_on_first = Some(at);
+            } else {
+                self.first_on_second.get_or_insert(at);
             }
-            Direction::Up => flow.handle_datagram(at, End::Sender, &packet.data),
         }
         flow.recycle(packet.data);
     }

@@ -11,6 +11,7 @@
 use brisk_netmodel::Network;
 use brisk_sim::scenario::IpFamily;
 use brisk_sim::two_path::{TwoPathOutcome, TwoPathRun, run_two_path};
+use brisk_time::Instant;
 use std::time::Duration;
 
 /// Wi-Fi: 20 Mbit/s, 20 ms round trip, dead both ways from 1.5 s on.
@@ -41,7 +42,7 @@ limit_packets = 100
 
 const BYTES: u64 = 6_000_000;
 
-fn run(ip: IpFamily, seed: u64, use_second: bool) -> TwoPathOutcome {
+fn run(ip: IpFamily, seed: u64, use_second: bool, download: bool) -> TwoPathOutcome {
     run_two_path(&TwoPathRun {
         first: Network::parse(WIFI).unwrap(),
         second: Network::parse(CELLULAR).unwrap(),
@@ -49,7 +50,9 @@ fn run(ip: IpFamily, seed: u64, use_second: bool) -> TwoPathOutcome {
         ip,
         seed,
         bytes: BYTES,
+        download,
         duration: Duration::from_secs(60),
+        linger: Duration::ZERO,
     })
 }
 
@@ -61,8 +64,8 @@ fn ms(d: Duration) -> f64 {
 fn an_upload_over_stalled_wifi_moves_to_cellular_within_a_probe_timeout() {
     for ip in [IpFamily::V4, IpFamily::V6] {
         for seed in 1..=3 {
-            let two = run(ip, seed, true);
-            let one = run(ip, seed, false);
+            let two = run(ip, seed, true, false);
+            let one = run(ip, seed, false, false);
             let (stall, bound, goal) = (two.stall(), two.stall_bound(), two.stall_goal());
             let pto = two.failovers.first().map(|f| f.pto);
             eprintln!(
@@ -104,6 +107,100 @@ fn an_upload_over_stalled_wifi_moves_to_cellular_within_a_probe_timeout() {
             assert!(one.failovers.is_empty() && one.first_on_second.is_none());
             let error = one.error.clone().unwrap_or_default();
             assert!(error.contains("timed out"), "{ip:?} seed {seed}: {error}");
+        }
+    }
+}
+
+/// A phone that only downloads: once its request is acknowledged it sends
+/// only ACKs, so without the receiver's watch (one PING a round trip on its
+/// ACKs while a response arrives) nothing of its own goes unanswered when
+/// the Wi-Fi dies. With it, the phone notices the stall within one probe
+/// timeout of its last bytes over Wi-Fi, the server resends its flight at
+/// once when the phone turns up on cellular, and the receiver waits at most
+/// one Wi-Fi probe timeout and one cellular round trip.
+#[test]
+fn a_download_over_stalled_wifi_moves_to_cellular_within_a_probe_timeout_and_a_round_trip() {
+    for ip in [IpFamily::V4, IpFamily::V6] {
+        for seed in [1] {
+            let two = run(ip, seed, true, true);
+            let (stall, goal) = (two.stall(), two.stall_goal());
+            let pto = two.failovers.first().map(|f| f.pto);
+            eprintln!(
+                "{ip:?} seed {seed}: download over two paths: {} of {BYTES} bytes intact {}, \
+                 done at {:.3} s; moved {:.1} ms after the last bytes over Wi-Fi (phone's \
+                 Wi-Fi PTO {:.1} ms); receiver's stall {:.1} ms, goal PTO + 1 cellular RTT \
+                 {:.1} ms; stalls reported {}, paths validated {}, server resent its flight \
+                 {} time(s)",
+                two.delivered_bytes,
+                two.intact(BYTES),
+                two.completed_at.map_or(f64::NAN, |t| t.as_secs_f64()),
+                two.detection().map_or(f64::NAN, ms),
+                pto.map_or(f64::NAN, ms),
+                stall.map_or(f64::NAN, ms),
+                goal.map_or(f64::NAN, ms),
+                two.path_stalls,
+                two.paths_validated,
+                two.peer_failovers,
+            );
+            assert!(two.intact(BYTES), "{ip:?} seed {seed}");
+            assert_eq!(two.failovers.len(), 1, "{ip:?} seed {seed}");
+            assert!(two.paths_validated >= 1, "{ip:?} seed {seed}");
+            assert_eq!(two.peer_failovers, 1, "{ip:?} seed {seed}");
+            let (detection, pto) = (two.detection().unwrap(), pto.unwrap());
+            assert!(
+                detection <= pto,
+                "{ip:?} seed {seed}: moved {detection:?} after the last bytes, PTO {pto:?}"
+            );
+            let (stall, goal) = (stall.unwrap(), goal.unwrap());
+            assert!(stall <= goal, "{ip:?} seed {seed}: {stall:?} > {goal:?}");
+        }
+    }
+}
+
+/// Wi-Fi clean until the response is whole, then dead from 6 s on while
+/// the connection sits idle for 10 s with nothing outstanding: the
+/// downloading phone's PINGs are answered in the server's data packets, and
+/// a dead path under an idle connection is no stall (nobody waits on it).
+/// The phone never moves.
+#[test]
+fn a_download_over_clean_wifi_and_an_idle_connection_never_fail_over() {
+    for ip in [IpFamily::V4, IpFamily::V6] {
+        for seed in [1] {
+            let clean = WIFI.replace("start = \"1500ms\"", "start = \"6s\"");
+            assert_ne!(clean, WIFI);
+            let two = run_two_path(&TwoPathRun {
+                first: Network::parse(&clean).unwrap(),
+                second: Network::parse(CELLULAR).unwrap(),
+                use_second: true,
+                ip,
+                seed,
+                bytes: BYTES / 3,
+                download: true,
+                duration: Duration::from_secs(60),
+                linger: Duration::from_secs(10),
+            });
+            eprintln!(
+                "{ip:?} seed {seed}: download, Wi-Fi dead from 6 s on: intact {}, done at {:.3} s, run \
+                 ended at {:.3} s; stalls reported {}, moves {}",
+                two.intact(BYTES / 3),
+                two.completed_at.map_or(f64::NAN, |t| t.as_secs_f64()),
+                two.end.as_secs_f64(),
+                two.path_stalls,
+                two.failovers.len(),
+            );
+            assert!(two.intact(BYTES / 3), "{ip:?} seed {seed}");
+            let done = two.completed_at.unwrap();
+            assert!(
+                done < Instant::from_millis(6_000),
+                "{ip:?} seed {seed}: done at {done:?}"
+            );
+            assert!(
+                two.end >= done + Duration::from_secs(10),
+                "{ip:?} seed {seed}"
+            );
+            assert_eq!(two.path_stalls, 0, "{ip:?} seed {seed}");
+            assert!(two.failovers.is_empty(), "{ip:?} seed {seed}");
+            assert!(two.first_on_second.is_none(), "{ip:?} seed {seed}");
         }
     }
 }

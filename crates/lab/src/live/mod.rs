@@ -22,7 +22,10 @@
 //! [`first_contact`], a cold client's first answer: Brisk with and without
 //! early data beside TLS 1.3 over kernel TCP and quinn; and
 //! [`lossy_mobile_live`], objects and bulk on a lossy mobile path, kernel
-//! TCP beside Brisk with and without forward error correction.
+//! TCP beside Brisk with and without forward error correction; and
+//! [`stalled_wifi`], a phone's download whose Wi-Fi stalls while its
+//! cellular interface works, Brisk failing over beside kernel TCP with
+//! Happy Eyeballs (one file per family).
 
 mod fast_open;
 mod first_contact;
@@ -35,6 +38,7 @@ mod mobile_optimizer;
 mod nat64_literal;
 mod notsent_lowat;
 mod rpm;
+mod stalled_wifi;
 mod write_sizing;
 
 use crate::numbers::Numbers;
@@ -64,6 +68,7 @@ pub fn all() -> &'static [&'static dyn crate::section::Section] {
         &mobile_optimizer::MobileOptimizer,
         &first_contact::FirstContact,
         &lossy_mobile_live::LossyMobileLive,
+        &stalled_wifi::StalledWifi,
     ]
 }
 
@@ -486,6 +491,43 @@ pub(crate) mod tests {
         let (m, l) = (as_refs(&measured), as_refs(&late));
         assert_eq!(verdict("first-contact", &[&m, &m, &m, &m]), Verdict::Pass);
         assert_eq!(verdict("first-contact", &[&l, &l, &l, &l]), Verdict::Fail);
+    }
+
+    /// One stalled-Wi-Fi run's numbers: each side's stall, and whether it
+    /// finished intact over cellular.
+    fn stalled_wifi(
+        brisk_stall_ms: f64,
+        tcp_stall_ms: f64,
+        brisk_intact: f64,
+    ) -> Vec<(&'static str, f64)> {
+        vec![
+            ("brisk_stall_ms", brisk_stall_ms),
+            ("brisk_after_stall_ms", brisk_stall_ms + 2_000.0),
+            ("brisk_total_ms", brisk_stall_ms + 2_600.0),
+            ("brisk_intact", brisk_intact),
+            ("brisk_stalls", 1.0),
+            ("tcp_stall_ms", tcp_stall_ms),
+            ("tcp_after_stall_ms", tcp_stall_ms + 2_000.0),
+            ("tcp_total_ms", tcp_stall_ms + 2_600.0),
+            ("tcp_intact", 1.0),
+            ("tcp_timeouts", 1.0),
+            ("cellular_mbps", 10.0),
+        ]
+    }
+
+    /// Measured in the live lab (docs/LIVE.md); then Brisk waiting as long
+    /// as the app's read timeout, and Brisk not finishing.
+    #[test]
+    fn stalled_wifi_verdict_follows_brisks_stall() {
+        let (v4, v6) = (
+            stalled_wifi(180.0, 1_400.0, 1.0),
+            stalled_wifi(190.0, 1_420.0, 1.0),
+        );
+        assert_eq!(verdict("stalled-wifi-live", &[&v4, &v6]), Verdict::Pass);
+        let slow = stalled_wifi(1_100.0, 1_400.0, 1.0);
+        assert_ne!(verdict("stalled-wifi-live", &[&slow, &slow]), Verdict::Pass);
+        let broken = stalled_wifi(180.0, 1_400.0, 0.0);
+        assert_ne!(verdict("stalled-wifi-live", &[&v4, &broken]), Verdict::Pass);
     }
 
     #[test]

@@ -255,7 +255,9 @@ fn stalled_wifi(
         ip: wifi.scenario.ip,
         seed: wifi.scenario.seed,
         bytes,
+        download: false,
         duration: wifi.scenario.duration,
+        linger: Duration::ZERO,
     });
     let alone = wifi.transport(PHONE)?;
     let alone_bytes = alone.integrity.checked_bytes;

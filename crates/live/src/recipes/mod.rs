@@ -30,7 +30,11 @@
 //!   without early data beside TLS 1.3 over TCP and quinn 1-RTT and 0-RTT
 //!   (OK.ru's 4-5 / 2.5 / 1 round trips);
 //! - [`transfer`]: a fixed-size download checked by SHA-256, for the
-//!   fault matrix.
+//!   fault matrix;
+//! - [`two_path`]: a phone with Wi-Fi (the router's path) and cellular (a
+//!   second interface) downloading when its Wi-Fi stalls: Brisk failing
+//!   over by itself beside kernel TCP with Happy Eyeballs and an app's
+//!   read timeout (WWDC 2015).
 //!
 //! And kernel TCP alone: [`sized_tcp`], downloads of fixed sizes with the
 //! server's initial window and retransmission counters, for the mobile
@@ -53,6 +57,7 @@ pub mod nat64;
 pub mod sized_tcp;
 pub mod steady_bulk;
 pub mod transfer;
+pub mod two_path;
 pub mod write_sizing;
 
 use crate::error::LiveError;

@@ -109,6 +109,10 @@ pub(crate) struct Migration {
     /// A stall of the path in use waits to be reported
     /// ([`Connection::poll_path_stall`]).
     stall_pending: bool,
+    /// A probe timeout went unanswered while the peer was still heard
+    /// from: whether that is a stall is decided then
+    /// ([`Connection::check_stall`]).
+    stall_check: Option<Instant>,
 }
 
 impl Migration {
@@ -129,6 +133,7 @@ impl Migration {
             path_first_pn: 0,
             established_at: None,
             stall_pending: false,
+            stall_check: None,
         }
     }
 
@@ -264,6 +269,16 @@ impl Connection {
         if !self.migrate(now) {
             return false;
         }
+        self.requeue_flight();
+        self.update_timers(now);
+        true
+    }
+
+    /// Queues again at once, in stream order, what is in flight on the
+    /// path being left, and takes it out of flight with no congestion
+    /// response; the packets stay tracked, so an ACK for one of them
+    /// cancels its second copy.
+    fn requeue_flight(&mut self) {
         let pns: Vec<u64> = self
             .sent
             .iter()
@@ -281,13 +296,32 @@ impl Connection {
                 self.requeue_frames(&frames);
             }
         }
-        self.update_timers(now);
-        true
+    }
+
+    /// Whether the ACK being sent should carry a PING: with `failover` on,
+    /// a side that receives a response (a stream of the peer's not yet
+    /// whole, the peer's last packet carrying stream data) and has nothing
+    /// ack-eliciting in flight. A phone that only downloads sends nothing
+    /// that asks for an answer, so its path could die unnoticed; with one
+    /// PING a round trip riding on its ACKs (the sender's data packets
+    /// carry the answer), the stall rule below holds for it too: nothing
+    /// acknowledged for one probe timeout. A connection whose peer has
+    /// nothing to send (idle, or a response not begun) sends none, and a
+    /// peer that pauses answers the PING with an ACK, so neither is a
+    /// stall.
+    pub(super) fn watch_ping_due(&self) -> bool {
+        self.config.failover
+            && self.migration.enabled
+            && self.state == ConnState::Established
+            && self.last_heard.is_some_and(|(_, data)| data)
+            && !self.sent.has_eliciting_in_flight()
+            && self.streams.receiving()
     }
 
     /// True once for each stall of the path in use, when
     /// `TransportConfig::failover` is on: the first probe timeout in a row
-    /// with data in flight (nothing acknowledged for one probe timeout),
+    /// with data in flight (nothing acknowledged for one probe timeout;
+    /// on a side that only receives, its PING: see `watch_ping_due`),
     /// or a path moved to whose challenge went unanswered. A driver with
     /// another local address moves there with [`Connection::fail_over`];
     /// call it after [`Connection::handle_timeout`].
@@ -302,15 +336,44 @@ impl Connection {
     }
 
     /// A probe timeout fired with data in flight: the first in a row on
-    /// an established connection is a stall, with `failover` on.
-    pub(super) fn note_path_stall(&mut self) {
+    /// an established connection is a stall, with `failover` on, once
+    /// the peer has also been silent for a smoothed round trip
+    /// ([`Connection::check_stall`]).
+    pub(super) fn note_path_stall(&mut self, now: Instant) {
         if self.config.failover
             && self.migration.enabled
             && self.state == ConnState::Established
             && self.loss.pto_count() == 1
         {
-            self.report_stall();
+            self.migration.stall_check = Some(now);
+            self.check_stall(now);
         }
+    }
+
+    /// A probe timeout went unanswered: a stall if nothing at all came
+    /// from the peer for a smoothed round trip either. A receiver's PING
+    /// rides among the sender's data, and its answer can be lost with a
+    /// data packet while the data keeps coming: that is no stall. While
+    /// packets keep arriving the check waits for a round trip of silence
+    /// after the last one, as long as what timed out stays unanswered.
+    pub(super) fn check_stall(&mut self, now: Instant) {
+        if self.migration.stall_check.is_none() {
+            return;
+        }
+        self.migration.stall_check = None;
+        if !self.sent.has_eliciting_in_flight() || self.loss.pto_count() == 0 {
+            return;
+        }
+        let quiet = self.rtt.smoothed();
+        match self.last_heard {
+            Some((at, _)) if at + quiet > now => self.migration.stall_check = Some(at + quiet),
+            _ => self.report_stall(),
+        }
+    }
+
+    /// When [`Connection::check_stall`] runs next.
+    pub(super) fn stall_check_deadline(&self) -> Option<Instant> {
+        self.migration.stall_check
     }
 
     fn report_stall(&mut self) {
@@ -362,10 +425,24 @@ impl Connection {
                 saved: None,
             });
         }
+        // The old path fell silent (nothing new acknowledged for a
+        // smoothed round trip, or a probe timeout fired since) and the
+        // peer turns up on another network: it failed over, and what we
+        // sent to the old address is gone. It goes out again at once on
+        // the new path rather than after the new path's ACKs show it lost.
+        let silent = self.loss.pto_count() > 0
+            || self
+                .last_newly_acked
+                .is_none_or(|t| now.saturating_duration_since(t) > self.rtt.smoothed());
+        let failed_over = new_network && self.sent.has_eliciting_in_flight() && silent;
         if new_network {
             self.new_network_path(now, true);
         } else {
             self.rotate_peer_cid();
+        }
+        if failed_over {
+            self.requeue_flight();
+            self.stats.peer_failovers += 1;
         }
         self.start_validation(now, Some(packet_len as u64));
         // The challenge leaves at once, whatever the window holds of
@@ -529,6 +606,10 @@ impl Connection {
             let f = Frame::PathChallenge(v.challenge);
             f.emit(out);
             v.send_at = now + timeout;
+            // Our own move: the peer may send the new address three times
+            // what it got from it until the challenge is answered, so the
+            // datagram is padded to full size (RFC 9000 §8.2.1).
+            b.pad |= v.amplification.is_none();
             b.record(None, || qlog::frame(&f), true);
         }
         if self.cid_urgent(now) {

@@ -286,6 +286,8 @@ pub struct Connection {
     /// When the peer was last heard from, and whether that packet carried
     /// stream data (the peer was sending, not only answering or probing).
     last_heard: Option<(Instant, bool)>,
+    /// When an ACK last acknowledged something new.
+    last_newly_acked: Option<Instant>,
     timers: TimerTable,
     /// When `update_timers` last ran. Its inputs change only on input
     /// (datagrams, timeouts) and when a packet leaves, each of which ends
@@ -425,6 +427,7 @@ impl Connection {
             paths_validated: 0,
             path_validations_failed: 0,
             path_stalls: 0,
+            peer_failovers: 0,
             amplification_blocked: 0,
             ack_frames_sent: 0,
             ack_frequency_sent: 0,
@@ -493,6 +496,7 @@ impl Connection {
             peer_max_ack_delay: config.max_ack_delay,
             eliciting_sent_since_rx: false,
             last_heard: None,
+            last_newly_acked: None,
             timers: TimerTable::default(),
             timers_updated_at: None,
             events: VecDeque::new(),
@@ -1155,10 +1159,15 @@ impl Connection {
                 }
                 Timer::KeepAlive => self.ping_pending = true,
                 Timer::Silence => {
-                    // One PING per silence: from here the probe timeout
-                    // retries it until the peer answers.
-                    self.ping_pending = true;
-                    self.last_heard = self.last_heard.map(|(at, _)| (at, false));
+                    if self.stall_check_deadline().is_some_and(|t| t <= now) {
+                        self.check_stall(now);
+                    }
+                    if self.silence_deadline().is_some_and(|t| t <= now) {
+                        // One PING per silence: from here the probe
+                        // timeout retries it until the peer answers.
+                        self.ping_pending = true;
+                        self.last_heard = self.last_heard.map(|(at, _)| (at, false));
+                    }
                 }
                 Timer::PathValidation => self.on_path_timeout(now),
             }
@@ -1182,7 +1191,7 @@ impl Connection {
         if self.pto_deadline().is_some_and(|t| t <= now) {
             self.probes_pending = self.loss.on_pto();
             self.stats.ptos += 1;
-            self.note_path_stall();
+            self.note_path_stall(now);
         }
     }
 
@@ -1296,7 +1305,10 @@ impl Connection {
         self.timers.set_opt(Timer::AckDelay, ack);
         self.timers
             .set_opt(Timer::Ecn, self.ecn.poll_timeout().filter(|&t| t > now));
-        self.timers.set_opt(Timer::Silence, self.silence_deadline());
+        self.timers.set_opt(
+            Timer::Silence,
+            earliest(self.silence_deadline(), self.stall_check_deadline()),
+        );
         self.timers
             .set_opt(Timer::PathValidation, self.path_deadline(now));
         if let Some(i) = self.config.keep_alive_interval

@@ -127,6 +127,10 @@ pub(crate) struct PacketBuilder {
     mtu_probe: bool,
     /// A NEW_CONNECTION_ID frame was written: one per packet is enough.
     pub(super) new_cid: bool,
+    /// The packet carries the PATH_CHALLENGE of our own move: it is padded
+    /// to the datagram's full size, so the peer may answer with that much
+    /// data before the new path is validated.
+    pub(super) pad: bool,
 }
 
 impl PacketBuilder {
@@ -246,6 +250,7 @@ impl Connection {
             datagram_blocked: false,
             mtu_probe: false,
             new_cid: false,
+            pad: false,
         };
         let retransmitted_before = self.streams.stats().bytes_retransmitted;
         for source in PRIORITY {
@@ -257,6 +262,12 @@ impl Connection {
         if (!b.eliciting && !gate.ack_due) || out.len() == payload_start {
             out.truncate(start);
             return None;
+        }
+        if b.pad && out.len() < b.limit {
+            let padding = b.limit - out.len();
+            // PADDING frames are zero bytes.
+            out.resize(b.limit, 0);
+            b.record(None, || qlog::frame(&Frame::Padding(padding)), false);
         }
         let retransmits = self.streams.stats().bytes_retransmitted > retransmitted_before;
         let full = b.full;
@@ -315,6 +326,7 @@ impl Connection {
             datagram_blocked: false,
             mtu_probe: true,
             new_cid: false,
+            pad: false,
         };
         let gate = Gate {
             ack_due: false,
@@ -499,7 +511,10 @@ impl Connection {
                 // An ACK that left a datagram no room still leaves now.
                 let alone = !b.eliciting
                     && (gate.probe || (b.datagram_blocked && b.largest_acked.is_some()));
-                if (self.ping_pending || alone) && b.room(out) > 0 {
+                // A receiver watching its path for a stall makes an ACK it
+                // sends anyway ack-eliciting (`Connection::watch_ping_due`).
+                let watch = !b.eliciting && b.with_ack && self.watch_ping_due();
+                if (self.ping_pending || alone || watch) && b.room(out) > 0 {
                     Frame::Ping.emit(out);
                     b.record(None, || QlogFrame::Ping, true);
                 }

@@ -710,6 +710,7 @@ impl Connection {
         }
         self.loss.on_ack(largest, !newly.is_empty());
         if !newly.is_empty() {
+            self.last_newly_acked = Some(now);
             self.on_newly_acked(now, &ack, &newly);
         }
         // Kept between ACKs at the size ACKs need lately: one that once

@@ -21,7 +21,8 @@ pub(crate) enum Timer {
     /// Send a PING to keep the path (and NAT bindings) alive.
     KeepAlive = 6,
     /// A peer that was sending fell silent: send a PING (see
-    /// `Connection::silence_deadline`).
+    /// `Connection::silence_deadline`); or, with failover, see whether an
+    /// unanswered probe timeout is a stall (`Connection::check_stall`).
     Silence = 7,
     /// Send a PATH_CHALLENGE again, or give up on the new path.
     PathValidation = 8,

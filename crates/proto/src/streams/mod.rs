@@ -392,6 +392,16 @@ impl Streams {
         self.streams.get(&id)?.recv.as_ref().map(RecvStream::state)
     }
 
+    /// Whether a receiving half still waits for bytes: its peer has not
+    /// sent (or we have not received) all of it, and it was not reset.
+    pub(crate) fn receiving(&self) -> bool {
+        self.streams.values().any(|s| {
+            s.recv
+                .as_ref()
+                .is_some_and(|r| matches!(r.state(), RecvState::Recv | RecvState::SizeKnown))
+        })
+    }
+
     /// Bytes written on `id` and never transmitted (0 for unknown streams).
     pub fn unsent_bytes(&self, id: StreamId) -> u64 {
         self.send_half(id).map_or(0, SendStream::unsent)

@@ -18,6 +18,7 @@
 //! reports.
 
 mod bulk;
+mod download;
 mod failover;
 mod feed;
 mod frame_datagrams;
@@ -110,6 +111,10 @@ pub enum BriskWorkload {
         buffer: Duration,
         fixed_bps: Option<u64>,
     },
+    /// The client asks for `bytes` and the server sends them: the one
+    /// application whose data flows toward the client (the two-path
+    /// phone that only downloads).
+    Download { bytes: u64 },
 }
 
 impl BriskWorkload {
@@ -120,6 +125,7 @@ impl BriskWorkload {
             BriskWorkload::Video { .. } => "video",
             BriskWorkload::Feed { .. } => "feed",
             BriskWorkload::Stream { .. } => "stream",
+            BriskWorkload::Download { .. } => "download",
         }
     }
 }
@@ -233,7 +239,8 @@ impl BriskConfig {
             BriskWorkload::Bulk { .. }
             | BriskWorkload::Video { .. }
             | BriskWorkload::Feed { .. }
-            | BriskWorkload::Stream { .. } => {}
+            | BriskWorkload::Stream { .. }
+            | BriskWorkload::Download { .. } => {}
         }
         t
     }
@@ -291,6 +298,9 @@ impl BriskConfig {
             } => Box::new(live_stream::LiveStream::new(
                 key, *fps, *buffer, *fixed_bps, self.start, self.stop,
             )),
+            BriskWorkload::Download { bytes } => {
+                Box::new(download::Download::new(key, *bytes, limit))
+            }
         }
     }
 }

@@ -1,0 +1,74 @@
+//! A phone with two access paths on real sockets, downloading (the
+//! `two_path` recipe): Wi-Fi through the lab's router (20 Mbit/s, 10 ms
+//! each way), cellular on a second interface (10 Mbit/s, no added delay).
+//! The Wi-Fi stops delivering after the first MiB of 3 MiB. Brisk, failover
+//! on, notices the stall though it only receives, moves to cellular and
+//! finishes with the right SHA-256; kernel TCP with Happy Eyeballs over
+//! both addresses and a 1 s read timeout reconnects over cellular and
+//! finishes too. Each side's stall is printed; Brisk's must be shorter
+//! than the app's read timeout alone. IPv4 and IPv6.
+
+mod common;
+
+use brisk_live::recipes::two_path::{self, TwoPathConfig};
+
+const WIFI: &str = "[link.down]\nrate = \"20Mbit\"\ndelay = \"10ms\"\n\
+                    [link.up]\nrate = \"20Mbit\"\ndelay = \"10ms\"\n\
+                    [queue.fifo]\nlimit_packets = 100\n";
+
+fn stalled_wifi(ip: &str) {
+    let test = format!("stalled_wifi_{ip}");
+    let Some(_g) = common::lab_guard(&test) else {
+        return;
+    };
+    let lab = common::lab(&format!("ip = \"{ip}\"\n{WIFI}"));
+    let config = TwoPathConfig::default();
+    let r = two_path::run(&lab, &config).expect("both downloads run");
+    drop(lab);
+    for (side, s) in [("brisk", &r.brisk), ("kernel TCP + Happy Eyeballs", &r.tcp)] {
+        eprintln!(
+            "{test}: {side}: {} bytes, SHA-256 ok {}; stall {:.0} ms, rest {:.0} ms after the \
+             stall, whole download {:.0} ms; finished on cellular {}; stalls noticed {}, moves \
+             {} (wall clock; cellular {:.0} Mbit/s, TCP read timeout {:.0} ms, attempt delay \
+             {:.0} ms)",
+            s.bytes,
+            s.sha256_ok,
+            s.stall_ms,
+            s.after_stall_ms,
+            s.total_ms,
+            s.finished_on_cellular,
+            s.stalls_noticed,
+            s.moves,
+            r.cellular_mbps,
+            r.tcp_read_timeout_ms,
+            r.attempt_delay_ms,
+        );
+        assert_eq!(s.bytes, config.bytes, "{test}: {side}");
+        assert!(s.sha256_ok, "{test}: {side}");
+        assert!(s.finished_on_cellular, "{test}: {side}");
+        assert!(
+            s.stalls_noticed >= 1 && s.moves >= 1,
+            "{test}: {side}: {s:?}"
+        );
+    }
+    assert!(
+        r.brisk.stall_ms < r.tcp_read_timeout_ms,
+        "{test}: Brisk's stall {:.0} ms",
+        r.brisk.stall_ms
+    );
+    assert!(
+        r.tcp.stall_ms >= r.tcp_read_timeout_ms,
+        "{test}: TCP's stall {:.0} ms",
+        r.tcp.stall_ms
+    );
+}
+
+#[test]
+fn a_download_leaves_a_stalled_wifi_for_cellular_v4() {
+    stalled_wifi("v4");
+}
+
+#[test]
+fn a_download_leaves_a_stalled_wifi_for_cellular_v6() {
+    stalled_wifi("v6");
+}
