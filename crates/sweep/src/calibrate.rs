@@ -117,16 +117,20 @@ pub struct Search {
     pub buffers_packets: Vec<u64>,
     /// Rounds at most (a round visits every parameter once).
     pub rounds: usize,
+    /// How many of the grid's seeds (its first ones) the fit uses, for the
+    /// recording's numbers and each candidate's alike.
+    pub seeds: usize,
 }
 
 impl Default for Search {
     fn default() -> Search {
         Search {
-            rate_factors: vec![0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1],
+            rate_factors: vec![0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3],
             extra_delays_ms: vec![0, 5, 10, 20, 40, 80],
             losses: vec![0.0, 0.001, 0.005, 0.01, 0.02],
             buffers_packets: vec![10, 20, 50, 100, 200, 400, 800],
             rounds: 3,
+            seeds: 1,
         }
     }
 }
@@ -135,8 +139,8 @@ impl Default for Search {
 #[derive(Debug, Clone, PartialEq)]
 pub struct SchemeFit {
     pub scheme: String,
-    /// Mean over seeds on the recorded path: throughput (Mbit/s) and p95
-    /// one-way delay (ms).
+    /// Mean over the seeds the fit uses on the recorded path: throughput
+    /// (Mbit/s) and p95 one-way delay (ms).
     pub trace_mbps: f64,
     pub trace_p95_ms: f64,
     /// The same on the fitted emulator.
@@ -342,7 +346,18 @@ pub fn calibrate(
             message: format!("the grid has no scheme axis `{scheme_axis}` to calibrate by"),
         })?;
     let schemes = axis.values.clone();
-    let reference = means(grid, flows, scheme_axis)?;
+    let seeds: Vec<u64> = grid
+        .seeds
+        .iter()
+        .copied()
+        .take(search.seeds.max(1))
+        .collect();
+    let kept: Vec<Row> = flows
+        .iter()
+        .filter(|r| matches!(r.get("seed"), Some(Cell::Int(s)) if seeds.contains(&(*s as u64))))
+        .cloned()
+        .collect();
+    let reference = means(grid, &kept, scheme_axis)?;
     let mut fits = Vec::new();
     for path in recorded_paths(grid, scheme_axis)? {
         let target = reference.get(&path.title).cloned().unwrap_or_default();
@@ -358,6 +373,7 @@ pub fn calibrate(
             &target,
             scheme_axis,
             &schemes,
+            &seeds,
             store,
             search,
             options,
@@ -375,6 +391,7 @@ fn fit_path(
     target: &[(String, f64, f64)],
     scheme_axis: &str,
     schemes: &[Value],
+    seeds: &[u64],
     store: &Store,
     search: &Search,
     options: &SweepOptions,
@@ -443,6 +460,7 @@ fn fit_path(
                 &unique,
                 scheme_axis,
                 schemes,
+                seeds,
                 store,
                 options,
                 progress,
@@ -545,6 +563,7 @@ fn evaluate(
     emulators: &[Emulator],
     scheme_axis: &str,
     schemes: &[Value],
+    seeds: &[u64],
     store: &Store,
     options: &SweepOptions,
     progress: &mut dyn FnMut(&str, Progress),
@@ -568,12 +587,7 @@ fn evaluate(
     );
     file.insert(
         "seeds".into(),
-        Value::Array(
-            grid.seeds
-                .iter()
-                .map(|&s| Value::Integer(s as i64))
-                .collect(),
-        ),
+        Value::Array(seeds.iter().map(|&s| Value::Integer(s as i64)).collect()),
     );
     file.insert("base".into(), Value::Table(path.scenario.clone()));
     file.insert("axes".into(), Value::Table(axes));

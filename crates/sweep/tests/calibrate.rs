@@ -65,11 +65,12 @@ fn a_fitted_emulator_beats_the_mean_rate_and_its_file_reproduces_it() {
     let store = Store::open(&dir.join("grid")).expect("store");
     let outcome = sweep(&grid, &store, &SweepOptions::default(), &mut |_| {}).expect("grid runs");
     let search = Search {
-        rate_factors: vec![0.6, 0.8, 1.0],
+        rate_factors: vec![0.8, 1.0, 1.2],
         extra_delays_ms: vec![0, 10, 40],
         losses: vec![0.0, 0.01],
         buffers_packets: vec![20, 50, 200],
         rounds: 2,
+        seeds: 1,
     };
     let cal = Store::open(&dir.join("calibration")).expect("store");
     let fits = calibrate(

@@ -204,7 +204,12 @@ fn bad_grids_name_the_field_and_line() {
             "invalid",
         ),
         ("colour = 3", "", "test-grid.toml", "colour"),
-        ("", "path = [\"5Mbit\"]", "`axes.path`", "a table of field paths"),
+        (
+            "",
+            "path = [\"5Mbit\"]",
+            "`axes.path`",
+            "a table of field paths",
+        ),
         (
             "",
             "path = [{ name = \"x\" }]",
@@ -245,7 +250,10 @@ fn a_path_axis_sets_several_fields_and_live_axes_stay_out_of_the_simulator() {
     assert_eq!(points.len(), 2);
     assert!(points[0].scenario_toml.contains("rate = \"2Mbit\""));
     assert!(points[0].scenario_toml.contains("limit_packets = 400"));
-    assert!(!points[0].scenario_toml.contains("slow, deep"), "the name is no field");
+    assert!(
+        !points[0].scenario_toml.contains("slow, deep"),
+        "the name is no field"
+    );
     assert!(points[1].scenario_toml.contains("rate = \"8Mbit\""));
     let dir = tempfile::tempdir().unwrap();
     let out = run(&g, &Store::open(dir.path()).unwrap(), 1);
@@ -256,7 +264,10 @@ fn a_path_axis_sets_several_fields_and_live_axes_stay_out_of_the_simulator() {
     assert!(rate(0) < 2.01 && rate(1) > 2.5, "{} {}", rate(0), rate(1));
 
     // A live axis: same scenario, one key per value, and no simulator run.
-    let live = format!("{}\"live.scheme\" = [\"tcp cubic\", \"brisk cubic\"]\n", text);
+    let live = format!(
+        "{}\"live.scheme\" = [\"tcp cubic\", \"brisk cubic\"]\n",
+        text
+    );
     let g = grid(&live).unwrap();
     assert!(g.is_live());
     let points = g.points().unwrap();

@@ -30,7 +30,10 @@
 //!   without early data beside TLS 1.3 over TCP and quinn 1-RTT and 0-RTT
 //!   (OK.ru's 4-5 / 2.5 / 1 round trips);
 //! - [`transfer`]: a fixed-size download checked by SHA-256, for the
-//!   fault matrix.
+//!   fault matrix;
+//! - [`pantheon`]: one scheme (kernel TCP or Brisk, any controller)
+//!   downloading over a path in a lab of its own, for Pantheon-style
+//!   comparisons (`brisk sweep --live`).
 //!
 //! And kernel TCP alone: [`sized_tcp`], downloads of fixed sizes with the
 //! server's initial window and retransmission counters, for the mobile
@@ -50,6 +53,7 @@ pub mod loss;
 pub mod lossy_objects;
 pub mod lowat;
 pub mod nat64;
+pub mod pantheon;
 pub mod sized_tcp;
 pub mod steady_bulk;
 pub mod transfer;
