@@ -56,9 +56,11 @@ fn flow_index(scheme_axis: &str) -> i64 {
         .unwrap_or(0)
 }
 
-/// A short form of an axis value for a title: a trace named by its file.
+/// A short form of an axis value for a title: a path by its `name`, a
+/// trace by its file.
 fn short(cell: Option<&Cell>) -> String {
     match cell {
+        Some(Cell::Text(t)) if named(t).is_some() => named(t).unwrap_or_default(),
         Some(Cell::Text(t)) => match t.split_once("mahimahi = \"") {
             Some((_, path)) => {
                 let path = path.trim_end_matches(['"', ' ', '}']);
@@ -72,6 +74,39 @@ fn short(cell: Option<&Cell>) -> String {
         Some(Cell::Bool(b)) => b.to_string(),
         Some(Cell::Null) | None => "-".to_string(),
     }
+}
+
+/// The `name` of a `path` axis value written as inline TOML.
+fn named(text: &str) -> Option<String> {
+    if !text.starts_with('{') {
+        return None;
+    }
+    let table: toml::Table = format!("v = {text}").parse().ok()?;
+    table.get("v")?.get("name")?.as_str().map(str::to_string)
+}
+
+/// The title of the path a row (or a point's inputs) belongs to: the
+/// values of every axis but `scheme_axis`, shortened.
+pub fn path_title(grid: &Grid, row: &Row, scheme_axis: &str) -> String {
+    let others: Vec<&str> = grid
+        .axes
+        .iter()
+        .map(|a| a.path.as_str())
+        .filter(|a| *a != scheme_axis)
+        .collect();
+    if others.is_empty() {
+        return grid.name.clone();
+    }
+    others
+        .iter()
+        .map(|a| format!("{a} = {}", short(row.get(a))))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The short name of a row's scheme.
+pub fn scheme_name(row: &Row, scheme_axis: &str) -> String {
+    short(row.get(scheme_axis))
 }
 
 fn number(row: &Row, column: &str) -> f64 {
@@ -92,7 +127,6 @@ pub fn panels(grid: &Grid, flows: &[Row], scheme_axis: &str) -> Result<Vec<Panel
             axes.join(", "),
         ));
     }
-    let others: Vec<&str> = axes.iter().copied().filter(|a| *a != scheme_axis).collect();
     let flow = flow_index(scheme_axis);
     let mut order: Vec<String> = Vec::new();
     let mut by_path: BTreeMap<String, Vec<PointSet>> = BTreeMap::new();
@@ -100,16 +134,8 @@ pub fn panels(grid: &Grid, flows: &[Row], scheme_axis: &str) -> Result<Vec<Panel
         .iter()
         .filter(|r| r.get("id") == Some(&Cell::Int(flow)))
     {
-        let title = if others.is_empty() {
-            grid.name.clone()
-        } else {
-            others
-                .iter()
-                .map(|a| format!("{a} = {}", short(row.get(a))))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        let scheme = short(row.get(scheme_axis));
+        let title = path_title(grid, row, scheme_axis);
+        let scheme = scheme_name(row, scheme_axis);
         if !by_path.contains_key(&title) {
             order.push(title.clone());
         }
@@ -146,5 +172,9 @@ mod tests {
             Cell::Text(r#"{ mahimahi = "../../shared/traces/ATT-LTE-driving.down" }"#.into());
         assert_eq!(short(Some(&cell)), "ATT-LTE-driving.down (trace)");
         assert_eq!(short(Some(&Cell::Text("12Mbit".into()))), "12Mbit");
+        let path = Cell::Text(
+            r#"{ "link.down.rate" = "4.2Mbit", name = "ATT-LTE-driving, fitted" }"#.into(),
+        );
+        assert_eq!(short(Some(&path)), "ATT-LTE-driving, fitted");
     }
 }

@@ -14,6 +14,14 @@
 //! Axes keep their order in the file; the last varies fastest, seeds
 //! innermost. Each point is checked as a whole scenario before anything
 //! runs, so a bad value fails the sweep at once, naming the values.
+//!
+//! Two axis names are not scenario fields:
+//! - `path` sets several fields at once: each value is a table of dotted
+//!   field paths and their values, with an optional `name` for plots
+//!   (`{ name = "LTE, fitted", "link.down.rate" = "4.7Mbit", "link.down.delay" = "31ms" }`);
+//! - an axis under `live.` (`live.scheme`) is an input of the live lab's
+//!   driver, not of the scenario: it goes into the run's key and rows, and
+//!   the simulator refuses to run it.
 
 use crate::error::SweepError;
 use crate::path::FieldPath;
@@ -52,6 +60,76 @@ pub struct Axis {
     pub values: Vec<Value>,
     /// Line of the axis in the grid file.
     pub line: usize,
+    pub kind: AxisKind,
+}
+
+/// What an axis' values set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AxisKind {
+    /// One scenario field, named by the axis path.
+    Field,
+    /// `path`: several fields at once, each value a table of dotted paths
+    /// and values (and an optional `name`).
+    Bundle,
+    /// `live.*`: an input of the live lab's driver.
+    Live,
+}
+
+/// The axis name that sets several fields at once.
+pub const BUNDLE_AXIS: &str = "path";
+/// The prefix of axes that only the live lab reads.
+pub const LIVE_PREFIX: &str = "live.";
+
+impl AxisKind {
+    fn of(name: &str) -> AxisKind {
+        if name == BUNDLE_AXIS {
+            AxisKind::Bundle
+        } else if name.starts_with(LIVE_PREFIX) {
+            AxisKind::Live
+        } else {
+            AxisKind::Field
+        }
+    }
+}
+
+/// The fields a `path` value sets, in its order, without its `name`.
+fn bundle_fields(value: &Value) -> Result<Vec<(FieldPath, Value)>, String> {
+    let Value::Table(t) = value else {
+        return Err(format!(
+            "a `path` value is a table of field paths and values, not {}",
+            value.type_str()
+        ));
+    };
+    let mut fields = Vec::new();
+    for (k, v) in t {
+        if k == "name" {
+            if !v.is_str() {
+                return Err("a path's `name` is text".to_string());
+            }
+            continue;
+        }
+        fields.push((FieldPath::parse(k)?, v.clone()));
+    }
+    if fields.is_empty() {
+        return Err("a `path` value sets at least one field".to_string());
+    }
+    Ok(fields)
+}
+
+impl Axis {
+    /// Applies `value` of this axis to a scenario table.
+    fn apply(&self, table: &mut toml::Table, value: &Value) -> Result<(), String> {
+        match self.kind {
+            AxisKind::Field => self.path.set(table, value.clone()),
+            AxisKind::Bundle => {
+                for (path, v) in bundle_fields(value)? {
+                    path.set(table, v)?;
+                }
+                Ok(())
+            }
+            AxisKind::Live => Ok(()),
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -160,17 +238,19 @@ impl Grid {
             if values.is_empty() {
                 return Err(err("an axis needs at least one value".to_string()));
             }
-            for (i, v) in values.iter().enumerate() {
-                if values[..i].contains(v) {
-                    return Err(err(format!("the value {v} is listed twice")));
-                }
-                path.set(&mut base.clone(), v.clone()).map_err(err)?;
-            }
-            axes.push(Axis {
+            let axis = Axis {
+                kind: AxisKind::of(path.as_str()),
                 path,
                 values,
                 line: line_of(text, span.start),
-            });
+            };
+            for (i, v) in axis.values.iter().enumerate() {
+                if axis.values[..i].contains(v) {
+                    return Err(err(format!("the value {v} is listed twice")));
+                }
+                axis.apply(&mut base.clone(), v).map_err(err)?;
+            }
+            axes.push(axis);
         }
         let points = axes
             .iter()
@@ -199,6 +279,12 @@ impl Grid {
         &self.base_dir
     }
 
+    /// Whether an axis is an input of the live lab (`live.*`): such a grid
+    /// runs only there.
+    pub fn is_live(&self) -> bool {
+        self.axes.iter().any(|a| a.kind == AxisKind::Live)
+    }
+
     /// Runs the grid expands to: combinations times seeds.
     pub fn len(&self) -> usize {
         self.axes.iter().map(|a| a.values.len()).product::<usize>() * self.seeds.len()
@@ -224,8 +310,7 @@ impl Grid {
             for (axis, value) in self.axes.iter().zip(inputs.iter().map(|(_, v)| v)) {
                 // Checked for each value alone when parsing; an earlier
                 // axis may still have replaced a table a later one reaches.
-                axis.path
-                    .set(&mut table, value.clone())
+                axis.apply(&mut table, value)
                     .map_err(|m| self.point_error(&inputs, m))?;
             }
             let scenario = self.scenario(&table, &inputs)?;

@@ -9,8 +9,11 @@
 //! input beside every metric. The store is a directory of Parquet files;
 //! finished runs are found by key and not run again. [`compare`] draws a
 //! grid's results as Pantheon does: throughput against 95th-percentile
-//! one-way delay, one panel per path, a dot per run and scheme.
+//! one-way delay, one panel per path, a dot per run and scheme;
+//! [`calibrate`] fits a constant-rate emulator to each recorded path so
+//! that the schemes fare on it as they do on the recording.
 
+pub mod calibrate;
 pub mod compare;
 pub mod error;
 pub mod grid;
@@ -23,5 +26,7 @@ pub mod store;
 pub use error::SweepError;
 pub use grid::Grid;
 pub use row::{Cell, Row};
-pub use run::{Plan, Progress, SweepOptions, SweepOutcome, finish, plan, simulate, sweep};
+pub use run::{
+    Plan, Progress, SweepOptions, SweepOutcome, finish, plan, plan_live, simulate, sweep,
+};
 pub use store::{Store, Table};

@@ -21,7 +21,8 @@ pub struct Point {
     /// The whole scenario as canonical TOML (keys sorted, the seed set):
     /// `brisk sim` on this text reproduces the run.
     pub scenario_toml: String,
-    /// Hex SHA-256 of the Brisk version, the seed and `scenario_toml`.
+    /// Hex SHA-256 of the Brisk version, the seed and `scenario_toml`
+    /// (with the point's `live.*` inputs, if any).
     pub key: String,
     pub scenario: Arc<Scenario>,
 }
@@ -34,7 +35,15 @@ impl Point {
         scenario_toml: String,
         scenario: Arc<Scenario>,
     ) -> Point {
-        let key = run_key(&scenario_toml, seed);
+        // Inputs of the live lab's driver are not in the scenario: they
+        // join its text in the key, so each makes a run of its own.
+        let mut keyed = scenario_toml.clone();
+        for (name, value) in &inputs {
+            if name.starts_with(crate::grid::LIVE_PREFIX) {
+                keyed.push_str(&format!("\n# {name} = {value}"));
+            }
+        }
+        let key = run_key(&keyed, seed);
         Point {
             index,
             inputs,
@@ -52,4 +61,11 @@ pub fn run_key(scenario_toml: &str, seed: u64) -> String {
     h.update(format!("brisk {BRISK_VERSION}\nseed {seed}\n").as_bytes());
     h.update(scenario_toml.as_bytes());
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl Point {
+    /// The value of input `name` (an axis path), if the grid has that axis.
+    pub fn input(&self, name: &str) -> Option<&Value> {
+        self.inputs.iter().find(|(n, _)| n == name).map(|(_, v)| v)
+    }
 }

@@ -2,7 +2,7 @@
 //! their rows stored, and every row of the grid returned in grid order.
 
 use crate::error::SweepError;
-use crate::grid::Grid;
+use crate::grid::{AxisKind, Grid};
 use crate::point::Point;
 use crate::row::{Row, relabel, rows};
 use crate::store::{Store, Table};
@@ -50,8 +50,24 @@ pub struct Plan {
     pub todo: Vec<usize>,
 }
 
-/// Expands `grid` and looks its points up in `store`.
+/// Expands `grid` and looks its points up in `store`, for the simulator:
+/// a grid with `live.*` axes is refused (see [`plan_live`]).
 pub fn plan(grid: &Grid, store: &Store) -> Result<Plan, SweepError> {
+    if let Some(axis) = grid.axes.iter().find(|a| a.kind == AxisKind::Live) {
+        return Err(SweepError::Parse {
+            origin: grid.origin.clone(),
+            message: format!(
+                "the axis `{}` is an input of the live lab: run this grid with `brisk sweep --live`",
+                axis.path
+            ),
+        });
+    }
+    plan_live(grid, store)
+}
+
+/// Expands `grid` and looks its points up in `store`, `live.*` axes
+/// allowed: the live lab's driver runs the points.
+pub fn plan_live(grid: &Grid, store: &Store) -> Result<Plan, SweepError> {
     let points = grid.points()?;
     let finished = store.finished()?;
     let todo = points
@@ -65,6 +81,17 @@ pub fn plan(grid: &Grid, store: &Store) -> Result<Plan, SweepError> {
 /// Runs one point; its results as `brisk sim --json` prints them. Any
 /// engine that runs points (local threads, a cluster) calls this.
 pub fn simulate(point: &Point) -> Result<serde_json::Value, SweepError> {
+    if let Some((name, _)) = point
+        .inputs
+        .iter()
+        .find(|(n, _)| n.starts_with(crate::grid::LIVE_PREFIX))
+    {
+        return Err(SweepError::Point {
+            origin: "simulator".to_string(),
+            point: format!("seed {}", point.seed),
+            message: format!("`{name}` is an input of the live lab, not of the simulator"),
+        });
+    }
     let run = brisk_sim::run(
         &point.scenario,
         RunOptions {

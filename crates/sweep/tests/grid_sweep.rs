@@ -204,6 +204,24 @@ fn bad_grids_name_the_field_and_line() {
             "invalid",
         ),
         ("colour = 3", "", "test-grid.toml", "colour"),
+        (
+            "",
+            "path = [\"5Mbit\"]",
+            "`axes.path`",
+            "a table of field paths",
+        ),
+        (
+            "",
+            "path = [{ name = \"x\" }]",
+            "`axes.path`",
+            "at least one field",
+        ),
+        (
+            "",
+            "path = [{ \"flows[9].cc\" = \"cubic\" }]",
+            "`axes.path`",
+            "no `flows[9]`",
+        ),
     ];
     for (top, axes, place, what) in cases {
         let text = format!("{top}\n{base}\n[axes]\n{axes}\n");
@@ -218,4 +236,48 @@ fn bad_grids_name_the_field_and_line() {
         .unwrap_err()
         .to_string();
     assert!(e.starts_with("test-grid.toml:4: `axes.queue`"), "{e}");
+}
+
+#[test]
+fn a_path_axis_sets_several_fields_and_live_axes_stay_out_of_the_simulator() {
+    let base = &GRID[GRID.find("[base]").unwrap()..GRID.find("[axes]").unwrap()];
+    let text = format!(
+        "seeds = 1\n{base}\n[axes]\npath = [{{ name = \"slow, deep\", \"link.down.rate\" = \"2Mbit\", \
+         queue = {{ fifo = {{ limit_packets = 400 }} }} }}, {{ \"link.down.rate\" = \"8Mbit\" }}]\n"
+    );
+    let g = grid(&text).unwrap();
+    let points = g.points().unwrap();
+    assert_eq!(points.len(), 2);
+    assert!(points[0].scenario_toml.contains("rate = \"2Mbit\""));
+    assert!(points[0].scenario_toml.contains("limit_packets = 400"));
+    assert!(
+        !points[0].scenario_toml.contains("slow, deep"),
+        "the name is no field"
+    );
+    assert!(points[1].scenario_toml.contains("rate = \"8Mbit\""));
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(&g, &Store::open(dir.path()).unwrap(), 1);
+    let rate = |i: usize| match out.runs[i].get("link.throughput_mbps") {
+        Some(Cell::Float(f)) => *f,
+        other => panic!("{other:?}"),
+    };
+    assert!(rate(0) < 2.01 && rate(1) > 2.5, "{} {}", rate(0), rate(1));
+
+    // A live axis: same scenario, one key per value, and no simulator run.
+    let live = format!(
+        "{}\"live.scheme\" = [\"tcp cubic\", \"brisk cubic\"]\n",
+        text
+    );
+    let g = grid(&live).unwrap();
+    assert!(g.is_live());
+    let points = g.points().unwrap();
+    assert_eq!(points.len(), 4);
+    assert_eq!(points[0].scenario_toml, points[1].scenario_toml);
+    assert_ne!(points[0].key, points[1].key);
+    let e = brisk_sweep::plan(&g, &Store::open(dir.path()).unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("live.scheme") && e.contains("--live"), "{e}");
+    let e = brisk_sweep::simulate(&points[0]).unwrap_err().to_string();
+    assert!(e.contains("live.scheme"), "{e}");
 }

@@ -35,6 +35,9 @@
 //!   second interface) downloading when its Wi-Fi stalls: Brisk failing
 //!   over by itself beside kernel TCP with Happy Eyeballs and an app's
 //!   read timeout (WWDC 2015).
+//! - [`pantheon`]: one scheme (kernel TCP or Brisk, any controller)
+//!   downloading over a path in a lab of its own, for Pantheon-style
+//!   comparisons (`brisk sweep --live`).
 //!
 //! And kernel TCP alone: [`sized_tcp`], downloads of fixed sizes with the
 //! server's initial window and retransmission counters, for the mobile
@@ -54,6 +57,7 @@ pub mod loss;
 pub mod lossy_objects;
 pub mod lowat;
 pub mod nat64;
+pub mod pantheon;
 pub mod sized_tcp;
 pub mod steady_bulk;
 pub mod transfer;
