@@ -217,7 +217,7 @@ mod tests {
             x ^= x << 17;
             let span = if step < 2_000 { 10 } else { 50 };
             let h = ConnectionHandle(x % span);
-            if (x >> 32) % 3 == 0 {
+            if (x >> 32).is_multiple_of(3) {
                 s.remove(&h);
                 model.remove(&h);
             } else {

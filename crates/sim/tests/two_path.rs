@@ -121,7 +121,8 @@ fn an_upload_over_stalled_wifi_moves_to_cellular_within_a_probe_timeout() {
 #[test]
 fn a_download_over_stalled_wifi_moves_to_cellular_within_a_probe_timeout_and_a_round_trip() {
     for ip in [IpFamily::V4, IpFamily::V6] {
-        for seed in [1] {
+        let seed = 1;
+        {
             let two = run(ip, seed, true, true);
             let (stall, goal) = (two.stall(), two.stall_goal());
             let pto = two.failovers.first().map(|f| f.pto);
@@ -165,7 +166,8 @@ fn a_download_over_stalled_wifi_moves_to_cellular_within_a_probe_timeout_and_a_r
 #[test]
 fn a_download_over_clean_wifi_and_an_idle_connection_never_fail_over() {
     for ip in [IpFamily::V4, IpFamily::V6] {
-        for seed in [1] {
+        let seed = 1;
+        {
             let clean = WIFI.replace("start = \"1500ms\"", "start = \"6s\"");
             assert_ne!(clean, WIFI);
             let two = run_two_path(&TwoPathRun {

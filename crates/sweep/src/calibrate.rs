@@ -228,13 +228,17 @@ impl Fit {
     }
 }
 
+/// A scheme's name with its mean p95 one-way delay (ms) and throughput
+/// (Mbit/s) on one path.
+type SchemeMean = (String, f64, f64);
+
 /// Each scheme's mean (p95 one-way delay ms, throughput Mbit/s) per path
 /// title, from a sweep's flow rows.
 fn means(
     grid: &Grid,
     flows: &[Row],
     scheme_axis: &str,
-) -> Result<BTreeMap<String, Vec<(String, f64, f64)>>, SweepError> {
+) -> Result<BTreeMap<String, Vec<SchemeMean>>, SweepError> {
     let panels = compare::panels(grid, flows, scheme_axis).map_err(|e| SweepError::Parse {
         origin: grid.origin.clone(),
         message: e.to_string(),
@@ -388,7 +392,7 @@ pub fn calibrate(
 fn fit_path(
     grid: &Grid,
     path: &Recorded,
-    target: &[(String, f64, f64)],
+    target: &[SchemeMean],
     scheme_axis: &str,
     schemes: &[Value],
     seeds: &[u64],
@@ -408,7 +412,7 @@ fn fit_path(
     let start = best;
     let mut start_score = f64::NAN;
     let mut best_score = f64::INFINITY;
-    let mut best_results: Vec<(String, f64, f64)> = Vec::new();
+    let mut best_results: Vec<SchemeMean> = Vec::new();
     let (mut tried, mut ran) = (0usize, 0usize);
     let mut seen: Vec<Emulator> = Vec::new();
     for _round in 0..search.rounds.max(1) {
@@ -537,7 +541,7 @@ fn fit_path(
 
 /// The mean over `target`'s schemes of the mean relative error of
 /// throughput and p95 delay; infinite when a scheme has no result.
-fn score(target: &[(String, f64, f64)], got: &[(String, f64, f64)]) -> f64 {
+fn score(target: &[SchemeMean], got: &[SchemeMean]) -> f64 {
     let mut sum = 0.0;
     for (name, ms, mbps) in target {
         let Some((_, gms, gmbps)) = got.iter().find(|(n, _, _)| n == name) else {
@@ -567,7 +571,7 @@ fn evaluate(
     store: &Store,
     options: &SweepOptions,
     progress: &mut dyn FnMut(&str, Progress),
-) -> Result<(Vec<Vec<(String, f64, f64)>>, usize), SweepError> {
+) -> Result<(Vec<Vec<SchemeMean>>, usize), SweepError> {
     let mut axes = toml::Table::new();
     axes.insert(
         crate::grid::BUNDLE_AXIS.into(),

@@ -199,9 +199,9 @@ mod tests {
             x ^= x << 17;
             let keys = if step < 2_500 { 12 } else { 40 };
             let key = x % keys;
-            let deadline = (x >> 20) % 4 != 0;
+            let deadline = !(x >> 20).is_multiple_of(4);
             let t = at((x >> 32) % 60);
-            if (x >> 40) % 7 == 0 {
+            if (x >> 40).is_multiple_of(7) {
                 let now = at((x >> 44) % 60);
                 let popped = d.pop_due(now);
                 let expect = model
