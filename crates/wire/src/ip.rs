@@ -274,6 +274,22 @@ pub fn udp_datagram_in_place(
     ecn: Ecn,
     packet: &mut [u8],
 ) -> Result<()> {
+    let header_len = ip_header_in_room(src, dst, ecn, packet)?;
+    UdpRepr {
+        src_port: src.port(),
+        dst_port: dst.port(),
+    }
+    .emit_header(&mut packet[header_len..], src.ip(), dst.ip())
+}
+
+/// Writes the IP header into the room at the front of `packet` and
+/// returns its length; the UDP header follows it.
+fn ip_header_in_room(
+    src: SocketAddr,
+    dst: SocketAddr,
+    ecn: Ecn,
+    packet: &mut [u8],
+) -> Result<usize> {
     let header_len = ip_header_len(src.ip(), dst.ip())?;
     let room = header_len + udp::HEADER_LEN;
     if packet.len() < room {
@@ -283,11 +299,7 @@ pub fn udp_datagram_in_place(
         });
     }
     ip_header(src.ip(), dst.ip(), udp::PROTOCOL, ecn, packet)?;
-    UdpRepr {
-        src_port: src.port(),
-        dst_port: dst.port(),
-    }
-    .emit_header(&mut packet[header_len..], src.ip(), dst.ip())
+    Ok(header_len)
 }
 
 /// [`udp_datagram_in_place`] with the UDP checksum left zero, for the
@@ -301,15 +313,7 @@ pub fn udp_datagram_in_place_unsummed(
     ecn: Ecn,
     packet: &mut [u8],
 ) -> Result<()> {
-    let header_len = ip_header_len(src.ip(), dst.ip())?;
-    let room = header_len + udp::HEADER_LEN;
-    if packet.len() < room {
-        return Err(WireError::Truncated {
-            need: room,
-            have: packet.len(),
-        });
-    }
-    ip_header(src.ip(), dst.ip(), udp::PROTOCOL, ecn, packet)?;
+    let header_len = ip_header_in_room(src, dst, ecn, packet)?;
     UdpRepr {
         src_port: src.port(),
         dst_port: dst.port(),
