@@ -160,8 +160,13 @@ fn kernel_tcp_and_brisk_run_live_over_a_trace_into_the_store() {
             owd50 >= 20.0 && owd95 >= owd50,
             "{scheme} {ip}: {owd50} {owd95}"
         );
+        // Each packet's one-way delay holds its queue delay and the 20 ms
+        // base, but the two medians come from different sets (the queue's
+        // is taken as a packet leaves it, the one-way delay only as it
+        // reaches the receiver): on a loaded host they have been 0.8 ms
+        // apart, so the check allows 2 ms.
         assert!(
-            owd50 + 0.5 >= queue50 + 20.0,
+            owd50 + 2.0 >= queue50 + 20.0,
             "{scheme} {ip}: one-way p50 {owd50} ms below the queue's {queue50} ms + 20 ms"
         );
     }
