@@ -9,16 +9,23 @@
 //! buffer follows the window granted (7.88 / 7.83 and 7.70 / 7.62), and
 //! adaptive repair no longer covers bulk blocks in mid-flight (7.85 /
 //! 7.76 with FEC).
+//!
+//! Then BBR makes up for the random loss share its delivery rate lacks and
+//! keeps its minimum RTT fresh while the queue stays empty, so ProbeRtt
+//! (half a BDP now) seldom runs: 8.41 / 8.24 Mbit/s without FEC and 8.36 /
+//! 8.27 with it over the whole run, and 9.02 / 8.99 and 9.15 / 8.95 over
+//! its second half, the steady state, against 8.38 / 8.46 and 8.47 / 8.36
+//! before (the issue's goal, 0.9 x rate x (1 - loss), is 8.55 Mbit/s).
 
 mod common;
 
 use brisk_sim::scenario::Scenario;
 use common::{FAMILIES, flow, run_on};
 
-/// The lab's bulk scenario with FEC `fec`, for 30 s.
-fn bulk(fec: &str) -> Scenario {
+/// The lab's bulk scenario with FEC `fec`, for `secs` seconds.
+fn bulk(fec: &str, secs: u64) -> Scenario {
     let text = format!(
-        "duration = \"30s\"\n\
+        "duration = \"{secs}s\"\n\
          [link.down]\nrate = \"10Mbit\"\ndelay = \"110ms\"\nloss = \"5%\"\n\
          [link.up]\nrate = \"10Mbit\"\ndelay = \"110ms\"\n\
          [queue.fifo]\nlimit_packets = 200\n\
@@ -29,16 +36,28 @@ fn bulk(fec: &str) -> Scenario {
 
 #[test]
 fn bulk_at_5_percent_loss_is_not_held_by_flow_control() {
-    // Above what fixed windows gave on either family, in Mbit/s. The
-    // issue's 0.9 x rate x (1 - loss) (8.55 Mbit/s) is not met: see
-    // docs/PROTOCOL.md, section 6.6.
+    // The issue's 0.9 x rate x (1 - loss), in Mbit/s, held over the second
+    // half of the run. Over the whole run, the handshake and Startup's
+    // first seconds keep it lower (docs/PROTOCOL.md, section 6.6): there,
+    // above what BBR gave before it made up for random loss (at most 7.88).
+    const GOAL_MBPS: f64 = 0.9 * 10.0 * (1.0 - 0.05);
     for ip in FAMILIES {
-        for (fec, floor_mbps) in [("off", 7.7), ("adaptive", 7.7)] {
-            let r = run_on(&bulk(fec), ip);
+        for (fec, floor_mbps) in [("off", 8.15), ("adaptive", 8.15)] {
+            let r = run_on(&bulk(fec, 30), ip);
             let f = flow(&r, "bulk");
+            // A run is a pure function of scenario and seed, so the first
+            // 15 s of the 30 s run are the 15 s run: what the receiver read
+            // after it is the second half's.
+            let half = run_on(&bulk(fec, 15), ip);
+            let second_half_mbps =
+                f.delivered_bytes
+                    .saturating_sub(flow(&half, "bulk").delivered_bytes) as f64
+                    * 8.0
+                    / 15.0
+                    / 1e6;
             let t = &f.brisk.as_ref().unwrap().transport;
             println!(
-                "{ip:?} FEC {fec}: goodput {:.2} Mbit/s, {} packets sent, {} lost, {} retransmitted ({} bytes), {} repair, {} rebuilt",
+                "{ip:?} FEC {fec}: goodput {:.2} Mbit/s (second half {second_half_mbps:.2}), {} packets sent, {} lost, {} retransmitted ({} bytes), {} repair, {} rebuilt",
                 f.goodput_mbps,
                 t.packets_sent,
                 t.packets_lost,
@@ -61,6 +80,10 @@ fn bulk_at_5_percent_loss_is_not_held_by_flow_control() {
                 f.goodput_mbps >= floor_mbps,
                 "{ip:?} FEC {fec}: {:.2} Mbit/s against at least {floor_mbps:.2}",
                 f.goodput_mbps
+            );
+            assert!(
+                second_half_mbps >= GOAL_MBPS,
+                "{ip:?} FEC {fec}: {second_half_mbps:.2} Mbit/s in the second half against at least {GOAL_MBPS:.2}"
             );
         }
     }

@@ -13,12 +13,20 @@
 //! rounds; Drain (the inverse gain) until the queue Startup built is gone;
 //! ProbeBw, cycling the pacing gain through 1.25, 0.75 and six rounds of 1
 //! with a window of twice the BDP; ProbeRtt, entered when `min_rtt` is 10 s
-//! old, holding four packets in flight for 200 ms and one round so the
-//! queue empties and a fresh minimum can be seen.
+//! old, holding half the BDP in flight (BBRv2's choice; BBRv1 holds four
+//! packets) for 200 ms and one round so the queue empties and a fresh
+//! minimum can be seen. An RTT within 1/32 of the minimum shows the queue
+//! empty already and keeps the minimum fresh, so a flow that keeps no
+//! queue rarely needs ProbeRtt at all.
 //!
 //! Loss: random loss changes neither the bandwidth nor the RTT estimate, so
 //! the rate stays where the model says; the window only loses the lost
-//! bytes, regained with the next ACKs. A loss while the RTT shows a queue
+//! bytes, regained with the next ACKs. The delivery rate it measures,
+//! though, lacks the lost packets, which used the link all the same: paced
+//! at it, BBR leaves the link idle by the loss rate. So BBR keeps the share
+//! of packets lost in rounds whose RTTs showed no queue (a running average
+//! per round, at most 15%, reset by a loss with a queue) and takes the
+//! bottleneck's rate as the delivery rate divided by one minus that share. A loss while the RTT shows a queue
 //! (over 1.5 times `min_rtt`, more than ProbeBw's own probe builds) is
 //! taken for overflow: it starts a recovery episode in which, for one round
 //! trip, the window is held to packet conservation (send one for each
@@ -84,6 +92,26 @@ const QUANTA_PACKETS: u64 = 3;
 /// least this fraction of `min_rtt`: more than ProbeBw's own 1.25 probe
 /// builds, so random loss on an unqueued path changes nothing.
 const CONGESTION_QUEUE_FRACTION: f64 = 0.5;
+/// A round counts toward the random loss share only if no RTT in it
+/// exceeded `min_rtt` by more than this fraction plus
+/// [`RANDOM_LOSS_QUEUE_SLACK`]: its losses met no queue to overflow.
+const RANDOM_LOSS_QUEUE_FRACTION: f64 = 0.125;
+/// See [`RANDOM_LOSS_QUEUE_FRACTION`]: room for ACK delay and pacing bursts.
+const RANDOM_LOSS_QUEUE_SLACK: Duration = Duration::from_millis(1);
+/// Weight of each unqueued round in the random loss share.
+const RANDOM_LOSS_GAIN: f64 = 0.125;
+/// The random loss share the model makes up for at most.
+const RANDOM_LOSS_MAX: f64 = 0.15;
+/// Rounds that delivered fewer packets than this say too little about the
+/// loss rate to count.
+const RANDOM_LOSS_MIN_PACKETS: u64 = 16;
+/// An RTT within this fraction of `min_rtt` shows the queue (nearly) empty,
+/// so it keeps the minimum fresh: ProbeRtt is only needed when no such
+/// sample came for [`MIN_RTT_FILTER`].
+const MIN_RTT_STABLE_FRACTION: f64 = 1.0 / 32.0;
+/// ProbeRtt's window, in BDPs (BBRv2's): low enough to empty the queue,
+/// high enough to keep the link half busy meanwhile.
+const PROBE_RTT_CWND_GAIN: f64 = 0.5;
 
 /// BBR's modes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -165,6 +193,18 @@ pub(crate) struct Bbr {
     lost_since_ack: u64,
     probe_rtt_done_at: Option<Instant>,
     probe_rtt_round_done: bool,
+    /// Bytes declared lost since the current round began.
+    round_lost: u64,
+    /// Delivered bytes when the current round began.
+    round_delivered_start: u64,
+    /// An RTT of the current round showed a queue (see
+    /// [`RANDOM_LOSS_QUEUE_FRACTION`]).
+    round_queued: bool,
+    /// The share of packets lost in rounds that built no queue (a running
+    /// average): loss the path adds whatever the rate, which the model
+    /// makes up for; zero until such a round lost something, and again
+    /// after a loss with a queue.
+    random_loss: f64,
     /// Bytes per second; zero until the first bandwidth sample.
     pacing_rate: f64,
     /// The smoothed RTT of the latest ACK: the one the pacer divides by.
@@ -209,6 +249,10 @@ impl Bbr {
             lost_since_ack: 0,
             probe_rtt_done_at: None,
             probe_rtt_round_done: false,
+            round_lost: 0,
+            round_delivered_start: 0,
+            round_queued: false,
+            random_loss: 0.0,
             pacing_rate: 0.0,
             srtt: Duration::ZERO,
             rng: 0,
@@ -238,10 +282,19 @@ impl Bbr {
         self.pacing_gain
     }
 
+    /// The rate the bottleneck's link carries: the delivery rate, and the
+    /// random loss share on top, since a packet lost at random after the
+    /// bottleneck used the link as much as one delivered. Without it BBR
+    /// paces at the delivery rate and leaves the link idle by the loss
+    /// rate.
+    fn model_bw(&self) -> f64 {
+        self.btl_bw() / (1.0 - self.random_loss)
+    }
+
     /// `gain` BDPs plus the quantization budget; the initial window while
     /// the model is still empty.
     fn inflight(&self, gain: f64) -> u64 {
-        let bw = self.btl_bw();
+        let bw = self.model_bw();
         match self.min_rtt {
             Some(rtt) if bw > 0.0 => ((gain * bw * rtt.as_secs_f64()).ceil() as u64)
                 .saturating_add(QUANTA_PACKETS.saturating_mul(self.mds)),
@@ -268,6 +321,37 @@ impl Bbr {
             self.next_round_delivered = self.rate.delivered_bytes();
             self.round_count = self.round_count.saturating_add(1);
             self.round_start = true;
+            self.update_random_loss();
+        }
+    }
+
+    /// At the end of a round: a round that built no queue and delivered
+    /// enough to measure adds its loss share to the running average.
+    fn update_random_loss(&mut self) {
+        let delivered = self
+            .rate
+            .delivered_bytes()
+            .saturating_sub(self.round_delivered_start);
+        let sent = delivered.saturating_add(self.round_lost);
+        if !self.round_queued && sent >= RANDOM_LOSS_MIN_PACKETS.saturating_mul(self.mds.max(1)) {
+            let share = self.round_lost as f64 / sent as f64;
+            self.random_loss += RANDOM_LOSS_GAIN * (share - self.random_loss);
+            self.random_loss = self.random_loss.clamp(0.0, RANDOM_LOSS_MAX);
+        }
+        self.round_delivered_start = self.rate.delivered_bytes();
+        self.round_lost = 0;
+        self.round_queued = false;
+    }
+
+    /// Marks the round as queued when `rtt` shows a queue beyond
+    /// [`RANDOM_LOSS_QUEUE_FRACTION`].
+    fn note_round_rtt(&mut self, rtt: Duration) {
+        if let Some(min) = self.min_rtt {
+            let limit = min.as_secs_f64() * (1.0 + RANDOM_LOSS_QUEUE_FRACTION)
+                + RANDOM_LOSS_QUEUE_SLACK.as_secs_f64();
+            if rtt.as_secs_f64() > limit {
+                self.round_queued = true;
+            }
         }
     }
 
@@ -361,6 +445,11 @@ impl Bbr {
         if self.min_rtt.is_none_or(|min| rtt <= min) || self.min_rtt_expired {
             self.min_rtt = Some(rtt);
             self.min_rtt_stamp = now;
+        } else if self.min_rtt.is_some_and(|min| {
+            rtt.as_secs_f64() <= min.as_secs_f64() * (1.0 + MIN_RTT_STABLE_FRACTION)
+        }) {
+            // The queue is (nearly) empty: the minimum still holds.
+            self.min_rtt_stamp = now;
         }
     }
 
@@ -395,7 +484,7 @@ impl Bbr {
             return;
         }
         match self.probe_rtt_done_at {
-            None if bytes_in_flight <= self.min_pipe_cwnd => {
+            None if bytes_in_flight <= self.probe_rtt_cwnd() => {
                 // The queue is gone: hold it so for 200 ms and a full round.
                 self.probe_rtt_done_at = now.checked_add(PROBE_RTT_DURATION);
                 self.probe_rtt_round_done = false;
@@ -429,7 +518,7 @@ impl Bbr {
     /// Startup never lowers the rate (a sample may be short of the round);
     /// once the pipe is full the rate follows the model both ways.
     fn set_pacing_rate(&mut self) {
-        let bw = self.btl_bw();
+        let bw = self.model_bw();
         if bw <= 0.0 {
             return;
         }
@@ -458,8 +547,19 @@ impl Bbr {
         }
         self.cwnd = self.cwnd.max(self.min_pipe_cwnd);
         if self.state == BbrState::ProbeRtt {
-            self.cwnd = self.cwnd.min(self.min_pipe_cwnd);
+            self.cwnd = self.cwnd.min(self.probe_rtt_cwnd());
         }
+    }
+
+    /// ProbeRtt's window: [`PROBE_RTT_CWND_GAIN`] BDPs, at least
+    /// [`MIN_PIPE_PACKETS`].
+    fn probe_rtt_cwnd(&self) -> u64 {
+        let bw = self.model_bw();
+        let bdp = match self.min_rtt {
+            Some(rtt) if bw > 0.0 => (PROBE_RTT_CWND_GAIN * bw * rtt.as_secs_f64()) as u64,
+            _ => 0,
+        };
+        bdp.max(self.min_pipe_cwnd)
     }
 }
 
@@ -488,6 +588,7 @@ impl Controller for Bbr {
         if let Some(rtt) = ack.now.checked_duration_since(ack.largest_acked_sent_at) {
             self.latest_rtt = Some(rtt);
             self.update_min_rtt(ack.now, rtt);
+            self.note_round_rtt(rtt);
         }
         self.check_probe_rtt(ack.now, ack.bytes_in_flight);
         self.lost_since_ack = 0;
@@ -497,6 +598,12 @@ impl Controller for Bbr {
 
     fn on_loss(&mut self, loss: &LossSample) {
         self.lost_since_ack = self.lost_since_ack.saturating_add(loss.lost_bytes);
+        self.round_lost = self.round_lost.saturating_add(loss.lost_bytes);
+        if self.queue_evident() {
+            // Overflow, not noise: nothing to make up for.
+            self.random_loss = 0.0;
+            self.round_queued = true;
+        }
         if loss.persistent_congestion {
             // RFC 9002 §7.6.2: collapse; the next loss is a new episode.
             self.cwnd = self.min_pipe_cwnd;
@@ -534,11 +641,14 @@ impl Controller for Bbr {
     /// window (only reported: the pacer itself takes
     /// [`pacing_rate`](Controller::pacing_rate)). Before a bandwidth sample,
     /// the initial window at Startup's gain, which the pacer does spread.
+    /// Less the random loss share the rate makes up for: an application
+    /// sizing its output from it gets what reaches the receiver, not what
+    /// the loss takes on the way.
     fn pacing_window(&self) -> u64 {
         let pacer_gain = self.pacing().gain;
         let srtt = self.srtt.as_secs_f64();
         let window = if self.pacing_rate > 0.0 && srtt > 0.0 {
-            self.pacing_rate * srtt / pacer_gain
+            self.pacing_rate * (1.0 - self.random_loss) * srtt / pacer_gain
         } else {
             // No bandwidth sample yet: the initial window at Startup's gain.
             BBR_HIGH_GAIN * self.window() as f64 / pacer_gain
@@ -742,7 +852,7 @@ mod tests {
     }
 
     /// The minimum RTT is 10 s old (the path's delay grew): ProbeRtt drops
-    /// the window to four packets for 200 ms and a round, takes the new
+    /// the window to half the BDP for 200 ms and a round, takes the new
     /// minimum, and gives the window back.
     #[test]
     fn stale_min_rtt_triggers_probe_rtt_and_recovers() {
@@ -770,7 +880,9 @@ mod tests {
         }
         let (entered, left) = (entered.unwrap(), left.unwrap());
         assert!(entered >= Instant::from_millis(11_000), "{entered:?}");
-        assert_eq!(min_window, MIN_PIPE_PACKETS * MDS);
+        // Half the BDP: the expired minimum has already given way to the
+        // 30 ms sample, so half of 30 packets.
+        assert_eq!(min_window, 15 * MDS);
         let held = left - entered;
         assert!((ms(200)..ms(300)).contains(&held), "{held:?}");
         assert_eq!(cc.min_rtt(), Some(ms(30)));
@@ -814,6 +926,37 @@ mod tests {
         // Measured: BBR 0.95, CUBIC 0.03.
         assert!(bbr > 0.9, "BBR {bbr}");
         assert!(bbr > 3.0 * cubic, "BBR {bbr} CUBIC {cubic}");
+    }
+
+    /// RTTs within 1/32 of the minimum keep it fresh: a flow whose RTT
+    /// wanders by a few percent without a queue never enters ProbeRtt.
+    #[test]
+    fn an_rtt_near_the_minimum_keeps_it_fresh() {
+        let mut cc = bbr();
+        let mut flow = Steady::default();
+        flow.run(&mut cc, ms(1_000), ms(1), ms(40), false);
+        for _ in 0..30 {
+            flow.run(&mut cc, ms(1_000), ms(1), ms(41), false);
+            assert_ne!(cc.state(), BbrState::ProbeRtt);
+        }
+        assert_eq!(cc.min_rtt(), Some(ms(40)));
+    }
+
+    /// Loss before the bottleneck at 5% leaves a BBR that paces at the
+    /// delivery rate 5% short of the link; made up for, the link is busy.
+    #[test]
+    fn random_loss_is_made_up_for() {
+        let mut sim = PathSim::new(Box::new(bbr()), 12e6, ms(100)).paced();
+        sim.buffer_packets = Some(250);
+        sim.loss_probability = 0.05;
+        sim.run_for(Duration::from_secs(20));
+        let share = sim.cc.random_loss;
+        assert!((0.04..0.065).contains(&share), "{share}");
+        let busy = sim.utilization(Duration::from_secs(10));
+        assert!(busy > 0.97, "{busy}");
+        // No standing queue came of it.
+        let q = sim.max_queue_delay(Duration::from_secs(10));
+        assert!(q < ms(40), "{q:?}");
     }
 
     /// The bottleneck drops to a quarter, then comes back: the estimate

@@ -183,13 +183,20 @@ impl<C: Controller + ?Sized> PathSim<C> {
     fn send_allowed(&mut self) -> Option<Instant> {
         while self.bytes_in_flight + MDS <= self.cc.window() {
             if let Some(pacer) = self.pacer.as_mut() {
-                let at = pacer.next_send_time(
-                    self.now,
-                    MDS,
-                    self.cc.pacing_window(),
-                    self.rtt.smoothed(),
-                    self.cc.pacing(),
-                );
+                // As the connection paces: at the controller's own rate
+                // when it has one, else its window per smoothed RTT.
+                let at = match self.cc.pacing_rate() {
+                    Some(rate) => {
+                        pacer.next_send_time_at_rate(self.now, MDS, rate, self.cc.pacing())
+                    }
+                    None => pacer.next_send_time(
+                        self.now,
+                        MDS,
+                        self.cc.pacing_window(),
+                        self.rtt.smoothed(),
+                        self.cc.pacing(),
+                    ),
+                };
                 if at > self.now {
                     return Some(at);
                 }

@@ -23,6 +23,10 @@ pub fn scenario(file: &str, secs: u64) -> Scenario {
 }
 
 /// The results of `s` over `ip`.
+#[allow(
+    dead_code,
+    reason = "a test file that needs the run's outcome runs it itself"
+)]
 pub fn run_on(s: &Scenario, ip: IpFamily) -> Results {
     run(
         s,
