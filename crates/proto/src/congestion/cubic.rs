@@ -3,6 +3,7 @@
 use brisk_time::Instant;
 use brisk_wire::Ecn;
 
+use super::hystart::{HyStart, SlowStartPhase};
 use super::{AckSample, CcConfig, CcMetrics, Controller, LossSample, Recovery};
 
 /// RFC 9438 §4.1 `C`: how aggressively the window probes, in segments/s³.
@@ -53,6 +54,8 @@ pub(crate) struct Cubic {
     w_est: f64,
     recovery: Recovery,
     last_sent_at: Option<Instant>,
+    /// HyStart++ for the first slow start; `None` when configured off.
+    hystart: Option<HyStart>,
 }
 
 impl Cubic {
@@ -70,6 +73,7 @@ impl Cubic {
             w_est: 0.0,
             recovery: Recovery::default(),
             last_sent_at: None,
+            hystart: config.hystart.then(HyStart::new),
         }
     }
 
@@ -154,13 +158,31 @@ impl Cubic {
         }
         let mut acked = ack.acked_bytes;
         if self.in_slow_start() {
-            // §4.10: standard slow start below ssthresh.
-            let room = (self.ssthresh as f64 - self.cwnd).max(0.0);
-            let slow_start_bytes = (acked as f64).min(room);
-            self.cwnd += slow_start_bytes;
-            acked = acked.saturating_sub(slow_start_bytes as u64);
-            if acked == 0 {
-                return;
+            // §4.10: slow start below ssthresh; the first one grows as
+            // HyStart++ says, and ends where it says (the window becomes
+            // ssthresh, the rest of the ACK goes to congestion avoidance).
+            let mut divisor = 1;
+            if self.ssthresh == u64::MAX
+                && let Some(h) = self.hystart.as_mut()
+            {
+                let phase = h.on_ack(ack.now, ack.largest_acked_sent_at, ack.rtt_sample());
+                if phase == SlowStartPhase::Exit {
+                    self.ssthresh = self.cwnd as u64;
+                }
+                divisor = phase.growth_divisor();
+            }
+            if divisor > 0 {
+                let room = (self.ssthresh as f64 - self.cwnd).max(0.0);
+                let wanted = acked as f64 / divisor as f64;
+                let slow_start_bytes = wanted.min(room);
+                self.cwnd += slow_start_bytes;
+                if slow_start_bytes >= wanted {
+                    return;
+                }
+                acked = acked.saturating_sub((slow_start_bytes as u64).saturating_mul(divisor));
+                if acked == 0 {
+                    return;
+                }
             }
         }
         self.congestion_avoidance(&AckSample {
