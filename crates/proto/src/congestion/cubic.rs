@@ -494,4 +494,72 @@ mod tests {
         }
         assert!(cc.w_max > 0.0 && cc.ssthresh < u64::MAX);
     }
+
+    /// HyStart++: a 20 ms rise of the round's smallest RTT (over a
+    /// 12.5 ms threshold at 100 ms) slows growth to a quarter of the
+    /// acknowledged bytes from the eighth sample on, and five rounds later
+    /// the window becomes ssthresh. Without HyStart++ the same round
+    /// doubles the window.
+    #[test]
+    fn hystart_slows_growth_on_an_rtt_rise_then_hands_over() {
+        let rise = RTT + Duration::from_millis(20);
+        let run = |hystart: bool| {
+            let mut cc = Cubic::new(&CcConfig {
+                hystart,
+                ..CcConfig::default()
+            });
+            let mut t = Instant::from_millis(100);
+            for _ in 0..2 {
+                t = ack_round(&mut cc, t, RTT, |_| false);
+            }
+            assert_eq!(cc.window(), 40 * MDS);
+            t = ack_round(&mut cc, t, rise, |_| false);
+            (cc, t)
+        };
+        let (off, _) = run(false);
+        assert_eq!(off.window(), 80 * MDS);
+        let (mut cc, mut t) = run(true);
+        // The round's first ACKs still grow by whole datagrams, the rest by
+        // a quarter: well short of the doubling.
+        let w = cc.window() / MDS;
+        assert!((48..=66).contains(&w), "window {w} packets");
+        assert!(cc.in_slow_start() && cc.metrics().ssthresh_bytes.is_none());
+        let mut rounds = 0;
+        while cc.in_slow_start() {
+            let before = cc.window();
+            t = ack_round(&mut cc, t, rise, |_| false);
+            rounds += 1;
+            assert!(cc.window() <= before * 13 / 10, "round {rounds}");
+            assert!(rounds <= 5, "still in slow start");
+        }
+        assert!((4..=5).contains(&rounds), "{rounds} rounds");
+        let ssthresh = cc.metrics().ssthresh_bytes.unwrap();
+        assert!(ssthresh <= cc.window() && cc.window() <= ssthresh * 11 / 10);
+        // A slow start after persistent congestion is the standard one.
+        cc.on_loss(&loss(t, t - Duration::from_millis(1), true));
+        let mut t = t + RTT;
+        let mut last = cc.window();
+        for round in 0..3u32 {
+            t = ack_round(&mut cc, t, rise + RTT * round, |_| false);
+            assert_eq!(cc.window(), 2 * last, "round {round}");
+            last = cc.window();
+        }
+    }
+
+    /// A rise that falls back within Conservative Slow Start was jitter:
+    /// standard slow start resumes and doubles again.
+    #[test]
+    fn hystart_resumes_slow_start_when_the_rtt_falls_back() {
+        let mut cc = cubic();
+        let mut t = Instant::from_millis(100);
+        for _ in 0..2 {
+            t = ack_round(&mut cc, t, RTT, |_| false);
+        }
+        t = ack_round(&mut cc, t, RTT + Duration::from_millis(20), |_| false);
+        t = ack_round(&mut cc, t, RTT, |_| false);
+        let before = cc.window();
+        ack_round(&mut cc, t, RTT, |_| false);
+        assert_eq!(cc.window(), 2 * before);
+        assert!(cc.in_slow_start());
+    }
 }

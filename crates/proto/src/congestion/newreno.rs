@@ -282,4 +282,29 @@ mod tests {
         assert!((20.0..=30.0).contains(&lo), "trough {lo}");
         assert!(sim.utilization(Duration::from_secs(10)) > 0.9);
     }
+
+    /// HyStart++: after a 20 ms rise of the round's smallest RTT the window
+    /// grows by a quarter of the acknowledged bytes, and within five rounds
+    /// slow start ends with the window as ssthresh.
+    #[test]
+    fn hystart_slows_growth_on_an_rtt_rise_then_hands_over() {
+        let mut cc = reno();
+        let mut t = Instant::from_millis(100);
+        for _ in 0..2 {
+            t = ack_round(&mut cc, t, RTT, |_| false);
+        }
+        assert_eq!(cc.window(), 40 * MDS);
+        let rise = RTT + Duration::from_millis(20);
+        t = ack_round(&mut cc, t, rise, |_| false);
+        let w = cc.window() / MDS;
+        assert!((48..=66).contains(&w), "window {w} packets");
+        let mut rounds = 0;
+        while cc.in_slow_start() {
+            t = ack_round(&mut cc, t, rise, |_| false);
+            rounds += 1;
+            assert!(rounds <= 5, "still in slow start");
+        }
+        let ssthresh = cc.metrics().ssthresh_bytes.unwrap();
+        assert!(ssthresh <= cc.window() && cc.window() <= ssthresh + MDS);
+    }
 }
