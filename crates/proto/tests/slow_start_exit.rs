@@ -1,7 +1,8 @@
 //! CUBIC and NewReno leave their first slow start when the RTT shows the
 //! queue building (HyStart++), not when a deep drop-tail buffer overflows:
-//! each path runs the same bulk upload with HyStart++ on (the default) and
-//! off, over IPv4 and IPv6, and compares the packets the queue dropped.
+//! each path runs the same bulk upload with HyStart++ on and off (off is
+//! the default), over IPv4 and IPv6, and compares the packets the queue
+//! dropped.
 
 mod util;
 

@@ -550,7 +550,10 @@ mod tests {
     /// standard slow start resumes and doubles again.
     #[test]
     fn hystart_resumes_slow_start_when_the_rtt_falls_back() {
-        let mut cc = cubic();
+        let mut cc = Cubic::new(&CcConfig {
+            hystart: true,
+            ..CcConfig::default()
+        });
         let mut t = Instant::from_millis(100);
         for _ in 0..2 {
             t = ack_round(&mut cc, t, RTT, |_| false);

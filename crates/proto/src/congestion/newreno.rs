@@ -288,7 +288,10 @@ mod tests {
     /// slow start ends with the window as ssthresh.
     #[test]
     fn hystart_slows_growth_on_an_rtt_rise_then_hands_over() {
-        let mut cc = reno();
+        let mut cc = NewReno::new(&CcConfig {
+            hystart: true,
+            ..CcConfig::default()
+        });
         let mut t = Instant::from_millis(100);
         for _ in 0..2 {
             t = ack_round(&mut cc, t, RTT, |_| false);
