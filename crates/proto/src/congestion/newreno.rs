@@ -71,8 +71,8 @@ impl NewReno {
                 }
                 divisor = phase.growth_divisor();
             }
-            if divisor > 0 {
-                let wanted = acked_bytes / divisor;
+            // No divisor after HyStart++'s exit: all of it is avoidance.
+            if let Some(wanted) = acked_bytes.checked_div(divisor) {
                 let slow_start_bytes = wanted.min(self.ssthresh - self.cwnd);
                 self.cwnd += slow_start_bytes;
                 if slow_start_bytes == wanted {
