@@ -48,8 +48,6 @@ struct Outcome {
     dropped: u64,
     /// Bytes the server read, in the run's time.
     received: usize,
-    /// The client's window when the run ended, in bytes.
-    cwnd: u64,
 }
 
 fn upload(family: Family, path: Path, cc: CcAlgorithm, hystart: bool) -> Outcome {
@@ -69,11 +67,9 @@ fn upload(family: Family, path: Path, cc: CcAlgorithm, hystart: bool) -> Outcome
         !done,
         "{family:?} {path:?}: the upload should still be running"
     );
-    let stats = p.client_conn().stats();
     Outcome {
         dropped: p.to_server.stats.dropped,
         received: bulk.received.len(),
-        cwnd: stats.cwnd_bytes,
     }
 }
 
