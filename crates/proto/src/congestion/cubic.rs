@@ -3,6 +3,7 @@
 use brisk_time::Instant;
 use brisk_wire::Ecn;
 
+use super::hystart::{HyStart, SlowStartPhase};
 use super::{AckSample, CcConfig, CcMetrics, Controller, LossSample, Recovery};
 
 /// RFC 9438 §4.1 `C`: how aggressively the window probes, in segments/s³.
@@ -53,6 +54,8 @@ pub(crate) struct Cubic {
     w_est: f64,
     recovery: Recovery,
     last_sent_at: Option<Instant>,
+    /// HyStart++ for the first slow start; `None` when configured off.
+    hystart: Option<HyStart>,
 }
 
 impl Cubic {
@@ -70,6 +73,7 @@ impl Cubic {
             w_est: 0.0,
             recovery: Recovery::default(),
             last_sent_at: None,
+            hystart: config.hystart.then(HyStart::new),
         }
     }
 
@@ -154,13 +158,31 @@ impl Cubic {
         }
         let mut acked = ack.acked_bytes;
         if self.in_slow_start() {
-            // §4.10: standard slow start below ssthresh.
-            let room = (self.ssthresh as f64 - self.cwnd).max(0.0);
-            let slow_start_bytes = (acked as f64).min(room);
-            self.cwnd += slow_start_bytes;
-            acked = acked.saturating_sub(slow_start_bytes as u64);
-            if acked == 0 {
-                return;
+            // §4.10: slow start below ssthresh; the first one grows as
+            // HyStart++ says, and ends where it says (the window becomes
+            // ssthresh, the rest of the ACK goes to congestion avoidance).
+            let mut divisor = 1;
+            if self.ssthresh == u64::MAX
+                && let Some(h) = self.hystart.as_mut()
+            {
+                let phase = h.on_ack(ack.now, ack.largest_acked_sent_at, ack.rtt_sample());
+                if phase == SlowStartPhase::Exit {
+                    self.ssthresh = self.cwnd as u64;
+                }
+                divisor = phase.growth_divisor();
+            }
+            if divisor > 0 {
+                let room = (self.ssthresh as f64 - self.cwnd).max(0.0);
+                let wanted = acked as f64 / divisor as f64;
+                let slow_start_bytes = wanted.min(room);
+                self.cwnd += slow_start_bytes;
+                if slow_start_bytes >= wanted {
+                    return;
+                }
+                acked = acked.saturating_sub((slow_start_bytes as u64).saturating_mul(divisor));
+                if acked == 0 {
+                    return;
+                }
             }
         }
         self.congestion_avoidance(&AckSample {
@@ -471,5 +493,76 @@ mod tests {
             assert_eq!(cc.window(), converted(&cc), "step {i}");
         }
         assert!(cc.w_max > 0.0 && cc.ssthresh < u64::MAX);
+    }
+
+    /// HyStart++: a 20 ms rise of the round's smallest RTT (over a
+    /// 12.5 ms threshold at 100 ms) slows growth to a quarter of the
+    /// acknowledged bytes from the eighth sample on, and five rounds later
+    /// the window becomes ssthresh. Without HyStart++ the same round
+    /// doubles the window.
+    #[test]
+    fn hystart_slows_growth_on_an_rtt_rise_then_hands_over() {
+        let rise = RTT + Duration::from_millis(20);
+        let run = |hystart: bool| {
+            let mut cc = Cubic::new(&CcConfig {
+                hystart,
+                ..CcConfig::default()
+            });
+            let mut t = Instant::from_millis(100);
+            for _ in 0..2 {
+                t = ack_round(&mut cc, t, RTT, |_| false);
+            }
+            assert_eq!(cc.window(), 40 * MDS);
+            t = ack_round(&mut cc, t, rise, |_| false);
+            (cc, t)
+        };
+        let (off, _) = run(false);
+        assert_eq!(off.window(), 80 * MDS);
+        let (mut cc, mut t) = run(true);
+        // The round's first ACKs still grow by whole datagrams, the rest by
+        // a quarter: well short of the doubling.
+        let w = cc.window() / MDS;
+        assert!((48..=66).contains(&w), "window {w} packets");
+        assert!(cc.in_slow_start() && cc.metrics().ssthresh_bytes.is_none());
+        let mut rounds = 0;
+        while cc.in_slow_start() {
+            let before = cc.window();
+            t = ack_round(&mut cc, t, rise, |_| false);
+            rounds += 1;
+            assert!(cc.window() <= before * 13 / 10, "round {rounds}");
+            assert!(rounds <= 5, "still in slow start");
+        }
+        assert!((4..=5).contains(&rounds), "{rounds} rounds");
+        let ssthresh = cc.metrics().ssthresh_bytes.unwrap();
+        assert!(ssthresh <= cc.window() && cc.window() <= ssthresh * 11 / 10);
+        // A slow start after persistent congestion is the standard one.
+        cc.on_loss(&loss(t, t - Duration::from_millis(1), true));
+        let mut t = t + RTT;
+        let mut last = cc.window();
+        for round in 0..3u32 {
+            t = ack_round(&mut cc, t, rise + RTT * round, |_| false);
+            assert_eq!(cc.window(), 2 * last, "round {round}");
+            last = cc.window();
+        }
+    }
+
+    /// A rise that falls back within Conservative Slow Start was jitter:
+    /// standard slow start resumes and doubles again.
+    #[test]
+    fn hystart_resumes_slow_start_when_the_rtt_falls_back() {
+        let mut cc = Cubic::new(&CcConfig {
+            hystart: true,
+            ..CcConfig::default()
+        });
+        let mut t = Instant::from_millis(100);
+        for _ in 0..2 {
+            t = ack_round(&mut cc, t, RTT, |_| false);
+        }
+        t = ack_round(&mut cc, t, RTT + Duration::from_millis(20), |_| false);
+        t = ack_round(&mut cc, t, RTT, |_| false);
+        let before = cc.window();
+        ack_round(&mut cc, t, RTT, |_| false);
+        assert_eq!(cc.window(), 2 * before);
+        assert!(cc.in_slow_start());
     }
 }

@@ -3,6 +3,7 @@
 use brisk_time::Instant;
 use brisk_wire::Ecn;
 
+use super::hystart::{HyStart, SlowStartPhase};
 use super::{AckSample, CcConfig, CcMetrics, Controller, LossSample, Recovery};
 
 /// RFC 9002 `kLossReductionFactor`: the window halves on congestion.
@@ -20,6 +21,8 @@ pub(crate) struct NewReno {
     /// Bytes acknowledged in congestion avoidance since the window last grew.
     ca_acked_bytes: u64,
     recovery: Recovery,
+    /// HyStart++ for the first slow start; `None` when configured off.
+    hystart: Option<HyStart>,
 }
 
 impl NewReno {
@@ -31,6 +34,7 @@ impl NewReno {
             ssthresh: u64::MAX,
             ca_acked_bytes: 0,
             recovery: Recovery::default(),
+            hystart: config.hystart.then(HyStart::new),
         }
     }
 
@@ -51,12 +55,31 @@ impl NewReno {
     /// RFC 9002 §7.3.1 and §7.3.3: below ssthresh the window grows by the
     /// bytes acknowledged (doubling per round trip); above it by one datagram
     /// per window of bytes acknowledged. Bytes that carry the window past
-    /// ssthresh count towards congestion avoidance.
-    fn grow(&mut self, mut acked_bytes: u64) {
+    /// ssthresh count towards congestion avoidance. The first slow start
+    /// grows and ends as HyStart++ says: by a quarter of the bytes in its
+    /// conservative phase, and at its exit the window becomes ssthresh.
+    fn grow(&mut self, ack: &AckSample) {
+        let mut acked_bytes = ack.acked_bytes;
         if self.cwnd < self.ssthresh {
-            let slow_start_bytes = acked_bytes.min(self.ssthresh - self.cwnd);
-            self.cwnd += slow_start_bytes;
-            acked_bytes -= slow_start_bytes;
+            let mut divisor = 1;
+            if self.ssthresh == u64::MAX
+                && let Some(h) = self.hystart.as_mut()
+            {
+                let phase = h.on_ack(ack.now, ack.largest_acked_sent_at, ack.rtt_sample());
+                if phase == SlowStartPhase::Exit {
+                    self.ssthresh = self.cwnd;
+                }
+                divisor = phase.growth_divisor();
+            }
+            // No divisor after HyStart++'s exit: all of it is avoidance.
+            if let Some(wanted) = acked_bytes.checked_div(divisor) {
+                let slow_start_bytes = wanted.min(self.ssthresh - self.cwnd);
+                self.cwnd += slow_start_bytes;
+                if slow_start_bytes == wanted {
+                    return;
+                }
+                acked_bytes -= slow_start_bytes * divisor;
+            }
         }
         self.ca_acked_bytes = self.ca_acked_bytes.saturating_add(acked_bytes);
         // Normally zero or one step; a stretch ACK of several windows takes
@@ -87,7 +110,7 @@ impl Controller for NewReno {
         if self.recovery.covers(ack.largest_acked_sent_at) || ack.app_limited {
             return;
         }
-        self.grow(ack.acked_bytes);
+        self.grow(ack);
     }
 
     fn on_loss(&mut self, loss: &LossSample) {
@@ -258,5 +281,33 @@ mod tests {
         assert!((45.0..=56.0).contains(&hi), "peak {hi}");
         assert!((20.0..=30.0).contains(&lo), "trough {lo}");
         assert!(sim.utilization(Duration::from_secs(10)) > 0.9);
+    }
+
+    /// HyStart++: after a 20 ms rise of the round's smallest RTT the window
+    /// grows by a quarter of the acknowledged bytes, and within five rounds
+    /// slow start ends with the window as ssthresh.
+    #[test]
+    fn hystart_slows_growth_on_an_rtt_rise_then_hands_over() {
+        let mut cc = NewReno::new(&CcConfig {
+            hystart: true,
+            ..CcConfig::default()
+        });
+        let mut t = Instant::from_millis(100);
+        for _ in 0..2 {
+            t = ack_round(&mut cc, t, RTT, |_| false);
+        }
+        assert_eq!(cc.window(), 40 * MDS);
+        let rise = RTT + Duration::from_millis(20);
+        t = ack_round(&mut cc, t, rise, |_| false);
+        let w = cc.window() / MDS;
+        assert!((48..=66).contains(&w), "window {w} packets");
+        let mut rounds = 0;
+        while cc.in_slow_start() {
+            t = ack_round(&mut cc, t, rise, |_| false);
+            rounds += 1;
+            assert!(rounds <= 5, "still in slow start");
+        }
+        let ssthresh = cc.metrics().ssthresh_bytes.unwrap();
+        assert!(ssthresh <= cc.window() && cc.window() <= ssthresh + MDS);
     }
 }

@@ -730,10 +730,12 @@ impl Connection {
         let eliciting = newly.iter().any(|(_, p)| p.ack_eliciting);
         let mut largest_sent_at = Instant::ZERO;
         let mut app_limited = false;
+        let mut rtt_sampled = false;
         if let Some((_, p)) = newly.iter().find(|(pn, _)| *pn == largest) {
             largest_sent_at = p.time_sent;
             app_limited = p.app_limited;
             if eliciting {
+                rtt_sampled = true;
                 let delay = if self.hs.confirmed {
                     ack.ack_delay.min(self.peer_max_ack_delay)
                 } else {
@@ -813,6 +815,7 @@ impl Connection {
                 acked_bytes,
                 acked_packets,
                 latest_rtt: self.rtt.latest(),
+                rtt_sampled,
                 latest_ack_delay: self.rtt.latest_ack_delay(),
                 smoothed_rtt: self.rtt.smoothed(),
                 min_rtt: self.rtt.min(),
