@@ -119,7 +119,6 @@ fn an_upload_over_stalled_wifi_moves_to_cellular_within_a_probe_timeout() {
 /// once when the phone turns up on cellular, and the receiver waits at most
 /// one Wi-Fi probe timeout and one cellular round trip.
 #[test]
-#[ignore = "fails on the merged tree (IPv4, seed 1), cause not yet found; suspect: the simulator no longer polls applications that cannot write"]
 fn a_download_over_stalled_wifi_moves_to_cellular_within_a_probe_timeout_and_a_round_trip() {
     for ip in [IpFamily::V4, IpFamily::V6] {
         let seed = 1;
@@ -165,7 +164,6 @@ fn a_download_over_stalled_wifi_moves_to_cellular_within_a_probe_timeout_and_a_r
 /// a dead path under an idle connection is no stall (nobody waits on it).
 /// The phone never moves.
 #[test]
-#[ignore = "fails on the merged tree (IPv4, seed 1), cause not yet found; suspect: the simulator no longer polls applications that cannot write"]
 fn a_download_over_clean_wifi_and_an_idle_connection_never_fail_over() {
     for ip in [IpFamily::V4, IpFamily::V6] {
         let seed = 1;
