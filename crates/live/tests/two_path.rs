@@ -1,6 +1,7 @@
 //! A phone with two access paths on real sockets, downloading (the
 //! `two_path` recipe): Wi-Fi through the lab's router (20 Mbit/s, 10 ms
-//! each way), cellular on a second interface (10 Mbit/s, no added delay).
+//! each way), cellular on a second interface through a link model of its
+//! own (10 Mbit/s, 30 ms each way: a 60 ms round trip).
 //! The Wi-Fi stops delivering after the first MiB of 3 MiB. Brisk, failover
 //! on, notices the stall though it only receives, moves to cellular and
 //! finishes with the right SHA-256; kernel TCP with Happy Eyeballs over
@@ -29,8 +30,8 @@ fn stalled_wifi(ip: &str) {
         eprintln!(
             "{test}: {side}: {} bytes, SHA-256 ok {}; stall {:.0} ms, rest {:.0} ms after the \
              stall, whole download {:.0} ms; finished on cellular {}; stalls noticed {}, moves \
-             {} (wall clock; cellular {:.0} Mbit/s, TCP read timeout {:.0} ms, attempt delay \
-             {:.0} ms)",
+             {} (wall clock; cellular {:.0} Mbit/s and {:.0} ms round trip, TCP read timeout \
+             {:.0} ms, attempt delay {:.0} ms)",
             s.bytes,
             s.sha256_ok,
             s.stall_ms,
@@ -40,6 +41,7 @@ fn stalled_wifi(ip: &str) {
             s.stalls_noticed,
             s.moves,
             r.cellular_mbps,
+            r.cellular_rtt_ms,
             r.tcp_read_timeout_ms,
             r.attempt_delay_ms,
         );

@@ -230,6 +230,15 @@ impl AckTracker {
         Some(largest.unwrap_or(0))
     }
 
+    /// The ACKs sent lately may all have been lost (the path they took
+    /// died): the next packet carries an ACK again, whatever arrived since.
+    pub(crate) fn report_again(&mut self) {
+        if self.largest.is_some() {
+            self.pending = true;
+            self.immediate = true;
+        }
+    }
+
     /// An ACK frame went out.
     pub(crate) fn on_ack_sent(&mut self) {
         self.pending = false;
@@ -309,6 +318,26 @@ mod tests {
         // on the next packet that leaves anyway.
         a.on_packet(t(5), 2, Ecn::NotEct, false);
         assert!(!a.ack_due(t(100)) && a.has_pending());
+    }
+
+    #[test]
+    fn an_ack_is_due_again_after_a_move_and_reports_everything_received() {
+        let mut a = AckTracker::new(25 * MS);
+        // Nothing received: nothing to report, so nothing becomes due.
+        a.report_again();
+        assert!(!a.ack_due(t(0)) && !a.has_pending());
+        for pn in 0..4 {
+            a.on_packet(t(pn), pn, Ecn::Ect0, true);
+        }
+        a.on_ack_sent();
+        assert!(!a.ack_due(t(100)) && !a.has_pending());
+        // The ACKs sent died with the path: the next packet reports all
+        // that arrived, at once.
+        a.report_again();
+        assert!(a.ack_due(t(100)));
+        assert_eq!(a.build(t(100)).unwrap().ranges, vec![0..=3]);
+        a.on_ack_sent();
+        assert!(!a.ack_due(t(200)));
     }
 
     fn frequency(sequence: u64, threshold: u64, delay_ms: u64) -> AckFrequencyFrame {

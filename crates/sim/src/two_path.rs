@@ -19,7 +19,7 @@ use crate::engine::flow_addrs;
 use crate::flows::brisk::{BriskConfig, BriskFlow, BriskWorkload, Failover};
 use crate::flows::{End, FlowApp};
 use crate::scenario::IpFamily;
-use brisk_netmodel::{Bottleneck, BottleneckOutput, Direction, Network, Packet};
+use brisk_netmodel::{Bottleneck, BottleneckOutput, Direction, Network, Packet, RateModel};
 use brisk_proto::congestion::CcAlgorithm;
 use brisk_time::Instant;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -72,6 +72,10 @@ pub struct TwoPathOutcome {
     pub delivered: Vec<(Instant, u64)>,
     /// Base round trip of each path (both propagation delays).
     pub base_rtts: [Duration; 2],
+    /// Each path's round trip of one full-size (1500-byte) packet each
+    /// way: both propagation delays and both serializations (at the
+    /// links' rates when those are constant, else the base round trip).
+    pub full_size_rtts: [Duration; 2],
     /// New paths the phone's connection validated (PATH_CHALLENGE
     /// answered).
     pub paths_validated: u64,
@@ -98,10 +102,12 @@ impl TwoPathOutcome {
         Some(self.failovers.first()?.at - self.last_on_first?)
     }
 
-    /// The first path's probe timeout when the phone moved plus one base
-    /// round trip of the second path: the wait the task aims for.
+    /// The first path's probe timeout when the phone moved plus one round
+    /// trip of the second path (of a full-size packet each way: the
+    /// challenge that tells the server, then the first bytes it resends):
+    /// the wait the task aims for.
     pub fn stall_goal(&self) -> Option<Duration> {
-        Some(self.failovers.first()?.pto + self.base_rtts[1])
+        Some(self.failovers.first()?.pto + self.full_size_rtts[1])
     }
 
     /// What the move may cost: the first path's probe timeout (to notice)
@@ -209,6 +215,10 @@ pub fn run_two_path(run: &TwoPathRun) -> TwoPathOutcome {
         first_on_second: net.first_on_second,
         delivered: net.delivered,
         base_rtts: [net.links[0].round_trip(), net.links[1].round_trip()],
+        full_size_rtts: [
+            full_size_round_trip(&net.links[0]),
+            full_size_round_trip(&net.links[1]),
+        ],
         paths_validated: transport.sender.as_ref().map_or(0, |s| s.paths_validated),
         path_stalls: transport.sender.as_ref().map_or(0, |s| s.path_stalls),
         peer_failovers: transport.receiver.as_ref().map_or(0, |s| s.peer_failovers),
@@ -216,6 +226,21 @@ pub fn run_two_path(run: &TwoPathRun) -> TwoPathOutcome {
         // anything happened then.
         end: if done { end } else { now },
     }
+}
+
+/// The bytes of a full-size packet on an Ethernet-sized path.
+const FULL_SIZE_BYTES: u64 = 1500;
+
+/// `link`'s base round trip plus one full-size packet's serialization in
+/// each direction whose rate is constant.
+fn full_size_round_trip(link: &Bottleneck) -> Duration {
+    let serialization = Direction::BOTH.map(|d| match link.link(d).config().rate {
+        RateModel::Constant { bps } if bps > 0 => {
+            Duration::from_nanos(FULL_SIZE_BYTES * 8 * 1_000_000_000 / bps)
+        }
+        _ => Duration::ZERO,
+    });
+    link.round_trip() + serialization.into_iter().sum::<Duration>()
 }
 
 /// The two paths and what the receiver got over each.

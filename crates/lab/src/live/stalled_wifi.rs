@@ -1,7 +1,7 @@
 //! "Fall back from a stalled Wi-Fi to cellular" (WWDC 2015) with real
 //! sockets: a phone downloads 3 MiB over Wi-Fi (the lab's router, the
-//! scenario's network) with a cellular interface beside it (10 Mbit/s
-//! shaped by htb, no added delay, a second veth pair); after the first MiB
+//! scenario's network) with a cellular interface beside it (10 Mbit/s,
+//! 30 ms each way, through a link model of its own); after the first MiB
 //! the Wi-Fi stops
 //! delivering both ways (`brisk_live::recipes::two_path`). Brisk (failover
 //! on, its cellular address as the standby) and kernel TCP (Happy
@@ -53,7 +53,7 @@ impl Section for StalledWifi {
                    to cellular rather than wait on it.",
             scope: "Real sockets in network namespaces: Wi-Fi through the live lab's router \
                     (20 Mbit/s, 10 ms each way), cellular on a second interface (10 Mbit/s, \
-                    no added delay). A 3 MiB download whose Wi-Fi stops delivering after \
+                    30 ms each way). A 3 MiB download whose Wi-Fi stops delivering after \
                     1 MiB. Brisk over brisk-io with failover and a standby address, beside \
                     kernel TCP connected by Happy Eyeballs over both local addresses with a \
                     1 s read timeout in the app. Wall-clock numbers.",

@@ -3,9 +3,10 @@
 //! mid-download while its cellular path still works.
 //!
 //! The lab's router path is the Wi-Fi (the scenario's network). The
-//! recipe adds the cellular path: a veth pair joining the client's
-//! namespace straight to the server's, its rate shaped by htb on both
-//! ends (no delay is added: netem is not assumed to be available), with an address of the client's own in another
+//! recipe adds the cellular path: a second TUN device in each namespace,
+//! joined by a router thread of its own that runs the same link models
+//! (rate, one-way delay and a FIFO each way: 10 Mbit/s and a 60 ms round
+//! trip by default), with an address of the client's own in another
 //! subnet; the client's datagrams leave by the path of the address they
 //! are sent from (a rule per source address, as a phone routes per
 //! interface). The Wi-Fi stalls when htb on both TUN devices drops to
@@ -26,8 +27,17 @@
 //! stalled (the wait that spans the stall included): what the user waits.
 
 use super::{Background, RecipeError, ms};
+use crate::clock::Clock;
 use crate::lab::Lab;
+use crate::netns::Netns;
+use crate::router::RouterCore;
+use crate::router::event_loop::{self, LoopConfig, RouterOutcome};
+use crate::router::resolver::Resolver;
+use crate::topology::{Addressing, MTU_BYTES};
+use crate::tun::Tun;
 use brisk_io::{Endpoint, EndpointConfig, Keypair, ServerConfig};
+use brisk_nat64::Nat64Prefix;
+use brisk_netmodel::Network;
 use brisk_tcp::connect::{self, ConnectOptions, Nat64Policy};
 use brisk_tcp::happy_eyeballs::{Config as HeConfig, Source};
 use serde::Serialize;
@@ -35,8 +45,9 @@ use sha2::{Digest, Sha256};
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::process::Command;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
@@ -62,6 +73,8 @@ pub struct TwoPathConfig {
     pub stall_after: u64,
     /// The cellular path's rate each way, bit/s.
     pub cellular_bps: u64,
+    /// The cellular path's one-way delay (each way).
+    pub cellular_delay: Duration,
     /// The TCP app's read timeout: how long it waits for bytes before it
     /// connects again.
     pub tcp_read_timeout: Duration,
@@ -77,6 +90,7 @@ impl Default for TwoPathConfig {
             bytes: 3 << 20,
             stall_after: 1 << 20,
             cellular_bps: 10_000_000,
+            cellular_delay: Duration::from_millis(30),
             tcp_read_timeout: Duration::from_secs(1),
             attempt_delay: Duration::from_millis(250),
             limit: Duration::from_secs(6),
@@ -111,14 +125,159 @@ pub struct TwoPathReport {
     pub tcp: SideReport,
     /// The cellular path's rate, Mbit/s.
     pub cellular_mbps: f64,
+    /// The cellular path's base round trip, ms.
+    pub cellular_rtt_ms: f64,
     pub tcp_read_timeout_ms: f64,
     pub attempt_delay_ms: f64,
 }
 
-/// The cellular path, removed with the lab's namespaces.
+/// The seed of the cellular path's models (it has no random loss or
+/// jitter, so any seed gives the same path).
+const CELL_SEED: u64 = 0xce11;
+/// Packets the cellular path's FIFO holds each way.
+const CELL_QUEUE_PACKETS: usize = 100;
+
+/// The cellular path: its router thread stops (and its TUN devices go)
+/// when this is dropped, before the lab's namespaces.
 struct Cellular {
     /// The client's address on it.
     client: IpAddr,
+    stop: Arc<AtomicBool>,
+    router: Option<JoinHandle<RouterOutcome>>,
+}
+
+impl Drop for Cellular {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(r) = self.router.take() {
+            let _ = r.join();
+        }
+    }
+}
+
+/// The cellular path's network: `config`'s rate and one-way delay each
+/// way, a FIFO of [`CELL_QUEUE_PACKETS`] each way.
+fn cellular_network(config: &TwoPathConfig) -> Result<Network, RecipeError> {
+    let delay_us = config.cellular_delay.as_micros();
+    let bps = config.cellular_bps;
+    let text = format!(
+        "[link.down]\nrate = \"{bps}bit\"\ndelay = \"{delay_us}us\"\n\
+         [link.up]\nrate = \"{bps}bit\"\ndelay = \"{delay_us}us\"\n\
+         [queue.fifo]\nlimit_packets = {CELL_QUEUE_PACKETS}\n\
+         [queue_up.fifo]\nlimit_packets = {CELL_QUEUE_PACKETS}\n"
+    );
+    Network::parse(&text).map_err(|e| RecipeError::failed("the cellular path's network", e))
+}
+
+/// Gives `dev` (a TUN device in `ns`) its address on the cellular subnet,
+/// with no default route: the namespace's default stays the Wi-Fi.
+fn configure_cell_tun(
+    ns: &Netns,
+    dev: &str,
+    addr: &str,
+    prefix: &str,
+    v6: bool,
+) -> Result<(), RecipeError> {
+    ns.sysctl(&format!("ipv4.conf.{dev}.rp_filter"), "0")?;
+    if v6 {
+        ns.sysctl(&format!("ipv6.conf.{dev}.disable_ipv6"), "0")?;
+        ns.sysctl(&format!("ipv6.conf.{dev}.accept_dad"), "0")?;
+        ns.sysctl(&format!("ipv6.conf.{dev}.accept_ra"), "0")?;
+        ns.sysctl(&format!("ipv6.conf.{dev}.router_solicitations"), "0")?;
+    }
+    let mtu = MTU_BYTES.to_string();
+    ns.ip(&["link", "set", "dev", dev, "mtu", &mtu, "up"])?;
+    let a = format!("{addr}/{prefix}");
+    let mut args = vec!["addr", "add", a.as_str(), "dev", dev];
+    if v6 {
+        args.push("nodad");
+    }
+    ns.ip(&args)?;
+    Ok(())
+}
+
+/// Adds the cellular path (a TUN device in each namespace and its router
+/// thread) and the client's route by source address.
+fn add_cellular(lab: &Lab, config: &TwoPathConfig) -> Result<Cellular, RecipeError> {
+    let network = cellular_network(config)?;
+    let v6 = lab.server_addr().is_ipv6();
+    let (client_addr, server_end, prefix) = if v6 { CELL_V6 } else { CELL_V4 };
+    let client: IpAddr = client_addr
+        .parse()
+        .map_err(|e| RecipeError::failed("cellular address", e))?;
+    let names = lab.names();
+    let (cdev, sdev) = (format!("{}m", names.prefix), format!("{}n", names.prefix));
+    let (cns, sns) = (lab.client_ns(), lab.server_ns());
+    let ctun = Tun::create_in(cns, &cdev)?;
+    let stun = Tun::create_in(sns, &sdev)?;
+    configure_cell_tun(cns, &cdev, client_addr, prefix, v6)?;
+    configure_cell_tun(sns, &sdev, server_end, prefix, v6)?;
+    // Replies from the server's address come back on the cellular device
+    // while the main table routes that address to the Wi-Fi's.
+    cns.sysctl("ipv4.conf.all.rp_filter", "0")?;
+    let family = if v6 { "-6" } else { "-4" };
+    cns.ip(&[
+        family,
+        "rule",
+        "add",
+        "from",
+        client_addr,
+        "table",
+        CELL_TABLE,
+    ])?;
+    let server = lab.server_addr().to_string();
+    cns.ip(&[
+        family, "route", "add", &server, "dev", &cdev, "table", CELL_TABLE,
+    ])?;
+    let wifi = lab.addressing();
+    let addressing = Addressing {
+        mode: wifi.mode,
+        client_v4: match client {
+            IpAddr::V4(a) => Some(a),
+            IpAddr::V6(_) => None,
+        },
+        client_v6: match client {
+            IpAddr::V6(a) => Some(a),
+            IpAddr::V4(_) => None,
+        },
+        server_v4: wifi.server_v4,
+        server_v6: wifi.server_v6,
+    };
+    let servers: Vec<IpAddr> = [
+        wifi.server_v4.map(IpAddr::from),
+        wifi.server_v6.map(IpAddr::from),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let resolver = Resolver::new(Nat64Prefix::WELL_KNOWN, servers, vec![client])
+        .map_err(|e| RecipeError::failed("the cellular path's resolver", e))?;
+    let core = RouterCore::new(&network, CELL_SEED, addressing, None, resolver);
+    let stop = Arc::new(AtomicBool::new(false));
+    let router = std::thread::Builder::new()
+        .name("brisk-cellular".into())
+        .spawn({
+            let stop = stop.clone();
+            move || {
+                let never = AtomicBool::new(false);
+                event_loop::run(
+                    core,
+                    ctun,
+                    stun,
+                    Clock::start(),
+                    None,
+                    &stop,
+                    &never,
+                    LoopConfig::default(),
+                )
+            }
+        })
+        .map_err(|e| RecipeError::failed("spawn the cellular router", e))?;
+    Ok(Cellular {
+        client,
+        stop,
+        router: Some(router),
+    })
 }
 
 fn tc(ns: &str, args: &[&str]) -> Result<(), RecipeError> {
@@ -152,68 +311,6 @@ fn htb(ns: &str, dev: &str, rate: &str) -> Result<(), RecipeError> {
             "class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb", "rate", rate,
         ],
     )
-}
-
-/// Adds the cellular veth pair, its shaping and the client's route by
-/// source address.
-fn add_cellular(lab: &Lab, config: &TwoPathConfig) -> Result<Cellular, RecipeError> {
-    let v6 = lab.server_addr().is_ipv6();
-    let (client_addr, server_end, prefix) = if v6 { CELL_V6 } else { CELL_V4 };
-    let names = lab.names();
-    let (cdev, sdev) = (format!("{}m", names.prefix), format!("{}n", names.prefix));
-    let (cns, sns) = (lab.client_ns(), lab.server_ns());
-    crate::netns::ip(&[
-        "link",
-        "add",
-        &cdev,
-        "netns",
-        cns.name(),
-        "type",
-        "veth",
-        "peer",
-        "name",
-        &sdev,
-        "netns",
-        sns.name(),
-    ])?;
-    let rate = format!("{}bit", config.cellular_bps);
-    for (ns, dev, addr) in [(cns, &cdev, client_addr), (sns, &sdev, server_end)] {
-        let a = format!("{addr}/{prefix}");
-        let mut args = vec!["addr", "add", a.as_str(), "dev", dev.as_str()];
-        if v6 {
-            args.push("nodad");
-        }
-        ns.ip(&args)?;
-        ns.ip(&["link", "set", dev, "up"])?;
-        htb(ns.name(), dev, &rate)?;
-    }
-    // Replies from the server's address come back on the veth while the
-    // main table routes that address to the TUN device.
-    for key in [
-        "ipv4.conf.all.rp_filter",
-        &format!("ipv4.conf.{cdev}.rp_filter"),
-    ] {
-        cns.sysctl(key, "0")?;
-    }
-    let family = if v6 { "-6" } else { "-4" };
-    cns.ip(&[
-        family,
-        "rule",
-        "add",
-        "from",
-        client_addr,
-        "table",
-        CELL_TABLE,
-    ])?;
-    let server = lab.server_addr().to_string();
-    cns.ip(&[
-        family, "route", "add", &server, "via", server_end, "dev", &cdev, "table", CELL_TABLE,
-    ])?;
-    Ok(Cellular {
-        client: client_addr
-            .parse()
-            .map_err(|e| RecipeError::failed("cellular address", e))?,
-    })
 }
 
 /// Stops (or lets again) every packet on the Wi-Fi path, both ways: htb
@@ -572,6 +669,7 @@ pub fn run(lab: &Lab, config: &TwoPathConfig) -> Result<TwoPathReport, RecipeErr
         brisk,
         tcp,
         cellular_mbps: config.cellular_bps as f64 / 1e6,
+        cellular_rtt_ms: ms(2 * config.cellular_delay),
         tcp_read_timeout_ms: ms(config.tcp_read_timeout),
         attempt_delay_ms: ms(config.attempt_delay),
     })

@@ -264,12 +264,17 @@ impl Connection {
     /// one of its round trips to the stall. The packets stay tracked: the
     /// peer got the oldest of them before the path died, and the first
     /// ACK on the new path that says so cancels their second copies.
+    /// The first packet on the new path carries an ACK of everything
+    /// received, as the ACKs last sent on the old path may have died with
+    /// it: a peer that was sending learns at once where the hole in what
+    /// it sent begins, so what it resends on the new path is the hole.
     /// Returns false, and changes nothing, when `migrate` would.
     pub fn fail_over(&mut self, now: Instant) -> bool {
         if !self.migrate(now) {
             return false;
         }
         self.requeue_flight();
+        self.acks.report_again();
         self.update_timers(now);
         true
     }

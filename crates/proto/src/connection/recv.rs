@@ -734,7 +734,10 @@ impl Connection {
         if let Some((_, p)) = newly.iter().find(|(pn, _)| *pn == largest) {
             largest_sent_at = p.time_sent;
             app_limited = p.app_limited;
-            if eliciting {
+            // A packet sent before a move to a new network says nothing
+            // of the new path's round trip (it is acknowledged there when
+            // the ACKs sent over the old path died with it).
+            if eliciting && self.migration.on_this_path(largest) {
                 rtt_sampled = true;
                 let delay = if self.hs.confirmed {
                     ack.ack_delay.min(self.peer_max_ack_delay)

@@ -185,6 +185,10 @@ impl Workload for Bulk {
         }
     }
 
+    fn receiver_writes(&self) -> bool {
+        false
+    }
+
     fn poll_timeout(&self) -> Option<Instant> {
         (!self.finished && self.total_bytes.is_none()).then_some(self.stop)
     }

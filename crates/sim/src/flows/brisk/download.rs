@@ -150,6 +150,11 @@ impl Workload for Download {
         progressed
     }
 
+    /// The server writes the response.
+    fn receiver_writes(&self) -> bool {
+        true
+    }
+
     fn poll_timeout(&self) -> Option<Instant> {
         None
     }

@@ -231,6 +231,10 @@ impl Workload for LiveStream {
         progressed
     }
 
+    fn receiver_writes(&self) -> bool {
+        false
+    }
+
     fn poll_timeout(&self) -> Option<Instant> {
         if self.finished {
             return None;

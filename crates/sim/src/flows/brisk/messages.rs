@@ -138,6 +138,10 @@ impl Workload for Messages {
         }
     }
 
+    fn receiver_writes(&self) -> bool {
+        false
+    }
+
     fn poll_timeout(&self) -> Option<Instant> {
         if self.stopped {
             return None;

@@ -414,6 +414,10 @@ impl Workload for Video {
         progressed
     }
 
+    fn receiver_writes(&self) -> bool {
+        false
+    }
+
     fn poll_timeout(&self) -> Option<Instant> {
         let next = (self.next_frame < self.stop).then_some(self.next_frame);
         let deadline = self

@@ -39,10 +39,10 @@ pub(crate) trait Workload {
     fn sender_may_write(&self, _now: Instant) -> bool {
         true
     }
-    /// Whether `poll_receiver` ever does anything.
-    fn receiver_writes(&self) -> bool {
-        false
-    }
+    /// Whether `poll_receiver` ever does anything; the glue never calls it
+    /// otherwise. Every workload states it (no default), so one that
+    /// writes from the receiver cannot be left unpolled by omission.
+    fn receiver_writes(&self) -> bool;
     /// The receiver's connection was just opened toward the sender (it is
     /// the client: early data) and its first flight has not left: early
     /// data goes in now.
