@@ -33,16 +33,22 @@ struct Alone {
 /// over the second half of the run (long enough for slow start and the
 /// first cuts at any RTT of the grid).
 fn alone(mbit: f64, rtt_ms: u64, ip: IpFamily) -> Alone {
+    alone_with("prague", mbit, rtt_ms, ip)
+}
+
+/// A bulk flow with controller `cc` alone through default DualPI2, as
+/// [`alone`].
+fn alone_with(cc: &str, mbit: f64, rtt_ms: u64, ip: IpFamily) -> Alone {
     let secs = 8 + rtt_ms / 20;
     let s = dumbbell(
         &format!("\"{}kbit\"", (mbit * 1000.0) as u64),
         DUALPI2_LINUX,
         "",
-        &[bulk("prague", "prague", rtt_ms)],
+        &[bulk(cc, cc, rtt_ms)],
         secs,
     );
     let (_, all) = run_series(&s, ip);
-    let f = series(&all, "prague");
+    let f = series(&all, cc);
     let (from, to) = (Duration::from_secs(secs / 2), Duration::from_secs(secs));
     Alone {
         utilization: rate_mbps(f, from, to) / mbit,
@@ -146,6 +152,28 @@ fn prague_and_cubic_share_default_dualpi2_at_25_and_100mbit() {
 #[test]
 fn prague_beside_bbr_in_default_dualpi2_keeps_a_share() {
     check_ratio(50.0, "bbr", 0.4..=1.5);
+}
+
+/// Bulk flows alone at 200 ms base RTT (temporary measurement).
+#[test]
+#[ignore = "measurement"]
+fn long_rtt_grid() {
+    for ip in FAMILIES {
+        for (cc, mbit) in [
+            ("prague", 25.0),
+            ("prague", 100.0),
+            ("cubic", 100.0),
+            ("bbr", 100.0),
+        ] {
+            let a = alone_with(cc, mbit, 200, ip);
+            println!(
+                "{cc} {mbit} Mbit/s 200 ms {ip:?}: {:.3}, queue p99 {:.2} ms, rate {:.2} Mbit/s",
+                a.utilization,
+                a.queue_p99_ms,
+                a.utilization * mbit
+            );
+        }
+    }
 }
 
 /// The whole grid, printed as a table (run with `--ignored --nocapture`).

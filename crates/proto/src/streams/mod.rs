@@ -42,7 +42,9 @@ mod send;
 #[cfg(test)]
 mod tests;
 
+use brisk_time::Instant;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::time::Duration;
 
 pub(crate) use assembler::Piece;
 pub use error::StreamError;
@@ -954,14 +956,16 @@ impl Streams {
             || !self.scheduler.is_empty()
     }
 
-    /// The next frame to send reliably.
-    pub(crate) fn poll_control(&mut self) -> Option<ControlFrame> {
+    /// The next frame to send reliably, at `now` with the path's smoothed
+    /// RTT `srtt` (a stream's receive window tunes itself by how soon half
+    /// of it is read again).
+    pub(crate) fn poll_control(&mut self, now: Instant, srtt: Duration) -> Option<ControlFrame> {
         if let Some(frame) = self.control.pop_front() {
             return Some(frame);
         }
         if std::mem::take(&mut self.max_data_due) {
             // The connection's window grows only with its streams' (below).
-            return Some(ControlFrame::MaxData(self.conn_recv.advertise(false)));
+            return Some(ControlFrame::MaxData(self.conn_recv.advertise()));
         }
         for bidi in [true, false] {
             let d = dir(bidi);
@@ -980,7 +984,7 @@ impl Streams {
                 && r.wants_credit()
             {
                 let before = r.window();
-                let max = r.advertise();
+                let max = r.advertise(now, srtt);
                 if r.window() > before {
                     self.conn_recv.widen_to(r.window().saturating_mul(3) / 2);
                 }
