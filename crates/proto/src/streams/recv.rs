@@ -283,13 +283,19 @@ impl RecvStream {
         self.state == RecvState::Recv && !self.stopped
     }
 
-    /// The next limit, at `now` with the path's smoothed RTT `srtt`; the
-    /// window grows first if the peer used all of it while the application
-    /// read everything it could, or if half of it was read within two
-    /// round trips of the previous limit.
-    pub(super) fn advertise(&mut self, now: Instant, srtt: Duration) -> u64 {
+    /// The next limit, at `now` with the path's minimum RTT `min_rtt`;
+    /// the window grows first if the peer used all of it while the
+    /// application read everything it could, or if the peer reported being
+    /// blocked and half of it was read within two minimum RTTs of the
+    /// previous limit.
+    pub(super) fn advertise(&mut self, now: Instant, min_rtt: Duration) -> u64 {
         self.window
-            .advertise_tuned(now, srtt, self.assembler.readable_len() == 0)
+            .advertise_tuned(now, min_rtt, self.assembler.readable_len() == 0)
+    }
+
+    /// The peer reported being blocked at `limit` on this stream.
+    pub(super) fn peer_blocked_at(&mut self, limit: u64) {
+        self.window.peer_blocked_at(limit);
     }
 
     /// The stream's current window, in bytes.
