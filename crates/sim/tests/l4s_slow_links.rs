@@ -33,16 +33,22 @@ struct Alone {
 /// over the second half of the run (long enough for slow start and the
 /// first cuts at any RTT of the grid).
 fn alone(mbit: f64, rtt_ms: u64, ip: IpFamily) -> Alone {
+    alone_with("prague", mbit, rtt_ms, ip)
+}
+
+/// A bulk flow with controller `cc` alone through default DualPI2, as
+/// [`alone`].
+fn alone_with(cc: &str, mbit: f64, rtt_ms: u64, ip: IpFamily) -> Alone {
     let secs = 8 + rtt_ms / 20;
     let s = dumbbell(
         &format!("\"{}kbit\"", (mbit * 1000.0) as u64),
         DUALPI2_LINUX,
         "",
-        &[bulk("prague", "prague", rtt_ms)],
+        &[bulk(cc, cc, rtt_ms)],
         secs,
     );
     let (_, all) = run_series(&s, ip);
-    let f = series(&all, "prague");
+    let f = series(&all, cc);
     let (from, to) = (Duration::from_secs(secs / 2), Duration::from_secs(secs));
     Alone {
         utilization: rate_mbps(f, from, to) / mbit,
@@ -146,6 +152,65 @@ fn prague_and_cubic_share_default_dualpi2_at_25_and_100mbit() {
 #[test]
 fn prague_beside_bbr_in_default_dualpi2_keeps_a_share() {
     check_ratio(50.0, "bbr", 0.4..=1.5);
+}
+
+/// At 200 ms a bulk flow used to deliver 21.9 Mbit/s at 25 and at
+/// 100 Mbit/s whatever its controller: the receiver's 1 MiB stream window,
+/// granted again after half of it is read, carries about half of it per
+/// round trip, and it grew only behind a hole. It now also grows when the
+/// sender says it is blocked and half of it is read within two round
+/// trips, so at 100 Mbit/s CUBIC and Prague deliver well over twice that
+/// (Prague's own increase, not the window, then sets its rate).
+#[test]
+fn bulk_at_100mbit_and_200ms_is_not_held_by_the_receive_window() {
+    const OLD_CAP_MBPS: f64 = 21.9;
+    for ip in FAMILIES {
+        for cc in ["cubic", "prague"] {
+            let a = alone_with(cc, 100.0, 200, ip);
+            let rate = a.utilization * 100.0;
+            assert!(
+                rate > 2.0 * OLD_CAP_MBPS,
+                "{cc} {ip:?}: {rate:.1} Mbit/s at 100 Mbit/s, 200 ms ({a:?})"
+            );
+        }
+    }
+}
+
+/// The goal at 200 ms on faster links, not met yet: Prague alone kept
+/// 95.0% of 25 Mbit/s with a queue p99 of 6.4 ms (bound 1.48 ms), and
+/// 60.5% of 100 Mbit/s, still refilling the window its slow-start exit
+/// halved. Run with `cargo test --release -p brisk-sim --test
+/// l4s_slow_links -- --ignored --nocapture fills_25`.
+#[test]
+#[ignore = "goal not met yet: 95% with a 6.4 ms queue p99 at 25 Mbit/s, 60% at 100 Mbit/s"]
+fn prague_alone_fills_25_and_100mbit_links_at_200ms() {
+    check_alone(25.0, 200, 1.0);
+    check_alone(100.0, 200, 1.0);
+}
+
+/// Bulk flows alone through default DualPI2 at 200 ms base RTT, each
+/// controller, both families (run with `--ignored --nocapture long_rtt`).
+#[test]
+#[ignore = "prints a table; run it by hand"]
+fn long_rtt_table() {
+    println!("bulk alone, 200 ms base RTT, Linux-default DualPI2 (second half of 18 s)");
+    println!("cc | link Mbit/s | family | link use | rate Mbit/s | queue p99 ms");
+    for ip in FAMILIES {
+        for (cc, mbit) in [
+            ("prague", 25.0),
+            ("prague", 100.0),
+            ("cubic", 100.0),
+            ("bbr", 100.0),
+        ] {
+            let a = alone_with(cc, mbit, 200, ip);
+            println!(
+                "{cc} | {mbit} | {ip:?} | {:.1}% | {:.2} | {:.2}",
+                100.0 * a.utilization,
+                a.utilization * mbit,
+                a.queue_p99_ms
+            );
+        }
+    }
 }
 
 /// The whole grid, printed as a table (run with `--ignored --nocapture`).

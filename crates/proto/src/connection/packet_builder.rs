@@ -491,7 +491,7 @@ impl Connection {
             FrameSource::Control => {
                 self.fill_path_frames(now, b, out);
                 while b.room(out) >= CONTROL_FRAME_MAX {
-                    let Some(c) = self.streams.poll_control() else {
+                    let Some(c) = self.streams.poll_control(now, self.rtt.min()) else {
                         break;
                     };
                     let f = control_frame(c);

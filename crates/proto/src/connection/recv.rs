@@ -560,10 +560,11 @@ impl Connection {
     pub(super) fn handle_frame(&mut self, now: Instant, f: Frame<'_>, datagram: Option<&Bytes>) {
         let frame_type = f.frame_type();
         let result = match f {
-            Frame::Padding(_)
-            | Frame::Ping
-            | Frame::DataBlocked(_)
-            | Frame::StreamDataBlocked { .. } => Ok(()),
+            Frame::Padding(_) | Frame::Ping | Frame::DataBlocked(_) => Ok(()),
+            Frame::StreamDataBlocked { id, limit } => {
+                self.streams.handle_stream_data_blocked(StreamId(id), limit);
+                Ok(())
+            }
             Frame::Ack(a) => {
                 self.handle_ack(now, a);
                 Ok(())

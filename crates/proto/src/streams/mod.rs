@@ -42,7 +42,9 @@ mod send;
 #[cfg(test)]
 mod tests;
 
+use brisk_time::Instant;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::time::Duration;
 
 pub(crate) use assembler::Piece;
 pub use error::StreamError;
@@ -902,6 +904,17 @@ impl Streams {
         Ok(())
     }
 
+    /// The peer says its sending half of `id` was blocked at `limit`
+    /// (STREAM_DATA_BLOCKED): a sign for the stream's window tuning. A
+    /// stream we do not hold, or no longer receive on, is ignored.
+    pub(crate) fn handle_stream_data_blocked(&mut self, id: StreamId, limit: u64) {
+        if let Some(r) = self.streams.get_mut(&id).and_then(|s| s.recv.as_mut())
+            && r.wants_credit()
+        {
+            r.peer_blocked_at(limit);
+        }
+    }
+
     pub(crate) fn handle_max_streams(&mut self, bidi: bool, max: u64) {
         let d = dir(bidi);
         self.peer_max_streams[d] = self.peer_max_streams[d].max(max.min(StreamId::MAX_COUNT));
@@ -954,14 +967,16 @@ impl Streams {
             || !self.scheduler.is_empty()
     }
 
-    /// The next frame to send reliably.
-    pub(crate) fn poll_control(&mut self) -> Option<ControlFrame> {
+    /// The next frame to send reliably, at `now` with the path's minimum
+    /// RTT `min_rtt` (a stream's receive window tunes itself by how soon
+    /// half of it is read again).
+    pub(crate) fn poll_control(&mut self, now: Instant, min_rtt: Duration) -> Option<ControlFrame> {
         if let Some(frame) = self.control.pop_front() {
             return Some(frame);
         }
         if std::mem::take(&mut self.max_data_due) {
             // The connection's window grows only with its streams' (below).
-            return Some(ControlFrame::MaxData(self.conn_recv.advertise(false)));
+            return Some(ControlFrame::MaxData(self.conn_recv.advertise()));
         }
         for bidi in [true, false] {
             let d = dir(bidi);
@@ -980,7 +995,7 @@ impl Streams {
                 && r.wants_credit()
             {
                 let before = r.window();
-                let max = r.advertise();
+                let max = r.advertise(now, min_rtt);
                 if r.window() > before {
                     self.conn_recv.widen_to(r.window().saturating_mul(3) / 2);
                 }

@@ -16,7 +16,9 @@ use super::assembler::{Assembler, Piece};
 use super::error::StreamError;
 use super::flow_control::RecvWindow;
 use super::id::StreamId;
+use brisk_time::Instant;
 use bytes::Bytes;
+use std::time::Duration;
 
 /// Receiving-side states of RFC 9000 §3.2.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -281,10 +283,19 @@ impl RecvStream {
         self.state == RecvState::Recv && !self.stopped
     }
 
-    /// The next limit; the window grows first if the peer used all of it
-    /// while the application read everything it could.
-    pub(super) fn advertise(&mut self) -> u64 {
-        self.window.advertise(self.assembler.readable_len() == 0)
+    /// The next limit, at `now` with the path's minimum RTT `min_rtt`;
+    /// the window grows first if the peer used all of it while the
+    /// application read everything it could, or if the peer reported being
+    /// blocked and half of it was read within two minimum RTTs of the
+    /// previous limit.
+    pub(super) fn advertise(&mut self, now: Instant, min_rtt: Duration) -> u64 {
+        self.window
+            .advertise_tuned(now, min_rtt, self.assembler.readable_len() == 0)
+    }
+
+    /// The peer reported being blocked at `limit` on this stream.
+    pub(super) fn peer_blocked_at(&mut self, limit: u64) {
+        self.window.peer_blocked_at(limit);
     }
 
     /// The stream's current window, in bytes.
@@ -446,7 +457,7 @@ mod tests {
         assert!(!r.update_due());
         r.read(&mut [0; 1]).unwrap();
         assert!(r.update_due());
-        assert_eq!(r.advertise(), 150);
+        assert_eq!(r.advertise(Instant::ZERO, Duration::ZERO), 150);
         assert!(!r.update_due());
         assert_eq!(deliver(&mut r, 100, &[0; 50], false), Ok(50));
         assert_eq!(

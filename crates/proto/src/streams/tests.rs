@@ -27,7 +27,7 @@ fn apply_control(to: &mut Streams, frame: ControlFrame) -> Result<(), StreamErro
 /// Delivers every pending control frame from `from` to `to`, reliably.
 fn exchange_control(from: &mut Streams, to: &mut Streams) -> Vec<ControlFrame> {
     let mut frames = Vec::new();
-    while let Some(f) = from.poll_control() {
+    while let Some(f) = from.poll_control(Instant::ZERO, Duration::ZERO) {
         apply_control(to, f).unwrap();
         from.on_control_acked(f);
         frames.push(f);
@@ -516,15 +516,18 @@ fn a_delivered_reset_event_lets_the_stream_be_forgotten() {
     );
     // All 300 bytes up to the final size count as consumed: the connection
     // window moves to 300 + 400, and the stream slot goes back to the peer.
-    assert_eq!(server.poll_control(), Some(ControlFrame::MaxData(700)));
     assert_eq!(
-        server.poll_control(),
+        server.poll_control(Instant::ZERO, Duration::ZERO),
+        Some(ControlFrame::MaxData(700))
+    );
+    assert_eq!(
+        server.poll_control(Instant::ZERO, Duration::ZERO),
         Some(ControlFrame::MaxStreams {
             bidi: false,
             count: 2
         })
     );
-    assert_eq!(server.poll_control(), None);
+    assert_eq!(server.poll_control(Instant::ZERO, Duration::ZERO), None);
 }
 
 #[test]
@@ -715,15 +718,18 @@ fn lost_control_frames_are_sent_again_while_they_matter() {
         .handle_stream_frame(StreamId(0), 0, &[0; 800], false)
         .unwrap();
     server.read(StreamId(0), &mut [0; 600]).unwrap();
-    assert_eq!(server.poll_control(), Some(ControlFrame::MaxData(1600)));
     assert_eq!(
-        server.poll_control(),
+        server.poll_control(Instant::ZERO, Duration::ZERO),
+        Some(ControlFrame::MaxData(1600))
+    );
+    assert_eq!(
+        server.poll_control(Instant::ZERO, Duration::ZERO),
         Some(ControlFrame::MaxStreamData {
             id: StreamId(0),
             max: 1600
         })
     );
-    assert_eq!(server.poll_control(), None);
+    assert_eq!(server.poll_control(Instant::ZERO, Duration::ZERO), None);
     server.read(StreamId(0), &mut [0; 100]).unwrap();
     server.on_control_lost(ControlFrame::MaxData(1600));
     server.on_control_lost(ControlFrame::MaxStreamData {
@@ -731,12 +737,12 @@ fn lost_control_frames_are_sent_again_while_they_matter() {
         max: 1600,
     });
     assert_eq!(
-        server.poll_control(),
+        server.poll_control(Instant::ZERO, Duration::ZERO),
         Some(ControlFrame::MaxData(1700)),
         "the fresher value goes"
     );
     assert_eq!(
-        server.poll_control(),
+        server.poll_control(Instant::ZERO, Duration::ZERO),
         Some(ControlFrame::MaxStreamData {
             id: StreamId(0),
             max: 1700
@@ -744,28 +750,31 @@ fn lost_control_frames_are_sent_again_while_they_matter() {
     );
 
     server.stop_sending(StreamId(0), 5).unwrap();
-    let stop = server.poll_control().unwrap();
+    let stop = server.poll_control(Instant::ZERO, Duration::ZERO).unwrap();
     server.on_control_lost(stop);
-    assert_eq!(server.poll_control(), Some(stop));
+    assert_eq!(
+        server.poll_control(Instant::ZERO, Duration::ZERO),
+        Some(stop)
+    );
     server.handle_reset(StreamId(0), 5, 800).unwrap();
     server.on_control_lost(stop);
     assert_eq!(
-        server.poll_control(),
+        server.poll_control(Instant::ZERO, Duration::ZERO),
         None,
         "the stream is gone: no STOP_SENDING needed"
     );
 
     let own = server.open(false, P).unwrap();
     server.reset(own, 1).unwrap();
-    let reset = server.poll_control().unwrap();
+    let reset = server.poll_control(Instant::ZERO, Duration::ZERO).unwrap();
     server.on_control_lost(reset);
     assert_eq!(
-        server.poll_control(),
+        server.poll_control(Instant::ZERO, Duration::ZERO),
         Some(reset),
         "resets are sent until acknowledged"
     );
     server.on_control_lost(ControlFrame::StreamDataBlocked { id: own, limit: 0 });
-    assert_eq!(server.poll_control(), None);
+    assert_eq!(server.poll_control(Instant::ZERO, Duration::ZERO), None);
 }
 
 #[test]
