@@ -346,6 +346,9 @@ pub struct BriskFlow {
     spare: Vec<Vec<u8>>,
     /// What each end (sender, receiver) may have for the glue.
     touched: [Touched; 2],
+    /// Each end's last received headers (sender, receiver): a flow's
+    /// datagrams repeat them, so most are not read again.
+    udp_memo: [ip::UdpMemo; 2],
     /// Each end's next timer, read again after every call that touched
     /// it: the engine asks after every event, and walking an endpoint's
     /// connections each time was a twentieth of a saturated run.
@@ -506,6 +509,7 @@ impl BriskFlow {
             malformed: 0,
             spare: Vec::new(),
             touched: [Touched::ALL; 2],
+            udp_memo: Default::default(),
             timers: [None; 2],
             standby: None,
             failovers: Vec::new(),
@@ -827,7 +831,8 @@ impl FlowApp for BriskFlow {
         // way changes the bytes it covers; its sender leaves it for the
         // engine to fill in when it captures the datagram (a test holds
         // the captures to it).
-        let Ok((from, _, ecn, payload)) = ip::parse_udp_trusted(datagram) else {
+        let Ok((from, _, ecn, payload)) = self.udp_memo[end as usize].parse_trusted(datagram)
+        else {
             self.handle_non_udp(now, end, datagram);
             return;
         };
