@@ -121,3 +121,33 @@ fn the_publisher_follows_the_path() {
         }
     }
 }
+
+/// A stream that uses half of a fixed 10 Mbit/s link is application
+/// limited, so BBR never sees three rounds without growth and stays in
+/// Startup for the whole run. Its key frames still fill the link for a
+/// moment, so the bandwidth estimate is the link's, and Startup's window
+/// (2.885 times the estimate's BDP) stays within 3.5 link BDPs: an
+/// estimate inflated by samples taken while application limited would
+/// pass it. Nor may a re-entry into Startup burst that window into the
+/// FIFO: the viewer's latency holds under a second with no rebuffering.
+#[test]
+fn an_application_limited_stream_keeps_bbrs_model_at_the_link() {
+    const LINK_BYTES_PER_SEC: f64 = 10e6 / 8.0;
+    for ip in FAMILIES {
+        let r = run_on(&stream("\"10Mbit\"", "0%", ""), ip);
+        let (f, s) = viewed(&r);
+        show("10 Mbit/s", ip, s);
+        let t = &f.brisk.as_ref().unwrap().transport;
+        let link_bdp = LINK_BYTES_PER_SEC * t.min_rtt_ms / 1_000.0;
+        let window_bdps = t.cwnd_bytes as f64 / link_bdp;
+        println!(
+            "{ip:?}: window {} bytes, {window_bdps:.2} link BDPs (min RTT {:.1} ms)",
+            t.cwnd_bytes, t.min_rtt_ms
+        );
+        let what = format!("{ip:?}: window {window_bdps:.2} BDPs, {t:?}, {s:?}");
+        assert!(t.data_intact, "{what}");
+        assert!(s.encoded_mbps < 7.0, "not application limited: {what}");
+        assert!(window_bdps > 1.0 && window_bdps <= 3.5, "{what}");
+        assert!(p99(s) <= 1_000.0 && s.rebuffering_ratio == 0.0, "{what}");
+    }
+}
