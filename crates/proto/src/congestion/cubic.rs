@@ -3,7 +3,7 @@
 use brisk_time::Instant;
 use brisk_wire::Ecn;
 
-use super::hystart::{HyStart, SlowStartPhase};
+use super::hystart::{HyStart, SlowStartPhase, slow_start_phase};
 use super::{AckSample, CcConfig, CcMetrics, Controller, LossSample, Recovery};
 
 /// RFC 9438 §4.1 `C`: how aggressively the window probes, in segments/s³.
@@ -161,16 +161,11 @@ impl Cubic {
             // §4.10: slow start below ssthresh; the first one grows as
             // HyStart++ says, and ends where it says (the window becomes
             // ssthresh, the rest of the ACK goes to congestion avoidance).
-            let mut divisor = 1;
-            if self.ssthresh == u64::MAX
-                && let Some(h) = self.hystart.as_mut()
-            {
-                let phase = h.on_ack(ack.now, ack.largest_acked_sent_at, ack.rtt_sample());
-                if phase == SlowStartPhase::Exit {
-                    self.ssthresh = self.cwnd as u64;
-                }
-                divisor = phase.growth_divisor();
+            let phase = slow_start_phase(self.hystart.as_mut(), self.ssthresh == u64::MAX, ack);
+            if phase == SlowStartPhase::Exit {
+                self.ssthresh = self.cwnd as u64;
             }
+            let divisor = phase.growth_divisor();
             if divisor > 0 {
                 let room = (self.ssthresh as f64 - self.cwnd).max(0.0);
                 let wanted = acked as f64 / divisor as f64;

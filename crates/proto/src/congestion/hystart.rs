@@ -21,6 +21,8 @@ use std::time::Duration;
 
 use brisk_time::Instant;
 
+use super::AckSample;
+
 /// RFC 9406 `MIN_RTT_THRESH`: the smallest RTT rise taken for a queue.
 pub(crate) const MIN_RTT_THRESH: Duration = Duration::from_millis(4);
 /// RFC 9406 `MAX_RTT_THRESH`: the largest RTT rise ever required.
@@ -57,6 +59,20 @@ impl SlowStartPhase {
             SlowStartPhase::Conservative => CSS_GROWTH_DIVISOR,
             SlowStartPhase::Exit => 0,
         }
+    }
+}
+
+/// The phase one slow-start ACK of a loss-based controller grows the
+/// window in: the detector's say during the `first` slow start when
+/// HyStart++ is configured, standard growth otherwise.
+pub(crate) fn slow_start_phase(
+    hystart: Option<&mut HyStart>,
+    first: bool,
+    ack: &AckSample,
+) -> SlowStartPhase {
+    match hystart {
+        Some(h) if first => h.on_ack(ack.now, ack.largest_acked_sent_at, ack.rtt_sample()),
+        _ => SlowStartPhase::Standard,
     }
 }
 

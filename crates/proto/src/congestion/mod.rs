@@ -7,8 +7,8 @@
 //! ([`LossSample`]); it reads back the window, the ECN codepoint to send and
 //! metrics for qlog. [`CcAlgorithm::build`] is the factory.
 //!
-//! Files: [`newreno`] (RFC 9002 §7), [`cubic`] (RFC 9438), both leaving
-//! their first slow start by [`hystart`] (HyStart++, RFC 9406), [`prague`]
+//! Files: [`newreno`] (RFC 9002 §7), [`cubic`] (RFC 9438), both able to
+//! leave their first slow start by [`hystart`] (HyStart++, RFC 9406, opt-in), [`prague`]
 //! (draft-briscoe-iccrg-prague-congestion-control, the L4S scalable
 //! controller), [`bbr`] (BBRv1, model-based: paces at the measured
 //! bottleneck bandwidth and tolerates random loss) with its

@@ -3,7 +3,7 @@
 use brisk_time::Instant;
 use brisk_wire::Ecn;
 
-use super::hystart::{HyStart, SlowStartPhase};
+use super::hystart::{HyStart, SlowStartPhase, slow_start_phase};
 use super::{AckSample, CcConfig, CcMetrics, Controller, LossSample, Recovery};
 
 /// RFC 9002 `kLossReductionFactor`: the window halves on congestion.
@@ -61,16 +61,11 @@ impl NewReno {
     fn grow(&mut self, ack: &AckSample) {
         let mut acked_bytes = ack.acked_bytes;
         if self.cwnd < self.ssthresh {
-            let mut divisor = 1;
-            if self.ssthresh == u64::MAX
-                && let Some(h) = self.hystart.as_mut()
-            {
-                let phase = h.on_ack(ack.now, ack.largest_acked_sent_at, ack.rtt_sample());
-                if phase == SlowStartPhase::Exit {
-                    self.ssthresh = self.cwnd;
-                }
-                divisor = phase.growth_divisor();
+            let phase = slow_start_phase(self.hystart.as_mut(), self.ssthresh == u64::MAX, ack);
+            if phase == SlowStartPhase::Exit {
+                self.ssthresh = self.cwnd;
             }
+            let divisor = phase.growth_divisor();
             // No divisor after HyStart++'s exit: all of it is avoidance.
             if let Some(wanted) = acked_bytes.checked_div(divisor) {
                 let slow_start_bytes = wanted.min(self.ssthresh - self.cwnd);
