@@ -11,7 +11,8 @@
 //! sources and the plug-in trait a transport implements); [`results`] the JSON shape of a run; [`capture`]
 //! the bottleneck as a pcap file; [`bench`] the reference loads speed is
 //! measured on; [`two_path`] a phone with Wi-Fi and cellular paths that
-//! moves when one stalls; `wakeups` the engine's agenda.
+//! moves when one stalls; [`race`] the same phone connecting while its
+//! Wi-Fi is stalled, racing both paths; `wakeups` the engine's agenda.
 
 // System calls live in the few modules that allow `unsafe` below.
 #![deny(unsafe_code)]
@@ -21,6 +22,7 @@ pub mod capture;
 pub mod engine;
 pub mod flows;
 pub mod nat;
+pub mod race;
 pub mod results;
 pub mod scenario;
 pub mod two_path;

@@ -233,7 +233,7 @@ const FULL_SIZE_BYTES: u64 = 1500;
 
 /// `link`'s base round trip plus one full-size packet's serialization in
 /// each direction whose rate is constant.
-fn full_size_round_trip(link: &Bottleneck) -> Duration {
+pub(crate) fn full_size_round_trip(link: &Bottleneck) -> Duration {
     let serialization = Direction::BOTH.map(|d| match link.link(d).config().rate {
         RateModel::Constant { bps } if bps > 0 => {
             Duration::from_nanos(FULL_SIZE_BYTES * 8 * 1_000_000_000 / bps)

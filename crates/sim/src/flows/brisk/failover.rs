@@ -79,3 +79,15 @@ impl BriskFlow {
         }
     }
 }
+
+impl BriskFlow {
+    /// When the client's handshake finished (its `Connected` event).
+    pub fn connected_at(&self) -> Option<Instant> {
+        self.connected_at
+    }
+
+    /// Whether the connection failed (its error, as the report gives it).
+    pub fn failed(&self) -> bool {
+        self.error.is_some()
+    }
+}
