@@ -357,6 +357,7 @@ impl Driver {
     fn turn(&mut self, cx: &mut Context<'_>, shared: &Shared) -> Result<Outcome, EndpointError> {
         let mut progress;
         let deadline;
+        let black_hole;
         {
             let mut st = shared.lock();
             if let Some(reason) = st.stopped.clone() {
@@ -420,10 +421,14 @@ impl Driver {
             if st.is_finished() && self.socket.queued_datagrams() == 0 {
                 return Ok(Outcome::Stop("endpoint closed".to_owned()));
             }
+            black_hole = st.black_hole;
             let now = st.now();
             deadline = st
                 .next_deadline()
                 .map(|t| (t <= now, st.to_monotonic_ns(t)));
+        }
+        if black_hole {
+            self.socket.discard_queued();
         }
         let mut refused = Vec::new();
         let flushed = self.socket.poll_flush(cx, |e| refused.push(e));

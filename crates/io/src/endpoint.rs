@@ -148,6 +148,15 @@ impl Endpoint {
         Ok(local)
     }
 
+    /// For tests: while `on`, the endpoint drops every datagram it would
+    /// send and every one it receives, as a stalled link (an access point
+    /// still associated that passes nothing) would.
+    #[doc(hidden)]
+    pub fn set_black_hole(&self, on: bool) {
+        self.shared.lock().black_hole = on;
+        self.shared.wake_driver();
+    }
+
     pub fn local_addr(&self) -> SocketAddr {
         self.shared.lock().local_addr
     }

@@ -85,6 +85,9 @@ pub enum ConnectError {
     /// configuration does not allow early data).
     #[error("early data refused before sending: {0}")]
     EarlyData(#[from] brisk_proto::EarlyDataError),
+    /// A racing connect was given no local endpoint to connect from.
+    #[error("no local address to connect to {addr} from")]
+    NoPaths { addr: SocketAddr },
     #[error("connection to {addr} failed: {reason}")]
     Failed {
         addr: SocketAddr,

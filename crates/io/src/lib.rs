@@ -14,6 +14,8 @@
 //! - [`datagram`]: unreliable datagrams on a [`Connection`]
 //!   (`send_datagram` with a deadline, `recv_datagram`);
 //! - [`stream`]: [`Stream`], a tokio `AsyncRead` + `AsyncWrite`;
+//! - [`race`]: connecting over several local addresses (a phone's Wi-Fi
+//!   and cellular) at once, Happy Eyeballs style ([`Endpoint::connect_racing`]);
 //! - [`config`], [`error`], [`keys`] (key files);
 //! - [`busy_poll`]: when the task spins on its socket instead of sleeping;
 //! - [`connected`]: a server's per-connection sockets, which keep
@@ -42,6 +44,7 @@ pub mod endpoint;
 pub mod error;
 pub mod keys;
 mod migrate;
+pub mod race;
 pub mod socket;
 pub mod socket_error;
 mod state;
@@ -56,4 +59,5 @@ pub use connection::Connection;
 pub use datagram::DatagramSendError;
 pub use endpoint::{Endpoint, EndpointStats};
 pub use error::{ConnectError, ConnectionError, EndpointError};
+pub use race::{RacePolicy, Raced};
 pub use stream::Stream;

@@ -140,6 +140,9 @@ pub(crate) struct State {
     /// A connection reported a stall while a standby socket waits: the
     /// task moves at its next turn.
     pub fail_over_due: bool,
+    /// A test's stalled link: every datagram sent or received is dropped
+    /// ([`crate::Endpoint::set_black_hole`]).
+    pub black_hole: bool,
 }
 
 impl State {
@@ -166,6 +169,7 @@ impl State {
             rebind: None,
             standby: None,
             fail_over_due: false,
+            black_hole: false,
         }
     }
 
@@ -234,6 +238,9 @@ impl State {
         ecn: Ecn,
         data: &[u8],
     ) -> Option<ConnectionHandle> {
+        if self.black_hole {
+            return None;
+        }
         match self.ep.handle_datagram_routed(now, from, ecn, data) {
             Delivery::Handled(Some(h)) => {
                 if self.maybe_detach.last() != Some(&h) {
