@@ -25,6 +25,12 @@
 //! Both downloads are checked by SHA-256. Each side's stall is the longest
 //! wait between two reads that brought bytes, from the moment the Wi-Fi
 //! stalled (the wait that spans the stall included): what the user waits.
+//!
+//! The connect-while-stalled case ([`run_connect_stalled`]): the Wi-Fi
+//! passes nothing before either client starts. Brisk connects with
+//! `Endpoint::connect_racing` over both local addresses, kernel TCP with
+//! the same Happy Eyeballs as above, both with the same attempt delay;
+//! each reports when its first and last response bytes came.
 
 use super::{Background, RecipeError, ms};
 use crate::clock::Clock;
@@ -35,7 +41,7 @@ use crate::router::event_loop::{self, LoopConfig, RouterOutcome};
 use crate::router::resolver::Resolver;
 use crate::topology::{Addressing, MTU_BYTES};
 use crate::tun::Tun;
-use brisk_io::{Endpoint, EndpointConfig, Keypair, ServerConfig};
+use brisk_io::{Endpoint, EndpointConfig, Keypair, RacePolicy, ServerConfig};
 use brisk_nat64::Nat64Prefix;
 use brisk_netmodel::Network;
 use brisk_tcp::connect::{self, ConnectOptions, Nat64Policy};
@@ -473,19 +479,18 @@ fn runtime() -> io::Result<tokio::runtime::Runtime> {
         .build()
 }
 
-/// Brisk: the server sends `bytes` on the stream the client opened with
-/// its request.
-fn brisk_side(
+/// The Brisk server: it answers a stream carrying a length (8 bytes,
+/// big-endian) with that many bytes of the download; returns it and its
+/// public key.
+fn start_brisk_server(
     lab: &Lab,
-    cell: &Cellular,
     config: &TwoPathConfig,
-) -> Result<SideReport, RecipeError> {
+) -> Result<(Background, [u8; brisk_io::KEY_LEN]), RecipeError> {
     let keypair = Keypair::from_private([0x5c; 32]);
     let key = keypair.public();
     let bind = SocketAddr::new(lab.server_bind_addr(), BRISK_PORT);
-    let bytes = config.bytes;
     let limit = config.limit;
-    let _server = Background::start(
+    let server = Background::start(
         lab.server_ns(),
         "two-path-brisk-server",
         move |ready| async move {
@@ -496,29 +501,46 @@ fn brisk_side(
                 Err(e) => return ready.fail(format!("brisk server on {bind}: {e}")),
             };
             ready.ok();
+            // Each connection on a task of its own: one whose path went
+            // silent must not hold up the next.
             while let Some(conn) = server.accept().await {
-                let send = async {
-                    let mut s = conn.accept_stream().await.map_err(io::Error::from)?;
-                    let mut request = [0u8; 8];
-                    s.read_exact(&mut request).await?;
-                    let len = u64::from_be_bytes(request);
-                    let mut buf = vec![0u8; CHUNK_BYTES];
-                    let mut at = 0;
-                    while at < len {
-                        let n = (len - at).min(CHUNK_BYTES as u64) as usize;
-                        fill(at, &mut buf[..n]);
-                        s.write_all(&buf[..n]).await?;
-                        at += n as u64;
+                tokio::spawn(async move {
+                    let send = async {
+                        let mut s = conn.accept_stream().await.map_err(io::Error::from)?;
+                        let mut request = [0u8; 8];
+                        s.read_exact(&mut request).await?;
+                        let len = u64::from_be_bytes(request);
+                        let mut buf = vec![0u8; CHUNK_BYTES];
+                        let mut at = 0;
+                        while at < len {
+                            let n = (len - at).min(CHUNK_BYTES as u64) as usize;
+                            fill(at, &mut buf[..n]);
+                            s.write_all(&buf[..n]).await?;
+                            at += n as u64;
+                        }
+                        s.finish()?;
+                        io::Result::Ok(())
+                    };
+                    if send.await.is_ok() {
+                        let _ = tokio::time::timeout(limit, conn.closed()).await;
                     }
-                    s.finish()?;
-                    io::Result::Ok(())
-                };
-                if send.await.is_ok() {
-                    let _ = tokio::time::timeout(limit, conn.closed()).await;
-                }
+                });
             }
         },
     )?;
+    Ok((server, key))
+}
+
+/// Brisk: the server sends `bytes` on the stream the client opened with
+/// its request.
+fn brisk_side(
+    lab: &Lab,
+    cell: &Cellular,
+    config: &TwoPathConfig,
+) -> Result<SideReport, RecipeError> {
+    let (_server, key) = start_brisk_server(lab, config)?;
+    let bytes = config.bytes;
+    let limit = config.limit;
     let wifi = SocketAddr::new(lab.client_addr(), 0);
     let standby = SocketAddr::new(cell.client, 0);
     let target = SocketAddr::new(lab.server_addr(), BRISK_PORT);
@@ -563,12 +585,11 @@ fn brisk_side(
     })
 }
 
-/// Kernel TCP: the server answers a request (offset, length) with those
-/// bytes; the client races both local addresses, and connects again the
-/// same way when a read times out.
-fn tcp_side(lab: &Lab, cell: &Cellular, config: &TwoPathConfig) -> Result<SideReport, RecipeError> {
+/// The kernel-TCP server: it answers a request (offset and length, 8
+/// bytes each, big-endian) with those bytes of the download.
+fn start_tcp_server(lab: &Lab) -> Result<Background, RecipeError> {
     let bind = SocketAddr::new(lab.server_bind_addr(), TCP_PORT);
-    let _server = Background::start(
+    Background::start(
         lab.server_ns(),
         "two-path-tcp-server",
         move |ready| async move {
@@ -597,7 +618,14 @@ fn tcp_side(lab: &Lab, cell: &Cellular, config: &TwoPathConfig) -> Result<SideRe
                 });
             }
         },
-    )?;
+    )
+}
+
+/// Kernel TCP: the server answers a request (offset, length) with those
+/// bytes; the client races both local addresses, and connects again the
+/// same way when a read times out.
+fn tcp_side(lab: &Lab, cell: &Cellular, config: &TwoPathConfig) -> Result<SideReport, RecipeError> {
+    let _server = start_tcp_server(lab)?;
     let (wifi, cellular) = (lab.client_addr(), cell.client);
     let server = lab.server_addr();
     let (bytes, limit) = (config.bytes, config.limit);
@@ -659,12 +687,300 @@ fn tcp_side(lab: &Lab, cell: &Cellular, config: &TwoPathConfig) -> Result<SideRe
     })
 }
 
+/// The connect-while-stalled case: the Wi-Fi passes nothing from before
+/// either client starts, and each must race its cellular address.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConnectStalledConfig {
+    /// Bytes each client downloads once connected.
+    pub bytes: u64,
+    /// The cellular path's rate each way, bit/s, and one-way delay.
+    pub cellular_bps: u64,
+    pub cellular_delay: Duration,
+    /// Both clients' attempt delay (RFC 8305 recommends 250 ms).
+    pub attempt_delay: Duration,
+    /// Each download must be done within this.
+    pub limit: Duration,
+}
+
+impl Default for ConnectStalledConfig {
+    fn default() -> Self {
+        let two_path = TwoPathConfig::default();
+        ConnectStalledConfig {
+            bytes: 256 << 10,
+            cellular_bps: two_path.cellular_bps,
+            cellular_delay: two_path.cellular_delay,
+            attempt_delay: two_path.attempt_delay,
+            limit: Duration::from_secs(4),
+        }
+    }
+}
+
+impl ConnectStalledConfig {
+    /// The two-path settings its cellular path and servers are made from.
+    fn two_path(&self) -> TwoPathConfig {
+        TwoPathConfig {
+            bytes: self.bytes,
+            cellular_bps: self.cellular_bps,
+            cellular_delay: self.cellular_delay,
+            attempt_delay: self.attempt_delay,
+            limit: self.limit,
+            ..TwoPathConfig::default()
+        }
+    }
+}
+
+/// What one client measured, from the moment it started to connect.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FirstContactReport {
+    pub bytes: u64,
+    pub sha256_ok: bool,
+    /// Until the first response byte, ms.
+    pub first_byte_ms: f64,
+    /// Until the last, ms.
+    pub total_ms: f64,
+    /// Whether the attempt that won went over cellular.
+    pub on_cellular: bool,
+    /// Connection attempts started (Brisk: paths raced).
+    pub attempts: u64,
+}
+
+/// Both clients connecting while the Wi-Fi is stalled.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConnectStalledReport {
+    /// Brisk, `Endpoint::connect_racing` over both local addresses.
+    pub brisk: FirstContactReport,
+    /// Kernel TCP, Happy Eyeballs over both local addresses.
+    pub tcp: FirstContactReport,
+    pub cellular_rtt_ms: f64,
+    pub attempt_delay_ms: f64,
+}
+
+/// Throwaway datagrams (and their payload bytes) that spend a new htb
+/// class's bucket.
+const SPEND_DATAGRAMS: usize = 3;
+const SPEND_BYTES: usize = 1200;
+
+/// Stalls the Wi-Fi both ways before anything is sent. A new htb class
+/// starts with a full bucket (about one full-size packet) and lets it
+/// through whatever its rate, so a few throwaway full-size datagrams each
+/// way spend it: from then on the Wi-Fi passes nothing, as an associated
+/// access point that forwards nothing would.
+fn stall_wifi_from_the_start(lab: &Lab) -> Result<(), RecipeError> {
+    set_wifi_stalled(lab, true)?;
+    let spend = |ns: &Netns, from: IpAddr, to: IpAddr| -> Result<(), RecipeError> {
+        let sent = ns
+            .spawn("two-path-spend-burst", move || {
+                let socket = std::net::UdpSocket::bind(SocketAddr::new(from, 0))?;
+                for _ in 0..SPEND_DATAGRAMS {
+                    socket.send_to(&[0; SPEND_BYTES], SocketAddr::new(to, 9))?;
+                }
+                io::Result::Ok(())
+            })?
+            .join()
+            .map_err(|_| RecipeError::failed("spend the htb burst", "the thread panicked"))?
+            .map_err(RecipeError::Live)?;
+        sent.map_err(|e| RecipeError::failed("spend the htb burst", e))
+    };
+    spend(lab.client_ns(), lab.client_addr(), lab.server_addr())?;
+    spend(lab.server_ns(), lab.server_bind_addr(), lab.client_addr())?;
+    // Let the throwaway datagrams leave before the clients start.
+    std::thread::sleep(Duration::from_millis(20));
+    Ok(())
+}
+
+/// Reads `s` to its end into a hash; returns the bytes, whether the hash
+/// matches, and when the first and last bytes came.
+async fn read_all<R: tokio::io::AsyncRead + Unpin>(
+    s: &mut R,
+    bytes: u64,
+) -> io::Result<(u64, bool, Option<Instant>, Instant)> {
+    let mut hash = Sha256::new();
+    let (mut got, mut first) = (0u64, None);
+    let mut buf = vec![0u8; CHUNK_BYTES];
+    loop {
+        let n = s.read(&mut buf).await?;
+        if n == 0 {
+            break;
+        }
+        first.get_or_insert_with(Instant::now);
+        hash.update(&buf[..n]);
+        got += n as u64;
+    }
+    let ok = hash.finalize().as_slice() == expected_sha256(bytes).as_slice();
+    Ok((got, ok, first, Instant::now()))
+}
+
+/// Runs `client` on a thread in the client's namespace and waits for it.
+fn in_client_ns<T: Send + 'static>(
+    lab: &Lab,
+    what: &str,
+    client: impl FnOnce() -> io::Result<T> + Send + 'static,
+) -> Result<T, RecipeError> {
+    lab.client_ns()
+        .spawn(what, client)?
+        .join()
+        .map_err(|_| RecipeError::failed(what, "the client panicked"))?
+        .map_err(RecipeError::Live)?
+        .map_err(|e| RecipeError::failed(what, e))
+}
+
+/// Brisk connecting with `Endpoint::connect_racing`: Wi-Fi first, then
+/// cellular after the attempt delay.
+fn brisk_connect_stalled(
+    lab: &Lab,
+    cell: &Cellular,
+    config: &ConnectStalledConfig,
+) -> Result<FirstContactReport, RecipeError> {
+    let (_server, key) = start_brisk_server(lab, &config.two_path())?;
+    let (bytes, limit) = (config.bytes, config.limit);
+    let paths = [lab.client_addr(), cell.client].map(|a| SocketAddr::new(a, 0));
+    let target = SocketAddr::new(lab.server_addr(), BRISK_PORT);
+    let policy = RacePolicy {
+        attempt_delay: config.attempt_delay,
+        ..RacePolicy::default()
+    };
+    in_client_ns(lab, "two-path-brisk-race", move || {
+        runtime()?.block_on(async move {
+            let endpoints = paths
+                .iter()
+                .map(|a| Endpoint::client_with(*a, EndpointConfig::default()))
+                .collect::<io::Result<Vec<_>>>()?;
+            let began = Instant::now();
+            let download = async {
+                let raced = Endpoint::connect_racing(endpoints, target, key, policy)
+                    .await
+                    .map_err(io::Error::other)?;
+                let mut s = raced
+                    .connection
+                    .open_stream()
+                    .await
+                    .map_err(io::Error::from)?;
+                s.write_all(&bytes.to_be_bytes()).await?;
+                s.flush().await?;
+                let read = read_all(&mut s, bytes).await?;
+                raced.connection.close(0, b"done");
+                io::Result::Ok((raced.path, raced.attempts, read))
+            };
+            let (path, attempts, (got, ok, first, last)) = tokio::time::timeout(limit, download)
+                .await
+                .map_err(|_| io::Error::other(format!("not done in {limit:?}")))??;
+            Ok(FirstContactReport {
+                bytes: got,
+                sha256_ok: ok,
+                first_byte_ms: first.map_or(f64::NAN, |t| ms(t - began)),
+                total_ms: ms(last - began),
+                on_cellular: path == 1,
+                attempts: attempts as u64,
+            })
+        })
+    })
+}
+
+/// Kernel TCP connecting with Happy Eyeballs over both local addresses.
+fn tcp_connect_stalled(
+    lab: &Lab,
+    cell: &Cellular,
+    config: &ConnectStalledConfig,
+) -> Result<FirstContactReport, RecipeError> {
+    let _server = start_tcp_server(lab)?;
+    let (wifi, cellular) = (lab.client_addr(), cell.client);
+    let server = lab.server_addr();
+    let (bytes, limit) = (config.bytes, config.limit);
+    let he = HeConfig::with_attempt_delay(config.attempt_delay)
+        .map_err(|e| RecipeError::failed("attempt delay", e))?;
+    in_client_ns(lab, "two-path-tcp-race", move || {
+        runtime()?.block_on(async move {
+            let options = ConnectOptions {
+                config: he,
+                sources: vec![Source::Ip(wifi), Source::Ip(cellular)],
+                nat64: Nat64Policy::Off,
+                attempt_timeout: limit,
+                ..ConnectOptions::default()
+            };
+            let began = Instant::now();
+            let download = async {
+                let c = connect::connect_addrs(&[server], TCP_PORT, &options)
+                    .await
+                    .map_err(io::Error::other)?;
+                let source = c.candidate.source.clone();
+                let mut s = c.stream;
+                let mut request = [0u8; 16];
+                request[8..].copy_from_slice(&bytes.to_be_bytes());
+                s.write_all(&request).await?;
+                let read = read_all(&mut s, bytes).await?;
+                io::Result::Ok((source, read))
+            };
+            let (source, (got, ok, first, last)) =
+                tokio::time::timeout(limit, download)
+                    .await
+                    .map_err(|_| io::Error::other(format!("not done in {limit:?}")))??;
+            let on_cellular = source == Source::Ip(cellular);
+            Ok(FirstContactReport {
+                bytes: got,
+                sha256_ok: ok,
+                first_byte_ms: first.map_or(f64::NAN, |t| ms(t - began)),
+                total_ms: ms(last - began),
+                on_cellular,
+                attempts: if on_cellular { 2 } else { 1 },
+            })
+        })
+    })
+}
+
+/// Connects Brisk, then kernel TCP, each racing both local addresses,
+/// while the Wi-Fi passes nothing, in `lab` with a cellular path added;
+/// the Wi-Fi is let go again afterwards.
+pub fn run_connect_stalled(
+    lab: &Lab,
+    config: &ConnectStalledConfig,
+) -> Result<ConnectStalledReport, RecipeError> {
+    let cell = add_cellular(lab, &config.two_path())?;
+    connect_stalled_on(lab, &cell, config)
+}
+
+fn connect_stalled_on(
+    lab: &Lab,
+    cell: &Cellular,
+    config: &ConnectStalledConfig,
+) -> Result<ConnectStalledReport, RecipeError> {
+    stall_wifi_from_the_start(lab)?;
+    let brisk = brisk_connect_stalled(lab, cell, config);
+    let tcp = tcp_connect_stalled(lab, cell, config);
+    set_wifi_stalled(lab, false)?;
+    Ok(ConnectStalledReport {
+        brisk: brisk?,
+        tcp: tcp?,
+        cellular_rtt_ms: ms(2 * config.cellular_delay),
+        attempt_delay_ms: ms(config.attempt_delay),
+    })
+}
+
 /// Runs Brisk, then kernel TCP, each downloading over Wi-Fi until it
 /// stalls, in `lab` with a cellular path added.
 pub fn run(lab: &Lab, config: &TwoPathConfig) -> Result<TwoPathReport, RecipeError> {
     let cell = add_cellular(lab, config)?;
-    let brisk = brisk_side(lab, &cell, config)?;
-    let tcp = tcp_side(lab, &cell, config)?;
+    run_on(lab, &cell, config)
+}
+
+/// [`run`], then [`run_connect_stalled`] over the same cellular path.
+pub fn run_both(
+    lab: &Lab,
+    config: &TwoPathConfig,
+    connect: &ConnectStalledConfig,
+) -> Result<(TwoPathReport, ConnectStalledReport), RecipeError> {
+    let cell = add_cellular(lab, config)?;
+    let moved = run_on(lab, &cell, config)?;
+    let connected = connect_stalled_on(lab, &cell, connect)?;
+    Ok((moved, connected))
+}
+
+fn run_on(
+    lab: &Lab,
+    cell: &Cellular,
+    config: &TwoPathConfig,
+) -> Result<TwoPathReport, RecipeError> {
+    let brisk = brisk_side(lab, cell, config)?;
+    let tcp = tcp_side(lab, cell, config)?;
     Ok(TwoPathReport {
         brisk,
         tcp,
