@@ -208,12 +208,13 @@ fn the_stalled_wifi_phone_moves_to_cellular_in_time_unless_cellular_dies_too() {
     // Checks: bytes lost across the moves, moves over their bound, moves
     // and rebindings (setup; the run keeps its full length), bytes
     // missing with two paths, the time to move, the wait for cellular, the
-    // Wi-Fi-only share (setup).
+    // Wi-Fi-only share (setup); then, the Wi-Fi dead from the start, the
+    // racing phone's first byte and the fallback's (setup).
     let (suite, dir) = edited_section("moving-phones", "moving-ok", &[]);
     let (v, checks) = verdict(&suite);
     assert_eq!(v, Verdict::Pass, "{checks:?}");
     assert!(
-        checks[4] && checks[5] && checks[6] && checks[7],
+        checks[4] && checks[5] && checks[6] && checks[7] && checks[8] && checks[9],
         "{checks:?}"
     );
     std::fs::remove_dir_all(dir).unwrap();

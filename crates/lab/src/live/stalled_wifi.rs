@@ -19,6 +19,14 @@
 //! - Brisk's stall is at most **half of kernel TCP's**, which waits out
 //!   the app's read timeout, then a Happy Eyeballs race whose Wi-Fi
 //!   attempt is lost, then a handshake and a request over cellular.
+//!
+//! Then, in the same lab, both connect while the Wi-Fi already passes
+//! nothing (`two_path::run_connect_stalled`): Brisk racing both local
+//! addresses (`Endpoint::connect_racing`), kernel TCP with the same Happy
+//! Eyeballs, 250 ms attempt delay each, a 256 KiB download. Check:
+//! Brisk's first response byte within the attempt delay, two cellular
+//! round trips (handshake, request) and **150 ms** for the host; kernel
+//! TCP's finishing over cellular is setup.
 
 use super::{flag, in_lab, unknown_stem, with_numbers};
 use crate::claim::{Claim, Source};
@@ -27,7 +35,7 @@ use crate::section::{
 };
 use crate::verdict::{Bound, Check};
 use brisk_live::IpMode;
-use brisk_live::recipes::two_path::{self, TwoPathConfig};
+use brisk_live::recipes::two_path::{self, ConnectStalledConfig, TwoPathConfig};
 use brisk_sim::scenario::Scenario;
 
 pub struct StalledWifi;
@@ -36,6 +44,8 @@ const ID: &str = "stalled-wifi-live";
 const STEMS: [&str; 2] = ["v4", "v6"];
 /// Brisk's stall at most: see the module documentation.
 const BRISK_STALL_MAX_MS: f64 = 400.0;
+/// Room for the host's scheduling in the connect-while-stalled bound.
+const CONNECT_MARGIN_MS: f64 = 150.0;
 
 impl Section for StalledWifi {
     fn id(&self) -> &'static str {
@@ -71,6 +81,7 @@ impl Section for StalledWifi {
     fn evaluate(&self, runs: &Runs<'_>) -> Result<Findings, SectionError> {
         let mut checks = Vec::new();
         let mut rows = Vec::new();
+        let mut connect_rows = Vec::new();
         for stem in STEMS {
             let run = runs.get(stem)?;
             let n = run.numbers::<StalledWifiNumbers>()?;
@@ -116,6 +127,56 @@ impl Section for StalledWifi {
                 )
                 .decimals(2),
             );
+            let connect_bound = n.attempt_delay_ms + 2.0 * n.cellular_rtt_ms + CONNECT_MARGIN_MS;
+            checks.push(
+                Check::new(
+                    format!(
+                        "{family}: connecting under a stalled Wi-Fi, kernel TCP (Happy \
+                         Eyeballs) finished over cellular, hash matching"
+                    ),
+                    "the baseline races too",
+                    n.tcp_connect_intact,
+                    "",
+                    Bound::AtLeast(1.0),
+                )
+                .decimals(0)
+                .setup(),
+            );
+            checks.push(
+                Check::new(
+                    format!(
+                        "{family}: connecting under a stalled Wi-Fi, Brisk finished over \
+                         cellular, hash matching"
+                    ),
+                    "the race moves the first contact to cellular",
+                    n.brisk_connect_intact,
+                    "",
+                    Bound::AtLeast(1.0),
+                )
+                .decimals(0),
+            );
+            checks.push(
+                Check::new(
+                    format!(
+                        "{family}: connecting under a stalled Wi-Fi, Brisk's first response byte"
+                    ),
+                    format!(
+                        "the attempt delay, two cellular round trips and {CONNECT_MARGIN_MS:.0} ms \
+                         (here {connect_bound:.0} ms)"
+                    ),
+                    n.brisk_connect_first_byte_ms,
+                    "ms",
+                    Bound::AtMost(connect_bound),
+                )
+                .decimals(0),
+            );
+            connect_rows.push(connect_row(family, "Brisk (racing both paths)", &n, true));
+            connect_rows.push(connect_row(
+                family,
+                "kernel TCP (Happy Eyeballs)",
+                &n,
+                false,
+            ));
             rows.push(row(family, "Brisk (failover, standby address)", &n, true));
             rows.push(row(
                 family,
@@ -156,9 +217,25 @@ impl Section for StalledWifi {
                 ("kernel TCP", vec![v4.tcp_stall_ms, v6.tcp_stall_ms]),
             ],
         )?];
+        let connect_table = Table {
+            caption: "Connecting while the Wi-Fi already passes nothing: a 256 KiB download, \
+                      each client racing its cellular address after a 250 ms attempt delay; \
+                      times from the start of the first attempt (wall clock)"
+                .into(),
+            columns: [
+                "family",
+                "client",
+                "first response byte",
+                "last byte",
+                "on cellular, hash",
+            ]
+            .map(String::from)
+            .to_vec(),
+            rows: connect_rows,
+        };
         Ok(Findings {
             checks,
-            tables: vec![table],
+            tables: vec![table, connect_table],
             plots,
         })
     }
@@ -195,6 +272,29 @@ fn row(family: &str, label: &str, n: &StalledWifiNumbers, brisk: bool) -> Vec<Ce
     ])
 }
 
+fn connect_row(family: &str, label: &str, n: &StalledWifiNumbers, brisk: bool) -> Vec<Cell> {
+    let (first, total, intact) = if brisk {
+        (
+            n.brisk_connect_first_byte_ms,
+            n.brisk_connect_total_ms,
+            n.brisk_connect_intact,
+        )
+    } else {
+        (
+            n.tcp_connect_first_byte_ms,
+            n.tcp_connect_total_ms,
+            n.tcp_connect_intact,
+        )
+    };
+    Vec::from([
+        Cell::text(family),
+        Cell::text(label),
+        Cell::num(first, "ms", 0),
+        Cell::num(total, "ms", 0),
+        Cell::text(if intact >= 1.0 { "yes" } else { "no" }),
+    ])
+}
+
 crate::numbers! {
     /// What one run measured: both sides, one family.
     pub(crate) struct StalledWifiNumbers {
@@ -213,6 +313,20 @@ crate::numbers! {
         /// Reads that timed out.
         tcp_timeouts,
         cellular_mbps,
+        /// The cellular path's base round trip, ms.
+        cellular_rtt_ms,
+        /// Both clients' attempt delay when connecting under a stalled
+        /// Wi-Fi, ms.
+        attempt_delay_ms,
+        /// Connecting under a stalled Wi-Fi: first and last response
+        /// bytes from the first attempt, ms, and 1 if every byte arrived
+        /// with the right hash over cellular.
+        brisk_connect_first_byte_ms,
+        brisk_connect_total_ms,
+        brisk_connect_intact,
+        tcp_connect_first_byte_ms,
+        tcp_connect_total_ms,
+        tcp_connect_intact,
     }
 }
 
@@ -226,9 +340,13 @@ impl LiveExperiment for StalledWifi {
         if !STEMS.contains(&stem) {
             return Err(unknown_stem(ID, stem));
         }
-        let (run, o) = in_lab(scenario, IpMode::from(scenario.ip), capture, |lab| {
-            two_path::run(lab, &TwoPathConfig::default())
+        let connect = ConnectStalledConfig::default();
+        let (run, (o, c)) = in_lab(scenario, IpMode::from(scenario.ip), capture, |lab| {
+            two_path::run_both(lab, &TwoPathConfig::default(), &connect)
         })?;
+        let connected = |s: &two_path::FirstContactReport| {
+            flag(s.sha256_ok && s.on_cellular && s.bytes == connect.bytes)
+        };
         let intact = |s: &two_path::SideReport| {
             flag(s.sha256_ok && s.finished_on_cellular && s.bytes == TwoPathConfig::default().bytes)
         };
@@ -246,6 +364,14 @@ impl LiveExperiment for StalledWifi {
                 tcp_intact: intact(&o.tcp),
                 tcp_timeouts: o.tcp.stalls_noticed as f64,
                 cellular_mbps: o.cellular_mbps,
+                cellular_rtt_ms: c.cellular_rtt_ms,
+                attempt_delay_ms: c.attempt_delay_ms,
+                brisk_connect_first_byte_ms: c.brisk.first_byte_ms,
+                brisk_connect_total_ms: c.brisk.total_ms,
+                brisk_connect_intact: connected(&c.brisk),
+                tcp_connect_first_byte_ms: c.tcp.first_byte_ms,
+                tcp_connect_total_ms: c.tcp.total_ms,
+                tcp_connect_intact: connected(&c.tcp),
             },
         ))
     }

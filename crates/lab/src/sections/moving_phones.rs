@@ -22,6 +22,14 @@
 //! cellular is at most one Wi-Fi probe timeout and two cellular round
 //! trips (one to learn where the receiver's gap begins, at most one more
 //! to fill it); as setup, the Wi-Fi-only upload does not finish.
+//!
+//! The same two networks, the Wi-Fi dead from the start: the phone
+//! connects to download a 100 kB object (`brisk_sim::race`), racing its
+//! cellular path after a 250 ms attempt delay (RFC 8305's), beside the
+//! same phone falling back only when its 5 s connect timeout ends. Check:
+//! the racing phone's first response byte within the attempt delay and
+//! two cellular round trips of a full-size packet (the handshake, then
+//! the request); as setup, the fallback's comes after its timeout.
 
 use crate::claim::{Claim, Source};
 use crate::section::{
@@ -30,6 +38,7 @@ use crate::section::{
 use crate::verdict::{Bound, Check};
 use brisk_sim::engine::flow_addrs;
 use brisk_sim::nat::{Change, ClientNat};
+use brisk_sim::race::{DEFAULT_ATTEMPT_DELAY, RaceRun, run_race};
 use brisk_sim::scenario::{BriskWorkloadSpec, Traffic};
 use brisk_sim::two_path::{TwoPathRun, run_two_path};
 use brisk_time::Instant;
@@ -46,6 +55,11 @@ const PHONE: &str = "phone";
 const MAX_ACK_DELAY: Duration = Duration::from_millis(25);
 /// The issue's goal: at least this many moves and as many rebindings.
 const MIN_CHANGES: usize = 10;
+/// The object the phone fetches when it connects under a stalled Wi-Fi.
+const RACE_BYTES: u64 = 100_000;
+/// What a phone that does not race waits before its fallback: brisk-io's
+/// default handshake timeout.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 impl Section for MovingPhones {
     fn id(&self) -> &'static str {
@@ -87,9 +101,12 @@ impl Section for MovingPhones {
         let (wifi_checks, wifi_table, plot) =
             stalled_wifi(runs.get("stalled-wifi")?, runs.get("cellular")?)?;
         checks.extend(wifi_checks);
+        let (race_checks, race_table) =
+            connect_stalled(runs.get("stalled-wifi")?, runs.get("cellular")?);
+        checks.extend(race_checks);
         Ok(Findings {
             checks,
-            tables: vec![moves_table, wifi_table],
+            tables: vec![moves_table, wifi_table, race_table],
             plots: vec![plot],
         })
     }
@@ -395,4 +412,112 @@ fn stalled_wifi(
         },
     )?;
     Ok((checks, table, plot))
+}
+
+/// The connect-while-stalled checks: racing both paths against falling
+/// back after the connect timeout, the Wi-Fi dead from the start.
+fn connect_stalled(wifi: &ScenarioRun, cellular: &ScenarioRun) -> (Vec<Check>, Table) {
+    let mut dead = wifi.scenario.network.clone();
+    for link in [&mut dead.link.down, &mut dead.link.up] {
+        for outage in &mut link.outages {
+            outage.start = Duration::ZERO;
+        }
+        if link.outages.is_empty() {
+            link.outages.push(brisk_netmodel::link::outage::Outage {
+                start: Duration::ZERO,
+                duration: wifi.scenario.duration,
+            });
+        }
+    }
+    let run = |attempt_delay| {
+        run_race(&RaceRun {
+            first: dead.clone(),
+            second: cellular.scenario.network.clone(),
+            attempt_delay,
+            ip: wifi.scenario.ip,
+            seed: wifi.scenario.seed,
+            bytes: RACE_BYTES,
+            duration: wifi.scenario.duration,
+        })
+    };
+    let raced = run(DEFAULT_ATTEMPT_DELAY);
+    let fallback = run(CONNECT_TIMEOUT);
+    let cell_rtt = raced.full_size_rtts[1];
+    let bound = DEFAULT_ATTEMPT_DELAY + 2 * cell_rtt;
+    let waited = |o: &brisk_sim::race::RaceOutcome| {
+        o.time_to_first_byte()
+            .map_or(ms(wifi.scenario.duration), ms)
+    };
+    let checks = vec![
+        Check::new(
+            "Connecting under a stalled Wi-Fi, racing cellular: first response byte",
+            format!(
+                "the attempt delay and two cellular round trips (here {:.0} ms)",
+                ms(bound)
+            ),
+            waited(&raced),
+            "ms",
+            Bound::AtMost(ms(bound)),
+        )
+        .decimals(1),
+        Check::new(
+            "Connecting under a stalled Wi-Fi, falling back after the connect timeout: first \
+             response byte",
+            format!("after the {:.0} s timeout", CONNECT_TIMEOUT.as_secs_f64()),
+            waited(&fallback),
+            "ms",
+            Bound::AtLeast(ms(CONNECT_TIMEOUT)),
+        )
+        .decimals(1)
+        .setup(),
+    ];
+    let row = |label: &str, o: &brisk_sim::race::RaceOutcome| {
+        let at = |t: Option<Instant>| match t {
+            Some(t) => Cell::num(ms(t - Instant::ZERO), "ms", 1),
+            None => Cell::text("never"),
+        };
+        vec![
+            Cell::text(label),
+            at(o.first_byte_at),
+            at(o.completed_at),
+            Cell::text(match o.winner {
+                Some((1, _)) => "cellular",
+                Some(_) => "Wi-Fi",
+                None => "none",
+            }),
+            Cell::text(if o.intact(RACE_BYTES) { "yes" } else { "no" }),
+        ]
+    };
+    let table = Table {
+        caption: format!(
+            "A phone fetching {:.0} kB while its Wi-Fi passes nothing from the start, \
+             cellular ({:.0} ms round trip of a full-size packet) beside it: times from \
+             the start of its first connection attempt",
+            RACE_BYTES as f64 / 1e3,
+            ms(cell_rtt),
+        ),
+        columns: [
+            "phone",
+            "first response byte",
+            "last byte",
+            "connected over",
+            "every byte checked",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: vec![
+            row(
+                &format!("racing cellular after {:.0} ms", ms(DEFAULT_ATTEMPT_DELAY)),
+                &raced,
+            ),
+            row(
+                &format!(
+                    "falling back after a {:.0} s connect timeout",
+                    CONNECT_TIMEOUT.as_secs_f64()
+                ),
+                &fallback,
+            ),
+        ],
+    };
+    (checks, table)
 }
