@@ -310,3 +310,33 @@ fn lossy_mobile_live_full() {
         );
     }
 }
+
+/// The stalled-wifi-live section as shipped, both families, about 20 s:
+/// Brisk and kernel TCP moving off a Wi-Fi that stalls mid-download, then
+/// both connecting while it passes nothing; every check, setup ones
+/// included, must be met: `cargo test --profile ci -p brisk-lab --test
+/// live_suite -- --ignored stalled_wifi_live_section --nocapture`.
+#[test]
+#[ignore = "about 20 s of live runs; the recipe's own test covers CI"]
+fn stalled_wifi_live_section() {
+    let test = "stalled_wifi_live_section";
+    if !can_run_live(test) {
+        return;
+    }
+    let _one = one_lab_at_a_time();
+    let mut suite = Suite::embedded("live").unwrap();
+    suite
+        .sections
+        .retain(|s| s.section.id() == "stalled-wifi-live");
+    let config = RunConfig {
+        capture: false,
+        ..RunConfig::default()
+    };
+    let lab = brisk_lab::run(&suite, &config, &|_| {}).expect("the section runs");
+    let section = &lab.report.sections[0];
+    println!("stalled Wi-Fi, live:");
+    print_section(section);
+    for c in &section.checks {
+        assert!(c.passed, "{}: {}", c.name, c.measured_text());
+    }
+}
