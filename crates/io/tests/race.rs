@@ -13,7 +13,9 @@ mod common;
 use brisk_io::{ConnectError, Endpoint, RacePolicy};
 use common::{config, keypair, loopback, pattern, server};
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// The response each connection's first stream gets, in bytes.
@@ -132,6 +134,97 @@ async fn healthy_wifi_connects_alone_v4() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn healthy_wifi_connects_alone_v6() {
     healthy_wifi_connects_alone(true).await;
+}
+
+/// Both paths healthy and no attempt delay: both attempts start at once
+/// and both may connect. The loser must be closed at the server at once
+/// (not left to its idle timeout), and the winner keep working.
+async fn a_losing_attempt_is_closed_at_the_server(v6: bool) {
+    let server = server(v6);
+    let (addr, key) = (server.local_addr(), server.public_key().unwrap());
+    let accepted: Arc<Mutex<Vec<(Option<SocketAddr>, Arc<AtomicBool>)>>> = Arc::default();
+    let seen = accepted.clone();
+    let watched = server.clone();
+    tokio::spawn(async move {
+        while let Some(conn) = server.accept().await {
+            let closed = Arc::new(AtomicBool::new(false));
+            seen.lock()
+                .unwrap()
+                .push((conn.remote_address(), closed.clone()));
+            tokio::spawn(async move {
+                let watch = conn.clone();
+                tokio::spawn(async move {
+                    watch.closed().await;
+                    closed.store(true, Ordering::SeqCst);
+                });
+                while let Ok(mut s) = conn.accept_stream().await {
+                    tokio::spawn(async move {
+                        let mut request = Vec::new();
+                        if s.read_to_end(&mut request).await.is_ok()
+                            && s.write_all(&pattern(RESPONSE, 7)).await.is_ok()
+                        {
+                            let _ = s.shutdown().await;
+                        }
+                    });
+                }
+            });
+        }
+    });
+    let paths = vec![
+        Endpoint::client_with(loopback(v6), config()).unwrap(),
+        Endpoint::client_with(cellular(v6), config()).unwrap(),
+    ];
+    let policy = RacePolicy {
+        attempt_delay: Duration::ZERO,
+        ..RacePolicy::default()
+    };
+    let raced = Endpoint::connect_racing(paths, addr, key, policy)
+        .await
+        .unwrap();
+    assert_eq!(raced.attempts, 2);
+    let winner = raced.endpoint.local_addr();
+    // The winner works; by the end of its request the server has seen
+    // whatever the loser sent.
+    assert_eq!(fetch(&raced.connection).await, pattern(RESPONSE, 7));
+    // Every connection the server accepted from the loser is closed, and
+    // no handshake of it is left half open, well within the server's
+    // timeouts.
+    let settled = tokio::time::timeout(Duration::from_secs(3), async {
+        loop {
+            let open_losers = accepted
+                .lock()
+                .unwrap()
+                .iter()
+                .filter(|(from, closed)| *from != Some(winner) && !closed.load(Ordering::SeqCst))
+                .count();
+            if open_losers == 0 && watched.half_open() == 0 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    let n = accepted.lock().unwrap().len();
+    eprintln!(
+        "{}: both attempts at once: path {} won; the server accepted {n} connection(s)",
+        if v6 { "IPv6" } else { "IPv4" },
+        raced.path
+    );
+    assert!(
+        settled.is_ok(),
+        "a losing attempt stayed open at the server"
+    );
+    assert_eq!(fetch(&raced.connection).await, pattern(RESPONSE, 7));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_losing_attempt_is_closed_at_the_server_v4() {
+    a_losing_attempt_is_closed_at_the_server(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_losing_attempt_is_closed_at_the_server_v6() {
+    a_losing_attempt_is_closed_at_the_server(true).await;
 }
 
 #[tokio::test]
