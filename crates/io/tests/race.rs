@@ -136,13 +136,16 @@ async fn healthy_wifi_connects_alone_v6() {
     healthy_wifi_connects_alone(true).await;
 }
 
+/// A connection the server accepted: where from, and whether it closed.
+type Accepted = (Option<SocketAddr>, Arc<AtomicBool>);
+
 /// Both paths healthy and no attempt delay: both attempts start at once
 /// and both may connect. The loser must be closed at the server at once
 /// (not left to its idle timeout), and the winner keep working.
 async fn a_losing_attempt_is_closed_at_the_server(v6: bool) {
     let server = server(v6);
     let (addr, key) = (server.local_addr(), server.public_key().unwrap());
-    let accepted: Arc<Mutex<Vec<(Option<SocketAddr>, Arc<AtomicBool>)>>> = Arc::default();
+    let accepted: Arc<Mutex<Vec<Accepted>>> = Arc::default();
     let seen = accepted.clone();
     let watched = server.clone();
     tokio::spawn(async move {
