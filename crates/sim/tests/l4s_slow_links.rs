@@ -362,3 +362,39 @@ fn trace_200ms_per_second() {
 fn trace_1mbit_per_half_second() {
     trace(1.0, 20, 9, Duration::from_millis(500));
 }
+
+/// Prague alone at the cells named by `CELLS` ("mbit:rtt_ms,..."), both
+/// families, printed (run with `--ignored --nocapture cells`).
+#[test]
+#[ignore = "prints a table; run it by hand"]
+fn cells() {
+    let cells = std::env::var("CELLS").unwrap_or_else(|_| "100:200".into());
+    for cell in cells.split(',') {
+        let (m, r) = cell.split_once(':').expect("mbit:rtt_ms");
+        let (mbit, rtt): (f64, u64) = (m.parse().unwrap(), r.parse().unwrap());
+        for ip in FAMILIES {
+            let a = alone(mbit, rtt, ip);
+            println!(
+                "{mbit} Mbit/s {rtt} ms {ip:?}: {:.1}%, queue p99 {:.2} ms (bound {:.2})",
+                100.0 * a.utilization,
+                a.queue_p99_ms,
+                1.0 + packet_ms(mbit)
+            );
+        }
+    }
+}
+
+/// A trace of the cell `TRACE` ("mbit:rtt_ms:secs:bin_ms"), as
+/// [`trace_200ms_per_second`].
+#[test]
+#[ignore = "prints a trace; run it by hand"]
+fn trace_cell() {
+    let spec = std::env::var("TRACE").unwrap_or_else(|_| "100:200:18:1000".into());
+    let v: Vec<f64> = spec.split(':').map(|x| x.parse().unwrap()).collect();
+    trace(
+        v[0],
+        v[1] as u64,
+        v[2] as u64,
+        Duration::from_millis(v[3] as u64),
+    );
+}
