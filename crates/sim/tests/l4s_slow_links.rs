@@ -176,13 +176,34 @@ fn bulk_at_100mbit_and_200ms_is_not_held_by_the_receive_window() {
     }
 }
 
-/// The goal at 200 ms on faster links, not met yet: Prague alone kept
-/// 95.0% of 25 Mbit/s with a queue p99 of 6.4 ms (bound 1.48 ms), and
-/// 60.5% of 100 Mbit/s, still refilling the window its slow-start exit
-/// halved. Run with `cargo test --release -p brisk-sim --test
-/// l4s_slow_links -- --ignored --nocapture fills_25`.
+/// At 100 and 200 ms the first mark comes while slow start's window is
+/// still below the BDP (its doubling is paced at twice the window's rate,
+/// so a queue builds early). Halving there, and cutting again for the
+/// queue that burst left, kept Prague at 61% of 100 Mbit/s at 200 ms and
+/// 70% at 100 ms, refilling for the whole run; the exit now keeps what
+/// the path delivered and the link stays over 95% busy. The queue bound
+/// is not met there yet (below).
 #[test]
-#[ignore = "goal not met yet: 95% with a 6.4 ms queue p99 at 25 Mbit/s, 60% at 100 Mbit/s"]
+fn prague_alone_fills_100mbit_at_100_and_200ms() {
+    for rtt_ms in [100, 200] {
+        for ip in FAMILIES {
+            let a = alone(100.0, rtt_ms, ip);
+            assert!(
+                a.utilization >= 0.95,
+                "100 Mbit/s, {rtt_ms} ms, {ip:?}: {a:?}"
+            );
+        }
+    }
+}
+
+/// The goal at 200 ms on faster links, not met yet: Prague alone keeps
+/// 95.0% of 25 Mbit/s with a queue p99 of 6.4 ms (bound 1.48 ms), and
+/// 96.9% of 100 Mbit/s with 2.67 ms (bound 1.12 ms): the increase per
+/// round trip that keeps two flows at 10 and 160 ms within 2:1 becomes
+/// queue before the marks come back. Run with `cargo test --release -p
+/// brisk-sim --test l4s_slow_links -- --ignored --nocapture fills_25`.
+#[test]
+#[ignore = "goal not met yet: queue p99 6.4 ms at 25 Mbit/s, 2.7 ms at 100 Mbit/s"]
 fn prague_alone_fills_25_and_100mbit_links_at_200ms() {
     check_alone(25.0, 200, 1.0);
     check_alone(100.0, 200, 1.0);
