@@ -42,6 +42,14 @@
 //! standing queue of seconds after a rate drop drains within about two
 //! round trips instead of one halving per round trip.
 //!
+//! Leaving slow start above the reference RTT: slow start paces each
+//! doubling at twice the window's rate, so at a long RTT its flight queues
+//! up and is marked before the window reaches the BDP. If the path
+//! delivered more than half the window per minimum RTT, the first mark
+//! keeps the smaller of the two instead of halving, the queue that burst
+//! left is not answered for one round trip, and `alpha` starts from the
+//! marked share of slow start's last flight ([`Prague::exit_slow_start`]).
+//!
 //! Below the two-packet minimum window: the draft leaves a window under two
 //! packets to pacing. Here the internal window may shrink to a quarter of a
 //! datagram; [`Controller::window`] still reports at least the minimum (so
