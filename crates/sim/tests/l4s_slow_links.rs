@@ -176,13 +176,34 @@ fn bulk_at_100mbit_and_200ms_is_not_held_by_the_receive_window() {
     }
 }
 
-/// The goal at 200 ms on faster links, not met yet: Prague alone kept
-/// 95.0% of 25 Mbit/s with a queue p99 of 6.4 ms (bound 1.48 ms), and
-/// 60.5% of 100 Mbit/s, still refilling the window its slow-start exit
-/// halved. Run with `cargo test --release -p brisk-sim --test
-/// l4s_slow_links -- --ignored --nocapture fills_25`.
+/// At 100 and 200 ms the first mark comes while slow start's window is
+/// still below the BDP (its doubling is paced at twice the window's rate,
+/// so a queue builds early). Halving there, and cutting again for the
+/// queue that burst left, kept Prague at 61% of 100 Mbit/s at 200 ms and
+/// 70% at 100 ms, refilling for the whole run; the exit now keeps what
+/// the path delivered and the link stays over 95% busy. The queue bound
+/// is not met there yet (below).
 #[test]
-#[ignore = "goal not met yet: 95% with a 6.4 ms queue p99 at 25 Mbit/s, 60% at 100 Mbit/s"]
+fn prague_alone_fills_100mbit_at_100_and_200ms() {
+    for rtt_ms in [100, 200] {
+        for ip in FAMILIES {
+            let a = alone(100.0, rtt_ms, ip);
+            assert!(
+                a.utilization >= 0.95,
+                "100 Mbit/s, {rtt_ms} ms, {ip:?}: {a:?}"
+            );
+        }
+    }
+}
+
+/// The goal at 200 ms on faster links, not met yet: Prague alone keeps
+/// 95.0% of 25 Mbit/s with a queue p99 of 6.4 ms (bound 1.48 ms), and
+/// 96.9% of 100 Mbit/s with 2.67 ms (bound 1.12 ms): the increase per
+/// round trip that keeps two flows at 10 and 160 ms within 2:1 becomes
+/// queue before the marks come back. Run with `cargo test --release -p
+/// brisk-sim --test l4s_slow_links -- --ignored --nocapture fills_25`.
+#[test]
+#[ignore = "goal not met yet: queue p99 6.4 ms at 25 Mbit/s, 2.7 ms at 100 Mbit/s"]
 fn prague_alone_fills_25_and_100mbit_links_at_200ms() {
     check_alone(25.0, 200, 1.0);
     check_alone(100.0, 200, 1.0);
@@ -361,4 +382,40 @@ fn trace_200ms_per_second() {
 #[ignore = "prints a trace; run it by hand"]
 fn trace_1mbit_per_half_second() {
     trace(1.0, 20, 9, Duration::from_millis(500));
+}
+
+/// Prague alone at the cells named by `CELLS` ("mbit:rtt_ms,..."), both
+/// families, printed (run with `--ignored --nocapture cells`).
+#[test]
+#[ignore = "prints a table; run it by hand"]
+fn cells() {
+    let cells = std::env::var("CELLS").unwrap_or_else(|_| "100:200".into());
+    for cell in cells.split(',') {
+        let (m, r) = cell.split_once(':').expect("mbit:rtt_ms");
+        let (mbit, rtt): (f64, u64) = (m.parse().unwrap(), r.parse().unwrap());
+        for ip in FAMILIES {
+            let a = alone(mbit, rtt, ip);
+            println!(
+                "{mbit} Mbit/s {rtt} ms {ip:?}: {:.1}%, queue p99 {:.2} ms (bound {:.2})",
+                100.0 * a.utilization,
+                a.queue_p99_ms,
+                1.0 + packet_ms(mbit)
+            );
+        }
+    }
+}
+
+/// A trace of the cell `TRACE` ("mbit:rtt_ms:secs:bin_ms"), as
+/// [`trace_200ms_per_second`].
+#[test]
+#[ignore = "prints a trace; run it by hand"]
+fn trace_cell() {
+    let spec = std::env::var("TRACE").unwrap_or_else(|_| "100:200:18:1000".into());
+    let v: Vec<f64> = spec.split(':').map(|x| x.parse().unwrap()).collect();
+    trace(
+        v[0],
+        v[1] as u64,
+        v[2] as u64,
+        Duration::from_millis(v[3] as u64),
+    );
 }
