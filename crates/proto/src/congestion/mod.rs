@@ -249,20 +249,22 @@ pub struct CcConfig {
     /// Prague below about 3 Mbit/s of its own sends smaller datagrams
     /// (4 ms of its rate, at least 300 bytes) and, alone, grows by 0.5 ms
     /// of its rate per RTT instead of half a datagram, so a 1 Mbit/s link
-    /// stays busy with a queue within the step (docs/PROTOCOL.md).
+    /// stays busy with a queue within the step. Off by default: an
+    /// increase in proportion to the rate leaves two Prague flows with no
+    /// pull toward an even split (docs/PROTOCOL.md).
     pub prague_small_datagrams: bool,
 }
 
 impl Default for CcConfig {
     /// RFC 9002 §7.2: 1200-byte datagrams, ten packets initially, two at
-    /// least; HyStart++ off; Prague's smaller datagrams at low rates on.
+    /// least; HyStart++ and Prague's smaller datagrams at low rates off.
     fn default() -> Self {
         Self {
             max_datagram_size: 1200,
             initial_window_packets: 10,
             minimum_window_packets: 2,
             hystart: false,
-            prague_small_datagrams: true,
+            prague_small_datagrams: false,
         }
     }
 }
