@@ -273,9 +273,7 @@ impl Pacer {
     /// The bucket for the current rate: `MAX_BURST_TIME` of it, at least
     /// `min_burst_packets` datagrams.
     fn set_capacity(&mut self, min_burst_packets: u64) {
-        let min_burst = min_burst_packets
-            .max(1)
-            .saturating_mul(self.burst_datagram) as f64;
+        let min_burst = min_burst_packets.max(1).saturating_mul(self.burst_datagram) as f64;
         self.capacity = (self.rate_bytes_per_sec * MAX_BURST_TIME.as_secs_f64()).max(min_burst);
         self.tokens = self.tokens.min(self.capacity);
     }
@@ -305,6 +303,27 @@ mod tests {
                 now
             })
             .collect()
+    }
+
+    /// A controller sending smaller datagrams gets a bucket of one of them,
+    /// not of one full datagram (which would let several leave back to
+    /// back); `None` restores the full one.
+    #[test]
+    fn the_smallest_burst_counts_in_the_datagrams_sent() {
+        let mut p = Pacer::new(MDS);
+        let params = PacingParams {
+            gain: 1.0,
+            min_burst_packets: 1,
+        };
+        let (now, srtt) = (Instant::from_secs_f64(1.0), Duration::from_millis(40));
+        p.next_send_time(now, MDS, 5_000, srtt, params);
+        assert_eq!(p.burst_bytes(), MDS);
+        p.set_burst_datagram(now, Some(400));
+        p.next_send_time(now, 400, 5_000, srtt, params);
+        assert_eq!(p.burst_bytes(), 400);
+        p.set_burst_datagram(now, None);
+        p.next_send_time(now, MDS, 5_000, srtt, params);
+        assert_eq!(p.burst_bytes(), MDS);
     }
 
     #[test]

@@ -16,8 +16,8 @@ use brisk_sim::scenario::IpFamily;
 use brisk_sim::{FlowQlog, RunOptions, run};
 use brisk_time::Instant;
 use l4s_common::{
-    DUALPI2_LINUX, FAMILIES, Flow, bulk, bulk_small_datagrams, dumbbell, packet_ms,
-    queue_delay_ms, rate_mbps, run_series, series,
+    DUALPI2_LINUX, FAMILIES, Flow, bulk, bulk_small_datagrams, dumbbell, packet_ms, queue_delay_ms,
+    rate_mbps, run_series, series,
 };
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -299,7 +299,7 @@ impl Prague {
     }
 
     /// The spacing boost at its full weight, and the weight the share of
-    /// marked rounds gives it (see [`Self::spacing_boost`]).
+    /// marked rounds gives it (see `spacing_boost`).
     fn spacing_boost_parts(&self, srtt: Duration) -> (f64, f64) {
         let spacing = srtt.as_secs_f64() * self.mds as f64 / self.cwnd.max(1.0);
         let full = (spacing / SPACING_REFERENCE.as_secs_f64())
@@ -373,7 +373,10 @@ impl Prague {
         } else if self.saw_ce {
             let (full, weight) = self.spacing_boost_parts(ack.smoothed_rtt);
             let boost = 1.0 + weight * (full - 1.0);
-            (self.increase_unit(weight), rtt_scale(ack.smoothed_rtt) * boost)
+            (
+                self.increase_unit(weight),
+                rtt_scale(ack.smoothed_rtt) * boost,
+            )
         } else {
             (self.mds as f64, rtt_scale(ack.smoothed_rtt))
         };
@@ -793,6 +796,58 @@ mod tests {
         // Out of slow start the window adds its headroom to that.
         let grown = (MDS / 4 + boost * (MDS / 4)) as f64;
         assert_eq!(cc.window(), (grown * 1.03 + MDS as f64) as u64);
+    }
+
+    /// With `prague_small_datagrams`, out of slow start, datagrams carry
+    /// 4 ms of Prague's own rate (at least 300 bytes) while few packets are
+    /// marked and move back to full size as most are; the increase counts
+    /// in 0.5 ms of the rate until the spacing boost comes in. Off (the
+    /// default), nothing changes.
+    #[test]
+    fn small_datagrams_follow_the_rate_and_the_marked_fraction() {
+        let config = CcConfig {
+            prague_small_datagrams: true,
+            ..CcConfig::default()
+        };
+        let run = |config: &CcConfig| {
+            let mut cc = Prague::new(config);
+            let mut t = Instant::from_millis(100);
+            assert_eq!(cc.datagram_size(1472), None, "slow start");
+            t = ack_round(&mut cc, t, RTT, |_| false);
+            t = ack_round(&mut cc, t, RTT, |_| false);
+            cc.on_ack(&ack(t, t - RTT, MDS, 1));
+            assert!(!cc.in_slow_start());
+            // The windows set below stay out of slow start.
+            cc.ssthresh = 0;
+            cc
+        };
+        let mut cc = run(&config);
+        // 20 datagrams per 40 ms is 4.8 Mbit/s: 4 ms of it is more than a
+        // datagram.
+        assert_eq!(cc.datagram_size(1472), None);
+        // 5 kB per 40 ms is 1 Mbit/s: 500-byte datagrams, and an increase
+        // unit of 62.5 bytes until the boost weighs in.
+        cc.cwnd = 5_000.0;
+        cc.marked_share = 0.0;
+        assert_eq!(cc.datagram_size(1472), Some(500));
+        assert!((cc.increase_unit(0.0) - 62.5).abs() < 1e-9);
+        assert_eq!(cc.increase_unit(1.0), MDS as f64);
+        assert!((cc.increase_unit(0.5) - (62.5 + MDS as f64) / 2.0).abs() < 1e-9);
+        // Halfway through the fade, halfway to full size; past it, full.
+        cc.marked_share = 0.475;
+        assert!(matches!(cc.datagram_size(1472), Some(985..=986)));
+        cc.marked_share = 0.55;
+        assert_eq!(cc.datagram_size(1472), None);
+        // Never below 300 bytes.
+        cc.cwnd = 2_000.0;
+        cc.marked_share = 0.0;
+        assert_eq!(cc.datagram_size(1472), Some(300));
+        // Switched off: full datagrams, whole-datagram increase.
+        let mut off = run(&CcConfig::default());
+        off.cwnd = 5_000.0;
+        off.marked_share = 0.0;
+        assert_eq!(off.datagram_size(1472), None);
+        assert_eq!(off.increase_unit(0.0), MDS as f64);
     }
 
     /// Rounds limited by the application leave the share of marked rounds
