@@ -67,6 +67,9 @@ impl PacingParams {
 #[derive(Clone, Debug)]
 pub(crate) struct Pacer {
     max_datagram_size: u64,
+    /// The datagram the smallest burst counts in: `max_datagram_size`
+    /// unless the controller sends smaller datagrams.
+    burst_datagram: u64,
     /// Bytes the bucket held at `last_refill`.
     tokens: f64,
     /// Bucket size in bytes at the current rate.
@@ -98,6 +101,7 @@ impl Pacer {
         let capacity = MIN_BURST_PACKETS.saturating_mul(max_datagram_size) as f64;
         Self {
             max_datagram_size,
+            burst_datagram: max_datagram_size,
             tokens: capacity,
             capacity,
             rate_bytes_per_sec: 0.0,
@@ -168,6 +172,23 @@ impl Pacer {
             at += Duration::from_nanos(1);
         }
         at
+    }
+
+    /// The smallest burst counts in datagrams of `bytes` from now on
+    /// (`None`: full ones), for a controller that sends datagrams smaller
+    /// than the path's: a bucket of one full datagram would let several
+    /// small ones leave back to back.
+    pub(crate) fn set_burst_datagram(&mut self, now: Instant, bytes: Option<u64>) {
+        let bytes = bytes.map_or(self.max_datagram_size, |b| b.max(1));
+        if bytes == self.burst_datagram {
+            return;
+        }
+        self.burst_datagram = bytes;
+        // Bank what accrued at the old size and recompute the bucket on
+        // the next question.
+        self.tokens = self.tokens_at(now);
+        self.last_refill = Some(now.max(self.last_refill.unwrap_or(now)));
+        self.rate_inputs = None;
     }
 
     /// A packet of `bytes` left at `now`.
@@ -252,9 +273,7 @@ impl Pacer {
     /// The bucket for the current rate: `MAX_BURST_TIME` of it, at least
     /// `min_burst_packets` datagrams.
     fn set_capacity(&mut self, min_burst_packets: u64) {
-        let min_burst = min_burst_packets
-            .max(1)
-            .saturating_mul(self.max_datagram_size) as f64;
+        let min_burst = min_burst_packets.max(1).saturating_mul(self.burst_datagram) as f64;
         self.capacity = (self.rate_bytes_per_sec * MAX_BURST_TIME.as_secs_f64()).max(min_burst);
         self.tokens = self.tokens.min(self.capacity);
     }
@@ -284,6 +303,27 @@ mod tests {
                 now
             })
             .collect()
+    }
+
+    /// A controller sending smaller datagrams gets a bucket of one of them,
+    /// not of one full datagram (which would let several leave back to
+    /// back); `None` restores the full one.
+    #[test]
+    fn the_smallest_burst_counts_in_the_datagrams_sent() {
+        let mut p = Pacer::new(MDS);
+        let params = PacingParams {
+            gain: 1.0,
+            min_burst_packets: 1,
+        };
+        let (now, srtt) = (Instant::from_secs_f64(1.0), Duration::from_millis(40));
+        p.next_send_time(now, MDS, 5_000, srtt, params);
+        assert_eq!(p.burst_bytes(), MDS);
+        p.set_burst_datagram(now, Some(400));
+        p.next_send_time(now, 400, 5_000, srtt, params);
+        assert_eq!(p.burst_bytes(), 400);
+        p.set_burst_datagram(now, None);
+        p.next_send_time(now, MDS, 5_000, srtt, params);
+        assert_eq!(p.burst_bytes(), MDS);
     }
 
     #[test]

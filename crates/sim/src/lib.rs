@@ -177,6 +177,7 @@ fn brisk_config(
         cc: spec.cc,
         ecn: spec.ecn,
         ack_frequency: spec.ack_frequency,
+        prague_small_datagrams: spec.prague_small_datagrams,
         fec: spec.fec,
         pmtud: [&s.network.link.down, &s.network.link.up]
             .iter()

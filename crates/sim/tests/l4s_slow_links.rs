@@ -16,8 +16,8 @@ use brisk_sim::scenario::IpFamily;
 use brisk_sim::{FlowQlog, RunOptions, run};
 use brisk_time::Instant;
 use l4s_common::{
-    DUALPI2_LINUX, FAMILIES, bulk, dumbbell, packet_ms, queue_delay_ms, rate_mbps, run_series,
-    series,
+    DUALPI2_LINUX, FAMILIES, Flow, bulk, bulk_small_datagrams, dumbbell, packet_ms, queue_delay_ms,
+    rate_mbps, run_series, series,
 };
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -39,16 +39,22 @@ fn alone(mbit: f64, rtt_ms: u64, ip: IpFamily) -> Alone {
 /// A bulk flow with controller `cc` alone through default DualPI2, as
 /// [`alone`].
 fn alone_with(cc: &str, mbit: f64, rtt_ms: u64, ip: IpFamily) -> Alone {
-    let secs = 8 + rtt_ms / 20;
+    alone_flow(bulk(cc, cc, rtt_ms), mbit, ip)
+}
+
+/// `flow` alone through default DualPI2, as [`alone`].
+fn alone_flow(flow: Flow, mbit: f64, ip: IpFamily) -> Alone {
+    let secs = 8 + flow.rtt_ms / 20;
+    let name = flow.name;
     let s = dumbbell(
         &format!("\"{}kbit\"", (mbit * 1000.0) as u64),
         DUALPI2_LINUX,
         "",
-        &[bulk(cc, cc, rtt_ms)],
+        &[flow],
         secs,
     );
     let (_, all) = run_series(&s, ip);
-    let f = series(&all, cc);
+    let f = series(&all, name);
     let (from, to) = (Duration::from_secs(secs / 2), Duration::from_secs(secs));
     Alone {
         utilization: rate_mbps(f, from, to) / mbit,
@@ -59,12 +65,18 @@ fn alone_with(cc: &str, mbit: f64, rtt_ms: u64, ip: IpFamily) -> Alone {
 /// Prague's and `other`'s delivered rates sharing default DualPI2, over
 /// the second half of the run.
 fn beside(mbit: f64, rtt_ms: u64, other: &str, ip: IpFamily) -> (f64, f64) {
+    beside_flow(bulk("prague", "prague", rtt_ms), mbit, other, ip)
+}
+
+/// The Prague flow `prague` (named "prague") beside `other`, as [`beside`].
+fn beside_flow(prague: Flow, mbit: f64, other: &str, ip: IpFamily) -> (f64, f64) {
     let secs = 20;
+    let rtt_ms = prague.rtt_ms;
     let s = dumbbell(
         &format!("\"{}kbit\"", (mbit * 1000.0) as u64),
         DUALPI2_LINUX,
         "",
-        &[bulk("prague", "prague", rtt_ms), bulk(other, other, rtt_ms)],
+        &[prague, bulk(other, other, rtt_ms)],
         secs,
     );
     let (_, all) = run_series(&s, ip);
@@ -118,6 +130,101 @@ fn prague_alone_fills_a_1mbit_link() {
 #[ignore = "goal not met yet: 92% and a 12 ms queue p99"]
 fn prague_alone_fills_a_link_with_200ms_base_rtt() {
     check_alone(10.0, 200, 1.0);
+}
+
+/// Prague alone with `prague_small_datagrams`, as [`alone`].
+fn alone_small(mbit: f64, rtt_ms: u64, ip: IpFamily) -> Alone {
+    alone_flow(bulk_small_datagrams("prague", rtt_ms), mbit, ip)
+}
+
+/// With `prague_small_datagrams` (off by default), Prague below about
+/// 3 Mbit/s sends datagrams of 4 ms of its own rate and, alone, grows by
+/// 0.5 ms of its rate per RTT: the 1 and 2 Mbit/s goals are met there
+/// (without it 92.6% and a 32 ms queue p99 at 1 Mbit/s, 20 ms).
+#[test]
+fn small_datagrams_fill_1_and_2mbit_links_with_a_short_queue() {
+    for ip in FAMILIES {
+        for (mbit, rtt_ms) in [(1.0, 5), (1.0, 20), (2.0, 20)] {
+            let a = alone_small(mbit, rtt_ms, ip);
+            let bound = 1.0 + packet_ms(mbit);
+            let what = format!("{mbit} Mbit/s, {rtt_ms} ms, {ip:?}: {a:?}, bound {bound} ms");
+            assert!(a.utilization >= 0.95, "{what}");
+            assert!(a.queue_p99_ms <= bound, "{what}");
+        }
+    }
+}
+
+/// Beside CUBIC most of Prague's packets are marked, and its datagrams
+/// and increase stay full size: the share is what it is without the
+/// switch (0.74 and 0.76 on IPv4).
+#[test]
+fn small_datagrams_keep_the_share_beside_cubic_at_4_and_10mbit() {
+    for ip in FAMILIES {
+        for mbit in [4.0, 10.0] {
+            let (p, c) = beside_flow(bulk_small_datagrams("prague", 20), mbit, "cubic", ip);
+            let ratio = p / c;
+            assert!(
+                (0.67..=1.5).contains(&ratio),
+                "{mbit} Mbit/s {ip:?}: prague {p:.2} vs cubic {c:.2} Mbit/s, ratio {ratio:.2}"
+            );
+        }
+    }
+}
+
+/// Not met with the switch either: 1 Mbit/s at longer RTTs kept 94-96%
+/// with a queue p99 of 2.5-6.4 ms, and IPv4 at 50 ms fell into full-size
+/// datagrams (63%, 22 ms). Run with `cargo test --release -p brisk-sim
+/// --test l4s_slow_links -- --ignored --nocapture small_datagrams_fill_a`.
+#[test]
+#[ignore = "goal not met yet: 94-96%, and 63% at 50 ms on IPv4"]
+fn small_datagrams_fill_a_1mbit_link_at_long_rtts() {
+    for ip in FAMILIES {
+        for rtt_ms in [50, 100, 200] {
+            let a = alone_small(1.0, rtt_ms, ip);
+            let what = format!("1 Mbit/s, {rtt_ms} ms, {ip:?}: {a:?}");
+            assert!(a.utilization >= 0.95, "{what}");
+            assert!(a.queue_p99_ms <= 1.0 + packet_ms(1.0), "{what}");
+        }
+    }
+}
+
+/// The low-rate grid with `prague_small_datagrams` off and on, both
+/// families (run with `--ignored --nocapture small_datagrams_grid`).
+#[test]
+#[ignore = "prints a table; run it by hand"]
+fn small_datagrams_grid() {
+    println!("Prague alone, Linux-default DualPI2, second half: off | on");
+    println!("family | Mbit/s | base RTT ms | link use, queue p99 ms off | on");
+    for ip in FAMILIES {
+        for (mbit, rtt_ms) in [
+            (1.0, 5),
+            (1.0, 20),
+            (1.0, 50),
+            (1.0, 100),
+            (1.0, 200),
+            (2.0, 20),
+            (4.0, 20),
+            (10.0, 5),
+        ] {
+            let (off, on) = (alone(mbit, rtt_ms, ip), alone_small(mbit, rtt_ms, ip));
+            println!(
+                "{ip:?} | {mbit} | {rtt_ms} | {:.1}%, {:.2} | {:.1}%, {:.2}",
+                100.0 * off.utilization,
+                off.queue_p99_ms,
+                100.0 * on.utilization,
+                on.queue_p99_ms
+            );
+        }
+        for mbit in [4.0, 10.0] {
+            let (p, c) = beside(mbit, 20, "cubic", ip);
+            let (q, d) = beside_flow(bulk_small_datagrams("prague", 20), mbit, "cubic", ip);
+            println!(
+                "{ip:?} | beside CUBIC {mbit} Mbit/s | {p:.2} vs {c:.2} ({:.2}) | {q:.2} vs {d:.2} ({:.2})",
+                p / c,
+                q / d
+            );
+        }
+    }
 }
 
 fn check_ratio(mbit: f64, other: &str, range: std::ops::RangeInclusive<f64>) {

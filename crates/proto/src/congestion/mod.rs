@@ -206,6 +206,13 @@ pub(crate) trait Controller: Send + fmt::Debug {
     fn pacing(&self) -> PacingParams {
         PacingParams::classic(self.in_slow_start())
     }
+    /// The largest datagram, in bytes, this controller wants sent now, if
+    /// smaller than the path's `full` size (Prague at a few Mbit/s: see
+    /// docs/PROTOCOL.md); `None`, the default, leaves datagrams full.
+    /// Application datagrams waiting to be sent keep their size.
+    fn datagram_size(&self, _full: u64) -> Option<u64> {
+        None
+    }
     /// The codepoint this controller wants on its packets: ECT(1) for a
     /// scalable (L4S) controller, ECT(0) for a classic one.
     fn ecn(&self) -> Ecn;
@@ -239,17 +246,25 @@ pub struct CcConfig {
     /// overflows. Off by default for now: it moves Prague's share beside
     /// CUBIC in a 4 Mbit/s DualPI2 (docs/PROTOCOL.md).
     pub hystart: bool,
+    /// Prague below about 3 Mbit/s of its own sends smaller datagrams
+    /// (4 ms of its rate, at least 300 bytes) and, alone, grows by 0.5 ms
+    /// of its rate per RTT instead of half a datagram, so a 1 Mbit/s link
+    /// stays busy with a queue within the step. Off by default: an
+    /// increase in proportion to the rate leaves two Prague flows with no
+    /// pull toward an even split (docs/PROTOCOL.md).
+    pub prague_small_datagrams: bool,
 }
 
 impl Default for CcConfig {
     /// RFC 9002 §7.2: 1200-byte datagrams, ten packets initially, two at
-    /// least; HyStart++ off.
+    /// least; HyStart++ and Prague's smaller datagrams at low rates off.
     fn default() -> Self {
         Self {
             max_datagram_size: 1200,
             initial_window_packets: 10,
             minimum_window_packets: 2,
             hystart: false,
+            prague_small_datagrams: false,
         }
     }
 }
@@ -402,6 +417,7 @@ mod tests {
             initial_window_packets: 0,
             minimum_window_packets: 0,
             hystart: false,
+            prague_small_datagrams: false,
         };
         assert_eq!(odd.minimum_window(), 1);
         assert_eq!(odd.initial_window(), 1);

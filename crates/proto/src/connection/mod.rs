@@ -818,6 +818,18 @@ impl Connection {
         }
     }
 
+    /// The size of the next 1-RTT datagram: [`mds`](Self::mds), or less
+    /// when the controller asks for smaller datagrams at its rate
+    /// (Prague below a few Mbit/s). Application datagrams waiting to be
+    /// sent are never split, so while one waits datagrams stay full.
+    pub(super) fn send_size(&self) -> usize {
+        let mds = self.mds();
+        match self.cc.datagram_size(mds as u64) {
+            Some(size) if !self.datagrams_queued() => mds.min(size as usize),
+            _ => mds,
+        }
+    }
+
     /// The largest datagram we may send on any path: our configured size,
     /// but never more than the peer said it accepts.
     fn mds_ceiling(&self) -> usize {

@@ -343,10 +343,12 @@ impl Connection {
     fn gate(&mut self, now: Instant) -> Option<Gate> {
         let ack_due = self.acks.ack_due(now);
         let probe = self.probes_pending > 0;
-        let mds = self.mds() as u64;
+        let mds = self.send_size() as u64;
         let cwnd_ok = self.sent.bytes_in_flight() + mds <= self.cc.window();
         let mut pacing_ok = true;
         if !probe && cwnd_ok {
+            let small = (mds < self.mds() as u64).then_some(mds);
+            self.pacer.set_burst_datagram(now, small);
             let at = match self.cc.pacing_rate() {
                 Some(rate) => self
                     .pacer

@@ -171,8 +171,9 @@ impl Connection {
             ecn: Ecn::NotEct,
             full: false,
         };
+        let one_rtt_budget = budget.min(base + self.send_size());
         if self.state == ConnState::Established
-            && let Some(w) = self.write_one_rtt(now, out, budget)
+            && let Some(w) = self.write_one_rtt(now, out, one_rtt_budget)
         {
             datagram = Datagram {
                 ecn: w.ecn,

@@ -80,6 +80,7 @@ field_set! {
         send_jitter: Dur,
         cc: CcAlgorithm,
         ack_frequency: bool,
+        prague_small_datagrams: bool,
         fec: FecPolicy,
         app: BriskApp,
         bytes: Bytes,
@@ -284,6 +285,7 @@ impl RawFlow {
         };
         let cc = value(&mut self.cc).unwrap_or(CcAlgorithm::Prague);
         let ack_frequency = value(&mut self.ack_frequency).unwrap_or(true);
+        let prague_small_datagrams = value(&mut self.prague_small_datagrams).unwrap_or(false);
         let fec = value(&mut self.fec);
         let app = value(&mut self.app).unwrap_or_default();
         // Where a move is asked for: a flow whose client is the receiver
@@ -352,6 +354,7 @@ impl RawFlow {
             cc,
             ecn,
             ack_frequency,
+            prague_small_datagrams,
             fec,
             app: workload,
             moves,

@@ -130,6 +130,9 @@ pub struct Brisk {
     /// Whether the sender may ask the receiver for fewer ACKs while its
     /// window is large (`false`: an ACK every second packet).
     pub ack_frequency: bool,
+    /// Prague's smaller datagrams and increase at low rates
+    /// (`CcConfig::prague_small_datagrams`).
+    pub prague_small_datagrams: bool,
     /// Forward error correction: both ends announce it and the sender's
     /// streams take this policy. `None`: not announced, no repair at all.
     pub fec: Option<brisk_proto::fec::FecPolicy>,

@@ -36,6 +36,16 @@ pub fn bulk<'a>(name: &'a str, cc: &'a str, rtt_ms: u64) -> Flow<'a> {
     Flow { name, body, rtt_ms }
 }
 
+/// A brisk Prague bulk flow with smaller datagrams and increase at low
+/// rates (`prague_small_datagrams`).
+pub fn bulk_small_datagrams(name: &str, rtt_ms: u64) -> Flow<'_> {
+    Flow {
+        name,
+        body: "kind = \"brisk\"\ncc = \"prague\"\nprague_small_datagrams = true",
+        rtt_ms,
+    }
+}
+
 /// A dumbbell at `rate` (a TOML rate value, e.g. `"10Mbit"` or a schedule
 /// table) with `queue` (TOML lines under `[queue.KIND]`) in the data
 /// direction. The bottleneck's own delay is the smallest flow RTT; other

@@ -143,6 +143,8 @@ pub struct BriskConfig {
     /// Use the ACK_FREQUENCY extension (both ends announce it, the sender
     /// asks for fewer ACKs while its window is large).
     pub ack_frequency: bool,
+    /// Prague's smaller datagrams and increase at low rates.
+    pub prague_small_datagrams: bool,
     /// Forward error correction: both ends announce it, with this default
     /// policy for the sender's streams; `None`: not announced.
     pub fec: Option<brisk_proto::fec::FecPolicy>,
@@ -209,6 +211,7 @@ impl BriskConfig {
             t.fec.default_policy = policy;
         }
         t.cc_config.max_datagram_size = mds;
+        t.cc_config.prague_small_datagrams = self.prague_small_datagrams;
         match &self.workload {
             BriskWorkload::Messages { path, .. } => match *path {
                 SendPath::SendBuffer(limit) => {
