@@ -935,6 +935,13 @@ impl Connection {
         self.streams.write(id, data)
     }
 
+    /// [`Connection::write`] for data the application already holds as
+    /// [`bytes::Bytes`]: the send buffer keeps the part it takes (a cheap
+    /// reference) instead of copying it. Same return, same effect.
+    pub fn write_bytes(&mut self, id: StreamId, data: bytes::Bytes) -> Result<usize, StreamError> {
+        self.streams.write_bytes(id, data)
+    }
+
     /// Ends stream `id` after the data written so far (sends FIN).
     pub fn finish(&mut self, id: StreamId) -> Result<(), StreamError> {
         self.streams.finish(id)?;

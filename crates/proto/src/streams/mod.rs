@@ -39,10 +39,12 @@ mod range_set;
 mod recv;
 mod scheduler;
 mod send;
+mod send_buf;
 #[cfg(test)]
 mod tests;
 
 use brisk_time::Instant;
+use bytes::Bytes;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
 
@@ -465,20 +467,34 @@ impl Streams {
     /// Buffers what the buffer limit and the peer's stream window allow;
     /// `Ok(0)` means try again after a Writable event.
     pub(crate) fn write(&mut self, id: StreamId, data: &[u8]) -> Result<usize, StreamError> {
+        self.write_with(id, data.len(), |s, limit| s.write(data, limit))
+    }
+
+    /// [`Streams::write`] that keeps the taken part of `data` instead of a
+    /// copy.
+    pub(crate) fn write_bytes(&mut self, id: StreamId, data: Bytes) -> Result<usize, StreamError> {
+        let len = data.len();
+        self.write_with(id, len, |s, limit| s.write_bytes(data, limit))
+    }
+
+    /// A write of `len` bytes that `put` buffers, up to the limit it is
+    /// given.
+    fn write_with(
+        &mut self,
+        id: StreamId,
+        len: usize,
+        put: impl FnOnce(&mut SendStream, u64) -> Result<usize, StreamError>,
+    ) -> Result<usize, StreamError> {
         let room = self.connection_send_room();
         let limits = self.buffer_limits();
         let s = self.app_send(id)?;
         let stream_limit = limits.of(s);
         let limit = stream_limit.min(s.buffered().saturating_add(room));
-        let n = s.write(data, limit)?;
-        let blocked = if n < data.len() {
-            s.take_data_blocked()
-        } else {
-            None
-        };
+        let n = put(s, limit)?;
+        let blocked = if n < len { s.take_data_blocked() } else { None };
         let (fresh, priority) = (s.has_fresh(), s.priority());
         self.send_buffered += n as u64;
-        if n < data.len() && limit < stream_limit {
+        if n < len && limit < stream_limit {
             self.budget_blocked.insert(id);
         }
         if fresh {

@@ -12,11 +12,11 @@
 //! buffer at once, which is what makes cancellation immediate.
 
 use super::MAX_OFFSET;
-use super::byte_queue::ByteQueue;
 use super::error::StreamError;
 use super::id::StreamId;
 use super::range_set::RangeSet;
 use super::scheduler::Priority;
+use super::send_buf::SendBuf;
 
 /// Sending-side states of RFC 9000 §3.1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,7 +70,7 @@ pub(crate) struct SendStream {
     state: SendState,
     priority: Priority,
     /// Bytes `[acked_offset, write_offset)`.
-    buf: ByteQueue,
+    buf: SendBuf,
     /// Everything below was acknowledged and dropped.
     acked_offset: u64,
     /// End of the data the application wrote.
@@ -102,7 +102,7 @@ impl SendStream {
             id,
             state: SendState::Ready,
             priority,
-            buf: ByteQueue::new(),
+            buf: SendBuf::new(),
             acked_offset: 0,
             write_offset: 0,
             sent_offset: 0,
@@ -190,13 +190,32 @@ impl SendStream {
     /// Buffers as much of `data` as the buffer limit and the peer's stream
     /// window allow; returns how much.
     pub(super) fn write(&mut self, data: &[u8], buffer_limit: u64) -> Result<usize, StreamError> {
+        let n = self.admit(data.len(), buffer_limit)?;
+        self.buf.extend_from_slice(&data[..n]);
+        Ok(n)
+    }
+
+    /// [`SendStream::write`] that keeps the taken part of `data` itself
+    /// instead of a copy.
+    pub(super) fn write_bytes(
+        &mut self,
+        mut data: bytes::Bytes,
+        buffer_limit: u64,
+    ) -> Result<usize, StreamError> {
+        let n = self.admit(data.len(), buffer_limit)?;
+        data.truncate(n);
+        self.buf.push_bytes(data);
+        Ok(n)
+    }
+
+    /// How many of `len` bytes offered a write takes, counted as written.
+    fn admit(&mut self, len: usize, buffer_limit: u64) -> Result<usize, StreamError> {
         if !self.accepts_writes() {
             return Err(self.closed_error());
         }
         self.writable_armed = true;
         let room = self.write_room(buffer_limit);
-        let n = usize::try_from(room).map_or(data.len(), |r| r.min(data.len()));
-        self.buf.extend_from_slice(&data[..n]);
+        let n = usize::try_from(room).map_or(len, |r| r.min(len));
         self.write_offset += n as u64;
         Ok(n)
     }
@@ -232,7 +251,7 @@ impl SendStream {
             return None;
         }
         self.state = SendState::ResetSent;
-        self.buf = ByteQueue::new();
+        self.buf = SendBuf::new();
         self.acked = RangeSet::new();
         self.lost = RangeSet::new();
         self.fin_lost = false;
@@ -418,7 +437,7 @@ impl SendStream {
             && self.acked_offset == self.write_offset;
         if finished {
             self.state = SendState::DataRecvd;
-            self.buf = ByteQueue::new();
+            self.buf = SendBuf::new();
         }
         AckOutcome {
             newly_acked,
