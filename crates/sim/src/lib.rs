@@ -175,6 +175,7 @@ fn brisk_config(
         cc: spec.cc,
         ecn: spec.ecn,
         ack_frequency: spec.ack_frequency,
+        bbr_bounded_startup: spec.bbr_bounded_startup,
         fec: spec.fec,
         pmtud: [&s.network.link.down, &s.network.link.up]
             .iter()

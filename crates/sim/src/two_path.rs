@@ -146,6 +146,7 @@ pub fn run_two_path(run: &TwoPathRun) -> TwoPathOutcome {
         cc: CcAlgorithm::Cubic,
         ecn: true,
         ack_frequency: true,
+        bbr_bounded_startup: false,
         fec: None,
         pmtud: false,
         migration: true,

@@ -239,17 +239,25 @@ pub struct CcConfig {
     /// overflows. Off by default for now: it moves Prague's share beside
     /// CUBIC in a 4 Mbit/s DualPI2 (docs/PROTOCOL.md).
     pub hystart: bool,
+    /// BBR's Startup keeps two BDPs of the delivery rate in flight
+    /// (BBRv3's window gain) instead of 2/ln 2 BDPs, ends on a round that
+    /// lost well above the random loss share, and learns that share as a
+    /// plain mean of its first rounds, so a FIFO of about one BDP does not
+    /// overflow. Off by default: it moves an application-limited stream's
+    /// first seconds and BBR's share beside Prague (docs/PROTOCOL.md).
+    pub bbr_bounded_startup: bool,
 }
 
 impl Default for CcConfig {
     /// RFC 9002 §7.2: 1200-byte datagrams, ten packets initially, two at
-    /// least; HyStart++ off.
+    /// least; HyStart++ and BBR's bounded Startup off.
     fn default() -> Self {
         Self {
             max_datagram_size: 1200,
             initial_window_packets: 10,
             minimum_window_packets: 2,
             hystart: false,
+            bbr_bounded_startup: false,
         }
     }
 }
@@ -402,6 +410,7 @@ mod tests {
             initial_window_packets: 0,
             minimum_window_packets: 0,
             hystart: false,
+            bbr_bounded_startup: false,
         };
         assert_eq!(odd.minimum_window(), 1);
         assert_eq!(odd.initial_window(), 1);

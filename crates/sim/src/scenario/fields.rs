@@ -80,6 +80,7 @@ field_set! {
         send_jitter: Dur,
         cc: CcAlgorithm,
         ack_frequency: bool,
+        bbr_bounded_startup: bool,
         fec: FecPolicy,
         app: BriskApp,
         bytes: Bytes,
@@ -284,6 +285,7 @@ impl RawFlow {
         };
         let cc = value(&mut self.cc).unwrap_or(CcAlgorithm::Prague);
         let ack_frequency = value(&mut self.ack_frequency).unwrap_or(true);
+        let bbr_bounded_startup = value(&mut self.bbr_bounded_startup).unwrap_or(false);
         let fec = value(&mut self.fec);
         let app = value(&mut self.app).unwrap_or_default();
         // Where a move is asked for: a flow whose client is the receiver
@@ -352,6 +354,7 @@ impl RawFlow {
             cc,
             ecn,
             ack_frequency,
+            bbr_bounded_startup,
             fec,
             app: workload,
             moves,

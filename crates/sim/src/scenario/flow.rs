@@ -130,6 +130,9 @@ pub struct Brisk {
     /// Whether the sender may ask the receiver for fewer ACKs while its
     /// window is large (`false`: an ACK every second packet).
     pub ack_frequency: bool,
+    /// BBR's Startup bounded to two BDPs in flight, ending on excess loss
+    /// (the transport's `CcConfig::bbr_bounded_startup`); off by default.
+    pub bbr_bounded_startup: bool,
     /// Forward error correction: both ends announce it and the sender's
     /// streams take this policy. `None`: not announced, no repair at all.
     pub fec: Option<brisk_proto::fec::FecPolicy>,

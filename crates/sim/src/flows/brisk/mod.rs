@@ -143,6 +143,8 @@ pub struct BriskConfig {
     /// Use the ACK_FREQUENCY extension (both ends announce it, the sender
     /// asks for fewer ACKs while its window is large).
     pub ack_frequency: bool,
+    /// BBR's bounded Startup (`CcConfig::bbr_bounded_startup`).
+    pub bbr_bounded_startup: bool,
     /// Forward error correction: both ends announce it, with this default
     /// policy for the sender's streams; `None`: not announced.
     pub fec: Option<brisk_proto::fec::FecPolicy>,
@@ -209,6 +211,7 @@ impl BriskConfig {
             t.fec.default_policy = policy;
         }
         t.cc_config.max_datagram_size = mds;
+        t.cc_config.bbr_bounded_startup = self.bbr_bounded_startup;
         match &self.workload {
             BriskWorkload::Messages { path, .. } => match *path {
                 SendPath::SendBuffer(limit) => {
