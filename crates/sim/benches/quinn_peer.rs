@@ -111,6 +111,7 @@ fn brisk(scenario: &Scenario, addrs: FlowAddrs) -> Box<dyn FlowApp> {
         cc: brisk_proto::congestion::CcAlgorithm::Cubic,
         ecn: true,
         ack_frequency: true,
+        bbr_bounded_startup: false,
         fec: None,
         pmtud: false,
         migration: false,
