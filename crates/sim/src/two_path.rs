@@ -147,6 +147,7 @@ pub fn run_two_path(run: &TwoPathRun) -> TwoPathOutcome {
         ecn: true,
         ack_frequency: true,
         prague_small_datagrams: false,
+        bbr_bounded_startup: false,
         fec: None,
         pmtud: false,
         migration: true,

@@ -10,7 +10,10 @@
 //!
 //! States: Startup (pacing and window gain 2/ln 2, so the sending rate
 //! doubles per round trip) until the bandwidth grew less than 25% in three
-//! rounds; Drain (the inverse gain) until the queue Startup built is gone;
+//! rounds; with `bbr_bounded_startup`, a window of two BDPs of the delivery
+//! rate (BBRv3's), so a buffer of about one BDP does not overflow, and an
+//! end on a round that lost well above the random loss share; Drain (the
+//! inverse gain) until the queue Startup built is gone;
 //! ProbeBw, cycling the pacing gain through 1.25, 0.75 and six rounds of 1
 //! with a window of twice the BDP; ProbeRtt, entered when `min_rtt` is 10 s
 //! old, holding half the BDP in flight (BBRv2's choice; BBRv1 holds four
@@ -70,6 +73,11 @@ pub(super) const BBR_HIGH_GAIN: f64 = 2.885;
 pub(super) const BBR_PACING_GAIN_CYCLE: [f64; 8] = [1.25, 0.75, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0];
 /// ProbeBw's window, in BDPs: room for delayed and aggregated ACKs.
 pub(super) const BBR_CWND_GAIN: f64 = 2.0;
+/// Startup's window with `bbr_bounded_startup`, in BDPs (BBRv3's): the
+/// pacing gain still doubles the rate per round, but the window stops one
+/// BDP of queue above the pipe instead of 1.9 (2/ln 2 BDPs), so a buffer
+/// of about one BDP does not overflow in the round the pipe fills.
+pub(super) const STARTUP_CWND_GAIN: f64 = 2.0;
 /// Round trips the bandwidth filter remembers.
 pub(super) const BTL_BW_FILTER_ROUNDS: u64 = 10;
 /// How long a minimum RTT stays valid before ProbeRtt looks again.
@@ -82,6 +90,9 @@ pub(super) const MIN_PIPE_PACKETS: u64 = 4;
 const FULL_BW_GROWTH: f64 = 1.25;
 /// ...in this many round trips in a row.
 const FULL_BW_ROUNDS: u32 = 3;
+/// Startup also ends at the end of a round that lost a share of its
+/// packets this much above the random loss share: the queue overflowed.
+const STARTUP_EXCESS_LOSS: f64 = 0.1;
 /// Pacing slightly under the estimate, as Linux does, so a queue left by
 /// jitter drains.
 const PACING_MARGIN: f64 = 0.99;
@@ -200,6 +211,14 @@ pub(crate) struct Bbr {
     /// An RTT of the current round showed a queue (see
     /// [`RANDOM_LOSS_QUEUE_FRACTION`]).
     round_queued: bool,
+    /// The share of packets the round that ended last lost.
+    last_round_loss: f64,
+    /// Rounds that have counted toward the random loss share, up to
+    /// 1 / [`RANDOM_LOSS_GAIN`]: with `bounded_startup` the first ones are
+    /// averaged alike.
+    random_loss_rounds: u32,
+    /// [`CcConfig::bbr_bounded_startup`].
+    bounded_startup: bool,
     /// The share of packets lost in rounds that built no queue (a running
     /// average): loss the path adds whatever the rate, which the model
     /// makes up for; zero until such a round lost something, and again
@@ -252,6 +271,9 @@ impl Bbr {
             round_lost: 0,
             round_delivered_start: 0,
             round_queued: false,
+            last_round_loss: 0.0,
+            random_loss_rounds: 0,
+            bounded_startup: config.bbr_bounded_startup,
             random_loss: 0.0,
             pacing_rate: 0.0,
             srtt: Duration::ZERO,
@@ -302,6 +324,18 @@ impl Bbr {
         }
     }
 
+    /// Startup's window: [`STARTUP_CWND_GAIN`] BDPs of the delivery rate
+    /// itself, without the random loss share made up for: the queue a
+    /// bottleneck a BDP deep holds must take the second BDP whole.
+    fn startup_inflight(&self) -> u64 {
+        let bw = self.btl_bw();
+        match self.min_rtt {
+            Some(rtt) if bw > 0.0 => ((STARTUP_CWND_GAIN * bw * rtt.as_secs_f64()).ceil() as u64)
+                .saturating_add(QUANTA_PACKETS.saturating_mul(self.mds)),
+            _ => self.initial_window,
+        }
+    }
+
     fn next_random(&mut self) -> u64 {
         // xorshift64: never zero once seeded non-zero.
         let mut x = self.rng.max(1);
@@ -333,11 +367,27 @@ impl Bbr {
             .delivered_bytes()
             .saturating_sub(self.round_delivered_start);
         let sent = delivered.saturating_add(self.round_lost);
-        if !self.round_queued && sent >= RANDOM_LOSS_MIN_PACKETS.saturating_mul(self.mds.max(1)) {
-            let share = self.round_lost as f64 / sent as f64;
-            self.random_loss += RANDOM_LOSS_GAIN * (share - self.random_loss);
+        let enough = sent >= RANDOM_LOSS_MIN_PACKETS.saturating_mul(self.mds.max(1));
+        let share = if enough {
+            self.round_lost as f64 / sent as f64
+        } else {
+            0.0
+        };
+        if !self.round_queued && enough {
+            // With a bounded Startup the first rounds weigh alike (a plain
+            // mean), so the share is known by Startup's end; then a running
+            // average.
+            let max_rounds = (1.0 / RANDOM_LOSS_GAIN) as u32;
+            self.random_loss_rounds = (self.random_loss_rounds + 1).min(max_rounds);
+            let gain = if self.bounded_startup {
+                1.0 / f64::from(self.random_loss_rounds)
+            } else {
+                RANDOM_LOSS_GAIN
+            };
+            self.random_loss += gain * (share - self.random_loss);
             self.random_loss = self.random_loss.clamp(0.0, RANDOM_LOSS_MAX);
         }
+        self.last_round_loss = share;
         self.round_delivered_start = self.rate.delivered_bytes();
         self.round_lost = 0;
         self.round_queued = false;
@@ -409,6 +459,10 @@ impl Bbr {
         if self.filled_pipe || !self.round_start || app_limited {
             return;
         }
+        if self.bounded_startup && self.startup_loss_excessive() {
+            self.filled_pipe = true;
+            return;
+        }
         let bw = self.btl_bw();
         if bw >= self.full_bw * FULL_BW_GROWTH && bw > 0.0 {
             self.full_bw = bw;
@@ -419,6 +473,12 @@ impl Bbr {
         if self.full_bw_count >= FULL_BW_ROUNDS {
             self.filled_pipe = true;
         }
+    }
+
+    /// The round that just ended lost [`STARTUP_EXCESS_LOSS`] more of its
+    /// packets than the random loss share.
+    fn startup_loss_excessive(&self) -> bool {
+        self.last_round_loss > self.random_loss + STARTUP_EXCESS_LOSS
     }
 
     fn check_drain(&mut self, now: Instant, bytes_in_flight: u64) {
@@ -538,7 +598,11 @@ impl Bbr {
         if self.in_recovery {
             self.cwnd = self.cwnd.max(ack.bytes_in_flight.saturating_add(acked));
         } else {
-            let target = self.inflight(self.cwnd_gain);
+            let target = if self.bounded_startup && self.state == BbrState::Startup {
+                self.startup_inflight()
+            } else {
+                self.inflight(self.cwnd_gain)
+            };
             if self.filled_pipe {
                 self.cwnd = self.cwnd.saturating_add(acked).min(target);
             } else if self.cwnd < target || self.rate.delivered_bytes() < self.initial_window {

@@ -253,11 +253,19 @@ pub struct CcConfig {
     /// increase in proportion to the rate leaves two Prague flows with no
     /// pull toward an even split (docs/PROTOCOL.md).
     pub prague_small_datagrams: bool,
+    /// BBR's Startup keeps two BDPs of the delivery rate in flight
+    /// (BBRv3's window gain) instead of 2/ln 2 BDPs, ends on a round that
+    /// lost well above the random loss share, and learns that share as a
+    /// plain mean of its first rounds, so a FIFO of about one BDP does not
+    /// overflow. Off by default: it moves an application-limited stream's
+    /// first seconds and BBR's share beside Prague (docs/PROTOCOL.md).
+    pub bbr_bounded_startup: bool,
 }
 
 impl Default for CcConfig {
     /// RFC 9002 §7.2: 1200-byte datagrams, ten packets initially, two at
-    /// least; HyStart++ and Prague's smaller datagrams at low rates off.
+    /// least; HyStart++, Prague's smaller datagrams at low rates and BBR's
+    /// bounded Startup off.
     fn default() -> Self {
         Self {
             max_datagram_size: 1200,
@@ -265,6 +273,7 @@ impl Default for CcConfig {
             minimum_window_packets: 2,
             hystart: false,
             prague_small_datagrams: false,
+            bbr_bounded_startup: false,
         }
     }
 }
@@ -418,6 +427,7 @@ mod tests {
             minimum_window_packets: 0,
             hystart: false,
             prague_small_datagrams: false,
+            bbr_bounded_startup: false,
         };
         assert_eq!(odd.minimum_window(), 1);
         assert_eq!(odd.initial_window(), 1);

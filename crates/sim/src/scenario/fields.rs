@@ -81,6 +81,7 @@ field_set! {
         cc: CcAlgorithm,
         ack_frequency: bool,
         prague_small_datagrams: bool,
+        bbr_bounded_startup: bool,
         fec: FecPolicy,
         app: BriskApp,
         bytes: Bytes,
@@ -286,6 +287,7 @@ impl RawFlow {
         let cc = value(&mut self.cc).unwrap_or(CcAlgorithm::Prague);
         let ack_frequency = value(&mut self.ack_frequency).unwrap_or(true);
         let prague_small_datagrams = value(&mut self.prague_small_datagrams).unwrap_or(false);
+        let bbr_bounded_startup = value(&mut self.bbr_bounded_startup).unwrap_or(false);
         let fec = value(&mut self.fec);
         let app = value(&mut self.app).unwrap_or_default();
         // Where a move is asked for: a flow whose client is the receiver
@@ -355,6 +357,7 @@ impl RawFlow {
             ecn,
             ack_frequency,
             prague_small_datagrams,
+            bbr_bounded_startup,
             fec,
             app: workload,
             moves,

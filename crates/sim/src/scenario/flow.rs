@@ -133,6 +133,9 @@ pub struct Brisk {
     /// Prague's smaller datagrams and increase at low rates
     /// (`CcConfig::prague_small_datagrams`).
     pub prague_small_datagrams: bool,
+    /// BBR's Startup bounded to two BDPs in flight, ending on excess loss
+    /// (the transport's `CcConfig::bbr_bounded_startup`); off by default.
+    pub bbr_bounded_startup: bool,
     /// Forward error correction: both ends announce it and the sender's
     /// streams take this policy. `None`: not announced, no repair at all.
     pub fec: Option<brisk_proto::fec::FecPolicy>,

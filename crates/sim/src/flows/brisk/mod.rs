@@ -145,6 +145,8 @@ pub struct BriskConfig {
     pub ack_frequency: bool,
     /// Prague's smaller datagrams and increase at low rates.
     pub prague_small_datagrams: bool,
+    /// BBR's bounded Startup (`CcConfig::bbr_bounded_startup`).
+    pub bbr_bounded_startup: bool,
     /// Forward error correction: both ends announce it, with this default
     /// policy for the sender's streams; `None`: not announced.
     pub fec: Option<brisk_proto::fec::FecPolicy>,
@@ -212,6 +214,7 @@ impl BriskConfig {
         }
         t.cc_config.max_datagram_size = mds;
         t.cc_config.prague_small_datagrams = self.prague_small_datagrams;
+        t.cc_config.bbr_bounded_startup = self.bbr_bounded_startup;
         match &self.workload {
             BriskWorkload::Messages { path, .. } => match *path {
                 SendPath::SendBuffer(limit) => {
