@@ -194,6 +194,8 @@ fn attempt(run: &RaceRun, path: usize, start: Instant) -> Attempt {
         cc: CcAlgorithm::Cubic,
         ecn: true,
         ack_frequency: true,
+        prague_small_datagrams: false,
+        bbr_bounded_startup: false,
         fec: None,
         pmtud: false,
         migration: true,
