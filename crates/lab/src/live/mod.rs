@@ -512,11 +512,20 @@ pub(crate) mod tests {
             ("tcp_intact", 1.0),
             ("tcp_timeouts", 1.0),
             ("cellular_mbps", 10.0),
+            ("cellular_rtt_ms", 60.0),
+            ("attempt_delay_ms", 250.0),
+            ("brisk_connect_first_byte_ms", 380.0),
+            ("brisk_connect_total_ms", 750.0),
+            ("brisk_connect_intact", 1.0),
+            ("tcp_connect_first_byte_ms", 377.0),
+            ("tcp_connect_total_ms", 700.0),
+            ("tcp_connect_intact", 1.0),
         ]
     }
 
     /// Measured in the live lab (docs/LIVE.md); then Brisk waiting as long
-    /// as the app's read timeout, and Brisk not finishing.
+    /// as the app's read timeout, Brisk not finishing, and Brisk connecting
+    /// without racing.
     #[test]
     fn stalled_wifi_verdict_follows_brisks_stall() {
         let (v4, v6) = (
@@ -528,6 +537,18 @@ pub(crate) mod tests {
         assert_ne!(verdict("stalled-wifi-live", &[&slow, &slow]), Verdict::Pass);
         let broken = stalled_wifi(180.0, 1_400.0, 0.0);
         assert_ne!(verdict("stalled-wifi-live", &[&v4, &broken]), Verdict::Pass);
+        // Connecting under the stall: Brisk waiting out its handshake
+        // timeout on Wi-Fi instead of racing cellular.
+        let mut unraced = stalled_wifi(180.0, 1_400.0, 1.0);
+        for (name, value) in unraced.iter_mut() {
+            if *name == "brisk_connect_first_byte_ms" {
+                *value = 5_120.0;
+            }
+        }
+        assert_ne!(
+            verdict("stalled-wifi-live", &[&v4, &unraced]),
+            Verdict::Pass
+        );
     }
 
     #[test]
