@@ -77,45 +77,70 @@ fn at(sorted: &[f64], q: f64) -> f64 {
     sorted[((q * sorted.len() as f64) as usize).min(sorted.len() - 1)]
 }
 
+/// Attempts per family: the probes' timing is wall-clock, and a host busy
+/// with other work can bunch a few sends or wake the router late.
+const ATTEMPTS: usize = 3;
+
+/// One family's run, judged; the reason when it misses.
+fn check(mode: IpMode) -> Result<(), String> {
+    let (plain, late_plain) = probe(mode, false);
+    let (bursty, late) = probe(mode, true);
+    let spread = |s: &[f64]| at(s, 0.9) - at(s, 0.1);
+    eprintln!(
+        "{mode:?}: plain p10 {:.2} p90 {:.2} ms; bursts p10 {:.2} p50 {:.2} p90 {:.2} p99 {:.2} max {:.2} ms; \
+         router late {late_plain:.2} / {late:.2} ms",
+        at(&plain, 0.1),
+        at(&plain, 0.9),
+        at(&bursty, 0.1),
+        at(&bursty, 0.5),
+        at(&bursty, 0.9),
+        at(&bursty, 0.99),
+        at(&bursty, 1.0),
+    );
+    // Waits spread over the interval: the middle 80% of round trips
+    // span 16 ms when the 7 ms sends are on time, and at least half of
+    // it when a loaded host bunches them, against a millisecond or two
+    // for the plain link.
+    if spread(&bursty) <= 0.5 * INTERVAL_MS {
+        return Err(format!("bursts spread {:.2} ms", spread(&bursty)));
+    }
+    if spread(&plain) >= 0.25 * INTERVAL_MS + late_plain {
+        return Err(format!("plain spread {:.2} ms", spread(&plain)));
+    }
+    // No probe waits more than one interval beyond the base (plus the
+    // hosts and the router's own lateness), and none beats the base.
+    if at(&bursty, 0.0) < BASE_MS {
+        return Err(format!("a probe beat the base: {:.2} ms", at(&bursty, 0.0)));
+    }
+    let bound = BASE_MS + INTERVAL_MS + 3.0 + late;
+    if at(&bursty, 0.99) >= bound {
+        return Err(format!(
+            "p99 {:.2} ms, bound {bound:.2} ms: {bursty:?}",
+            at(&bursty, 0.99)
+        ));
+    }
+    Ok(())
+}
+
 #[test]
 fn probes_wait_for_the_next_transmit_opportunity_in_the_live_router() {
     if !can_run_live("probes_wait_for_the_next_transmit_opportunity_in_the_live_router") {
         return;
     }
     for mode in [IpMode::V4, IpMode::V6] {
-        let (plain, late_plain) = probe(mode, false);
-        let (bursty, late) = probe(mode, true);
-        let spread = |s: &[f64]| at(s, 0.9) - at(s, 0.1);
-        eprintln!(
-            "{mode:?}: plain p10 {:.2} p90 {:.2} ms; bursts p10 {:.2} p50 {:.2} p90 {:.2} max {:.2} ms; \
-             router late {late_plain:.2} / {late:.2} ms",
-            at(&plain, 0.1),
-            at(&plain, 0.9),
-            at(&bursty, 0.1),
-            at(&bursty, 0.5),
-            at(&bursty, 0.9),
-            at(&bursty, 1.0),
-        );
-        // Waits spread over the interval: the middle 80% of round trips
-        // span 16 ms when the 7 ms sends are on time, and at least half of
-        // it when a loaded host bunches them, against a millisecond or two
-        // for the plain link.
+        let mut misses = Vec::new();
+        for attempt in 1..=ATTEMPTS {
+            match check(mode) {
+                Ok(()) => break,
+                Err(why) => {
+                    eprintln!("{mode:?}, attempt {attempt} of {ATTEMPTS}: {why}");
+                    misses.push(why);
+                }
+            }
+        }
         assert!(
-            spread(&bursty) > 0.5 * INTERVAL_MS,
-            "{mode:?}: bursts spread {:.2} ms",
-            spread(&bursty)
-        );
-        assert!(
-            spread(&plain) < 0.25 * INTERVAL_MS + late_plain,
-            "{mode:?}: plain spread {:.2} ms",
-            spread(&plain)
-        );
-        // No probe waits more than one interval beyond the base (plus the
-        // hosts and the router's own lateness), and none beats the base.
-        assert!(at(&bursty, 0.0) >= BASE_MS, "{mode:?}: {bursty:?}");
-        assert!(
-            at(&bursty, 0.99) < BASE_MS + INTERVAL_MS + 3.0 + late,
-            "{mode:?}: {bursty:?}"
+            misses.len() < ATTEMPTS,
+            "{mode:?}: every attempt missed: {misses:?}"
         );
     }
 }
