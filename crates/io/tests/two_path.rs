@@ -300,21 +300,34 @@ fn upload_survives_a_stalled_path(plan: &Plan) {
                 .set_standby(SocketAddr::new(cellular, 0))
                 .expect("standby address");
             let conn = client.connect(server_addr, key).await.expect("connect");
+            // The move happens during the upload, and the server's close
+            // may end the connection (and its statistics) before this task
+            // reads them after the upload: a watcher keeps the last ones.
+            let watched = conn.clone();
+            let watcher_finished = finished.clone();
+            let watcher = tokio::spawn(async move {
+                let mut last = None;
+                while let Some(s) = watched.stats() {
+                    last = Some(s);
+                    if watcher_finished.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+                last
+            });
             let mut s = conn.open_stream().await.expect("stream");
             s.write_all(&pattern(BYTES)).await.expect("write");
             // The server closes once it read the end, which may beat the
             // ACK this waits for: its byte count and hash are the check.
             let _ = s.shutdown().await;
-            // The move happened during the upload: its counts are read
-            // now, since the server's close may end the connection (and
-            // its statistics) before the wait below is over.
-            let moved = conn.stats();
             // Stay up until the receiver read the last byte, so the data
             // is not torn down with the endpoint.
             let waiting = Instant::now();
             while !finished.load(Ordering::Relaxed) && waiting.elapsed() < 2 * DEADLINE {
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
+            let moved = watcher.await.ok().flatten();
             (client.local_addr(), conn.stats().or(moved))
         })
     });
