@@ -15,12 +15,11 @@
 //! is a pure function of its settings and seed.
 
 use crate::engine::flow_addrs;
-use crate::flows::brisk::{BriskConfig, BriskFlow, BriskWorkload};
+use crate::flows::brisk::{BriskFlow, BriskWorkload};
 use crate::flows::{End, FlowApp};
 use crate::scenario::IpFamily;
-use crate::two_path::{full_size_round_trip, second_address};
+use crate::two_path::{full_size_round_trip, phone_config, second_address};
 use brisk_netmodel::{Bottleneck, BottleneckOutput, Direction, Network, Packet};
-use brisk_proto::congestion::CcAlgorithm;
 use brisk_time::Instant;
 use std::time::Duration;
 
@@ -188,25 +187,14 @@ fn attempt(run: &RaceRun, path: usize, start: Instant) -> Attempt {
     if path == 1 {
         addrs.sender = second_address(run.ip);
     }
-    let config = BriskConfig {
+    let config = phone_config(
+        run.ip,
+        run.seed,
         addrs,
-        seed: run.seed,
-        cc: CcAlgorithm::Cubic,
-        ecn: true,
-        ack_frequency: true,
-        prague_small_datagrams: false,
-        bbr_bounded_startup: false,
-        fec: None,
-        pmtud: false,
-        migration: true,
-        header_len: run.ip.udp_header_bytes() as usize,
         start,
-        stop: Instant::ZERO + run.duration,
-        workload: BriskWorkload::Download { bytes: run.bytes },
-        series: false,
-        null_cipher: false,
-        qlog: None,
-    };
+        Instant::ZERO + run.duration,
+        BriskWorkload::Download { bytes: run.bytes },
+    );
     Attempt {
         flow: BriskFlow::new(config),
         at_server: 0,

@@ -17,7 +17,7 @@
 
 use crate::engine::flow_addrs;
 use crate::flows::brisk::{BriskConfig, BriskFlow, BriskWorkload, Failover};
-use crate::flows::{End, FlowApp};
+use crate::flows::{End, FlowAddrs, FlowApp};
 use crate::scenario::IpFamily;
 use brisk_netmodel::{Bottleneck, BottleneckOutput, Direction, Network, Packet, RateModel};
 use brisk_proto::congestion::CcAlgorithm;
@@ -135,14 +135,19 @@ pub fn second_address(ip: IpFamily) -> SocketAddr {
     SocketAddr::new(a, 40_000)
 }
 
-/// Runs the upload over the two paths.
-pub fn run_two_path(run: &TwoPathRun) -> TwoPathOutcome {
-    let addrs = flow_addrs(run.ip, 0);
-    let second = second_address(run.ip);
-    let end = Instant::ZERO + run.duration;
-    let config = BriskConfig {
+/// A phone's Brisk flow on the two-path topology: CUBIC with ECN, migration
+/// on, nothing optional; shared by the failover and the connect race.
+pub(crate) fn phone_config(
+    ip: IpFamily,
+    seed: u64,
+    addrs: FlowAddrs,
+    start: Instant,
+    stop: Instant,
+    workload: BriskWorkload,
+) -> BriskConfig {
+    BriskConfig {
         addrs,
-        seed: run.seed,
+        seed,
         cc: CcAlgorithm::Cubic,
         ecn: true,
         ack_frequency: true,
@@ -151,20 +156,35 @@ pub fn run_two_path(run: &TwoPathRun) -> TwoPathOutcome {
         fec: None,
         pmtud: false,
         migration: true,
-        header_len: run.ip.udp_header_bytes() as usize,
-        start: Instant::ZERO,
-        stop: end,
-        workload: if run.download {
+        header_len: ip.udp_header_bytes() as usize,
+        start,
+        stop,
+        workload,
+        series: false,
+        null_cipher: false,
+        qlog: None,
+    }
+}
+
+/// Runs the upload over the two paths.
+pub fn run_two_path(run: &TwoPathRun) -> TwoPathOutcome {
+    let addrs = flow_addrs(run.ip, 0);
+    let second = second_address(run.ip);
+    let end = Instant::ZERO + run.duration;
+    let config = phone_config(
+        run.ip,
+        run.seed,
+        addrs,
+        Instant::ZERO,
+        end,
+        if run.download {
             BriskWorkload::Download { bytes: run.bytes }
         } else {
             BriskWorkload::Bulk {
                 bytes: Some(run.bytes),
             }
         },
-        series: false,
-        null_cipher: false,
-        qlog: None,
-    };
+    );
     let mut flow = BriskFlow::new(config);
     if run.use_second {
         flow = flow.with_standby(second);
