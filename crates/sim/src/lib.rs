@@ -178,6 +178,7 @@ fn brisk_config(
         ecn: spec.ecn,
         ack_frequency: spec.ack_frequency,
         prague_small_datagrams: spec.prague_small_datagrams,
+        prague_burst_floor: spec.prague_burst_floor,
         bbr_bounded_startup: spec.bbr_bounded_startup,
         fec: spec.fec,
         pmtud: [&s.network.link.down, &s.network.link.up]

@@ -260,12 +260,19 @@ pub struct CcConfig {
     /// overflow. Off by default: it moves an application-limited stream's
     /// first seconds and BBR's share beside Prague (docs/PROTOCOL.md).
     pub bbr_bounded_startup: bool,
+    /// Prague on an aggregating link (Wi-Fi-like bursts, where every round
+    /// trip's RTT samples spread over the burst interval) does not cut its
+    /// window for a CE mark below what the path delivers per minimum RTT,
+    /// so a standing queue in the radio's driver, below the AQM, read as a
+    /// classic AQM's queue does not leave the link idle. On by default;
+    /// elsewhere it changes nothing (docs/PROTOCOL.md).
+    pub prague_burst_floor: bool,
 }
 
 impl Default for CcConfig {
     /// RFC 9002 §7.2: 1200-byte datagrams, ten packets initially, two at
     /// least; HyStart++, Prague's smaller datagrams at low rates and BBR's
-    /// bounded Startup off.
+    /// bounded Startup off; Prague's cut floor on aggregating links on.
     fn default() -> Self {
         Self {
             max_datagram_size: 1200,
@@ -274,6 +281,7 @@ impl Default for CcConfig {
             hystart: false,
             prague_small_datagrams: false,
             bbr_bounded_startup: false,
+            prague_burst_floor: true,
         }
     }
 }
@@ -421,6 +429,7 @@ mod tests {
         assert_eq!(c.initial_window(), 12_000);
         assert_eq!(c.minimum_window(), 2_400);
         assert!(!c.hystart);
+        assert!(c.prague_burst_floor);
         let odd = CcConfig {
             max_datagram_size: 0,
             initial_window_packets: 0,
@@ -428,6 +437,7 @@ mod tests {
             hystart: false,
             prague_small_datagrams: false,
             bbr_bounded_startup: false,
+            prague_burst_floor: false,
         };
         assert_eq!(odd.minimum_window(), 1);
         assert_eq!(odd.initial_window(), 1);

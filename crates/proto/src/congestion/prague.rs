@@ -50,6 +50,13 @@
 //! left is not answered for one round trip, and `alpha` starts from the
 //! marked share of slow start's last flight ([`Prague::exit_slow_start`]).
 //!
+//! Aggregating links: on a Wi-Fi-like link every round's RTT samples
+//! spread over the burst interval, and the radio's driver holds a standing
+//! queue below the AQM that marks come with. There a CE cut stops at what
+//! the path delivered per minimum RTT ([`Prague::on_ce_above_delivered`],
+//! `CcConfig::prague_burst_floor`), so a halving for marks that read as a
+//! classic AQM's does not leave the link idle.
+//!
 //! Low rates: out of slow start and below about 3 Mbit/s, Prague asks
 //! for datagrams of 4 ms of its own rate ([`Controller::datagram_size`])
 //! and, alone, counts its increase in 0.5 ms of its rate, so a 1 Mbit/s
@@ -136,6 +143,17 @@ const INCREASE_UNIT_TIME: Duration = Duration::from_micros(500);
 /// second value: beside a classic flow on a slow link 60-75% of Prague's
 /// packets are marked, alone 10-30%.
 const FULL_SIZE_FADE: (f64, f64) = (0.4, 0.55);
+/// A round counts as aggregated when its RTT samples spread over more than
+/// this beyond one of Prague's own packet times: an aggregating radio holds
+/// each packet until its next transmit opportunity, so every round's RTTs
+/// spread over the burst interval (4 ms on Wi-Fi-like links), whether or
+/// not a queue builds.
+const AGGREGATION_SPREAD: Duration = Duration::from_millis(2);
+/// Gain, per round, of the running share of aggregated rounds.
+const AGGREGATED_ROUNDS_GAIN: f64 = 1.0 / 8.0;
+/// From this share of aggregated rounds on, a CE cut keeps the window at
+/// least at what the path delivers per minimum RTT.
+const AGGREGATED_THRESHOLD: f64 = 0.9;
 
 /// Prague congestion control.
 #[derive(Clone, Debug)]
@@ -186,6 +204,14 @@ pub(crate) struct Prague {
     marked_share: f64,
     /// The latest smoothed RTT an ACK reported (zero before the first).
     srtt: Duration,
+    /// CE cuts stop at the delivered window on aggregating links
+    /// (`CcConfig::prague_burst_floor`).
+    burst_floor: bool,
+    /// The largest path RTT of the current round.
+    round_max_rtt: Option<Duration>,
+    /// Running share (gain [`AGGREGATED_ROUNDS_GAIN`]) of rounds whose RTT
+    /// samples spread over a burst interval; starts at 0.
+    aggregated_rounds: f64,
 }
 
 impl Prague {
@@ -213,6 +239,9 @@ impl Prague {
             small_datagrams: config.prague_small_datagrams,
             marked_share: 0.0,
             srtt: Duration::ZERO,
+            burst_floor: config.prague_burst_floor,
+            round_max_rtt: None,
+            aggregated_rounds: 0.0,
         }
     }
 
@@ -556,6 +585,86 @@ impl Prague {
     }
 }
 
+impl Prague {
+    /// [`Prague::on_ce`], but on an aggregating link (nearly every round's
+    /// RTTs spread over a burst interval) the cut stops at the window the
+    /// path delivered per minimum RTT: the delivery rate of the latest
+    /// rounds times the minimum RTT. An aggregating radio's driver holds
+    /// up to its airtime limit (12 ms per station in Linux) below the AQM,
+    /// so marks come with a standing queue that reads as a classic AQM's;
+    /// halving for them took the window below what the link needs and left
+    /// it idle for a tenth of the time. A deep queue (more than twice a
+    /// shallow one's RTT) is still drained as [`Prague::drain_deep_queue`]
+    /// does, and loss is answered as before.
+    fn on_ce_above_delivered(&mut self, ack: &AckSample) {
+        let before = self.cwnd;
+        let floor = self.delivered_window(ack);
+        self.on_ce(ack);
+        let Some(floor) = floor else {
+            return;
+        };
+        if self.cwnd < before && path_rtt(ack) <= self.shallow_rtt(ack).saturating_mul(2) {
+            let kept = self.cwnd.max(floor.min(before));
+            if kept > self.cwnd {
+                self.cwnd = kept;
+                self.ssthresh = self.cwnd as u64;
+            }
+        }
+    }
+
+    /// What the path delivered per minimum RTT, when the switch is on and
+    /// the link aggregates; `None` otherwise. The rate is taken over the
+    /// previous round and the current one, at least a reference RTT: a
+    /// burst's ACKs arrive together, so a part of one round overstates it.
+    fn delivered_window(&self, ack: &AckSample) -> Option<f64> {
+        if !self.burst_floor || self.aggregated_rounds < AGGREGATED_THRESHOLD {
+            return None;
+        }
+        let (start, bytes) = self.previous_round?;
+        let span = ack.now.saturating_duration_since(start).as_secs_f64();
+        let bytes = bytes
+            .saturating_add(self.round_acked_bytes)
+            .saturating_add(ack.acked_bytes);
+        (span > 0.0).then(|| bytes as f64 / span * ack.min_rtt.as_secs_f64())
+    }
+
+    /// Keeps the round's largest path RTT and, when the round ends (as
+    /// [`Prague::account_round`] decides), moves the share of aggregated
+    /// rounds: rounds whose RTTs spread over more than
+    /// [`AGGREGATION_SPREAD`] beyond one of Prague's own packet times
+    /// (which a serialization at Prague's rate or slower explains).
+    /// Application-limited rounds leave it where it is.
+    fn track_aggregation(&mut self, ack: &AckSample) {
+        if !self.burst_floor {
+            return;
+        }
+        let rtt = (ack.acked_packets > 0).then(|| path_rtt(ack));
+        if let Some(rtt) = rtt {
+            self.round_max_rtt = Some(self.round_max_rtt.map_or(rtt, |m| m.max(rtt)));
+        }
+        let Some(start) = self.round_start else {
+            return;
+        };
+        if ack.largest_acked_sent_at <= start || ack.now < start + PRAGUE_REFERENCE_RTT {
+            return;
+        }
+        let min = match (self.round_min_rtt, rtt) {
+            (Some(m), Some(r)) => Some(m.min(r)),
+            (m, r) => m.or(r),
+        };
+        if let (Some(min), Some(max)) = (min, self.round_max_rtt)
+            && !(self.round_app_limited || ack.app_limited)
+        {
+            let spread = max.saturating_sub(min);
+            let excused = AGGREGATION_SPREAD + self.packet_time(ack.smoothed_rtt);
+            let aggregated = if spread > excused { 1.0 } else { 0.0 };
+            self.aggregated_rounds +=
+                AGGREGATED_ROUNDS_GAIN * (aggregated - self.aggregated_rounds);
+        }
+        self.round_max_rtt = None;
+    }
+}
+
 /// The latest RTT sample less the ACK delay the peer reported, but never
 /// below the minimum: the path's delay, queue included. A receiver holds
 /// its ACK for a lone packet for up to its `max_ack_delay` (25 ms by
@@ -605,7 +714,7 @@ impl Controller for Prague {
         self.srtt = ack.smoothed_rtt;
         if ack.ecn_delta.ce > 0 {
             self.saw_ce = true;
-            self.on_ce(ack);
+            self.on_ce_above_delivered(ack);
         }
         if !self.loss_recovery.covers(ack.largest_acked_sent_at)
             && !ack.app_limited
@@ -614,6 +723,7 @@ impl Controller for Prague {
             let unmarked = (ack.acked_packets - marked) as f64 / ack.acked_packets as f64;
             self.grow(ack, ack.acked_bytes as f64 * unmarked);
         }
+        self.track_aggregation(ack);
         self.account_round(ack, marked);
     }
 
@@ -1178,5 +1288,50 @@ mod tests {
         let (lo, hi) = sim.window_range_packets(Duration::from_secs(20));
         assert!(sim.lost_packets > 0);
         assert!((lo / hi - 0.5).abs() < 0.1, "trough {lo} / peak {hi}");
+    }
+
+    /// Rounds of 30 ms delivering 20 datagrams each, with RTT samples from
+    /// 20 ms up to 20 ms plus `spread` (a Wi-Fi-like link's bursts), then
+    /// one CE mark on a window of 20 datagrams with `alpha` at 1: the
+    /// window after the cut, in datagrams.
+    fn cut_after_rounds(floor_on: bool, spread: Duration) -> f64 {
+        let config = CcConfig {
+            prague_burst_floor: floor_on,
+            ..CcConfig::default()
+        };
+        let mut cc = Prague::new(&config);
+        let sample = |now: Instant, rtt: Duration, ce: u64| {
+            let mut a = ack(now, now - rtt, MDS, ce);
+            a.min_rtt = ms(20);
+            a.smoothed_rtt = ms(22);
+            a
+        };
+        let mut t = Instant::from_millis(100);
+        for _ in 0..40 {
+            for i in 0..20u32 {
+                let rtt = ms(20) + spread.mul_f64(f64::from(i % 5) / 4.0);
+                cc.on_ack(&sample(t + Duration::from_micros(1500) * i, rtt, 0));
+            }
+            t += ms(30);
+        }
+        cc.cwnd = 20.0 * MDS as f64;
+        cc.ssthresh = cc.cwnd as u64;
+        cc.on_ack(&sample(t, ms(20), 1));
+        cc.cwnd / MDS as f64
+    }
+
+    /// On an aggregating link (every round's RTTs spread over a burst
+    /// interval) a CE cut stops at what the path delivered per minimum RTT
+    /// (20 datagrams per 30 ms over 20 ms: 13.3), not at half the window;
+    /// without the spread, or with the switch off, the cut is the usual
+    /// `alpha / 2`.
+    #[test]
+    fn on_an_aggregating_link_a_cut_stops_at_the_delivered_window() {
+        let bursty = cut_after_rounds(true, ms(4));
+        assert!((bursty - 13.3).abs() < 0.5, "{bursty}");
+        let smooth = cut_after_rounds(true, ms(1));
+        assert!((smooth - 10.0).abs() < 0.1, "{smooth}");
+        let off = cut_after_rounds(false, ms(4));
+        assert!((off - 10.0).abs() < 0.1, "{off}");
     }
 }

@@ -81,6 +81,7 @@ field_set! {
         cc: CcAlgorithm,
         ack_frequency: bool,
         prague_small_datagrams: bool,
+        prague_burst_floor: bool,
         bbr_bounded_startup: bool,
         fec: FecPolicy,
         app: BriskApp,
@@ -287,6 +288,7 @@ impl RawFlow {
         let cc = value(&mut self.cc).unwrap_or(CcAlgorithm::Prague);
         let ack_frequency = value(&mut self.ack_frequency).unwrap_or(true);
         let prague_small_datagrams = value(&mut self.prague_small_datagrams).unwrap_or(false);
+        let prague_burst_floor = value(&mut self.prague_burst_floor).unwrap_or(true);
         let bbr_bounded_startup = value(&mut self.bbr_bounded_startup).unwrap_or(false);
         let fec = value(&mut self.fec);
         let app = value(&mut self.app).unwrap_or_default();
@@ -357,6 +359,7 @@ impl RawFlow {
             ecn,
             ack_frequency,
             prague_small_datagrams,
+            prague_burst_floor,
             bbr_bounded_startup,
             fec,
             app: workload,

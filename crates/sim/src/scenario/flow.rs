@@ -133,6 +133,9 @@ pub struct Brisk {
     /// Prague's smaller datagrams and increase at low rates
     /// (`CcConfig::prague_small_datagrams`).
     pub prague_small_datagrams: bool,
+    /// Prague's CE cuts stop at the delivered window on an aggregating
+    /// link (`CcConfig::prague_burst_floor`); on by default.
+    pub prague_burst_floor: bool,
     /// BBR's Startup bounded to two BDPs in flight, ending on excess loss
     /// (the transport's `CcConfig::bbr_bounded_startup`); off by default.
     pub bbr_bounded_startup: bool,
