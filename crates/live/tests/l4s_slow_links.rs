@@ -172,3 +172,24 @@ fn prague_with_and_without_priority_for_its_ends() {
         );
     }
 }
+
+/// The lab section's length (10 s) at 4 Mbit/s, `RUNS` (default 3) runs per
+/// family, each with its per-second trace, printed, not asserted:
+/// `cargo test --profile ci -p brisk-live --test l4s_slow_links -- --ignored --nocapture ten_seconds`.
+#[test]
+#[ignore]
+fn prague_at_4mbit_for_ten_seconds_per_family() {
+    let Some(_g) = common::lab_guard("prague_at_4mbit_for_ten_seconds_per_family") else {
+        return;
+    };
+    let runs: usize = std::env::var("RUNS").map_or(3, |r| r.parse().expect("RUNS: a count"));
+    for mode in [IpMode::V4, IpMode::V6] {
+        let busy: Vec<String> = (0..runs)
+            .map(|_| format!("{:.1}%", download(mode, 4, 10, true).steady.busy * 100.0))
+            .collect();
+        eprintln!(
+            "{mode:?} 4 Mbit/s, second half of 10 s: link busy {}",
+            busy.join(", ")
+        );
+    }
+}

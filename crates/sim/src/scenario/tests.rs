@@ -144,6 +144,24 @@ fn brisk_flows_may_ask_for_prague_small_datagrams() {
     );
 }
 
+/// `prague_burst_floor` is on unless a brisk flow turns it off; a value
+/// that is not a boolean is refused with the field's line.
+#[test]
+fn brisk_flows_may_turn_off_prague_burst_floor() {
+    let flow = |extra: &str| format!("duration = \"1s\"\n[[flows]]\nkind = \"brisk\"\n{extra}");
+    let floor = |text: &str| match &Scenario::parse(text, "s.toml").unwrap().flows[0].traffic {
+        Traffic::Brisk(b) => b.prague_burst_floor,
+        other => panic!("{other:?}"),
+    };
+    assert!(floor(&flow("")));
+    assert!(!floor(&flow("prague_burst_floor = false\n")));
+    let e = err(&flow("prague_burst_floor = 1\n"));
+    assert!(
+        e.contains("line 4") && e.contains("prague_burst_floor"),
+        "{e}"
+    );
+}
+
 #[test]
 fn brisk_flows_take_their_fields_per_app() {
     let s = Scenario::parse(
