@@ -526,3 +526,47 @@ fn trace_cell() {
         Duration::from_millis(v[3] as u64),
     );
 }
+
+/// Prague beside CUBIC at 4 Mbit/s and 20 ms over seeds 1-6 and both
+/// families, with Prague's cut floor on aggregating links on and off
+/// (second half of `SECS`, default 20 s): `cargo test --profile ci -p
+/// brisk-sim --test l4s_slow_links -- --ignored --nocapture cubic_seeds`.
+#[test]
+#[ignore = "prints a table; run it by hand"]
+fn cubic_seeds() {
+    let secs: u64 = std::env::var("SECS").map_or(20, |s| s.parse().expect("SECS: seconds"));
+    for ip in FAMILIES {
+        for seed in 1..=6 {
+            let ratio = |body: &str| {
+                let prague = Flow {
+                    name: "prague",
+                    body,
+                    rtt_ms: 20,
+                };
+                let s = dumbbell(
+                    "\"4000kbit\"",
+                    DUALPI2_LINUX,
+                    "",
+                    &[prague, bulk("cubic", "cubic", 20)],
+                    secs,
+                );
+                let r = run(
+                    &s,
+                    RunOptions {
+                        ip: Some(ip),
+                        seed: Some(seed),
+                        series: true,
+                        ..Default::default()
+                    },
+                );
+                let all = r.outcome.series();
+                let (from, to) = (Duration::from_secs(secs / 2), Duration::from_secs(secs));
+                rate_mbps(series(&all, "prague"), from, to)
+                    / rate_mbps(series(&all, "cubic"), from, to)
+            };
+            let on = ratio("kind = \"brisk\"\ncc = \"prague\"");
+            let off = ratio("kind = \"brisk\"\ncc = \"prague\"\nprague_burst_floor = false");
+            println!("{ip:?} seed {seed}: Prague / CUBIC {on:.2} (cut floor on), {off:.2} (off)");
+        }
+    }
+}
