@@ -16,6 +16,12 @@
 //! 8.27 with it over the whole run, and 9.02 / 8.99 and 9.15 / 8.95 over
 //! its second half, the steady state, against 8.38 / 8.46 and 8.47 / 8.36
 //! before (the goal, 0.9 x rate x (1 - loss), is 8.55 Mbit/s).
+//!
+//! Then the receive window doubles as soon as half of it waits behind a
+//! hole the reader cannot pass, instead of after the repair: the sender
+//! no longer stalls at the 1 MiB window during Startup, whose queue
+//! doubles the time a hole waits. Whole run 8.51 / 8.38 Mbit/s without FEC
+//! and 8.54 / 8.42 with it (against 8.41 / 8.24 and 8.36 / 8.27).
 
 mod common;
 
@@ -39,10 +45,11 @@ fn bulk_at_5_percent_loss_is_not_held_by_flow_control() {
     // The 0.9 x rate x (1 - loss), in Mbit/s, held over the second
     // half of the run. Over the whole run, the handshake and Startup's
     // first seconds keep it lower (docs/PROTOCOL.md, section 6.6): there,
-    // above what BBR gave before it made up for random loss (at most 7.88).
+    // above what the run gave while a hole's repair held the window
+    // (at most 8.27 on IPv6).
     const GOAL_MBPS: f64 = 0.9 * 10.0 * (1.0 - 0.05);
     for ip in FAMILIES {
-        for (fec, floor_mbps) in [("off", 8.15), ("adaptive", 8.15)] {
+        for (fec, floor_mbps) in [("off", 8.33), ("adaptive", 8.33)] {
             let r = run_on(&bulk(fec, 30), ip);
             let f = flow(&r, "bulk");
             // A run is a pure function of scenario and seed, so the first
@@ -87,4 +94,43 @@ fn bulk_at_5_percent_loss_is_not_held_by_flow_control() {
             );
         }
     }
+}
+
+/// The whole 30 s run over seeds 1 to 3, both families, with and without
+/// FEC: the figures docs/PROTOCOL.md (section 6.6) and docs/LAB.md quote.
+/// About 10 to 16 s in the ci profile; run with `cargo test --profile ci
+/// -p brisk-sim --test bulk_lossy_windows -- --ignored --nocapture`.
+#[test]
+#[ignore = "a table for the docs, 10 to 16 s"]
+fn whole_run_goodput_over_seeds() {
+    const GOAL_MBPS: f64 = 0.9 * 10.0 * (1.0 - 0.05);
+    let (mut met, mut sum) = (0, 0.0);
+    for fec in ["off", "adaptive"] {
+        for ip in FAMILIES {
+            let mut line = Vec::new();
+            for seed in 1..=3 {
+                let r = brisk_sim::run(
+                    &bulk(fec, 30),
+                    brisk_sim::RunOptions {
+                        ip: Some(ip),
+                        seed: Some(seed),
+                        ..Default::default()
+                    },
+                )
+                .results;
+                let mbps = flow(&r, "bulk").goodput_mbps;
+                met += usize::from(mbps >= GOAL_MBPS);
+                sum += mbps;
+                line.push(format!("{mbps:.2}"));
+            }
+            println!(
+                "{ip:?} FEC {fec}: whole run {} Mbit/s (seeds 1, 2, 3)",
+                line.join(" / ")
+            );
+        }
+    }
+    let mean = sum / 12.0;
+    println!("{met} of 12 runs at or above {GOAL_MBPS:.2} Mbit/s, mean {mean:.3}");
+    // 8.34 while the sender waited at the window for a hole's repair.
+    assert!(mean >= 8.42, "mean {mean:.3} Mbit/s");
 }

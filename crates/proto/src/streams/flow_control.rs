@@ -5,12 +5,23 @@
 //! and moves it forward as the application consumes data; the sender never
 //! transmits past the last limit it heard.
 //!
-//! The receiver's window tunes itself, doubling (up to a cap) on either of
-//! two signs that it, not the reader, held the sender back:
+//! The receiver's window tunes itself, doubling (up to a cap) on any of
+//! three signs that it, not the reader, held the sender back or is about
+//! to:
 //!
 //! - the peer used every byte of credit before the application, having
 //!   read all it could, released half a window (a hole behind a lost
 //!   packet pins the rest of the window until its repair lands);
+//! - half the window is received behind a hole while the application has
+//!   read all it could: the peer has at most half a window of credit left
+//!   and the repair is about a round trip away, so the larger limit goes
+//!   out at once instead of after the repair. On a 220 ms, 10 Mbit/s path
+//!   at 5% loss, the 1 MiB window pinned this way during Startup (whose
+//!   queue doubles the round trip) held the sender at 2.1 s and again at
+//!   3.0 s, each time until a repair landed and half a window was read.
+//!   A slow reader leaves readable bytes
+//!   and never grows it; memory stays bounded by the cap, and only bytes
+//!   that did arrive are ever held;
 //! - twice in a row, the peer said it was blocked at a limit
 //!   (STREAM_DATA_BLOCKED) and half a window was then read within two
 //!   minimum RTTs of the previous grant. A new limit goes out after each half window read and reaches
@@ -179,6 +190,19 @@ impl RecvWindow {
         self.consumed += n;
     }
 
+    /// Whether a hole, not the reader, is about to hold the sender: the
+    /// application read every byte it could (`reader_caught_up`), yet half
+    /// the window sits received behind a missing packet, so the peer has
+    /// at most half a window of credit left until the repair lands, about a
+    /// round trip away. A window below its cap is then worth doubling at
+    /// once, before the peer runs into the limit.
+    pub(super) fn held_by_hole(&self, reader_caught_up: bool) -> bool {
+        reader_caught_up
+            && self.window < self.cap
+            && self.window > 0
+            && self.received.saturating_sub(self.consumed) >= self.window.div_ceil(2)
+    }
+
     /// True once the application has consumed about half a window since the
     /// last advertisement: a new limit is then worth a frame.
     pub(super) fn update_due(&self) -> bool {
@@ -198,7 +222,9 @@ impl RecvWindow {
     /// Like [`Self::advertise`], at `now` with the path's minimum RTT
     /// `rtt`, doubling the window first (within the cap) when the peer
     /// reached the limit while the application read every byte it could
-    /// (`reader_caught_up`), or when, for [`QUICK_BLOCKED_GRANTS`] grants
+    /// (`reader_caught_up`) or half the window waits behind a hole that
+    /// reader cannot pass ([`Self::held_by_hole`]), or when, for
+    /// [`QUICK_BLOCKED_GRANTS`] grants
     /// in a row, the peer reported being blocked and half a window was
     /// read less than two `rtt` after the previous grant. A grant sent again because the last one was lost, before
     /// half a window was read, neither grows the window nor restarts that
@@ -209,6 +235,7 @@ impl RecvWindow {
         rtt: Duration,
         reader_caught_up: bool,
     ) -> u64 {
+        let pinned = self.held_by_hole(reader_caught_up);
         let at_limit = std::mem::take(&mut self.limit_reached) && reader_caught_up;
         let mut held_back = false;
         if self.update_due() {
@@ -224,7 +251,7 @@ impl RecvWindow {
             self.advertised_at = Some(now);
             self.peer_blocked = false;
         }
-        if at_limit || held_back {
+        if at_limit || held_back || pinned {
             self.window = self.window.saturating_mul(2).min(self.cap);
             self.quick_blocked_grants = 0;
         }
@@ -360,6 +387,39 @@ mod tests {
         c.peer_blocked_at(1000);
         assert_eq!(c.advertise(), 2000);
         assert_eq!(c.window(), 1000);
+    }
+
+    #[test]
+    fn window_doubles_when_half_of_it_waits_behind_a_hole_the_reader_cannot_pass() {
+        let mut w = RecvWindow::new(1000, 4000);
+        // 300 bytes read, then a hole; 200 bytes wait behind it: the peer
+        // still has half the window of credit.
+        w.record(500);
+        w.consume(300);
+        assert!(!w.held_by_hole(true));
+        // 500 bytes wait behind the hole, the reader took all it could:
+        // the window, not the reader, is about to hold the peer, before
+        // half a window was read.
+        w.record(300);
+        assert!(!w.update_due());
+        assert!(w.held_by_hole(true));
+        // The same bytes unread by a slow reader are not a hole's doing.
+        assert!(!w.held_by_hole(false));
+        assert_eq!(w.advertise_tuned(T0, RTT, false), 300 + 1000);
+        assert_eq!(w.window(), 1000);
+        // Doubled at once: the limit moves a new window past the consumed
+        // data, and the bytes behind the hole no longer fill half of it.
+        assert_eq!(w.advertise_tuned(T0, RTT, true), 300 + 2000);
+        assert_eq!(w.window(), 2000);
+        assert!(!w.held_by_hole(true));
+        // At the cap, a hole no longer grows it.
+        w.consume(200);
+        w.record(1500);
+        assert!(w.held_by_hole(true));
+        assert_eq!(w.advertise_tuned(T0, RTT, true), 500 + 4000);
+        assert_eq!(w.window(), 4000);
+        w.record(2200);
+        assert!(!w.held_by_hole(true), "the window is at its cap");
     }
 
     #[test]

@@ -830,6 +830,9 @@ impl Streams {
         if r.take_readable_edge() {
             self.readable.insert(id);
         }
+        if r.held_by_hole() {
+            self.max_stream_data_due.insert(id);
+        }
         self.release_conn_credit(discarded);
         self.collect(id);
         Ok(())

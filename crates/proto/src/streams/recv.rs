@@ -276,7 +276,16 @@ impl RecvStream {
     /// A MAX_STREAM_DATA is worth sending: the final size is unknown and the
     /// application consumed about half a window.
     pub(super) fn update_due(&self) -> bool {
-        self.wants_credit() && self.window.update_due()
+        self.wants_credit()
+            && (self.window.update_due()
+                || self.window.held_by_hole(self.assembler.readable_len() == 0))
+    }
+
+    /// Half the window is received behind a hole while the application
+    /// read all it could: the window, not the reader, is about to hold the
+    /// peer, and a larger limit is worth a frame now.
+    pub(super) fn held_by_hole(&self) -> bool {
+        self.wants_credit() && self.window.held_by_hole(self.assembler.readable_len() == 0)
     }
 
     pub(super) fn wants_credit(&self) -> bool {

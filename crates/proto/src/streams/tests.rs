@@ -1197,3 +1197,49 @@ fn the_send_buffer_follows_a_grown_peer_window_up_to_its_own_cap() {
     assert_eq!(written, [1000, 1000, 1000]);
     assert_eq!(granted, [3000, 4000, 5000]);
 }
+
+#[test]
+fn a_window_half_held_behind_a_hole_doubles_before_the_repair_lands() {
+    let config = StreamsConfig {
+        stream_receive_window: 4000,
+        stream_receive_window_max: 16_000,
+        ..StreamsConfig::default()
+    };
+    let (mut client, mut server) = pair(config.clone());
+    let id = client.open(true, P).unwrap();
+    let data = pattern(4000, 5);
+    client.write(id, &data).unwrap();
+    // Bytes 0..500 are on their way (lost, or late); 1000 bytes wait
+    // behind them: under half the window, no grant yet.
+    let missing = client.poll_transmit(500).unwrap();
+    for _ in 0..2 {
+        transfer(&mut client, &mut server, 500).unwrap();
+    }
+    assert_eq!(read_all(&mut server, id), (Vec::new(), false));
+    assert!(exchange_control(&mut server, &mut client).is_empty());
+    // Half the window behind the hole, the reader having read all it
+    // could: the doubled window goes out before the repair lands.
+    transfer(&mut client, &mut server, 500).unwrap();
+    assert_eq!(
+        exchange_control(&mut server, &mut client),
+        [ControlFrame::MaxStreamData { id, max: 8000 }]
+    );
+    // The repair lands: everything reads, and the window, now 8000, owes
+    // no grant until half of it is read.
+    server
+        .handle_stream_frame(missing.id, missing.offset, &missing.data, missing.fin)
+        .unwrap();
+    client.on_chunk_acked(id, missing.offset, missing.data.len() as u64, false);
+    assert_eq!(read_all(&mut server, id), (data[..2000].to_vec(), false));
+    assert!(exchange_control(&mut server, &mut client).is_empty());
+
+    // The same 2000 bytes in order, left unread by a slow reader: the
+    // reader, not the window, holds the sender, and nothing is granted.
+    let (mut client, mut server) = pair(config);
+    let id = client.open(true, P).unwrap();
+    client.write(id, &data).unwrap();
+    for _ in 0..4 {
+        transfer(&mut client, &mut server, 500).unwrap();
+    }
+    assert!(exchange_control(&mut server, &mut client).is_empty());
+}
