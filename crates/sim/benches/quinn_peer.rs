@@ -112,6 +112,7 @@ fn brisk(scenario: &Scenario, addrs: FlowAddrs) -> Box<dyn FlowApp> {
         ecn: true,
         ack_frequency: true,
         prague_small_datagrams: false,
+        prague_pipe_cap: false,
         bbr_bounded_startup: false,
         fec: None,
         pmtud: false,

@@ -178,6 +178,7 @@ fn brisk_config(
         ecn: spec.ecn,
         ack_frequency: spec.ack_frequency,
         prague_small_datagrams: spec.prague_small_datagrams,
+        prague_pipe_cap: spec.prague_pipe_cap,
         bbr_bounded_startup: spec.bbr_bounded_startup,
         fec: spec.fec,
         pmtud: [&s.network.link.down, &s.network.link.up]

@@ -152,6 +152,7 @@ pub(crate) fn phone_config(
         ecn: true,
         ack_frequency: true,
         prague_small_datagrams: false,
+        prague_pipe_cap: false,
         bbr_bounded_startup: false,
         fec: None,
         pmtud: false,

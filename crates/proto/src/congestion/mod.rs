@@ -22,6 +22,7 @@ mod delivery_rate;
 mod hystart;
 mod newreno;
 mod prague;
+mod prague_cap;
 #[cfg(test)]
 mod test_path;
 
@@ -253,6 +254,12 @@ pub struct CcConfig {
     /// increase in proportion to the rate leaves two Prague flows with no
     /// pull toward an even split (docs/PROTOCOL.md).
     pub prague_small_datagrams: bool,
+    /// Prague stops growing its window at the path's pipe (the largest
+    /// recent delivery rate times the minimum RTT) plus 0.5 ms of that
+    /// rate, in rounds that follow a round without a CE mark, so alone at a
+    /// long RTT its queue stays under the step instead of taking a whole
+    /// round trip's increase before the first mark returns.
+    pub prague_pipe_cap: bool,
     /// BBR's Startup keeps two BDPs of the delivery rate in flight
     /// (BBRv3's window gain) instead of 2/ln 2 BDPs, ends on a round that
     /// lost well above the random loss share, and learns that share as a
@@ -273,6 +280,7 @@ impl Default for CcConfig {
             minimum_window_packets: 2,
             hystart: false,
             prague_small_datagrams: false,
+            prague_pipe_cap: false,
             bbr_bounded_startup: false,
         }
     }
@@ -427,6 +435,7 @@ mod tests {
             minimum_window_packets: 0,
             hystart: false,
             prague_small_datagrams: false,
+            prague_pipe_cap: false,
             bbr_bounded_startup: false,
         };
         assert_eq!(odd.minimum_window(), 1);

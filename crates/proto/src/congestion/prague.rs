@@ -67,6 +67,7 @@ use std::time::Duration;
 use brisk_time::Instant;
 use brisk_wire::Ecn;
 
+use super::prague_cap::PipeCap;
 use super::{AckSample, CcConfig, CcMetrics, Controller, LossSample, Recovery};
 use crate::pacing::{PacingParams, SLOW_START_GAIN};
 
@@ -186,6 +187,8 @@ pub(crate) struct Prague {
     marked_share: f64,
     /// The latest smoothed RTT an ACK reported (zero before the first).
     srtt: Duration,
+    /// Growth stops at the delivered pipe (`CcConfig::prague_pipe_cap`).
+    pipe_cap: Option<PipeCap>,
 }
 
 impl Prague {
@@ -213,6 +216,7 @@ impl Prague {
             small_datagrams: config.prague_small_datagrams,
             marked_share: 0.0,
             srtt: Duration::ZERO,
+            pipe_cap: config.prague_pipe_cap.then(PipeCap::default),
         }
     }
 
@@ -492,6 +496,17 @@ impl Prague {
         self.cwnd += unit * bytes / base * scale;
     }
 
+    /// Out of slow start on an L4S path, holds the window at the pipe
+    /// cap's limit (see [`PipeCap`]).
+    fn hold_at_pipe(&mut self, ack: &AckSample) {
+        if self.in_slow_start() || self.classic_mode() {
+            return;
+        }
+        if let Some(limit) = self.pipe_cap.as_ref().and_then(|c| c.limit(ack.min_rtt, self.mds)) {
+            self.cwnd = self.cwnd.min(limit).max(self.floor());
+        }
+    }
+
     /// The classic response (Reno, RFC 9002 §7.3.2): halve, once per round
     /// trip, for a loss or a classic CE mark; further if the queue is deep.
     fn halve(&mut self, now: Instant, sent_at: Instant, rtts: (Duration, Duration)) {
@@ -595,7 +610,11 @@ impl Controller for Prague {
         "prague"
     }
 
-    fn on_sent(&mut self, _now: Instant, _bytes: u64, _bytes_in_flight: u64) {}
+    fn on_sent(&mut self, now: Instant, bytes: u64, bytes_in_flight: u64) {
+        if let Some(cap) = &mut self.pipe_cap {
+            cap.on_sent(now, bytes, bytes_in_flight);
+        }
+    }
 
     fn on_ack(&mut self, ack: &AckSample) {
         // The peer's CE count can cover packets acknowledged by earlier,
@@ -603,6 +622,9 @@ impl Controller for Prague {
         let marked = ack.ecn_delta.ce.min(ack.acked_packets);
         self.settle_exit_alpha(ack, marked);
         self.srtt = ack.smoothed_rtt;
+        if let Some(cap) = &mut self.pipe_cap {
+            cap.on_ack(ack, marked);
+        }
         if ack.ecn_delta.ce > 0 {
             self.saw_ce = true;
             self.on_ce(ack);
@@ -614,6 +636,7 @@ impl Controller for Prague {
             let unmarked = (ack.acked_packets - marked) as f64 / ack.acked_packets as f64;
             self.grow(ack, ack.acked_bytes as f64 * unmarked);
         }
+        self.hold_at_pipe(ack);
         self.account_round(ack, marked);
     }
 

@@ -133,6 +133,9 @@ pub struct Brisk {
     /// Prague's smaller datagrams and increase at low rates
     /// (`CcConfig::prague_small_datagrams`).
     pub prague_small_datagrams: bool,
+    /// Prague's growth held at the delivered pipe plus 0.5 ms
+    /// (`CcConfig::prague_pipe_cap`); the transport's default unless set.
+    pub prague_pipe_cap: bool,
     /// BBR's Startup bounded to two BDPs in flight, ending on excess loss
     /// (the transport's `CcConfig::bbr_bounded_startup`); off by default.
     pub bbr_bounded_startup: bool,

@@ -145,6 +145,8 @@ pub struct BriskConfig {
     pub ack_frequency: bool,
     /// Prague's smaller datagrams and increase at low rates.
     pub prague_small_datagrams: bool,
+    /// Prague's pipe cap (`CcConfig::prague_pipe_cap`).
+    pub prague_pipe_cap: bool,
     /// BBR's bounded Startup (`CcConfig::bbr_bounded_startup`).
     pub bbr_bounded_startup: bool,
     /// Forward error correction: both ends announce it, with this default
@@ -214,6 +216,7 @@ impl BriskConfig {
         }
         t.cc_config.max_datagram_size = mds;
         t.cc_config.prague_small_datagrams = self.prague_small_datagrams;
+        t.cc_config.prague_pipe_cap = self.prague_pipe_cap;
         t.cc_config.bbr_bounded_startup = self.bbr_bounded_startup;
         match &self.workload {
             BriskWorkload::Messages { path, .. } => match *path {
