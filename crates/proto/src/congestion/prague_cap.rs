@@ -8,22 +8,19 @@
 //! hold its share beside a 10 ms one, and alone it is also the queue's
 //! peak. The sender knows now what it has in flight and can estimate the
 //! pipe as the largest delivery rate of the last rounds times the minimum
-//! RTT. The window is held at that pipe plus [`QUEUE_TARGET`] of the
-//! delivery rate plus one datagram (which the receiver may hold back for
-//! its ACK): alone, the queue then stays near the target whatever the
-//! increase.
+//! RTT. Growth stops at that pipe plus [`QUEUE_TARGET`] of the delivery
+//! rate plus one datagram (which the receiver may hold back for its ACK):
+//! alone, the queue then stays near the target plus one packet time
+//! whatever the increase. A window already above the limit is left to the
+//! marks: cutting it to a limit computed from a delivery rate that lags
+//! the sending rate by a round trip ratcheted the window down.
 //!
-//! The delivery rate lags the sending rate by a round trip, so a cap would
-//! let a flow grow by only the target's share of its window per round
-//! beyond what it delivered a round ago: at long RTTs that holds back a
-//! flow still taking its share from another in the same queue. A shared
-//! queue is held at the step by everyone's marks, so the flows in it see a
-//! mark in nearly every round; alone under the cap the queue stays below
-//! the step and rounds pass unmarked. The cap applies only after a round
-//! without a mark, limited by the network (an application-limited round
-//! says nothing of the path's rate), whose smallest RTT showed a queue:
-//! with no queue the flow is below the pipe and grows freely, so one
-//! round's lag in the delivery rate does not hold it back there.
+//! The delivery rate lags, so the cap also lets a flow grow by only the
+//! target's share of its window plus a datagram per round beyond what it
+//! delivered a round ago: at long RTTs that holds back a flow still taking
+//! its share from another in the same queue. Prague applies the cap only
+//! while few rounds carry a mark (`Prague::grow`): a shared queue is held
+//! at the step by everyone's marks, alone under the cap it stays below it.
 
 use std::time::Duration;
 
@@ -34,8 +31,9 @@ use super::delivery_rate::DeliveryRate;
 
 /// Rounds whose largest delivery-rate sample the bandwidth estimate keeps.
 const ROUNDS: usize = 10;
-/// Queueing delay the cap allows above the pipe: half the 1 ms step of
-/// Linux's DualPI2, so a flow alone at the cap is seldom marked.
+/// Queueing delay the cap allows above the pipe, besides one datagram:
+/// half the 1 ms step of Linux's DualPI2, so a fast flow alone at the cap
+/// is seldom marked.
 pub(super) const QUEUE_TARGET: Duration = Duration::from_micros(500);
 
 /// The delivery-rate estimate and the rounds behind it.
@@ -46,17 +44,8 @@ pub(super) struct PipeCap {
     round_end: u64,
     /// The current round's largest sample, bytes per second.
     round_max: f64,
-    /// The current round carried a CE mark.
-    round_marked: bool,
     /// Completed rounds' largest samples, newest first.
     maxima: [f64; ROUNDS],
-    /// The smallest RTT (less the peer's ACK delay) of the current round.
-    round_min_rtt: Option<Duration>,
-    /// Some ACK of the current round was application-limited.
-    round_app_limited: bool,
-    /// The latest complete round may set the cap: no mark, not limited by
-    /// the application, and a queue at its smallest RTT.
-    last_round_binds: bool,
 }
 
 impl PipeCap {
@@ -64,8 +53,9 @@ impl PipeCap {
         self.rate.on_sent(now, bytes, bytes_in_flight);
     }
 
-    /// Takes `ack`'s delivery-rate sample and `marked` CE-marked packets.
-    pub(super) fn on_ack(&mut self, ack: &AckSample, marked: u64) {
+    /// Takes `ack`'s delivery-rate sample; a round ends when a packet sent
+    /// after it began is acknowledged.
+    pub(super) fn on_ack(&mut self, ack: &AckSample) {
         let sample = self.rate.on_ack(ack);
         let prior = sample
             .map(|s| s.prior_delivered_bytes)
@@ -78,23 +68,11 @@ impl PipeCap {
                 self.round_max = self.round_max.max(r);
             }
         }
-        self.round_marked |= marked > 0;
-        self.round_app_limited |= ack.app_limited;
-        if let Some(rtt) = ack.rtt_sample() {
-            self.round_min_rtt = Some(self.round_min_rtt.map_or(rtt, |m| m.min(rtt)));
-        }
         if prior.is_some_and(|p| p >= self.round_end) {
             self.round_end = self.rate.delivered_bytes();
             self.maxima.rotate_right(1);
             self.maxima[0] = self.round_max;
             self.round_max = 0.0;
-            let queue = self
-                .round_min_rtt
-                .is_some_and(|m| m > ack.min_rtt + QUEUE_TARGET / 2);
-            self.last_round_binds = queue && !self.round_marked && !self.round_app_limited;
-            self.round_marked = false;
-            self.round_app_limited = false;
-            self.round_min_rtt = None;
         }
     }
 
@@ -104,16 +82,13 @@ impl PipeCap {
         self.maxima.iter().copied().fold(self.round_max, f64::max)
     }
 
-    /// The largest window, in bytes: the pipe at the largest recent
-    /// delivery rate over `min_rtt` plus [`QUEUE_TARGET`], plus one
-    /// datagram of `mds`. `None` while there is no estimate or after a
-    /// round that does not bind (see the module doc).
+    /// The window, in bytes, growth may not pass: the pipe at the largest
+    /// recent delivery rate over `min_rtt` plus [`QUEUE_TARGET`], plus one
+    /// datagram of `mds`. `None` before any estimate.
     pub(super) fn limit(&self, min_rtt: Duration, mds: u64) -> Option<f64> {
         let bw = self.bandwidth();
-        if bw <= 0.0 || !self.last_round_binds || min_rtt.is_zero() {
-            return None;
-        }
-        Some(bw * (min_rtt + QUEUE_TARGET).as_secs_f64() + mds as f64)
+        (bw > 0.0 && !min_rtt.is_zero())
+            .then(|| bw * (min_rtt + QUEUE_TARGET).as_secs_f64() + mds as f64)
     }
 }
 
@@ -125,50 +100,47 @@ mod tests {
     const RTT: Duration = Duration::from_millis(100);
 
     /// Runs `rounds` round trips of 100 ms at `per_round` datagrams sent
-    /// evenly, each acknowledged one RTT later over a path whose minimum
-    /// RTT is `RTT - queue`, `marked` of the ACKs of each round marked.
-    fn drive(cap: &mut PipeCap, t: &mut Instant, per_round: u64, rounds: u64, marked: u64, queue: Duration) {
+    /// evenly, each acknowledged one RTT later.
+    fn drive(cap: &mut PipeCap, t: &mut Instant, per_round: u64, rounds: u64) {
         let step = RTT / per_round as u32;
         let mut sent = std::collections::VecDeque::new();
-        for i in 0..per_round * rounds {
+        for _ in 0..per_round * rounds {
             cap.on_sent(*t, MDS, per_round * MDS);
             sent.push_back(*t);
             if let Some(&s) = sent.front()
                 && *t - s >= RTT
             {
                 sent.pop_front();
-                let m = u64::from(i % per_round < marked);
-                let mut a = ack(*t, s, MDS, m);
-                a.min_rtt = RTT - queue;
-                cap.on_ack(&a, m);
+                cap.on_ack(&ack(*t, s, MDS, 0));
             }
             *t += step;
         }
     }
 
-    /// A flow sending 10 datagrams per 100 ms round over a 2 ms queue: the
-    /// limit is the pipe at that rate over the minimum RTT plus 0.5 ms,
-    /// plus a datagram. A round with a mark lifts it for the next round,
-    /// and so does one without a queue.
+    /// A flow sending 10 datagrams per 100 ms round: the limit is the pipe
+    /// at that rate over the minimum RTT plus 0.5 ms, plus a datagram. At
+    /// half the rate the estimate keeps the faster rounds' rate for ten
+    /// rounds, then follows.
     #[test]
-    fn limit_is_the_delivered_pipe_after_an_unmarked_round_with_a_queue() {
-        let queue = Duration::from_millis(2);
-        let min_rtt = RTT - queue;
+    fn limit_is_the_delivered_pipe_plus_the_target_and_a_datagram() {
+        assert_eq!(PipeCap::default().limit(RTT, MDS), None);
         let mut cap = PipeCap::default();
         let mut t = Instant::ZERO;
-        drive(&mut cap, &mut t, 10, 6, 0, queue);
+        drive(&mut cap, &mut t, 10, 6);
         let rate = 10.0 * MDS as f64 / RTT.as_secs_f64();
         let bw = cap.bandwidth();
         assert!((bw - rate).abs() < 0.05 * rate, "{bw} vs {rate}");
-        let limit = cap.limit(min_rtt, MDS).unwrap();
-        let want = rate * (min_rtt + QUEUE_TARGET).as_secs_f64() + MDS as f64;
+        let limit = cap.limit(RTT, MDS).unwrap();
+        let want = rate * (RTT + QUEUE_TARGET).as_secs_f64() + MDS as f64;
         assert!((limit - want).abs() < 0.05 * want, "{limit} vs {want}");
-        drive(&mut cap, &mut t, 10, 2, 1, queue);
-        assert_eq!(cap.limit(min_rtt, MDS), None);
-        drive(&mut cap, &mut t, 10, 2, 0, queue);
-        assert!(cap.limit(min_rtt, MDS).is_some());
-        drive(&mut cap, &mut t, 10, 2, 0, Duration::ZERO);
-        assert_eq!(cap.limit(RTT, MDS), None);
-        assert_eq!(PipeCap::default().limit(RTT, MDS), None);
+        drive(&mut cap, &mut t, 5, 4);
+        assert!((cap.bandwidth() - rate).abs() < 0.05 * rate);
+        drive(&mut cap, &mut t, 5, 12);
+        let half = rate / 2.0;
+        assert!(
+            (cap.bandwidth() - half).abs() < 0.05 * half,
+            "{}",
+            cap.bandwidth()
+        );
     }
 }

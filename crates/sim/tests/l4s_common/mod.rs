@@ -51,6 +51,16 @@ fn pipe_cap_override() -> Option<bool> {
     }
 }
 
+/// A brisk Prague bulk flow with its growth held at the delivered pipe
+/// (`prague_pipe_cap`).
+pub fn bulk_pipe_cap(name: &str, rtt_ms: u64) -> Flow<'_> {
+    Flow {
+        name,
+        body: "kind = \"brisk\"\ncc = \"prague\"\nprague_pipe_cap = true",
+        rtt_ms,
+    }
+}
+
 /// A brisk Prague bulk flow with smaller datagrams and increase at low
 /// rates (`prague_small_datagrams`).
 pub fn bulk_small_datagrams(name: &str, rtt_ms: u64) -> Flow<'_> {
