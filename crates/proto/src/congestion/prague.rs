@@ -56,6 +56,11 @@
 //! link stays busy with a queue of a millisecond or two; beside a classic
 //! flow both stay full size (`CcConfig::prague_small_datagrams`).
 //!
+//! Pipe cap (opt-in, `CcConfig::prague_pipe_cap`): growth stops at the
+//! largest recent delivery rate times the minimum RTT plus 0.5 ms, plus a
+//! datagram, which bounds the queue without waiting a round trip for the
+//! first mark ([`PipeCap`], [`Prague::pipe_limited`]).
+//!
 //! Below the two-packet minimum window: the draft leaves a window under two
 //! packets to pacing. Here the internal window may shrink to a quarter of a
 //! datagram; [`Controller::window`] still reports at least the minimum (so

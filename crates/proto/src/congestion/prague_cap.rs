@@ -21,6 +21,9 @@
 //! its share from another in the same queue. Prague applies the cap only
 //! while few rounds carry a mark (`Prague::grow`): a shared queue is held
 //! at the step by everyone's marks, alone under the cap it stays below it.
+//! Below a 100 ms minimum RTT it also asks for a queue seen in the last
+//! few round trips, since an estimate below the pipe would otherwise hold
+//! the window there with the link partly idle.
 
 use std::time::Duration;
 
