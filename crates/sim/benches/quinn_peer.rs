@@ -113,6 +113,7 @@ fn brisk(scenario: &Scenario, addrs: FlowAddrs) -> Box<dyn FlowApp> {
         ack_frequency: true,
         prague_small_datagrams: false,
         prague_burst_floor: true,
+        prague_pipe_cap: false,
         bbr_bounded_startup: false,
         fec: None,
         pmtud: false,

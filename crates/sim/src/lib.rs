@@ -179,6 +179,7 @@ fn brisk_config(
         ack_frequency: spec.ack_frequency,
         prague_small_datagrams: spec.prague_small_datagrams,
         prague_burst_floor: spec.prague_burst_floor,
+        prague_pipe_cap: spec.prague_pipe_cap,
         bbr_bounded_startup: spec.bbr_bounded_startup,
         fec: spec.fec,
         pmtud: [&s.network.link.down, &s.network.link.up]

@@ -153,6 +153,7 @@ pub(crate) fn phone_config(
         ack_frequency: true,
         prague_small_datagrams: false,
         prague_burst_floor: true,
+        prague_pipe_cap: false,
         bbr_bounded_startup: false,
         fec: None,
         pmtud: false,

@@ -36,6 +36,7 @@ fn prague_at_10ms_and_160ms_split_within_two_to_one() {
             let (short, long) = split(mbit, ip);
             let ratio = short / long;
             let what = format!("{mbit} Mbit/s {ip:?}: 10 ms {short:.2}, 160 ms {long:.2} Mbit/s");
+            println!("{what}, ratio {ratio:.2}");
             assert!((0.5..=2.0).contains(&ratio), "{what}, ratio {ratio:.2}");
             assert!(short + long > 0.9 * mbit as f64, "{what}");
         }

@@ -16,8 +16,8 @@ use brisk_sim::scenario::IpFamily;
 use brisk_sim::{FlowQlog, RunOptions, run};
 use brisk_time::Instant;
 use l4s_common::{
-    DUALPI2_LINUX, FAMILIES, Flow, bulk, bulk_small_datagrams, dumbbell, packet_ms, queue_delay_ms,
-    rate_mbps, run_series, series,
+    DUALPI2_LINUX, FAMILIES, Flow, bulk, bulk_pipe_cap, bulk_small_datagrams, dumbbell, packet_ms,
+    queue_delay_ms, rate_mbps, run_series, series,
 };
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -314,6 +314,25 @@ fn prague_alone_fills_100mbit_at_100_and_200ms() {
 fn prague_alone_fills_25_and_100mbit_links_at_200ms() {
     check_alone(25.0, 200, 1.0);
     check_alone(100.0, 200, 1.0);
+}
+
+/// With the pipe cap (`prague_pipe_cap`, off by default) Prague alone
+/// stops growing at the delivered pipe plus 0.5 ms and a datagram instead
+/// of a round trip's increase past the step: at 100 Mbit/s, 200 ms the
+/// queue p99 falls from 2.67 to about 0.75 ms, at 10 Mbit/s, 200 ms from
+/// 11.9 ms to under 0.2 ms, at 25 Mbit/s, 50 ms from 1.60 to 0.6 ms, the
+/// link 98-100% busy (docs/PROTOCOL.md).
+#[test]
+fn pipe_cap_fills_links_at_50_and_200ms_within_the_queue_bound() {
+    for (mbit, rtt_ms) in [(100.0, 200), (10.0, 200), (25.0, 50)] {
+        for ip in FAMILIES {
+            let a = alone_flow(bulk_pipe_cap("prague", rtt_ms), mbit, ip);
+            let bound = 1.0 + packet_ms(mbit);
+            let what = format!("{mbit} Mbit/s, {rtt_ms} ms, {ip:?}: {a:?}, queue bound {bound} ms");
+            assert!(a.utilization >= 0.95, "{what}");
+            assert!(a.queue_p99_ms <= bound, "{what}");
+        }
+    }
 }
 
 /// Bulk flows alone through default DualPI2 at 200 ms base RTT, each

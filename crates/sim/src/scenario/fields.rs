@@ -82,6 +82,7 @@ field_set! {
         ack_frequency: bool,
         prague_small_datagrams: bool,
         prague_burst_floor: bool,
+        prague_pipe_cap: bool,
         bbr_bounded_startup: bool,
         fec: FecPolicy,
         app: BriskApp,
@@ -289,6 +290,8 @@ impl RawFlow {
         let ack_frequency = value(&mut self.ack_frequency).unwrap_or(true);
         let prague_small_datagrams = value(&mut self.prague_small_datagrams).unwrap_or(false);
         let prague_burst_floor = value(&mut self.prague_burst_floor).unwrap_or(true);
+        let prague_pipe_cap = value(&mut self.prague_pipe_cap)
+            .unwrap_or(brisk_proto::congestion::CcConfig::default().prague_pipe_cap);
         let bbr_bounded_startup = value(&mut self.bbr_bounded_startup).unwrap_or(false);
         let fec = value(&mut self.fec);
         let app = value(&mut self.app).unwrap_or_default();
@@ -360,6 +363,7 @@ impl RawFlow {
             ack_frequency,
             prague_small_datagrams,
             prague_burst_floor,
+            prague_pipe_cap,
             bbr_bounded_startup,
             fec,
             app: workload,

@@ -136,6 +136,9 @@ pub struct Brisk {
     /// Prague's CE cuts stop at the delivered window on an aggregating
     /// link (`CcConfig::prague_burst_floor`); on by default.
     pub prague_burst_floor: bool,
+    /// Prague's growth held at the delivered pipe plus 0.5 ms
+    /// (`CcConfig::prague_pipe_cap`); the transport's default unless set.
+    pub prague_pipe_cap: bool,
     /// BBR's Startup bounded to two BDPs in flight, ending on excess loss
     /// (the transport's `CcConfig::bbr_bounded_startup`); off by default.
     pub bbr_bounded_startup: bool,

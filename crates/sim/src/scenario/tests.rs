@@ -162,6 +162,23 @@ fn brisk_flows_may_turn_off_prague_burst_floor() {
     );
 }
 
+/// `prague_pipe_cap` follows the transport's default unless a brisk flow
+/// sets it; a value that is not a boolean is refused with the field's line.
+#[test]
+fn brisk_flows_may_set_prague_pipe_cap() {
+    let flow = |extra: &str| format!("duration = \"1s\"\n[[flows]]\nkind = \"brisk\"\n{extra}");
+    let cap = |text: &str| match &Scenario::parse(text, "s.toml").unwrap().flows[0].traffic {
+        Traffic::Brisk(b) => b.prague_pipe_cap,
+        other => panic!("{other:?}"),
+    };
+    let default = brisk_proto::congestion::CcConfig::default().prague_pipe_cap;
+    assert_eq!(cap(&flow("")), default);
+    assert!(cap(&flow("prague_pipe_cap = true\n")));
+    assert!(!cap(&flow("prague_pipe_cap = false\n")));
+    let e = err(&flow("prague_pipe_cap = 1\n"));
+    assert!(e.contains("line 4") && e.contains("prague_pipe_cap"), "{e}");
+}
+
 #[test]
 fn brisk_flows_take_their_fields_per_app() {
     let s = Scenario::parse(

@@ -27,13 +27,38 @@ pub struct Flow<'a> {
 /// A brisk bulk flow with controller `cc`.
 pub fn bulk<'a>(name: &'a str, cc: &'a str, rtt_ms: u64) -> Flow<'a> {
     let body = match cc {
-        "prague" => "kind = \"brisk\"\ncc = \"prague\"",
+        "prague" => match pipe_cap_override() {
+            None => "kind = \"brisk\"\ncc = \"prague\"",
+            Some(true) => "kind = \"brisk\"\ncc = \"prague\"\nprague_pipe_cap = true",
+            Some(false) => "kind = \"brisk\"\ncc = \"prague\"\nprague_pipe_cap = false",
+        },
         "cubic" => "kind = \"brisk\"\ncc = \"cubic\"",
         "bbr" => "kind = \"brisk\"\ncc = \"bbr\"",
         "newreno" => "kind = \"brisk\"\ncc = \"newreno\"",
         other => panic!("no controller {other}"),
     };
     Flow { name, body, rtt_ms }
+}
+
+/// `PRAGUE_PIPE_CAP=on` or `off` sets Prague's pipe cap in every Prague
+/// bulk flow of a run by hand (grids before and after); unset, the
+/// transport's default.
+fn pipe_cap_override() -> Option<bool> {
+    match std::env::var("PRAGUE_PIPE_CAP").as_deref() {
+        Ok("on") => Some(true),
+        Ok("off") => Some(false),
+        _ => None,
+    }
+}
+
+/// A brisk Prague bulk flow with its growth held at the delivered pipe
+/// (`prague_pipe_cap`).
+pub fn bulk_pipe_cap(name: &str, rtt_ms: u64) -> Flow<'_> {
+    Flow {
+        name,
+        body: "kind = \"brisk\"\ncc = \"prague\"\nprague_pipe_cap = true",
+        rtt_ms,
+    }
 }
 
 /// A brisk Prague bulk flow with smaller datagrams and increase at low

@@ -147,6 +147,8 @@ pub struct BriskConfig {
     pub prague_small_datagrams: bool,
     /// Prague's cut floor on aggregating links (`CcConfig::prague_burst_floor`).
     pub prague_burst_floor: bool,
+    /// Prague's pipe cap (`CcConfig::prague_pipe_cap`).
+    pub prague_pipe_cap: bool,
     /// BBR's bounded Startup (`CcConfig::bbr_bounded_startup`).
     pub bbr_bounded_startup: bool,
     /// Forward error correction: both ends announce it, with this default
@@ -217,6 +219,7 @@ impl BriskConfig {
         t.cc_config.max_datagram_size = mds;
         t.cc_config.prague_small_datagrams = self.prague_small_datagrams;
         t.cc_config.prague_burst_floor = self.prague_burst_floor;
+        t.cc_config.prague_pipe_cap = self.prague_pipe_cap;
         t.cc_config.bbr_bounded_startup = self.bbr_bounded_startup;
         match &self.workload {
             BriskWorkload::Messages { path, .. } => match *path {

@@ -1,0 +1,149 @@
+//! Prague's pipe cap: a bound on the window from what the path delivers,
+//! which needs no mark to come back first.
+//!
+//! A scalable controller alone meets the step's first mark one round trip
+//! after its queue passed the step, so that round trip's whole increase
+//! becomes queue. Above the reference RTT the increase per round trip is
+//! several datagrams (11.3 at 200 ms), which is what a 200 ms flow needs to
+//! hold its share beside a 10 ms one, and alone it is also the queue's
+//! peak. The sender knows now what it has in flight and can estimate the
+//! pipe as the largest delivery rate of the last rounds times the minimum
+//! RTT. Growth stops at that pipe plus [`QUEUE_TARGET`] of the delivery
+//! rate plus one datagram (which the receiver may hold back for its ACK):
+//! alone, the queue then stays near the target plus one packet time
+//! whatever the increase. A window already above the limit is left to the
+//! marks: cutting it to a limit computed from a delivery rate that lags
+//! the sending rate by a round trip ratcheted the window down.
+//!
+//! The delivery rate lags, so the cap also lets a flow grow by only the
+//! target's share of its window plus a datagram per round beyond what it
+//! delivered a round ago: at long RTTs that holds back a flow still taking
+//! its share from another in the same queue. Prague applies the cap only
+//! while few rounds carry a mark (`Prague::grow`): a shared queue is held
+//! at the step by everyone's marks, alone under the cap it stays below it.
+//! Below a 100 ms minimum RTT it also asks for a queue seen in the last
+//! few round trips, since an estimate below the pipe would otherwise hold
+//! the window there with the link partly idle.
+
+use std::time::Duration;
+
+use brisk_time::Instant;
+
+use super::AckSample;
+use super::delivery_rate::DeliveryRate;
+
+/// Rounds whose largest delivery-rate sample the bandwidth estimate keeps.
+const ROUNDS: usize = 10;
+/// Queueing delay the cap allows above the pipe, besides one datagram:
+/// half the 1 ms step of Linux's DualPI2, so a fast flow alone at the cap
+/// is seldom marked.
+pub(super) const QUEUE_TARGET: Duration = Duration::from_micros(500);
+
+/// The delivery-rate estimate and the rounds behind it.
+#[derive(Clone, Debug, Default)]
+pub(super) struct PipeCap {
+    rate: DeliveryRate,
+    /// Delivered bytes at which the current round ends.
+    round_end: u64,
+    /// The current round's largest sample, bytes per second.
+    round_max: f64,
+    /// Completed rounds' largest samples, newest first.
+    maxima: [f64; ROUNDS],
+}
+
+impl PipeCap {
+    pub(super) fn on_sent(&mut self, now: Instant, bytes: u64, bytes_in_flight: u64) {
+        self.rate.on_sent(now, bytes, bytes_in_flight);
+    }
+
+    /// Takes `ack`'s delivery-rate sample; a round ends when a packet sent
+    /// after it began is acknowledged.
+    pub(super) fn on_ack(&mut self, ack: &AckSample) {
+        let sample = self.rate.on_ack(ack);
+        let prior = sample
+            .map(|s| s.prior_delivered_bytes)
+            .or_else(|| self.rate.prior_delivered(ack.largest_acked_sent_at));
+        if let Some(s) = sample {
+            let r = s.rate_bytes_per_sec();
+            // An application-limited sample only counts if it beats the
+            // estimate: it may show less than the path carries, never more.
+            if !s.app_limited || r > self.bandwidth() {
+                self.round_max = self.round_max.max(r);
+            }
+        }
+        if prior.is_some_and(|p| p >= self.round_end) {
+            self.round_end = self.rate.delivered_bytes();
+            self.maxima.rotate_right(1);
+            self.maxima[0] = self.round_max;
+            self.round_max = 0.0;
+        }
+    }
+
+    /// The largest delivery rate of the current and the last [`ROUNDS`]
+    /// rounds, bytes per second.
+    pub(super) fn bandwidth(&self) -> f64 {
+        self.maxima.iter().copied().fold(self.round_max, f64::max)
+    }
+
+    /// The window, in bytes, growth may not pass: the pipe at the largest
+    /// recent delivery rate over `min_rtt` plus [`QUEUE_TARGET`], plus one
+    /// datagram of `mds`. `None` before any estimate.
+    pub(super) fn limit(&self, min_rtt: Duration, mds: u64) -> Option<f64> {
+        let bw = self.bandwidth();
+        (bw > 0.0 && !min_rtt.is_zero())
+            .then(|| bw * (min_rtt + QUEUE_TARGET).as_secs_f64() + mds as f64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::congestion::test_path::{MDS, ack};
+
+    const RTT: Duration = Duration::from_millis(100);
+
+    /// Runs `rounds` round trips of 100 ms at `per_round` datagrams sent
+    /// evenly, each acknowledged one RTT later.
+    fn drive(cap: &mut PipeCap, t: &mut Instant, per_round: u64, rounds: u64) {
+        let step = RTT / per_round as u32;
+        let mut sent = std::collections::VecDeque::new();
+        for _ in 0..per_round * rounds {
+            cap.on_sent(*t, MDS, per_round * MDS);
+            sent.push_back(*t);
+            if let Some(&s) = sent.front()
+                && *t - s >= RTT
+            {
+                sent.pop_front();
+                cap.on_ack(&ack(*t, s, MDS, 0));
+            }
+            *t += step;
+        }
+    }
+
+    /// A flow sending 10 datagrams per 100 ms round: the limit is the pipe
+    /// at that rate over the minimum RTT plus 0.5 ms, plus a datagram. At
+    /// half the rate the estimate keeps the faster rounds' rate for ten
+    /// rounds, then follows.
+    #[test]
+    fn limit_is_the_delivered_pipe_plus_the_target_and_a_datagram() {
+        assert_eq!(PipeCap::default().limit(RTT, MDS), None);
+        let mut cap = PipeCap::default();
+        let mut t = Instant::ZERO;
+        drive(&mut cap, &mut t, 10, 6);
+        let rate = 10.0 * MDS as f64 / RTT.as_secs_f64();
+        let bw = cap.bandwidth();
+        assert!((bw - rate).abs() < 0.05 * rate, "{bw} vs {rate}");
+        let limit = cap.limit(RTT, MDS).unwrap();
+        let want = rate * (RTT + QUEUE_TARGET).as_secs_f64() + MDS as f64;
+        assert!((limit - want).abs() < 0.05 * want, "{limit} vs {want}");
+        drive(&mut cap, &mut t, 5, 4);
+        assert!((cap.bandwidth() - rate).abs() < 0.05 * rate);
+        drive(&mut cap, &mut t, 5, 12);
+        let half = rate / 2.0;
+        assert!(
+            (cap.bandwidth() - half).abs() < 0.05 * half,
+            "{}",
+            cap.bandwidth()
+        );
+    }
+}
