@@ -104,6 +104,13 @@ impl AckTracker {
 
     /// True when `pn` was received already or is too old to tell.
     pub(crate) fn is_duplicate(&self, pn: u64) -> bool {
+        // The common case: a packet past the largest received, which no
+        // range can hold.
+        if let Some((largest, _)) = self.largest
+            && pn > largest
+        {
+            return pn < self.floor;
+        }
         pn < self.floor
             || self
                 .ranges

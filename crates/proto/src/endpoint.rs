@@ -478,6 +478,15 @@ impl Endpoint {
         if let Some(ip) = allowance_of {
             self.wake_starved(ip);
         }
+        // The usual case, a short-header packet with no handshake left
+        // half-open: nothing to look up.
+        let half_open = self
+            .admission
+            .as_ref()
+            .is_some_and(|a| !a.half_open.is_empty());
+        if !long && !half_open {
+            return;
+        }
         let Some(c) = self.connections.get(&h) else {
             return;
         };
@@ -924,7 +933,7 @@ impl Endpoint {
                 self.sched.events_ready.remove(&h);
                 continue;
             };
-            if e == Event::Closed {
+            if matches!(e, Event::Closed) {
                 self.forget(h);
             }
             return Some((h, e));
@@ -961,9 +970,8 @@ impl Endpoint {
     /// send or report.
     fn settle(&mut self) {
         while let Some(h) = self.sched.touched.pop() {
-            let deadline = self.connections.get(&h).and_then(Connection::poll_timeout);
-            if self.connections.contains_key(&h) {
-                self.sched.rearm(h, deadline);
+            if let Some(c) = self.connections.get(&h) {
+                self.sched.rearm(h, c.poll_timeout());
                 self.sched.send_ready.insert(h);
                 self.sched.events_ready.insert(h);
             } else {

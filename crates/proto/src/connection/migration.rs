@@ -458,9 +458,9 @@ impl Connection {
     /// Bytes from `remote` arrived: they raise what may be sent to it
     /// while it is not validated.
     pub(super) fn on_path_bytes(&mut self, remote: SocketAddr, bytes: u64) {
-        if remote == self.remote
-            && let Some(v) = self.migration.validating.as_mut()
+        if let Some(v) = self.migration.validating.as_mut()
             && let Some((rx, _)) = v.amplification.as_mut()
+            && remote == self.remote
         {
             *rx += bytes;
         }

@@ -162,6 +162,9 @@ impl Assembler {
             return chunk;
         }
         let n = usize::try_from(self.buf_readable_len()).map_or(max_len, |r| r.min(max_len));
+        if n == 0 {
+            return Bytes::new();
+        }
         let mut out = Vec::new();
         self.buf.copy_to_vec(0, n, &mut out);
         self.consume_buf(n);

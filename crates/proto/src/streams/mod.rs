@@ -35,6 +35,7 @@ mod byte_queue;
 mod error;
 mod flow_control;
 mod id;
+mod id_set;
 mod range_set;
 mod recv;
 mod scheduler;
@@ -45,7 +46,8 @@ mod tests;
 
 use brisk_time::Instant;
 use bytes::Bytes;
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use id_set::IdSet;
+use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
 pub(crate) use assembler::Piece;
@@ -300,19 +302,19 @@ pub struct Streams {
     events: VecDeque<StreamEvent>,
     /// Streams with a Readable / Writable event due (checked again when
     /// polled, so stale ones are skipped).
-    readable: BTreeSet<StreamId>,
-    writable: BTreeSet<StreamId>,
+    readable: IdSet,
+    writable: IdSet,
     control: VecDeque<ControlFrame>,
     max_data_due: bool,
     max_streams_due: [bool; 2],
-    max_stream_data_due: BTreeSet<StreamId>,
+    max_stream_data_due: IdSet,
     data_blocked_reported: Option<u64>,
     open_blocked: [bool; 2],
     /// Bytes all sending halves hold (unacknowledged plus unsent).
     send_buffered: u64,
     /// Streams a write found short of connection-wide buffer room: they
     /// hear Writable once acknowledgements free some.
-    budget_blocked: BTreeSet<StreamId>,
+    budget_blocked: IdSet,
     stats: StreamsStats,
 }
 
@@ -350,16 +352,16 @@ impl Streams {
             scheduler: Scheduler::new(),
             accept_queue: VecDeque::new(),
             events: VecDeque::new(),
-            readable: BTreeSet::new(),
-            writable: BTreeSet::new(),
+            readable: IdSet::default(),
+            writable: IdSet::default(),
             control: VecDeque::new(),
             max_data_due: false,
             max_streams_due: [false; 2],
-            max_stream_data_due: BTreeSet::new(),
+            max_stream_data_due: IdSet::default(),
             data_blocked_reported: None,
             open_blocked: [false; 2],
             send_buffered: 0,
-            budget_blocked: BTreeSet::new(),
+            budget_blocked: IdSet::default(),
             stats: StreamsStats::default(),
         }
     }
@@ -567,7 +569,7 @@ impl Streams {
         let r = self.app_recv(id)?;
         let result = r.read(buf);
         let bytes = result.map_or(0, |res| res.bytes);
-        let due = (r.update_due(), r.take_readable_edge());
+        let due = (r.update_due(), r.take_readable_edge(), r.is_done());
         self.after_read(id, bytes, due);
         result
     }
@@ -583,14 +585,20 @@ impl Streams {
         let r = self.app_recv(id)?;
         let result = r.read_chunk(max_len);
         let bytes = result.as_ref().map_or(0, |c| c.data.len());
-        let due = (r.update_due(), r.take_readable_edge());
+        let due = (r.update_due(), r.take_readable_edge(), r.is_done());
         self.after_read(id, bytes, due);
         result
     }
 
     /// Book-keeping after the application read `bytes` of `id`, which
-    /// left it owing credit and readable as `(credit_due, readable)` say.
-    fn after_read(&mut self, id: StreamId, bytes: usize, (credit_due, readable): (bool, bool)) {
+    /// left it owing credit, readable and its receiving half done as
+    /// `(credit_due, readable, done)` say.
+    fn after_read(
+        &mut self,
+        id: StreamId,
+        bytes: usize,
+        (credit_due, readable, done): (bool, bool, bool),
+    ) {
         if credit_due {
             self.max_stream_data_due.insert(id);
         }
@@ -599,7 +607,10 @@ impl Streams {
         }
         self.stats.bytes_read += bytes as u64;
         self.release_conn_credit(bytes as u64);
-        self.collect(id);
+        // A stream is forgotten only once its receiving half is done.
+        if done {
+            self.collect(id);
+        }
     }
 
     pub(crate) fn set_priority(
@@ -814,9 +825,7 @@ impl Streams {
         fin: bool,
     ) -> Result<(), StreamError> {
         let data = piece.data;
-        if !self.peer_frame_stream(id, Half::Recv)? {
-            return Ok(());
-        }
+        self.peer_frame_stream_opened(id, Half::Recv)?;
         let Some(r) = self.streams.get_mut(&id).and_then(|s| s.recv.as_mut()) else {
             return Ok(());
         };
@@ -833,8 +842,12 @@ impl Streams {
         if r.held_by_hole() {
             self.max_stream_data_due.insert(id);
         }
+        let done = r.is_done();
         self.release_conn_credit(discarded);
-        self.collect(id);
+        // A stream is forgotten only once its receiving half is done.
+        if done {
+            self.collect(id);
+        }
         Ok(())
     }
 
@@ -1135,6 +1148,13 @@ impl Streams {
     /// Validates the stream a peer's frame names, opening the peer streams
     /// it implies (RFC 9000 §3.2). `Ok(false)`: closed already, ignore it.
     fn peer_frame_stream(&mut self, id: StreamId, half: Half) -> Result<bool, StreamError> {
+        self.peer_frame_stream_opened(id, half)?;
+        Ok(self.streams.contains_key(&id))
+    }
+
+    /// [`Self::peer_frame_stream`] without the final look-up, for a caller
+    /// that looks the stream up next anyway.
+    fn peer_frame_stream_opened(&mut self, id: StreamId, half: Half) -> Result<(), StreamError> {
         let d = dir(id.is_bidi());
         let local = self.is_local(id);
         if !id.is_bidi() && local == (half == Half::Recv) {
@@ -1159,7 +1179,7 @@ impl Streams {
                 self.events.push_back(StreamEvent::Opened(opened));
             }
         }
-        Ok(self.streams.contains_key(&id))
+        Ok(())
     }
 
     fn update_writable(&mut self, id: StreamId) {
