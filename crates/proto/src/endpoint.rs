@@ -853,6 +853,7 @@ impl Endpoint {
             };
             let sent = c.poll_transmit(now, max_datagrams, buf);
             let deadline = c.poll_timeout();
+            let eventful = c.may_have_event();
             if sent.is_none() && c.is_half_open() {
                 let ip = c.remote_address().ip();
                 self.unstarve(h);
@@ -861,7 +862,9 @@ impl Endpoint {
             }
             self.sched.rearm(h, deadline);
             // Sending may queue events (a stream that became writable).
-            self.sched.events_ready.insert(h);
+            if eventful {
+                self.sched.events_ready.insert(h);
+            }
             match sent {
                 Some(t) => {
                     self.cursor = Some(h);
@@ -961,11 +964,13 @@ impl Endpoint {
     /// send or report.
     fn settle(&mut self) {
         while let Some(h) = self.sched.touched.pop() {
-            let deadline = self.connections.get(&h).and_then(Connection::poll_timeout);
-            if self.connections.contains_key(&h) {
+            if let Some(c) = self.connections.get(&h) {
+                let (deadline, eventful) = (c.poll_timeout(), c.may_have_event());
                 self.sched.rearm(h, deadline);
                 self.sched.send_ready.insert(h);
-                self.sched.events_ready.insert(h);
+                if eventful {
+                    self.sched.events_ready.insert(h);
+                }
             } else {
                 self.sched.forget(h);
             }
