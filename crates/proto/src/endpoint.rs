@@ -913,6 +913,14 @@ impl Endpoint {
         self.settle();
     }
 
+    /// Whether [`Endpoint::accept`] or [`Endpoint::poll_event`] might give
+    /// anything: false means both would give nothing and change nothing.
+    pub fn may_have_event(&self) -> bool {
+        !self.accept_queue.is_empty()
+            || !self.sched.touched.is_empty()
+            || self.sched.events_ready.first().is_some()
+    }
+
     /// The next event of any connection. After [`Event::Closed`] the
     /// connection is forgotten.
     pub fn poll_event(&mut self) -> Option<(ConnectionHandle, Event)> {
@@ -961,8 +969,16 @@ impl Endpoint {
 
     /// Brings the schedule up to date with the connections touched since
     /// the last call: their deadlines, and that they may have something to
-    /// send or report.
+    /// send or report. Asked before every decision, and most often with
+    /// nothing touched: that case stays in the caller.
+    #[inline]
     fn settle(&mut self) {
+        if !self.sched.touched.is_empty() {
+            self.settle_touched();
+        }
+    }
+
+    fn settle_touched(&mut self) {
         while let Some(h) = self.sched.touched.pop() {
             if let Some(c) = self.connections.get(&h) {
                 let (deadline, eventful) = (c.poll_timeout(), c.may_have_event());

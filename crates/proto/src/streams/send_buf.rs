@@ -200,6 +200,44 @@ mod tests {
         assert_eq!(v, b"xcde");
     }
 
+    #[test]
+    fn copies_find_their_segment_in_order_backwards_and_after_drops() {
+        // Many segments, owned and copied, every byte telling its position:
+        // copies that follow one another (packets), go back (resends) or
+        // come after front drops all read the bytes they name.
+        let mut q = SendBuf::new();
+        let mut model: Vec<u8> = Vec::new();
+        for i in 0..60usize {
+            let n = 100 + (i * 997) % (CHUNK_BYTES + 500);
+            let data: Vec<u8> = (model.len()..model.len() + n)
+                .map(|b| (b % 251) as u8)
+                .collect();
+            if i % 3 == 0 {
+                q.extend_from_slice(&data);
+            } else {
+                q.push_bytes(Bytes::from(data.clone()));
+            }
+            model.extend(&data);
+        }
+        let mut front = 0;
+        for _ in 0..4 {
+            let held = model.len() - front;
+            let starts: Vec<usize> = (0..held)
+                .step_by(1200)
+                .chain((0..held).step_by(3700).rev())
+                .collect();
+            for pos in starts {
+                let len = 1200.min(held - pos);
+                let mut piece = Vec::new();
+                assert!(q.copy_to_vec(pos, len, &mut piece));
+                assert_eq!(piece, &model[front + pos..front + pos + len], "at {pos}");
+            }
+            let drop = held / 3 + 7;
+            q.drain_front(drop);
+            front += drop;
+        }
+    }
+
     proptest! {
         /// Behaves like a `VecDeque<u8>` under copied and owned appends
         /// and front drops of any size.
