@@ -862,6 +862,7 @@ impl Endpoint {
             };
             let sent = c.poll_transmit(now, max_datagrams, buf);
             let deadline = c.poll_timeout();
+            let eventful = c.may_have_event();
             if sent.is_none() && c.is_half_open() {
                 let ip = c.remote_address().ip();
                 self.unstarve(h);
@@ -870,7 +871,9 @@ impl Endpoint {
             }
             self.sched.rearm(h, deadline);
             // Sending may queue events (a stream that became writable).
-            self.sched.events_ready.insert(h);
+            if eventful {
+                self.sched.events_ready.insert(h);
+            }
             match sent {
                 Some(t) => {
                     self.cursor = Some(h);
@@ -917,6 +920,14 @@ impl Endpoint {
         due.clear();
         self.sched.due = due;
         self.settle();
+    }
+
+    /// Whether [`Endpoint::accept`] or [`Endpoint::poll_event`] might give
+    /// anything: false means both would give nothing and change nothing.
+    pub fn may_have_event(&self) -> bool {
+        !self.accept_queue.is_empty()
+            || !self.sched.touched.is_empty()
+            || self.sched.events_ready.first().is_some()
     }
 
     /// The next event of any connection. After [`Event::Closed`] the
@@ -967,13 +978,24 @@ impl Endpoint {
 
     /// Brings the schedule up to date with the connections touched since
     /// the last call: their deadlines, and that they may have something to
-    /// send or report.
+    /// send or report. Asked before every decision, and most often with
+    /// nothing touched: that case stays in the caller.
+    #[inline]
     fn settle(&mut self) {
+        if !self.sched.touched.is_empty() {
+            self.settle_touched();
+        }
+    }
+
+    fn settle_touched(&mut self) {
         while let Some(h) = self.sched.touched.pop() {
             if let Some(c) = self.connections.get(&h) {
-                self.sched.rearm(h, c.poll_timeout());
+                let (deadline, eventful) = (c.poll_timeout(), c.may_have_event());
+                self.sched.rearm(h, deadline);
                 self.sched.send_ready.insert(h);
-                self.sched.events_ready.insert(h);
+                if eventful {
+                    self.sched.events_ready.insert(h);
+                }
             } else {
                 self.sched.forget(h);
             }

@@ -6,7 +6,9 @@
 //! before every call, the brute-force scan the schedule replaces; the two
 //! runs must send the same datagrams at the same instants and report the
 //! same events. After every operation each endpoint's `poll_timeout` must
-//! also be the earliest of its connections' own. Both clients share one IP
+//! also be the earliest of its connections' own, and an endpoint that
+//! says it has no event (`may_have_event`) must give none, nor leave one
+//! with a connection. Both clients share one IP
 //! address, so the server's per-address amplification allowance is shared
 //! too. Over IPv4 and IPv6.
 
@@ -159,9 +161,18 @@ impl World {
             }
             loop {
                 self.touch_all();
+                let quiet = !self.eps[i].may_have_event();
                 let Some((h, e)) = self.eps[i].poll_event() else {
+                    // Nothing reported: no connection may hold an event
+                    // the endpoint did not ask it for.
+                    let ep = &self.eps[i];
+                    for h in ep.handles() {
+                        let queued = ep.connection(h).is_some_and(|c| c.may_have_event());
+                        assert!(!queued, "{h:?} holds an event the endpoint missed");
+                    }
                     break;
                 };
+                assert!(!quiet, "an endpoint that said it had nothing gave {e:?}");
                 self.log.push(format!("{:?} {i} {h:?} {e:?}", self.now));
                 let reply = self.rng.random_range(1..40_000);
                 let Some(c) = self.eps[i].connection_mut(h) else {

@@ -100,6 +100,7 @@ impl Instant {
 /// Written out rather than as `[..].into_iter().flatten().min()`, which
 /// compiles to stores and wider reloads that stall on every call of a
 /// hot `poll_timeout`.
+#[inline]
 pub fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
     match (a, b) {
         (Some(x), Some(y)) => Some(x.min(y)),

@@ -822,8 +822,8 @@ impl Connection {
     /// when the controller asks for smaller datagrams at its rate
     /// (Prague below a few Mbit/s). Application datagrams waiting to be
     /// sent are never split, so while one waits datagrams stay full.
-    pub(super) fn send_size(&self) -> usize {
-        let mds = self.mds();
+    /// `mds` is the current [`mds`](Self::mds), read once by the caller.
+    pub(super) fn send_size_of(&self, mds: usize) -> usize {
         match self.cc.datagram_size(mds as u64) {
             Some(size) if !self.datagrams_queued() => mds.min(size as usize),
             _ => mds,
@@ -1141,6 +1141,15 @@ impl Connection {
             return self.streams.poll_event().map(Event::Stream);
         }
         None
+    }
+
+    /// Whether [`Connection::poll_event`] might give an event: false means
+    /// it would give none and change nothing, so a driver that keeps a set
+    /// of connections with events need not add this one.
+    pub fn may_have_event(&self) -> bool {
+        !self.events.is_empty()
+            || (matches!(self.state, ConnState::Established | ConnState::Handshake)
+                && self.streams.may_have_event())
     }
 
     /// When `handle_timeout` must be called next.

@@ -181,12 +181,14 @@ pub(crate) struct Written {
 
 impl Connection {
     /// Appends one 1-RTT packet if there is anything worth sending, with
-    /// `out` allowed to grow to `budget` bytes.
+    /// `out` allowed to grow to `budget` bytes; `sizes` are the current
+    /// [`Connection::mds`] and [`Connection::send_size_of`] it.
     pub(super) fn write_one_rtt(
         &mut self,
         now: Instant,
         out: &mut Vec<u8>,
         budget: usize,
+        sizes: (usize, usize),
     ) -> Option<Written> {
         if self.keys.as_ref().is_some_and(|(tx, _)| {
             tx.cipher()
@@ -217,7 +219,7 @@ impl Connection {
             }
             return None;
         };
-        let gate = self.gate(now)?;
+        let gate = self.gate(now, sizes)?;
         // A source packet leaves room for its repair; a repair packet
         // takes it.
         let repair_next =
@@ -340,14 +342,14 @@ impl Connection {
 
     /// Whether a packet may and should start now; sets or stops the
     /// pacing timer on the way.
-    fn gate(&mut self, now: Instant) -> Option<Gate> {
+    fn gate(&mut self, now: Instant, (full, send_size): (usize, usize)) -> Option<Gate> {
         let ack_due = self.acks.ack_due(now);
         let probe = self.probes_pending > 0;
-        let mds = self.send_size() as u64;
+        let mds = send_size as u64;
         let cwnd_ok = self.sent.bytes_in_flight() + mds <= self.cc.window();
         let mut pacing_ok = true;
         if !probe && cwnd_ok {
-            let small = (mds < self.mds() as u64).then_some(mds);
+            let small = (mds < full as u64).then_some(mds);
             self.pacer.set_burst_datagram(now, small);
             let at = match self.cc.pacing_rate() {
                 Some(rate) => self

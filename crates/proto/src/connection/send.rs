@@ -113,9 +113,10 @@ impl Connection {
         t
     }
 
-    /// Bytes this datagram may hold.
-    fn datagram_budget(&self) -> usize {
-        let mds = self.probe_timeout_budget(self.mds());
+    /// Bytes this datagram may hold, with `mds` the current
+    /// [`Connection::mds`].
+    fn datagram_budget(&self, mds: usize) -> usize {
+        let mds = self.probe_timeout_budget(mds);
         if let Some(path) = self.path_allowance() {
             return usize::try_from(path).map_or(mds, |a| a.min(mds));
         }
@@ -140,9 +141,12 @@ impl Connection {
             return None;
         }
         let base = out.len();
+        // The datagram size, read once: nothing below changes it before
+        // the 1-RTT packet is written.
+        let mds = self.mds();
         // A size check is one short datagram, alone or the last of a train.
         let size_check = self.size_check_due(now);
-        let mut room = self.datagram_budget().min(max_len);
+        let mut room = self.datagram_budget(mds).min(max_len);
         if size_check {
             room = room.min(crate::pmtu::BASE_UDP_PAYLOAD);
         }
@@ -171,9 +175,10 @@ impl Connection {
             ecn: Ecn::NotEct,
             full: false,
         };
-        let one_rtt_budget = budget.min(base + self.send_size());
+        let send_size = self.send_size_of(mds);
+        let one_rtt_budget = budget.min(base + send_size);
         if self.state == ConnState::Established
-            && let Some(w) = self.write_one_rtt(now, out, one_rtt_budget)
+            && let Some(w) = self.write_one_rtt(now, out, one_rtt_budget, (mds, send_size))
         {
             datagram = Datagram {
                 ecn: w.ecn,

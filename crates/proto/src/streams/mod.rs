@@ -1039,6 +1039,9 @@ impl Streams {
 
     /// The next thing the application should hear about.
     pub(crate) fn poll_event(&mut self) -> Option<StreamEvent> {
+        if !self.may_have_event() {
+            return None;
+        }
         if let Some(event) = self.events.pop_front() {
             if let StreamEvent::Reset(id, _) = event
                 && let Some(r) = self.streams.get_mut(&id).and_then(|s| s.recv.as_mut())
@@ -1069,6 +1072,12 @@ impl Streams {
             }
         }
         None
+    }
+
+    /// Whether [`Streams::poll_event`] might give anything: false means it
+    /// would give nothing and change nothing.
+    pub(crate) fn may_have_event(&self) -> bool {
+        !self.events.is_empty() || !self.readable.is_empty() || !self.writable.is_empty()
     }
 
     // ---- internals ----

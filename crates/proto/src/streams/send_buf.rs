@@ -10,6 +10,7 @@
 use super::byte_queue::CHUNK_BYTES;
 use bytes::Bytes;
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 #[derive(Debug, Default)]
 pub(crate) struct SendBuf {
@@ -22,6 +23,10 @@ pub(crate) struct SendBuf {
     tail_start: u64,
     /// The position of the first byte held; the ones before are dropped.
     front: u64,
+    /// The index in `segs` of the segment the last copy started in: a
+    /// packet's bytes mostly come from there or the next one, so most
+    /// copies skip the search. Only a hint: checked before use.
+    last_seg: AtomicUsize,
 }
 
 impl SendBuf {
@@ -99,6 +104,26 @@ impl SendBuf {
         }
     }
 
+    /// The index of the segment holding the byte at position `at` (the
+    /// first whose end is past it; `segs.len()` when it is in the tail).
+    fn segment_of(&self, at: u64) -> usize {
+        let hint = self.last_seg.load(Ordering::Relaxed);
+        for i in [hint, hint.wrapping_add(1)] {
+            if let Some((start, s)) = self.segs.get(i)
+                && *start <= at
+                && at < start + s.len() as u64
+            {
+                self.last_seg.store(i, Ordering::Relaxed);
+                return i;
+            }
+        }
+        let i = self
+            .segs
+            .partition_point(|(start, s)| start + s.len() as u64 <= at);
+        self.last_seg.store(i, Ordering::Relaxed);
+        i
+    }
+
     /// Appends the bytes `[pos, pos + len)` (counted from the first byte
     /// held) to `out`; false (and nothing appended) unless all of them are
     /// held.
@@ -109,9 +134,7 @@ impl SendBuf {
         out.reserve(len);
         let mut at = self.front + pos as u64;
         let mut left = len;
-        let first = self
-            .segs
-            .partition_point(|(start, s)| start + s.len() as u64 <= at);
+        let first = self.segment_of(at);
         for (start, s) in self.segs.range(first..) {
             if left == 0 {
                 return true;
@@ -175,6 +198,44 @@ mod tests {
         assert_eq!(v, b"x");
         assert!(q.copy_to_vec(2, 3, &mut v));
         assert_eq!(v, b"xcde");
+    }
+
+    #[test]
+    fn copies_find_their_segment_in_order_backwards_and_after_drops() {
+        // Many segments, owned and copied, every byte telling its position:
+        // copies that follow one another (packets), go back (resends) or
+        // come after front drops all read the bytes they name.
+        let mut q = SendBuf::new();
+        let mut model: Vec<u8> = Vec::new();
+        for i in 0..60usize {
+            let n = 100 + (i * 997) % (CHUNK_BYTES + 500);
+            let data: Vec<u8> = (model.len()..model.len() + n)
+                .map(|b| (b % 251) as u8)
+                .collect();
+            if i % 3 == 0 {
+                q.extend_from_slice(&data);
+            } else {
+                q.push_bytes(Bytes::from(data.clone()));
+            }
+            model.extend(&data);
+        }
+        let mut front = 0;
+        for _ in 0..4 {
+            let held = model.len() - front;
+            let starts: Vec<usize> = (0..held)
+                .step_by(1200)
+                .chain((0..held).step_by(3700).rev())
+                .collect();
+            for pos in starts {
+                let len = 1200.min(held - pos);
+                let mut piece = Vec::new();
+                assert!(q.copy_to_vec(pos, len, &mut piece));
+                assert_eq!(piece, &model[front + pos..front + pos + len], "at {pos}");
+            }
+            let drop = held / 3 + 7;
+            q.drain_front(drop);
+            front += drop;
+        }
     }
 
     proptest! {

@@ -619,7 +619,11 @@ impl BriskFlow {
     fn process(&mut self, now: Instant) -> bool {
         self.touch_all_in_reference_mode();
         let mut progressed = false;
-        if std::mem::replace(&mut self.touched[End::Sender as usize].events, false) {
+        // An endpoint with nothing queued is not asked (asking would give
+        // nothing and change nothing).
+        if std::mem::replace(&mut self.touched[End::Sender as usize].events, false)
+            && self.client.may_have_event()
+        {
             // With early data the sender host is the server.
             while let Some(h) = self.client.accept() {
                 self.client_conn.get_or_insert(h);
@@ -655,7 +659,9 @@ impl BriskFlow {
                 }
             }
         }
-        if std::mem::replace(&mut self.touched[End::Receiver as usize].events, false) {
+        if std::mem::replace(&mut self.touched[End::Receiver as usize].events, false)
+            && self.server.may_have_event()
+        {
             while let Some(h) = self.server.accept() {
                 self.server_conn.get_or_insert(h);
             }
