@@ -14,14 +14,17 @@ use brisk_sim::scenario::{IpFamily, Scenario};
 use brisk_sim::{RunOptions, run};
 use common::{FAMILIES, flow};
 
-/// One of the lab's bulk scenarios (30 s, 5% random loss toward the
-/// receiver), its flow (the file's last table) with BBR's bounded Startup.
+/// One of the lab's bulk scenarios (5% random loss toward the receiver)
+/// cut to its first 30 s, its flow (the file's last table) with BBR's
+/// bounded Startup.
 fn lab_bulk(file: &str) -> Scenario {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../lab/default/lossy-mobile")
         .join(file);
     let text = std::fs::read_to_string(&path).unwrap();
-    Scenario::parse(&format!("{text}bbr_bounded_startup = true\n"), file).unwrap()
+    let mut s = Scenario::parse(&format!("{text}bbr_bounded_startup = true\n"), file).unwrap();
+    s.duration = std::time::Duration::from_secs(30);
+    s
 }
 
 fn run_seeded(s: &Scenario, ip: IpFamily, seed: u64) -> Results {

@@ -96,8 +96,36 @@ fn bulk_at_5_percent_loss_is_not_held_by_flow_control() {
     }
 }
 
-/// The whole 30 s run over seeds 1 to 3, both families, with and without
-/// FEC: the figures docs/PROTOCOL.md (section 6.6) and docs/LAB.md quote.
+/// The bulk goal over a whole transfer of a minute, start
+/// included, as the lab measures it: at least 0.9 x rate x (1 - loss) on
+/// both families, with FEC `adaptive` and without. Over 30 s the start
+/// from a ten-packet window (the link full only after about five round
+/// trips of doubling, some 1.3 MB short of a full link) takes nearly all
+/// of the slack IPv6's headers leave, and the runs give 8.38-8.62 Mbit/s.
+#[test]
+fn a_minute_of_bulk_meets_the_goal_over_the_whole_run() {
+    const GOAL_MBPS: f64 = 0.9 * 10.0 * (1.0 - 0.05);
+    for ip in FAMILIES {
+        for fec in ["off", "adaptive"] {
+            let r = run_on(&bulk(fec, 60), ip);
+            let f = flow(&r, "bulk");
+            println!(
+                "{ip:?} FEC {fec}: {:.2} Mbit/s over the whole 60 s",
+                f.goodput_mbps
+            );
+            assert!(f.brisk.as_ref().unwrap().transport.data_intact, "{ip:?} FEC {fec}");
+            assert!(
+                f.goodput_mbps >= GOAL_MBPS,
+                "{ip:?} FEC {fec}: {:.2} Mbit/s over 60 s against at least {GOAL_MBPS:.2}",
+                f.goodput_mbps
+            );
+        }
+    }
+}
+
+/// The whole 30 s and 60 s runs over seeds 1 to 3, both families, with and
+/// without FEC: the figures docs/PROTOCOL.md (section 6.6) and docs/LAB.md
+/// quote.
 /// About 10 to 16 s in the ci profile; run with `cargo test --profile ci
 /// -p brisk-sim --test bulk_lossy_windows -- --ignored --nocapture`.
 #[test]
@@ -105,32 +133,36 @@ fn bulk_at_5_percent_loss_is_not_held_by_flow_control() {
 fn whole_run_goodput_over_seeds() {
     const GOAL_MBPS: f64 = 0.9 * 10.0 * (1.0 - 0.05);
     let (mut met, mut sum) = (0, 0.0);
-    for fec in ["off", "adaptive"] {
-        for ip in FAMILIES {
-            let mut line = Vec::new();
-            for seed in 1..=3 {
-                let r = brisk_sim::run(
-                    &bulk(fec, 30),
-                    brisk_sim::RunOptions {
-                        ip: Some(ip),
-                        seed: Some(seed),
-                        ..Default::default()
-                    },
-                )
-                .results;
-                let mbps = flow(&r, "bulk").goodput_mbps;
-                met += usize::from(mbps >= GOAL_MBPS);
-                sum += mbps;
-                line.push(format!("{mbps:.2}"));
+    for secs in [30, 60] {
+        for fec in ["off", "adaptive"] {
+            for ip in FAMILIES {
+                let mut line = Vec::new();
+                for seed in 1..=3 {
+                    let r = brisk_sim::run(
+                        &bulk(fec, secs),
+                        brisk_sim::RunOptions {
+                            ip: Some(ip),
+                            seed: Some(seed),
+                            ..Default::default()
+                        },
+                    )
+                    .results;
+                    let mbps = flow(&r, "bulk").goodput_mbps;
+                    if secs == 30 {
+                        met += usize::from(mbps >= GOAL_MBPS);
+                        sum += mbps;
+                    }
+                    line.push(format!("{mbps:.2}"));
+                }
+                println!(
+                    "{ip:?} FEC {fec}: whole {secs} s run {} Mbit/s (seeds 1, 2, 3)",
+                    line.join(" / ")
+                );
             }
-            println!(
-                "{ip:?} FEC {fec}: whole run {} Mbit/s (seeds 1, 2, 3)",
-                line.join(" / ")
-            );
         }
     }
     let mean = sum / 12.0;
-    println!("{met} of 12 runs at or above {GOAL_MBPS:.2} Mbit/s, mean {mean:.3}");
+    println!("30 s: {met} of 12 runs at or above {GOAL_MBPS:.2} Mbit/s, mean {mean:.3}");
     // 8.34 while the sender waited at the window for a hole's repair.
     assert!(mean >= 8.42, "mean {mean:.3} Mbit/s");
 }

@@ -29,9 +29,14 @@
 //! and without loss) keep their full length, so every p95 checked is over
 //! at least 40 fetches; the other runs keep only their first few fetches.
 //!
-//! Bulk: one transfer over 10 Mbit/s at 220 ms with 5% random loss,
-//! beside OK.ru's TCP figures as the baseline (99% utilisation at 0%
-//! loss, 74% at 5% and 20 ms, 45% at 5% and 220 ms).
+//! Bulk: one transfer of a minute over 10 Mbit/s at 220 ms with 5% random
+//! loss, its goodput taken over the whole run, start included, beside
+//! OK.ru's TCP figures as the baseline (99% utilisation at 0% loss, 74% at
+//! 5% and 20 ms, 45% at 5% and 220 ms). A minute, because the start from
+//! a ten-packet window costs about 1.3 MB on this path whatever the loss
+//! (the link is full only after five round trips of doubling), nearly all
+//! of the goal's slack over 30 s on IPv6 (about 1.4 MB), whose headers
+//! hold its steady state near 8.9 Mbit/s.
 //!
 //! Checks (the issue's goals):
 //! - p95 of a 50 KB fetch at 5% loss and 220 ms with FEC **≤ 1.3 x** the
@@ -324,9 +329,11 @@ fn bulk(runs: &Runs<'_>) -> Result<(Vec<Check>, Table), SectionError> {
             checks.push(
                 Check::new(
                     format!(
-                        "Bulk at {:.0}% loss, {rtt_ms:.0} ms, {:.0} Mbit/s: goodput with FEC",
+                        "Bulk at {:.0}% loss, {rtt_ms:.0} ms, {:.0} Mbit/s: goodput with FEC \
+                         over the whole {:.0} s transfer",
                         loss * 100.0,
-                        rate_bps / 1e6
+                        rate_bps / 1e6,
+                        run.scenario.duration.as_secs_f64()
                     ),
                     format!("at least {BULK_SHARE} x rate x (1 - loss) ({goal_mbps:.2} Mbit/s)"),
                     flow.goodput_mbps,
