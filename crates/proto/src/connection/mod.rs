@@ -970,14 +970,18 @@ impl Connection {
 
     /// Copies in-order data of stream `id` into `buf`.
     pub fn read(&mut self, id: StreamId, buf: &mut [u8]) -> Result<ReadResult, StreamError> {
-        self.streams.read(id, buf)
+        let r = self.streams.read(id, buf);
+        self.release_rx_bufs();
+        r
     }
 
     /// Like [`Connection::read`], but hands over up to `max_len` bytes as a
     /// reference-counted [`bytes::Bytes`] instead of copying them: bulk data
     /// comes back as slices of the datagrams it arrived in.
     pub fn read_chunk(&mut self, id: StreamId, max_len: usize) -> Result<ReadChunk, StreamError> {
-        self.streams.read_chunk(id, max_len)
+        let r = self.streams.read_chunk(id, max_len);
+        self.release_rx_bufs();
+        r
     }
 
     /// Changes the urgency of `id`'s data from the next packet on.

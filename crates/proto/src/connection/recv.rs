@@ -400,6 +400,17 @@ impl Connection {
         BytesMut::with_capacity(need)
     }
 
+    /// Frees the buffers a read left without slices: a backlog's buffers go
+    /// as the application reads it, not at the next packet, which may never
+    /// come (the last packets of a transfer that ended while the reader
+    /// lagged kept the pool at its peak for the connection's life).
+    pub(super) fn release_rx_bufs(&mut self) {
+        if self.rx_bufs.len() > RX_BUFS_MIN {
+            let need = self.mds();
+            self.trim_rx_bufs(need);
+        }
+    }
+
     /// Frees the oldest buffers while no slice of them is left and more
     /// than [`RX_BUFS_MIN`] are kept (the reader frees them in order).
     fn trim_rx_bufs(&mut self, need: usize) {

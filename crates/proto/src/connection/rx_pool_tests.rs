@@ -1,6 +1,6 @@
 //! The decryption buffer pool: a reader that falls behind pins a buffer
-//! per packet and the pool grows with the backlog; once it has read the
-//! backlog the pool gives the buffers back instead of keeping its peak.
+//! per packet and the pool grows with the backlog; as it reads the backlog
+//! the pool gives the buffers back instead of keeping its peak.
 
 use super::recv::RX_BUFS_MIN;
 use super::tests::Pair;
@@ -48,6 +48,12 @@ fn buffers_a_backlog_pinned_are_freed_once_the_reader_catches_up() {
             read.extend_from_slice(&out[..r.bytes]);
         }
         assert_eq!(read, data, "the backlog arrives intact");
+        // Reading gave the buffers back, with no packet after it.
+        let kept = p.server().rx_bufs_kept();
+        assert!(
+            kept <= RX_BUFS_MIN + 1,
+            "{kept} buffers kept once the backlog was read (peak {peak})"
+        );
         p.client().write(id, b"more").unwrap();
         p.exchange(3);
         let kept = p.server().rx_bufs_kept();
