@@ -113,7 +113,10 @@ fn a_minute_of_bulk_meets_the_goal_over_the_whole_run() {
                 "{ip:?} FEC {fec}: {:.2} Mbit/s over the whole 60 s",
                 f.goodput_mbps
             );
-            assert!(f.brisk.as_ref().unwrap().transport.data_intact, "{ip:?} FEC {fec}");
+            assert!(
+                f.brisk.as_ref().unwrap().transport.data_intact,
+                "{ip:?} FEC {fec}"
+            );
             assert!(
                 f.goodput_mbps >= GOAL_MBPS,
                 "{ip:?} FEC {fec}: {:.2} Mbit/s over 60 s against at least {GOAL_MBPS:.2}",
