@@ -78,6 +78,7 @@ mod retry_sources;
 mod rtt;
 mod schedule;
 mod sent_packets;
+mod small_set;
 mod stateless_reset;
 mod stats;
 pub mod streams;

@@ -11,105 +11,12 @@
 //! it something to send is time reaching its deadline (`mark_due`).
 
 use crate::endpoint::ConnectionHandle;
+use crate::small_set::SmallSet;
 use brisk_time::{Deadlines, Instant};
-use std::collections::BTreeSet;
 
-/// Handles a [`ReadySet`] keeps in one sorted array before it moves them
-/// into a tree.
-const SMALL: usize = 16;
-
-/// A set of connection handles in handle order: a short sorted array
-/// while it holds a few (a client's one connection is inserted and
-/// removed around every datagram, where a tree's node work was a tenth
-/// of a simulated run), a tree once it grows past that.
-#[derive(Debug)]
-pub(crate) enum ReadySet {
-    Small(Vec<ConnectionHandle>),
-    Large(BTreeSet<ConnectionHandle>),
-}
-
-impl Default for ReadySet {
-    fn default() -> Self {
-        ReadySet::Small(Vec::new())
-    }
-}
-
-impl ReadySet {
-    pub(crate) fn insert(&mut self, h: ConnectionHandle) {
-        match self {
-            ReadySet::Small(v) => {
-                // The usual case first: the one connection already there.
-                if v.first() == Some(&h) {
-                    return;
-                }
-                let Err(i) = v.binary_search(&h) else {
-                    return;
-                };
-                if v.len() < SMALL {
-                    v.insert(i, h);
-                } else {
-                    let mut set: BTreeSet<_> = v.drain(..).collect();
-                    set.insert(h);
-                    *self = ReadySet::Large(set);
-                }
-            }
-            ReadySet::Large(set) => {
-                set.insert(h);
-            }
-        }
-    }
-
-    pub(crate) fn remove(&mut self, h: &ConnectionHandle) {
-        match self {
-            ReadySet::Small(v) => {
-                if let Ok(i) = v.binary_search(h) {
-                    v.remove(i);
-                }
-            }
-            ReadySet::Large(set) => {
-                set.remove(h);
-            }
-        }
-    }
-
-    pub(crate) fn first(&self) -> Option<&ConnectionHandle> {
-        match self {
-            ReadySet::Small(v) => v.first(),
-            ReadySet::Large(set) => set.first(),
-        }
-    }
-
-    /// The first handle in `from..below` (`from < below`).
-    fn first_in(
-        &self,
-        from: ConnectionHandle,
-        below: ConnectionHandle,
-    ) -> Option<ConnectionHandle> {
-        match self {
-            ReadySet::Small(v) => {
-                let i = v.partition_point(|&h| h < from);
-                v.get(i).copied().filter(|&h| h < below)
-            }
-            ReadySet::Large(set) => set.range(from..below).next().copied(),
-        }
-    }
-
-    #[cfg(test)]
-    fn to_vec(&self) -> Vec<ConnectionHandle> {
-        match self {
-            ReadySet::Small(v) => v.clone(),
-            ReadySet::Large(set) => set.iter().copied().collect(),
-        }
-    }
-}
-
-impl Extend<ConnectionHandle> for ReadySet {
-    fn extend<I: IntoIterator<Item = ConnectionHandle>>(&mut self, iter: I) {
-        for h in iter {
-            self.insert(h);
-        }
-    }
-}
+/// Connection handles in handle order: a client's one connection goes in
+/// and out around every datagram, so a short array before a tree.
+pub(crate) type ReadySet = SmallSet<ConnectionHandle>;
 
 #[derive(Debug, Default)]
 pub(crate) struct Schedule {
@@ -180,6 +87,7 @@ impl Schedule {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeSet;
 
     fn at(ms: u64) -> Instant {
         Instant::from_nanos(ms * 1_000_000)

@@ -35,7 +35,6 @@ mod byte_queue;
 mod error;
 mod flow_control;
 mod id;
-mod id_set;
 mod range_set;
 mod recv;
 mod scheduler;
@@ -46,7 +45,8 @@ mod tests;
 
 use brisk_time::Instant;
 use bytes::Bytes;
-use id_set::IdSet;
+/// Streams owed an event or a frame, in ID order.
+type IdSet = crate::small_set::SmallSet<StreamId>;
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
