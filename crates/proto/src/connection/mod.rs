@@ -77,7 +77,6 @@ use crate::transport_params::TransportParams;
 use crate::varint;
 use brisk_time::{Instant, earliest};
 use brisk_wire::Ecn;
-use bytes::BytesMut;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use std::collections::VecDeque;
@@ -241,8 +240,10 @@ pub struct Connection {
     /// whose STREAM data the streams keep as slices (see `streams::Piece`)
     /// pins its buffer until the reader drops them; the oldest buffer is
     /// reused once it is free, so a reader that keeps up costs no
-    /// allocation per packet.
-    rx_bufs: VecDeque<BytesMut>,
+    /// allocation per packet. Each remembers the room it was made with:
+    /// one made before path MTU discovery raised the datagram size cannot
+    /// take a full datagram any more.
+    rx_bufs: VecDeque<recv::RxBuf>,
     /// Packets an ACK frame just acknowledged, kept between ACKs so taking
     /// them out of the sent record allocates nothing.
     acked_scratch: Vec<(u64, SentPacket)>,

@@ -29,6 +29,13 @@ const KEPT_ACKED: usize = 64;
 /// receive window, and the most it keeps once a backlog is read.
 pub(super) const RX_BUFS_MIN: usize = 64;
 
+/// A decryption buffer of the pool and the bytes of room it was made
+/// with: free of slices, it can take a packet of at most that size.
+pub(super) struct RxBuf {
+    buf: BytesMut,
+    room: usize,
+}
+
 /// A received datagram: borrowed from the caller, or handed over.
 enum Datagram<'a> {
     Borrowed(&'a [u8]),
@@ -330,17 +337,18 @@ impl Connection {
         let (plain, packet_len) = match packet {
             ShortPacket::Borrowed(packet) => {
                 let (aad, sealed) = packet.split_at(header.header_len.min(packet.len()));
-                let mut buf = self.take_rx_buf(sealed.len());
+                let mut rx_buf = self.take_rx_buf(sealed.len());
+                let buf = &mut rx_buf.buf;
                 buf.extend_from_slice(sealed);
                 let Some((_, rx)) = self.keys.as_ref() else {
                     return;
                 };
-                let opened = rx.open_in_place(pn, aad, &mut buf);
+                let opened = rx.open_in_place(pn, aad, buf);
                 let plain = opened.map(|n| {
                     buf.truncate(n);
                     buf.split().freeze()
                 });
-                self.rx_bufs.push_back(buf);
+                self.rx_bufs.push_back(rx_buf);
                 (plain, packet.len())
             }
             ShortPacket::Owned(mut packet) => {
@@ -380,12 +388,23 @@ impl Connection {
     /// caught up, the free buffers beyond [`RX_BUFS_MIN`] go at the next
     /// packet, and the pool no longer holds its peak for the rest of the
     /// connection (hundreds of KB after a burst).
-    fn take_rx_buf(&mut self, len: usize) -> BytesMut {
+    ///
+    /// A buffer too small for the packet (made before path MTU discovery
+    /// raised the datagram size, or for a smaller packet) is let go when
+    /// it comes to the front, pinned or not: kept, it would look pinned
+    /// for ever, and every later packet would take a new buffer until the
+    /// pool held a receive window's worth (about 500 idle buffers, 700 KB,
+    /// on a loopback connection whose datagrams grew from 1200 to 1452
+    /// bytes).
+    fn take_rx_buf(&mut self, len: usize) -> RxBuf {
         let mds = self.mds();
         let need = len.max(mds);
+        while self.rx_bufs.front().is_some_and(|b| b.room < need) {
+            self.rx_bufs.pop_front();
+        }
         if let Some(front) = self.rx_bufs.front_mut() {
-            front.clear();
-            if front.try_reclaim(need)
+            front.buf.clear();
+            if front.buf.try_reclaim(need)
                 && let Some(buf) = self.rx_bufs.pop_front()
             {
                 self.trim_rx_bufs(need);
@@ -397,7 +416,11 @@ impl Connection {
         if self.rx_bufs.len() >= max {
             self.rx_bufs.pop_front();
         }
-        BytesMut::with_capacity(need)
+        let buf = BytesMut::with_capacity(need);
+        RxBuf {
+            room: buf.capacity(),
+            buf,
+        }
     }
 
     /// Frees the buffers a read left without slices: a backlog's buffers go
@@ -411,16 +434,19 @@ impl Connection {
         }
     }
 
-    /// Frees the oldest buffers while no slice of them is left and more
-    /// than [`RX_BUFS_MIN`] are kept (the reader frees them in order).
+    /// Frees the oldest buffers while no slice of them is left (or they
+    /// are too small for `need` bytes) and more than [`RX_BUFS_MIN`] are
+    /// kept (the reader frees them in order).
     fn trim_rx_bufs(&mut self, need: usize) {
         while self.rx_bufs.len() > RX_BUFS_MIN {
             let Some(front) = self.rx_bufs.front_mut() else {
                 break;
             };
-            front.clear();
-            if !front.try_reclaim(need) {
-                break;
+            if front.room >= need {
+                front.buf.clear();
+                if !front.buf.try_reclaim(need) {
+                    break;
+                }
             }
             self.rx_bufs.pop_front();
         }
@@ -430,6 +456,13 @@ impl Connection {
     #[cfg(test)]
     pub(super) fn rx_bufs_kept(&self) -> usize {
         self.rx_bufs.len()
+    }
+
+    /// The room of each decryption buffer kept, oldest first (for the
+    /// pool's tests).
+    #[cfg(test)]
+    pub(super) fn rx_buf_rooms(&self) -> Vec<usize> {
+        self.rx_bufs.iter().map(|b| b.room).collect()
     }
 
     /// Feeds `payload` to the frame handlers as the content of an

@@ -63,3 +63,59 @@ fn buffers_a_backlog_pinned_are_freed_once_the_reader_catches_up() {
         );
     }
 }
+
+/// Bytes the server sends a client that reads as they come: a few hundred
+/// packets, each of which would have taken a new buffer behind a buffer
+/// too small to reuse.
+const STREAMED_BYTES: usize = 600_000;
+
+#[test]
+fn buffers_made_before_the_datagram_size_grew_do_not_hold_the_pool() {
+    for v6 in [false, true] {
+        let mut p = Pair::connected_with(v6, |client, server| {
+            for t in [client, server] {
+                t.pmtud = true;
+                t.max_datagram_size = 1452;
+            }
+        });
+        // Path MTU discovery raises the datagram size above the 1200
+        // bytes the first packets were decrypted at.
+        p.exchange(60);
+        let mds = p.client().mds();
+        assert!(mds > 1200, "path MTU discovery stayed at {mds} bytes");
+        let rooms = p.client().rx_buf_rooms();
+        assert!(
+            rooms.iter().any(|&r| r < mds),
+            "no buffer smaller than the {mds}-byte datagrams: {rooms:?}"
+        );
+        let id = p.server().open_stream(true, Priority::default()).unwrap();
+        let data: Vec<u8> = (0..STREAMED_BYTES).map(|i| (i % 251) as u8).collect();
+        let (mut written, mut read) = (0, Vec::new());
+        let mut out = vec![0u8; 64 * 1024];
+        for _ in 0..2_000 {
+            written += p.server().write(id, &data[written..]).unwrap();
+            p.exchange(1);
+            while let Ok(r) = p.client().read(id, &mut out) {
+                if r.bytes == 0 {
+                    break;
+                }
+                read.extend_from_slice(&out[..r.bytes]);
+            }
+            if read.len() == data.len() {
+                break;
+            }
+        }
+        assert_eq!(read, data, "the stream arrives intact");
+        let kept = p.client().rx_bufs_kept();
+        assert!(
+            kept <= RX_BUFS_MIN + 1,
+            "{kept} buffers kept by a reader that kept up ({} datagrams received)",
+            p.client().stats().datagrams_received
+        );
+        let rooms = p.client().rx_buf_rooms();
+        assert!(
+            rooms.iter().all(|&r| r >= mds),
+            "buffers too small for {mds}-byte datagrams are still kept: {rooms:?}"
+        );
+    }
+}
