@@ -775,8 +775,11 @@ impl Controller for Prague {
         self.settle_exit_alpha(ack, marked);
         self.srtt = ack.smoothed_rtt;
         if let Some(cap) = &mut self.pipe_cap {
-            cap.on_ack(ack);
-            if ack.rtt_sampled && path_rtt(ack) > ack.min_rtt + PIPE_CAP_QUEUE_SEEN {
+            let queued = ack.rtt_sampled && path_rtt(ack) > ack.min_rtt + PIPE_CAP_QUEUE_SEEN;
+            let full = ack.rtt_sampled
+                && path_rtt(ack) > ack.min_rtt + PIPE_CAP_QUEUE_SEEN + cap.packet_time(self.mds);
+            cap.on_ack(ack, full);
+            if queued {
                 self.pipe_queue_seen = Some(ack.now);
             }
         }
