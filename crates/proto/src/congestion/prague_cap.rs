@@ -24,6 +24,13 @@
 //! Below a 100 ms minimum RTT it also asks for a queue seen in the last
 //! few round trips, since an estimate below the pipe would otherwise hold
 //! the window there with the link partly idle.
+//!
+//! The estimate forgets only rounds whose RTTs showed a queue. A round
+//! with none delivered all that was sent, so its samples show the
+//! sender's own rate, not a narrower pipe: after slow start's last cut a
+//! 200 ms flow refills for longer than ten rounds, and an estimate that
+//! aged through the refill fell to the refilling rate and held the window
+//! there (25 Mbit/s at 200 ms: 75% of the link, no queue).
 
 use std::time::Duration;
 
