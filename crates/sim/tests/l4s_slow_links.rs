@@ -115,21 +115,15 @@ fn prague_alone_fills_25_to_100mbit_links_with_a_one_packet_queue() {
     check_alone(100.0, 5, 1.0);
 }
 
-/// The ends of the grid, goals not met yet: at 1 Mbit/s, where one
-/// 1500-byte packet takes 12 ms, Prague kept 93% with a queue p99 of
-/// 32 ms; at a 200 ms base RTT (10 Mbit/s) 92% with 12 ms. Run with
+/// The low end of the grid, goal not met yet: at 1 Mbit/s, where one
+/// 1500-byte packet takes 12 ms, Prague keeps 93% with a queue p99 of
+/// 32 ms (10 Mbit/s at 200 ms, the other end, is met with the pipe cap:
+/// `pipe_cap_fills_links_at_50_to_200ms_within_the_queue_bound`). Run with
 /// `cargo test --release -p brisk-sim --test l4s_slow_links -- --ignored --nocapture fills_a`.
 #[test]
 #[ignore = "goal not met yet: 93% and a 32 ms queue p99"]
 fn prague_alone_fills_a_1mbit_link() {
     check_alone(1.0, 20, 1.0);
-}
-
-/// See [`prague_alone_fills_a_1mbit_link`].
-#[test]
-#[ignore = "goal not met yet: 92% and a 12 ms queue p99"]
-fn prague_alone_fills_a_link_with_200ms_base_rtt() {
-    check_alone(10.0, 200, 1.0);
 }
 
 /// Prague alone with `prague_small_datagrams`, as [`alone`].
@@ -303,35 +297,54 @@ fn prague_alone_fills_100mbit_at_100_and_200ms() {
     }
 }
 
-/// The goal at 200 ms on faster links, not met yet: Prague alone keeps
-/// 95.0% of 25 Mbit/s with a queue p99 of 6.4 ms (bound 1.48 ms), and
-/// 96.9% of 100 Mbit/s with 2.67 ms (bound 1.12 ms): the increase per
-/// round trip that keeps two flows at 10 and 160 ms within 2:1 becomes
-/// queue before the marks come back. Run with `cargo test --release -p
-/// brisk-sim --test l4s_slow_links -- --ignored --nocapture fills_25`.
+/// The goal at 200 ms on faster links: met by default at 100 Mbit/s
+/// (99.6%, 0.77 ms) and at 25 Mbit/s on IPv4 (100%, 0.65 ms), not yet at
+/// 25 Mbit/s on IPv6 (94.5%, 1.60 ms; the bound is 1.48 ms). Run with
+/// `cargo test --release -p brisk-sim --test l4s_slow_links -- --ignored
+/// --nocapture fills_25`.
 #[test]
-#[ignore = "goal not met yet: queue p99 6.4 ms at 25 Mbit/s, 2.7 ms at 100 Mbit/s"]
+#[ignore = "goal not met yet: 94.5% and a queue p99 of 1.6 ms at 25 Mbit/s on IPv6"]
 fn prague_alone_fills_25_and_100mbit_links_at_200ms() {
     check_alone(25.0, 200, 1.0);
     check_alone(100.0, 200, 1.0);
 }
 
-/// With the pipe cap (`prague_pipe_cap`, off by default) Prague alone
-/// stops growing at the delivered pipe plus 0.5 ms and a datagram instead
-/// of a round trip's increase past the step: at 100 Mbit/s, 200 ms the
-/// queue p99 falls from 2.67 to about 0.75 ms, at 10 Mbit/s, 200 ms from
-/// 11.9 ms to under 0.2 ms, at 25 Mbit/s, 50 ms from 1.60 to 0.6 ms, the
-/// link 98-100% busy (docs/PROTOCOL.md).
+/// Prague alone stops growing at the delivered pipe plus 0.5 ms and a
+/// datagram (its pipe cap, on by default) instead of a round trip's
+/// increase past the step: at 100 Mbit/s, 200 ms the queue p99 falls from
+/// 2.67 to about 0.75 ms, at 10 Mbit/s, 200 ms from 11.9 ms to under
+/// 0.2 ms, at 25 and 50 Mbit/s, 100 ms from 2.8 and 2.4 ms to 1.2 ms or
+/// less, the link 96-100% busy; at 25 Mbit/s, 100 ms the estimate also
+/// has to survive the refill after slow start's last cut, which takes
+/// longer than its ten rounds (docs/PROTOCOL.md).
 #[test]
-fn pipe_cap_fills_links_at_50_and_200ms_within_the_queue_bound() {
-    for (mbit, rtt_ms) in [(100.0, 200), (10.0, 200), (25.0, 50)] {
+fn pipe_cap_fills_links_at_50_to_200ms_within_the_queue_bound() {
+    for (mbit, rtt_ms) in [
+        (100.0, 200),
+        (10.0, 200),
+        (25.0, 50),
+        (25.0, 100),
+        (50.0, 100),
+    ] {
         for ip in FAMILIES {
-            let a = alone_flow(bulk_pipe_cap("prague", rtt_ms), mbit, ip);
+            let a = alone(mbit, rtt_ms, ip);
             let bound = 1.0 + packet_ms(mbit);
             let what = format!("{mbit} Mbit/s, {rtt_ms} ms, {ip:?}: {a:?}, queue bound {bound} ms");
             assert!(a.utilization >= 0.95, "{what}");
             assert!(a.queue_p99_ms <= bound, "{what}");
         }
+    }
+}
+
+/// Without the pipe cap (`prague_pipe_cap = false`) the first mark comes a
+/// round trip after the queue passed the step: at 100 Mbit/s, 200 ms the
+/// queue p99 is 2.67 ms, over the 1.12 ms bound, so the cap is what meets
+/// it there.
+#[test]
+fn without_the_pipe_cap_the_long_rtt_queue_overshoots() {
+    for ip in FAMILIES {
+        let a = alone_flow(bulk_pipe_cap("prague", 200, false), 100.0, ip);
+        assert!(a.queue_p99_ms > 1.0 + packet_ms(100.0), "{ip:?}: {a:?}");
     }
 }
 

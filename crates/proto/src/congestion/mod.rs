@@ -255,13 +255,12 @@ pub struct CcConfig {
     /// pull toward an even split (docs/PROTOCOL.md).
     pub prague_small_datagrams: bool,
     /// Prague stops growing its window at the path's pipe (the largest
-    /// delivery rate of the last 10 round trips times the minimum RTT plus
-    /// 0.5 ms) plus one datagram, while few rounds carry a CE mark and,
-    /// below a 100 ms minimum RTT, a queue was seen lately, so alone its
-    /// queue stays under the step instead of taking a whole round trip's
-    /// increase before the first mark returns. Off by default: at
-    /// 25 Mbit/s and 100-200 ms it holds the link 75-87% busy
-    /// (docs/PROTOCOL.md).
+    /// delivery rate of the last 10 round trips that showed a queue, times
+    /// the minimum RTT plus 0.5 ms) plus one datagram, while few rounds
+    /// carry a CE mark, the link does not send in bursts and, below a
+    /// 100 ms minimum RTT, a queue was seen lately, so alone its queue
+    /// stays under the step instead of taking a whole round trip's increase
+    /// before the first mark returns. On by default (docs/PROTOCOL.md).
     pub prague_pipe_cap: bool,
     /// BBR's Startup keeps two BDPs of the delivery rate in flight
     /// (BBRv3's window gain) instead of 2/ln 2 BDPs, ends on a round that
@@ -282,7 +281,8 @@ pub struct CcConfig {
 impl Default for CcConfig {
     /// RFC 9002 §7.2: 1200-byte datagrams, ten packets initially, two at
     /// least; HyStart++, Prague's smaller datagrams at low rates and BBR's
-    /// bounded Startup off; Prague's cut floor on aggregating links on.
+    /// bounded Startup off; Prague's cut floor on aggregating links and
+    /// its pipe cap on.
     fn default() -> Self {
         Self {
             max_datagram_size: 1200,
@@ -290,7 +290,7 @@ impl Default for CcConfig {
             minimum_window_packets: 2,
             hystart: false,
             prague_small_datagrams: false,
-            prague_pipe_cap: false,
+            prague_pipe_cap: true,
             bbr_bounded_startup: false,
             prague_burst_floor: true,
         }
@@ -441,6 +441,7 @@ mod tests {
         assert_eq!(c.minimum_window(), 2_400);
         assert!(!c.hystart);
         assert!(c.prague_burst_floor);
+        assert!(c.prague_pipe_cap);
         let odd = CcConfig {
             max_datagram_size: 0,
             initial_window_packets: 0,

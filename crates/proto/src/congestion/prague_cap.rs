@@ -24,6 +24,13 @@
 //! Below a 100 ms minimum RTT it also asks for a queue seen in the last
 //! few round trips, since an estimate below the pipe would otherwise hold
 //! the window there with the link partly idle.
+//!
+//! The estimate forgets only rounds whose RTTs showed a queue. A round
+//! with none delivered all that was sent, so its samples show the
+//! sender's own rate, not a narrower pipe: after slow start's last cut a
+//! 200 ms flow refills for longer than ten rounds, and an estimate that
+//! aged through the refill fell to the refilling rate and held the window
+//! there (25 Mbit/s at 200 ms: 75% of the link, no queue).
 
 use std::time::Duration;
 
@@ -49,6 +56,8 @@ pub(super) struct PipeCap {
     round_max: f64,
     /// Completed rounds' largest samples, newest first.
     maxima: [f64; ROUNDS],
+    /// Some RTT of the current round showed a queue.
+    round_queued: bool,
 }
 
 impl PipeCap {
@@ -57,8 +66,13 @@ impl PipeCap {
     }
 
     /// Takes `ack`'s delivery-rate sample; a round ends when a packet sent
-    /// after it began is acknowledged.
-    pub(super) fn on_ack(&mut self, ack: &AckSample) {
+    /// after it began is acknowledged. `queued`: the ACK's RTT showed a
+    /// queue. A round with no queue in any RTT leaves the older rounds'
+    /// maxima in place and only adds its own to the newest: the path then
+    /// carried all that was sent, so its samples show the sender's rate,
+    /// not less room in the pipe.
+    pub(super) fn on_ack(&mut self, ack: &AckSample, queued: bool) {
+        self.round_queued |= queued;
         let sample = self.rate.on_ack(ack);
         let prior = sample
             .map(|s| s.prior_delivered_bytes)
@@ -73,8 +87,14 @@ impl PipeCap {
         }
         if prior.is_some_and(|p| p >= self.round_end) {
             self.round_end = self.rate.delivered_bytes();
-            self.maxima.rotate_right(1);
-            self.maxima[0] = self.round_max;
+            if self.round_queued {
+                self.maxima.rotate_right(1);
+                self.maxima[0] = self.round_max;
+            } else {
+                self.maxima[0] = self.maxima[0].max(self.round_max);
+            }
+            self.round_queued = false;
+
             self.round_max = 0.0;
         }
     }
@@ -83,6 +103,18 @@ impl PipeCap {
     /// rounds, bytes per second.
     pub(super) fn bandwidth(&self) -> f64 {
         self.maxima.iter().copied().fold(self.round_max, f64::max)
+    }
+
+    /// One datagram of `mds` bytes at the estimate, zero before any: the
+    /// minimum RTT may come from a smaller packet, so a full one's RTT
+    /// exceeds it by its serialization without any queue.
+    pub(super) fn packet_time(&self, mds: u64) -> Duration {
+        let bw = self.bandwidth();
+        if bw > 0.0 {
+            Duration::from_secs_f64(mds as f64 / bw)
+        } else {
+            Duration::ZERO
+        }
     }
 
     /// The window, in bytes, growth may not pass: the pipe at the largest
@@ -105,6 +137,11 @@ mod tests {
     /// Runs `rounds` round trips of 100 ms at `per_round` datagrams sent
     /// evenly, each acknowledged one RTT later.
     fn drive(cap: &mut PipeCap, t: &mut Instant, per_round: u64, rounds: u64) {
+        drive_queued(cap, t, per_round, rounds, true);
+    }
+
+    /// As [`drive`], each ACK's RTT showing a queue or not.
+    fn drive_queued(cap: &mut PipeCap, t: &mut Instant, per_round: u64, rounds: u64, queued: bool) {
         let step = RTT / per_round as u32;
         let mut sent = std::collections::VecDeque::new();
         for _ in 0..per_round * rounds {
@@ -114,7 +151,7 @@ mod tests {
                 && *t - s >= RTT
             {
                 sent.pop_front();
-                cap.on_ack(&ack(*t, s, MDS, 0));
+                cap.on_ack(&ack(*t, s, MDS, 0), queued);
             }
             *t += step;
         }
@@ -145,5 +182,24 @@ mod tests {
             "{}",
             cap.bandwidth()
         );
+    }
+
+    /// Rounds whose RTTs show no queue carried all that was sent: a flow
+    /// refilling its window below the pipe after a cut keeps the estimate
+    /// of the rounds that filled it, however long the refill takes. Once
+    /// the queue shows again, slower rounds replace it within ten rounds.
+    #[test]
+    fn rounds_without_a_queue_keep_the_estimate() {
+        let mut cap = PipeCap::default();
+        let mut t = Instant::ZERO;
+        drive(&mut cap, &mut t, 10, 6);
+        let rate = 10.0 * MDS as f64 / RTT.as_secs_f64();
+        drive_queued(&mut cap, &mut t, 6, 20, false);
+        let bw = cap.bandwidth();
+        assert!((bw - rate).abs() < 0.05 * rate, "{bw} vs {rate}");
+        drive_queued(&mut cap, &mut t, 6, 14, true);
+        let slow = 0.6 * rate;
+        let bw = cap.bandwidth();
+        assert!((bw - slow).abs() < 0.05 * slow, "{bw} vs {slow}");
     }
 }

@@ -52,13 +52,14 @@ fn pipe_cap_override() -> Option<bool> {
 }
 
 /// A brisk Prague bulk flow with its growth held at the delivered pipe
-/// (`prague_pipe_cap`).
-pub fn bulk_pipe_cap(name: &str, rtt_ms: u64) -> Flow<'_> {
-    Flow {
-        name,
-        body: "kind = \"brisk\"\ncc = \"prague\"\nprague_pipe_cap = true",
-        rtt_ms,
-    }
+/// (`prague_pipe_cap`) or not.
+pub fn bulk_pipe_cap(name: &str, rtt_ms: u64, on: bool) -> Flow<'_> {
+    let body = if on {
+        "kind = \"brisk\"\ncc = \"prague\"\nprague_pipe_cap = true"
+    } else {
+        "kind = \"brisk\"\ncc = \"prague\"\nprague_pipe_cap = false"
+    };
+    Flow { name, body, rtt_ms }
 }
 
 /// A brisk Prague bulk flow with smaller datagrams and increase at low
