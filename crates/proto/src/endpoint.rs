@@ -21,7 +21,7 @@ use crate::connection::{
 use crate::error::ConnectError;
 use crate::error::code;
 use crate::packet::{
-    ConnectionId, Header, HeaderView, LOCAL_CID_LEN, LongType, SUPPORTED_VERSIONS,
+    ConnectionId, Header, HeaderView, LOCAL_CID_LEN, Layout, LongType, SUPPORTED_VERSIONS,
 };
 use crate::qlog::QlogFactory;
 use crate::retry::StatelessPacket;
@@ -163,8 +163,9 @@ struct Routes {
 
 /// What `route` found for a datagram.
 enum Route {
-    /// One of the endpoint's own connections reads it.
-    To(ConnectionHandle),
+    /// One of the endpoint's own connections reads it; the layout of its
+    /// first header, validated here, is handed on.
+    To(ConnectionHandle, Layout),
     /// Dealt with already, or for the caller to deliver.
     Elsewhere(Delivery),
 }
@@ -372,18 +373,18 @@ impl Endpoint {
     ) -> Delivery {
         let long = data.first().is_some_and(|b| b & 0x80 != 0);
         let routed = match self.route(now, remote, data) {
-            Route::To(h) => Some(h),
+            Route::To(h, first) => Some((h, first)),
             Route::Elsewhere(d) => return d,
         };
-        if let Some(h) = routed
+        if let Some((h, first)) = routed
             && let Some(c) = self.connections.get_mut(&h)
         {
             let raises_allowance = counts_for_allowance(c, remote);
-            c.handle_datagram(now, remote, ecn, data);
+            c.handle_routed_datagram(now, remote, ecn, data, first);
             self.after_datagram(h, long, raises_allowance.then_some(remote.ip()));
         }
         self.settle();
-        Delivery::Handled(routed)
+        Delivery::Handled(routed.map(|(h, _)| h))
     }
 
     /// Takes established connection `h` out of the endpoint, for a caller
@@ -460,11 +461,11 @@ impl Endpoint {
         data: BytesMut,
     ) {
         let long = data.first().is_some_and(|b| b & 0x80 != 0);
-        if let Route::To(h) = self.route(now, remote, &data)
+        if let Route::To(h, first) = self.route(now, remote, &data)
             && let Some(c) = self.connections.get_mut(&h)
         {
             let raises_allowance = counts_for_allowance(c, remote);
-            c.handle_datagram_owned(now, remote, ecn, data);
+            c.handle_routed_datagram_owned(now, remote, ecn, data, first);
             self.after_datagram(h, long, raises_allowance.then_some(remote.ip()));
         }
         self.settle();
@@ -539,7 +540,7 @@ impl Endpoint {
                 return Route::Elsewhere(Delivery::Detached(h));
             }
             self.sched.touch(h);
-            return Route::To(h);
+            return Route::To(h, view.layout());
         }
         if !view.is_long()
             && let Some(d) = self.take_stateless_reset(data)

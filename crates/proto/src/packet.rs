@@ -161,9 +161,11 @@ pub struct HeaderView<T: AsRef<[u8]>> {
 }
 
 /// Offsets found while validating: (start, len) of each connection ID, where
-/// the packet number starts and where the packet ends.
+/// the packet number starts and where the packet ends. A datagram's first
+/// header is validated once, by the endpoint that routes it; its
+/// connection reads the same bytes again with the offsets found then.
 #[derive(Debug, Clone, Copy)]
-struct Layout {
+pub(crate) struct Layout {
     dcid: (usize, usize),
     scid: (usize, usize),
     pn_at: usize,
@@ -176,6 +178,19 @@ impl<T: AsRef<[u8]>> HeaderView<T> {
     pub fn new_checked(buffer: T, short_cid_len: usize) -> Result<Self, DecodeError> {
         let at = Layout::find(buffer.as_ref(), short_cid_len)?;
         Ok(HeaderView { buffer, at })
+    }
+
+    /// The offsets validation found, to view the same bytes again with
+    /// [`HeaderView::with_layout`] without validating them twice.
+    pub(crate) fn layout(&self) -> Layout {
+        self.at
+    }
+
+    /// A view of `buffer` with offsets a [`HeaderView::new_checked`] of the
+    /// very same bytes found.
+    pub(crate) fn with_layout(buffer: T, at: Layout) -> Self {
+        debug_assert!(at.end <= buffer.as_ref().len());
+        HeaderView { buffer, at }
     }
 }
 

@@ -174,13 +174,16 @@ impl Connection {
         {
             return None;
         }
+        // Without path MTU discovery (asked before every datagram) there
+        // is nothing to work out.
+        if !self.pmtu.enabled() {
+            return None;
+        }
         let ceiling = self.mds_ceiling();
-        let in_flight = self.sent.bytes_in_flight();
-        let window = self.cc.window();
         // Asked again at the next send if the window is full: the search
         // moves on only when a probe leaves.
         let size = self.pmtu.next_probe(now, ceiling)?;
-        (in_flight + size as u64 <= window).then_some(size)
+        (self.sent.bytes_in_flight() + size as u64 <= self.cc.window()).then_some(size)
     }
 
     /// A lost packet of `size` bytes that the path's size lost, not a

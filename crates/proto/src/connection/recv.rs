@@ -8,7 +8,7 @@ use crate::error::{ConnectionError, code};
 use crate::frame::{AckFrame, AckFrequencyFrame, Frame, FrameIter, StreamFrame, ty};
 use crate::handshake::HandshakePayload;
 use crate::loss::{LossDetection, LostBatch};
-use crate::packet::{HeaderView, LOCAL_CID_LEN, LongType, decode_packet_number};
+use crate::packet::{HeaderView, LOCAL_CID_LEN, Layout, LongType, decode_packet_number};
 use crate::qlog::{self, LossTrigger, PacketEvent, PacketHeader, PacketType, QlogEvent, RawInfo};
 use crate::sent_packets::{SentFrame, SentFrames, SentPacket};
 use crate::streams::{Piece, Side, StreamError, StreamId};
@@ -73,7 +73,21 @@ impl Connection {
     /// The packet is copied once, to be decrypted; a caller that owns the
     /// buffer spares the copy with [`Connection::handle_datagram_owned`].
     pub fn handle_datagram(&mut self, now: Instant, remote: SocketAddr, ecn: Ecn, data: &[u8]) {
-        self.handle_datagram_from(now, remote, ecn, Datagram::Borrowed(data));
+        self.handle_datagram_from(now, remote, ecn, Datagram::Borrowed(data), None);
+    }
+
+    /// Like [`Connection::handle_datagram`], for a datagram whose first
+    /// header the endpoint validated while routing it, with the layout it
+    /// found: the header is not parsed a second time.
+    pub(crate) fn handle_routed_datagram(
+        &mut self,
+        now: Instant,
+        remote: SocketAddr,
+        ecn: Ecn,
+        data: &[u8],
+        first: Layout,
+    ) {
+        self.handle_datagram_from(now, remote, ecn, Datagram::Borrowed(data), Some(first));
     }
 
     /// Like [`Connection::handle_datagram`], for a datagram the caller hands
@@ -86,7 +100,20 @@ impl Connection {
         ecn: Ecn,
         data: BytesMut,
     ) {
-        self.handle_datagram_from(now, remote, ecn, Datagram::Owned(data));
+        self.handle_datagram_from(now, remote, ecn, Datagram::Owned(data), None);
+    }
+
+    /// [`Connection::handle_routed_datagram`] for a datagram the caller
+    /// hands over.
+    pub(crate) fn handle_routed_datagram_owned(
+        &mut self,
+        now: Instant,
+        remote: SocketAddr,
+        ecn: Ecn,
+        data: BytesMut,
+        first: Layout,
+    ) {
+        self.handle_datagram_from(now, remote, ecn, Datagram::Owned(data), Some(first));
     }
 
     fn handle_datagram_from(
@@ -95,6 +122,7 @@ impl Connection {
         remote: SocketAddr,
         ecn: Ecn,
         mut data: Datagram<'_>,
+        mut first: Option<Layout>,
     ) {
         let total = data.bytes().len();
         self.stats.datagrams_received += 1;
@@ -112,7 +140,12 @@ impl Connection {
         let mut at = 0;
         while at < total {
             let rest = data.bytes().get(at..).unwrap_or_default();
-            let view = match HeaderView::new_checked(rest, LOCAL_CID_LEN) {
+            // The first header was validated by the endpoint already.
+            let checked = match first.take() {
+                Some(layout) => Ok(HeaderView::with_layout(rest, layout)),
+                None => HeaderView::new_checked(rest, LOCAL_CID_LEN),
+            };
+            let view = match checked {
                 Ok(v) => v,
                 Err(_) => {
                     self.stats.dropped.malformed += 1;
