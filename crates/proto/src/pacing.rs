@@ -195,6 +195,14 @@ impl Pacer {
         }
     }
 
+    /// The sender was held by something else than the pacer (its window
+    /// closed) when asked for a packet: the release time it waited for no
+    /// longer counts, so a packet the window releases later earns no credit.
+    pub(crate) fn held_elsewhere(&mut self) {
+        self.release = None;
+        self.late = None;
+    }
+
     /// How the sender kept to the schedule so far.
     pub(crate) fn stats(&self) -> PacingStats {
         self.stats
@@ -628,13 +636,15 @@ mod tests {
         );
         assert_eq!(p.stats().late_sends, 0);
         assert_eq!(p.stats().credited, Duration::ZERO);
-        // Never asked after the release time at all (the window closed):
-        // no credit either.
+        // The window closed before the release time; the ACK that opens it
+        // comes later: no credit either.
         let mut q = Pacer::new(MDS);
         assert_eq!(q.next_send_time(start, MDS, cwnd, srtt, PRAGUE), start);
         q.on_sent(start, MDS);
         let at = q.next_send_time(start, MDS, cwnd, srtt, PRAGUE);
+        q.held_elsewhere();
         let acked = at + Duration::from_micros(700);
+        assert_eq!(q.next_send_time(acked, MDS, cwnd, srtt, PRAGUE), acked);
         q.on_sent(acked, MDS);
         assert_eq!(
             q.next_send_time(acked, MDS, cwnd, srtt, PRAGUE),
