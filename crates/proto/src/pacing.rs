@@ -272,11 +272,12 @@ impl Pacer {
                 self.stats.late_total += late;
                 self.stats.late_max = self.stats.late_max.max(late);
                 let room = (self.capacity - tokens).max(0.0);
-                let credit = (late.min(MAX_LATE_CREDIT).as_secs_f64() * self.rate_bytes_per_sec)
-                    .min(room);
+                let credit =
+                    (late.min(MAX_LATE_CREDIT).as_secs_f64() * self.rate_bytes_per_sec).min(room);
                 if credit > 0.0 {
                     tokens += credit;
-                    self.stats.credited += Duration::from_secs_f64(credit / self.rate_bytes_per_sec);
+                    self.stats.credited +=
+                        Duration::from_secs_f64(credit / self.rate_bytes_per_sec);
                 }
             }
         }
