@@ -618,32 +618,30 @@ fn cubic_seeds() {
 fn alone_at_4mbit_like_the_live_check() {
     // Prague alone draws no randomness: every seed runs the same.
     for ip in FAMILIES {
-        for seed in [1] {
-            let s = dumbbell(
-                "\"4000kbit\"",
-                DUALPI2_LINUX,
-                "",
-                &[bulk("prague", "prague", 20)],
-                10,
-            );
-            let r = run(
-                &s,
-                RunOptions {
-                    ip: Some(ip),
-                    seed: Some(seed),
-                    series: true,
-                    ..Default::default()
-                },
-            );
-            let all = r.outcome.series();
-            let f = series(&all, "prague");
-            let (from, to) = (Duration::from_secs(5), Duration::from_secs(10));
-            println!(
-                "{ip:?} seed {seed}: busy {:.1}%, queue p99 {:.2} ms, CE {:.1}% of packets",
-                rate_mbps(f, from, to) / 4.0 * 100.0,
-                queue_delay_ms(f, from, to, 0.99),
-                r.results.flows[0].ce_fraction * 100.0
-            );
-        }
+        let s = dumbbell(
+            "\"4000kbit\"",
+            DUALPI2_LINUX,
+            "",
+            &[bulk("prague", "prague", 20)],
+            10,
+        );
+        let r = run(
+            &s,
+            RunOptions {
+                ip: Some(ip),
+                seed: Some(1),
+                series: true,
+                ..Default::default()
+            },
+        );
+        let all = r.outcome.series();
+        let f = series(&all, "prague");
+        let (from, to) = (Duration::from_secs(5), Duration::from_secs(10));
+        println!(
+            "{ip:?}: busy {:.1}%, queue p99 {:.2} ms, CE {:.1}% of packets",
+            rate_mbps(f, from, to) / 4.0 * 100.0,
+            queue_delay_ms(f, from, to, 0.99),
+            r.results.flows[0].ce_fraction * 100.0
+        );
     }
 }
