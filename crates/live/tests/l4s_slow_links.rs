@@ -56,7 +56,8 @@ fn download(mode: IpMode, rate_mbps: u64, secs: u64, realtime: bool) -> SteadyBu
         "{mode:?} {rate_mbps} Mbit/s, real-time ends {}, second half of {secs} s: link busy {:.1}%, queue delay \
          p50 {:.2} p99 {:.2} ms, CE {:.1}% ({} marks); arrivals within a packet time of \
          the one before {:.1}%, gap p50 {:.2} p99 {:.2} max {:.2} ms; Brisk RTT p50 {:.1} p99 {:.1} ms; \
-         router late p99 {:.2} ms down, {:.2} ms up, kept up {}",
+         router late p99 {:.2} ms down, {:.2} ms up, kept up {}; sender: {} of {} paced packets \
+         left after their release time, by {:.3} ms on average, {:.2} ms at most, {:.0} ms credited",
         run.bulk.realtime,
         s.busy * 100.0,
         s.queue_delay.p50_ms,
@@ -72,6 +73,11 @@ fn download(mode: IpMode, rate_mbps: u64, secs: u64, realtime: bool) -> SteadyBu
         f.down.delay_error_ms.p99,
         f.up.delay_error_ms.p99,
         f.kept_up,
+        run.bulk.sender.paced_late,
+        run.bulk.sender.paced_waits,
+        run.bulk.sender.paced_late_mean_ms,
+        run.bulk.sender.paced_late_max_ms,
+        run.bulk.sender.paced_credited_ms,
     );
     for b in &s.bins {
         eprintln!(

@@ -96,4 +96,4 @@ pub use loss::LossConfig;
 pub use pmtu::PmtuStats;
 pub use rtt::RttEstimator;
 pub use stateless_reset::{MAX_RESET_LEN, MIN_RESET_LEN};
-pub use stats::{ConnectionStats, DropStats};
+pub use stats::{ConnectionStats, DropStats, PacingStats};

@@ -15,6 +15,19 @@
 //! never less than two datagrams, so a sender on a fast path is not woken
 //! for every packet, and an idle period earns no more than one such burst.
 //!
+//! Late wake-ups: a driver on a real clock wakes for a release time a
+//! little late (timer slack, a thread that waited for a core). The bucket
+//! holds one datagram for Prague, so time past the release time would earn
+//! nothing and be lost for good: at 4 Mbit/s a sender that wakes 0.2 ms
+//! late per 3 ms packet sends 7% below its rate. So the pacer remembers the
+//! release time it gave, and a packet sent at the first question after it
+//! is charged from that release time, not from when it left: its lateness
+//! (at most [`MAX_LATE_CREDIT`], and never more than the bucket holds) is
+//! credited to the next one. Only a packet that waited for the pacer and
+//! left at the first chance earns credit; a sender that had nothing to send
+//! or no window at the release time earns none. A driver that wakes on time
+//! (the simulator) never earns any.
+//!
 //! A controller may ask for other values through [`PacingParams`]
 //! (`Controller::pacing`): Prague paces at exactly its window per RTT and
 //! with single-datagram bursts, because an L4S queue marks any packet that
@@ -28,6 +41,8 @@ use std::time::Duration;
 
 use brisk_time::Instant;
 
+use crate::stats::PacingStats;
+
 /// Gain on `cwnd / srtt` in slow start.
 pub(crate) const SLOW_START_GAIN: f64 = 2.0;
 /// Gain on `cwnd / srtt` in congestion avoidance (RFC 9002 §7.7's `N`).
@@ -36,6 +51,11 @@ pub(crate) const CONGESTION_AVOIDANCE_GAIN: f64 = 1.25;
 pub(crate) const MAX_BURST_TIME: Duration = Duration::from_micros(250);
 /// The smallest burst, in datagrams.
 pub(crate) const MIN_BURST_PACKETS: u64 = 2;
+/// The most lateness one packet credits to the next: behind a packet that
+/// left late the next one may start up to this much early, and waits at
+/// most this long in the bottleneck's queue, below an L4S queue's 1 ms
+/// marking step.
+pub(crate) const MAX_LATE_CREDIT: Duration = Duration::from_millis(1);
 /// Nanoseconds a release time is moved on at most past its estimate (one
 /// or two in practice; the bound only keeps absurd rates from looping).
 const RELEASE_STEPS: u32 = 4;
@@ -82,6 +102,12 @@ pub(crate) struct Pacer {
     /// the pacer is asked per packet, so the float divisions are skipped
     /// while the inputs stay the same.
     rate_inputs: Option<RateInputs>,
+    /// The release time last given for a packet the sender had to hold.
+    release: Option<Instant>,
+    /// The first question at or after `release`: `(when, how late)`; the
+    /// packet sent at that instant is charged from the release time.
+    late: Option<(Instant, Duration)>,
+    stats: PacingStats,
 }
 
 /// The inputs of the current rate and bucket size.
@@ -107,6 +133,9 @@ impl Pacer {
             rate_bytes_per_sec: 0.0,
             last_refill: None,
             rate_inputs: None,
+            release: None,
+            late: None,
+            stats: PacingStats::default(),
         }
     }
 
@@ -129,7 +158,9 @@ impl Pacer {
         params: PacingParams,
     ) -> Instant {
         self.set_window_rate(now, cwnd, srtt, params);
-        self.release_time(now, bytes)
+        let at = self.release_time(now, bytes);
+        self.note_question(now, at);
+        at
     }
 
     /// [`next_send_time`](Self::next_send_time) at `rate_bytes_per_sec`
@@ -144,7 +175,37 @@ impl Pacer {
         params: PacingParams,
     ) -> Instant {
         self.set_given_rate(now, rate_bytes_per_sec, params.min_burst_packets);
-        self.release_time(now, bytes)
+        let at = self.release_time(now, bytes);
+        self.note_question(now, at);
+        at
+    }
+
+    /// Keeps the schedule for the late credit: a release time in the
+    /// future is remembered; the first question at or after it records how
+    /// late it came; any later question (the sender did not send at that
+    /// first chance) forgets it.
+    fn note_question(&mut self, now: Instant, at: Instant) {
+        if at > now {
+            self.release = Some(at);
+            self.late = None;
+        } else if let Some(release) = self.release.take() {
+            self.late = Some((now, now.saturating_duration_since(release)));
+        } else if self.late.is_some_and(|(asked, _)| asked != now) {
+            self.late = None;
+        }
+    }
+
+    /// The sender was held by something else than the pacer (its window
+    /// closed) when asked for a packet: the release time it waited for no
+    /// longer counts, so a packet the window releases later earns no credit.
+    pub(crate) fn held_elsewhere(&mut self) {
+        self.release = None;
+        self.late = None;
+    }
+
+    /// How the sender kept to the schedule so far.
+    pub(crate) fn stats(&self) -> PacingStats {
+        self.stats
     }
 
     /// When a packet of `bytes` may leave at the current rate.
@@ -192,8 +253,35 @@ impl Pacer {
     }
 
     /// A packet of `bytes` left at `now`.
+    ///
+    /// A packet that waited for the pacer and left at the first question
+    /// after its release time is charged from that time: the lateness, up
+    /// to [`MAX_LATE_CREDIT`] and to what the bucket holds besides, stays
+    /// in the bucket for the next packet.
     pub(crate) fn on_sent(&mut self, now: Instant, bytes: u64) {
-        self.tokens = (self.tokens_at(now) - bytes as f64).max(0.0);
+        let mut tokens = (self.tokens_at(now) - bytes as f64).max(0.0);
+        // A question at another instant (or none) since the release time:
+        // no credit, and the release time is spent.
+        self.release = None;
+        if let Some((asked, late)) = self.late.take()
+            && asked == now
+        {
+            self.stats.waits += 1;
+            if !late.is_zero() {
+                self.stats.late_sends += 1;
+                self.stats.late_total += late;
+                self.stats.late_max = self.stats.late_max.max(late);
+                let room = (self.capacity - tokens).max(0.0);
+                let credit =
+                    (late.min(MAX_LATE_CREDIT).as_secs_f64() * self.rate_bytes_per_sec).min(room);
+                if credit > 0.0 {
+                    tokens += credit;
+                    self.stats.credited +=
+                        Duration::from_secs_f64(credit / self.rate_bytes_per_sec);
+                }
+            }
+        }
+        self.tokens = tokens;
         self.last_refill = Some(now.max(self.last_refill.unwrap_or(now)));
     }
 
@@ -470,6 +558,100 @@ mod tests {
         let mut q = Pacer::new(MDS);
         let classic = send_all(&mut q, start, 3, cwnd, srtt, false);
         assert_eq!(classic[1], start);
+    }
+
+    const PRAGUE: PacingParams = PacingParams {
+        gain: 1.0,
+        min_burst_packets: 1,
+    };
+
+    /// A sender woken `late` after every release time Prague's pacer gives
+    /// (10 datagrams per 20 ms, one every 2 ms): its send times.
+    fn late_sender(late: Duration, packets: usize) -> (Pacer, Vec<Instant>) {
+        let mut p = Pacer::new(MDS);
+        let (srtt, cwnd) = (Duration::from_millis(20), 10 * MDS);
+        let mut now = Instant::from_secs_f64(1.0);
+        let mut times = Vec::new();
+        for _ in 0..packets {
+            let at = p.next_send_time(now, MDS, cwnd, srtt, PRAGUE);
+            now = if at > now { at + late } else { now };
+            assert_eq!(p.next_send_time(now, MDS, cwnd, srtt, PRAGUE), now);
+            p.on_sent(now, MDS);
+            times.push(now);
+        }
+        (p, times)
+    }
+
+    /// A sender that wakes late keeps the pacer's rate: each packet's
+    /// lateness is credited to the next, so only the first is behind the
+    /// schedule; without the credit every late wake-up would be lost.
+    #[test]
+    fn a_late_sender_keeps_the_rate() {
+        for late_us in [0, 50, 300, 999, 1_000, 1_900] {
+            let late = Duration::from_micros(late_us);
+            let (p, times) = late_sender(late, 101);
+            let span = (times[100] - times[0]).as_secs_f64();
+            // 100 gaps of 2 ms; the first packet after the first one is
+            // late with no credit before it, and each later one loses only
+            // what exceeds the 1 ms credit.
+            let lost = late.saturating_sub(MAX_LATE_CREDIT).as_secs_f64();
+            let expected = 0.2 + late.as_secs_f64() + 99.0 * lost;
+            assert!((span - expected).abs() < 1e-6, "{late:?}: span {span}");
+            // No two packets closer than the credit allows.
+            for pair in times.windows(2) {
+                let gap = (pair[1] - pair[0]).as_secs_f64();
+                assert!(gap >= 0.002 - 1e-3 - 1e-9, "{late:?}: gap {gap}");
+            }
+            let s = p.stats();
+            assert_eq!(s.waits, 100);
+            assert_eq!(s.late_sends, if late_us == 0 { 0 } else { 100 });
+            assert_eq!(s.late_max, late);
+            assert_eq!(s.late_total, late * s.late_sends as u32);
+            let credited = late.min(MAX_LATE_CREDIT).as_secs_f64() * s.late_sends as f64;
+            assert!((s.credited.as_secs_f64() - credited).abs() < 1e-6);
+        }
+    }
+
+    /// Credit is earned only by a packet that waited for the pacer and left
+    /// at the first question after its release time: a sender with nothing
+    /// to send then (or no window) sends later with no credit, as before.
+    #[test]
+    fn only_a_packet_held_by_the_pacer_earns_credit() {
+        let (srtt, cwnd) = (Duration::from_millis(20), 10 * MDS);
+        let start = Instant::from_secs_f64(1.0);
+        let mut p = Pacer::new(MDS);
+        assert_eq!(p.next_send_time(start, MDS, cwnd, srtt, PRAGUE), start);
+        p.on_sent(start, MDS);
+        let at = p.next_send_time(start, MDS, cwnd, srtt, PRAGUE);
+        assert_eq!(at, start + Duration::from_millis(2));
+        // Woken 0.5 ms late, asked, but nothing to send then.
+        let woke = at + Duration::from_micros(500);
+        assert_eq!(p.next_send_time(woke, MDS, cwnd, srtt, PRAGUE), woke);
+        // Data comes 3 ms later: it leaves at once, with no credit.
+        let later = woke + Duration::from_millis(3);
+        assert_eq!(p.next_send_time(later, MDS, cwnd, srtt, PRAGUE), later);
+        p.on_sent(later, MDS);
+        assert_eq!(
+            p.next_send_time(later, MDS, cwnd, srtt, PRAGUE),
+            later + Duration::from_millis(2)
+        );
+        assert_eq!(p.stats().late_sends, 0);
+        assert_eq!(p.stats().credited, Duration::ZERO);
+        // The window closed before the release time; the ACK that opens it
+        // comes later: no credit either.
+        let mut q = Pacer::new(MDS);
+        assert_eq!(q.next_send_time(start, MDS, cwnd, srtt, PRAGUE), start);
+        q.on_sent(start, MDS);
+        let at = q.next_send_time(start, MDS, cwnd, srtt, PRAGUE);
+        q.held_elsewhere();
+        let acked = at + Duration::from_micros(700);
+        assert_eq!(q.next_send_time(acked, MDS, cwnd, srtt, PRAGUE), acked);
+        q.on_sent(acked, MDS);
+        assert_eq!(
+            q.next_send_time(acked, MDS, cwnd, srtt, PRAGUE),
+            acked + Duration::from_millis(2)
+        );
+        assert_eq!(q.stats(), PacingStats::default());
     }
 
     #[test]

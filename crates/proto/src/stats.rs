@@ -37,6 +37,24 @@ impl DropStats {
     }
 }
 
+/// How the sender kept to the pacer's schedule: a driver wakes for a
+/// release time a little late (a timer's slack, a thread waiting for a
+/// core), and the pacer counts that lateness and credits it back, up to
+/// a millisecond per packet, so the next packet keeps the schedule.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PacingStats {
+    /// Packets that waited for a release time the pacer gave.
+    pub waits: u64,
+    /// Of those, packets sent after that release time.
+    pub late_sends: u64,
+    /// Their lateness summed.
+    pub late_total: Duration,
+    /// The largest lateness.
+    pub late_max: Duration,
+    /// Lateness credited back to the schedule (bounded per packet).
+    pub credited: Duration,
+}
+
 /// A connection's counters and path estimates at one moment
 /// ([`crate::Connection::stats`]); counters start at zero and only grow.
 #[derive(Debug, Clone, PartialEq)]
@@ -62,6 +80,8 @@ pub struct ConnectionStats {
     /// bandwidth estimate times the RTT for BBR (whose window is twice
     /// that). An application sizing its output to the path reads this.
     pub pacing_window_bytes: u64,
+    /// Sends that waited for the pacer, and how late they left.
+    pub pacing: PacingStats,
     /// UDP datagrams and their payload bytes.
     pub datagrams_sent: u64,
     /// UDP payload bytes sent.

@@ -559,6 +559,51 @@ fn trace_cell() {
     );
 }
 
+/// Prague's rate over CUBIC's beside it in default DualPI2 at 4 Mbit/s and
+/// 20 ms, second half of a `secs` run, on `seed` in `ip`.
+fn cubic_ratio_at_4mbit(prague_body: &str, secs: u64, seed: u64, ip: IpFamily) -> f64 {
+    let prague = Flow {
+        name: "prague",
+        body: prague_body,
+        rtt_ms: 20,
+    };
+    let s = dumbbell(
+        "\"4000kbit\"",
+        DUALPI2_LINUX,
+        "",
+        &[prague, bulk("cubic", "cubic", 20)],
+        secs,
+    );
+    let r = run(
+        &s,
+        RunOptions {
+            ip: Some(ip),
+            seed: Some(seed),
+            series: true,
+            ..Default::default()
+        },
+    );
+    let all = r.outcome.series();
+    let (from, to) = (Duration::from_secs(secs / 2), Duration::from_secs(secs));
+    rate_mbps(series(&all, "prague"), from, to) / rate_mbps(series(&all, "cubic"), from, to)
+}
+
+/// The share goal (0.67 to 1.5 of CUBIC's rate) on every seed from 1 to 6,
+/// both families, with a margin below: 0.81-0.93 measured in 20 s runs
+/// (0.64-0.83 before the boost's cap rose with the marked share).
+#[test]
+fn prague_keeps_its_share_beside_cubic_at_4mbit_on_every_seed() {
+    for ip in FAMILIES {
+        for seed in 1..=6 {
+            let ratio = cubic_ratio_at_4mbit("kind = \"brisk\"\ncc = \"prague\"", 20, seed, ip);
+            assert!(
+                (0.72..=1.4).contains(&ratio),
+                "{ip:?} seed {seed}: Prague / CUBIC {ratio:.2}"
+            );
+        }
+    }
+}
+
 /// Prague beside CUBIC at 4 Mbit/s and 20 ms over seeds 1-6 and both
 /// families, with Prague's cut floor on aggregating links on and off
 /// (second half of `SECS`, default 20 s): `cargo test --profile ci -p
@@ -569,36 +614,47 @@ fn cubic_seeds() {
     let secs: u64 = std::env::var("SECS").map_or(20, |s| s.parse().expect("SECS: seconds"));
     for ip in FAMILIES {
         for seed in 1..=6 {
-            let ratio = |body: &str| {
-                let prague = Flow {
-                    name: "prague",
-                    body,
-                    rtt_ms: 20,
-                };
-                let s = dumbbell(
-                    "\"4000kbit\"",
-                    DUALPI2_LINUX,
-                    "",
-                    &[prague, bulk("cubic", "cubic", 20)],
-                    secs,
-                );
-                let r = run(
-                    &s,
-                    RunOptions {
-                        ip: Some(ip),
-                        seed: Some(seed),
-                        series: true,
-                        ..Default::default()
-                    },
-                );
-                let all = r.outcome.series();
-                let (from, to) = (Duration::from_secs(secs / 2), Duration::from_secs(secs));
-                rate_mbps(series(&all, "prague"), from, to)
-                    / rate_mbps(series(&all, "cubic"), from, to)
-            };
+            let ratio = |body: &str| cubic_ratio_at_4mbit(body, secs, seed, ip);
             let on = ratio("kind = \"brisk\"\ncc = \"prague\"");
             let off = ratio("kind = \"brisk\"\ncc = \"prague\"\nprague_burst_floor = false");
             println!("{ip:?} seed {seed}: Prague / CUBIC {on:.2} (cut floor on), {off:.2} (off)");
         }
+    }
+}
+
+/// Prague alone at 4 Mbit/s, 20 ms, 10 s as the live lab's check runs it,
+/// both families: link busy over the second half and the share of its
+/// packets marked CE, printed beside the live figures (run with
+/// `--ignored --nocapture alone_at_4mbit`).
+#[test]
+#[ignore = "prints a table; run it by hand"]
+fn alone_at_4mbit_like_the_live_check() {
+    // Prague alone draws no randomness: every seed runs the same.
+    for ip in FAMILIES {
+        let s = dumbbell(
+            "\"4000kbit\"",
+            DUALPI2_LINUX,
+            "",
+            &[bulk("prague", "prague", 20)],
+            10,
+        );
+        let r = run(
+            &s,
+            RunOptions {
+                ip: Some(ip),
+                seed: Some(1),
+                series: true,
+                ..Default::default()
+            },
+        );
+        let all = r.outcome.series();
+        let f = series(&all, "prague");
+        let (from, to) = (Duration::from_secs(5), Duration::from_secs(10));
+        println!(
+            "{ip:?}: busy {:.1}%, queue p99 {:.2} ms, CE {:.1}% of packets",
+            rate_mbps(f, from, to) / 4.0 * 100.0,
+            queue_delay_ms(f, from, to, 0.99),
+            r.results.flows[0].ce_fraction * 100.0
+        );
     }
 }

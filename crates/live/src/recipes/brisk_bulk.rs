@@ -102,6 +102,14 @@ pub struct BriskSenderStats {
     pub cwnd_bytes: u64,
     pub smoothed_rtt_ms: f64,
     pub min_rtt_ms: f64,
+    /// Packets that waited for the pacer, those that left after the
+    /// release time it gave, their mean and largest lateness, and the
+    /// lateness credited back to the schedule.
+    pub paced_waits: u64,
+    pub paced_late: u64,
+    pub paced_late_mean_ms: f64,
+    pub paced_late_max_ms: f64,
+    pub paced_credited_ms: f64,
 }
 
 impl From<&ConnectionStats> for BriskSenderStats {
@@ -117,6 +125,11 @@ impl From<&ConnectionStats> for BriskSenderStats {
             cwnd_bytes: s.cwnd_bytes,
             smoothed_rtt_ms: super::ms(s.smoothed_rtt),
             min_rtt_ms: super::ms(s.min_rtt),
+            paced_waits: s.pacing.waits,
+            paced_late: s.pacing.late_sends,
+            paced_late_mean_ms: super::ms(s.pacing.late_total) / s.pacing.late_sends.max(1) as f64,
+            paced_late_max_ms: super::ms(s.pacing.late_max),
+            paced_credited_ms: super::ms(s.pacing.credited),
         }
     }
 }

@@ -399,6 +399,7 @@ impl Connection {
             bytes_in_flight: 0,
             pacing_rate_bps: 0,
             pacing_window_bytes: cc.pacing_window(),
+            pacing: crate::stats::PacingStats::default(),
             datagrams_sent: 0,
             bytes_sent: 0,
             datagrams_received: 0,
@@ -869,6 +870,7 @@ impl Connection {
         s.bytes_in_flight = self.sent.bytes_in_flight();
         s.pacing_rate_bps = self.pacer.rate_bps();
         s.pacing_window_bytes = self.cc.pacing_window();
+        s.pacing = self.pacer.stats();
         s.spurious_losses = self.loss.spurious_losses();
         s.ack_frequency_sent = self.ack_frequency.as_ref().map_or(0, |a| a.frames_sent());
         s.ecn_state = self.ecn.state();

@@ -367,6 +367,8 @@ impl Connection {
                 pacing_ok = false;
                 self.timers.set(Timer::Pacing, at);
             }
+        } else if !cwnd_ok {
+            self.pacer.held_elsewhere();
         }
         if pacing_ok {
             self.timers.stop(Timer::Pacing);
