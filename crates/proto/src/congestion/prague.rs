@@ -42,9 +42,10 @@
 //! standing queue of seconds after a rate drop drains within about two
 //! round trips instead of one halving per round trip.
 //!
-//! Leaving slow start above the reference RTT: slow start paces each
-//! doubling at twice the window's rate, so at a long RTT its flight queues
-//! up and is marked before the window reaches the BDP. If the path
+//! Leaving slow start on a long or wide path (above the reference RTT, or
+//! at least [`EXIT_SHORT_RTT_MIN_PIPE`] datagrams): slow start paces each
+//! doubling at twice the window's rate, so its flight queues up and is
+//! marked before the window reaches the BDP. If the path
 //! delivered more than half the window per minimum RTT, the first mark
 //! keeps the smaller of the two instead of halving, the queue that burst
 //! left is not answered for one round trip, and `alpha` starts from the
@@ -130,6 +131,12 @@ const SPACING_EXPONENT: f64 = 1.6;
 /// Slow start's exit trusts the current round's delivery rate alone from
 /// this many acknowledged packets on.
 const EXIT_RATE_MIN_PACKETS: u64 = 8;
+/// At or below the reference RTT, slow start ends without a cut only on
+/// a pipe of at least this many datagrams: at 100 Mbit/s and 20 ms the
+/// first mark came at half the pipe and the window took 6 s to climb back;
+/// on a pipe of a few datagrams the uncut window's queue cost 1 Mbit/s a
+/// tenth of its rate.
+const EXIT_SHORT_RTT_MIN_PIPE: f64 = 16.0;
 /// Gain, per round, of the running share of rounds that carried a mark.
 const MARKED_ROUNDS_GAIN: f64 = 1.0 / 8.0;
 /// The spacing boost fades in as the share of marked rounds goes from the
@@ -460,7 +467,8 @@ impl Prague {
     }
 
     /// The first CE mark on a path whose minimum RTT exceeds the reference
-    /// RTT ends slow start without a cut when the path delivered more than
+    /// RTT, or that holds at least [`EXIT_SHORT_RTT_MIN_PIPE`] datagrams,
+    /// ends slow start without a cut when the path delivered more than
     /// half the window per minimum RTT (the delivery rate of the latest
     /// rounds times the minimum RTT): the window becomes the smaller of the
     /// two. At a long RTT slow start paces its doubling at twice the
@@ -471,12 +479,12 @@ impl Prague {
     /// nothing. A round starts here; once the packets sent before it are
     /// acknowledged, `alpha` becomes the share of them that were marked
     /// ([`Prague::settle_exit_alpha`]). Returns false, leaving the usual
-    /// `alpha / 2` cut to the caller, anywhere else (short RTTs: the 4 ms
-    /// bursts of a Wi-Fi-like link at 20 ms kept 89.1% with it, under the
-    /// 90% they need).
+    /// `alpha / 2` cut to the caller, anywhere else (a short path of a few
+    /// datagrams, where the uncut window's queue costs more than the cut).
     fn exit_slow_start(&mut self, ack: &AckSample, rtts: (Duration, Duration)) -> bool {
         let delivered = self.delivery_rate(ack) * ack.min_rtt.as_secs_f64();
-        if ack.min_rtt <= PRAGUE_REFERENCE_RTT || delivered <= self.cwnd * 0.5 {
+        let short_pipe = delivered < EXIT_SHORT_RTT_MIN_PIPE * self.mds as f64;
+        if (ack.min_rtt <= PRAGUE_REFERENCE_RTT && short_pipe) || delivered <= self.cwnd * 0.5 {
             return false;
         }
         let before = self.cwnd;
