@@ -57,7 +57,7 @@ fn download(mode: IpMode, rate_mbps: u64, secs: u64, realtime: bool) -> SteadyBu
          p50 {:.2} p99 {:.2} ms, CE {:.1}% ({} marks); arrivals within a packet time of \
          the one before {:.1}%, gap p50 {:.2} p99 {:.2} max {:.2} ms; Brisk RTT p50 {:.1} p99 {:.1} ms; \
          router late p99 {:.2} ms down, {:.2} ms up, kept up {}; sender: {} of {} paced packets \
-         left after their release time, by {:.3} ms on average, {:.2} ms at most, {:.0} ms credited",
+         left after the pacer's scheduled time, by {:.3} ms on average, {:.2} ms at most, {:.0} ms credited",
         run.bulk.realtime,
         s.busy * 100.0,
         s.queue_delay.p50_ms,

@@ -158,9 +158,7 @@ impl Pacer {
         params: PacingParams,
     ) -> Instant {
         self.set_window_rate(now, cwnd, srtt, params);
-        let at = self.release_time(now, bytes);
-        self.note_question(now, at);
-        at
+        self.answer(now, bytes)
     }
 
     /// [`next_send_time`](Self::next_send_time) at `rate_bytes_per_sec`
@@ -175,6 +173,12 @@ impl Pacer {
         params: PacingParams,
     ) -> Instant {
         self.set_given_rate(now, rate_bytes_per_sec, params.min_burst_packets);
+        self.answer(now, bytes)
+    }
+
+    /// The release time for a packet of `bytes` asked at `now`, with the
+    /// question noted for the late credit.
+    fn answer(&mut self, now: Instant, bytes: u64) -> Instant {
         let at = self.release_time(now, bytes);
         self.note_question(now, at);
         at
@@ -612,18 +616,26 @@ mod tests {
         }
     }
 
-    /// Credit is earned only by a packet that waited for the pacer and left
-    /// at the first question after its release time: a sender with nothing
-    /// to send then (or no window) sends later with no credit, as before.
-    #[test]
-    fn only_a_packet_held_by_the_pacer_earns_credit() {
-        let (srtt, cwnd) = (Duration::from_millis(20), 10 * MDS);
+    /// A Prague pacer (one datagram every 2 ms at `cwnd` over `srtt`) that
+    /// sent one packet at 1 s and was asked for the next: the release time
+    /// it gave.
+    fn one_sent_one_held(srtt: Duration, cwnd: u64) -> (Pacer, Instant) {
         let start = Instant::from_secs_f64(1.0);
         let mut p = Pacer::new(MDS);
         assert_eq!(p.next_send_time(start, MDS, cwnd, srtt, PRAGUE), start);
         p.on_sent(start, MDS);
         let at = p.next_send_time(start, MDS, cwnd, srtt, PRAGUE);
         assert_eq!(at, start + Duration::from_millis(2));
+        (p, at)
+    }
+
+    /// Credit is earned only by a packet that waited for the pacer and left
+    /// at the first question after its release time: a sender with nothing
+    /// to send then (or no window) sends later with no credit, as before.
+    #[test]
+    fn only_a_packet_held_by_the_pacer_earns_credit() {
+        let (srtt, cwnd) = (Duration::from_millis(20), 10 * MDS);
+        let (mut p, at) = one_sent_one_held(srtt, cwnd);
         // Woken 0.5 ms late, asked, but nothing to send then.
         let woke = at + Duration::from_micros(500);
         assert_eq!(p.next_send_time(woke, MDS, cwnd, srtt, PRAGUE), woke);
@@ -639,10 +651,7 @@ mod tests {
         assert_eq!(p.stats().credited, Duration::ZERO);
         // The window closed before the release time; the ACK that opens it
         // comes later: no credit either.
-        let mut q = Pacer::new(MDS);
-        assert_eq!(q.next_send_time(start, MDS, cwnd, srtt, PRAGUE), start);
-        q.on_sent(start, MDS);
-        let at = q.next_send_time(start, MDS, cwnd, srtt, PRAGUE);
+        let (mut q, at) = one_sent_one_held(srtt, cwnd);
         q.held_elsewhere();
         let acked = at + Duration::from_micros(700);
         assert_eq!(q.next_send_time(acked, MDS, cwnd, srtt, PRAGUE), acked);

@@ -414,9 +414,11 @@ impl Prague {
 
     /// The largest spacing boost: [`MAX_SPACING_BOOST`], raised toward
     /// [`MARKED_SPACING_BOOST`] as most of Prague's packets come back
-    /// marked ([`Self::full_size_weight`]), which only a classic flow's
-    /// packets beside it cause. That share starts at zero, so a start-up
-    /// (where `alpha` is still near 1) keeps the lower cap.
+    /// marked ([`Self::full_size_weight`]), as a classic flow's packets
+    /// beside it cause. That share starts at zero, so a start-up (where
+    /// `alpha` is still near 1) keeps the lower cap. Alone at 1 Mbit/s,
+    /// where a packet outlasts the step, most packets are marked too and
+    /// the cap rises there as well (docs/PROTOCOL.md gives the cost).
     fn spacing_boost_cap(&self) -> f64 {
         MAX_SPACING_BOOST + self.full_size_weight() * (MARKED_SPACING_BOOST - MAX_SPACING_BOOST)
     }
@@ -804,10 +806,16 @@ impl Controller for Prague {
         self.settle_exit_alpha(ack, marked);
         self.srtt = ack.smoothed_rtt;
         if let Some(cap) = &mut self.pipe_cap {
-            let queued = ack.rtt_sampled && path_rtt(ack) > ack.min_rtt + PIPE_CAP_QUEUE_SEEN;
-            let full = ack.rtt_sampled
-                && path_rtt(ack) > ack.min_rtt + PIPE_CAP_QUEUE_SEEN + cap.packet_time(self.mds);
-            cap.on_ack(ack, full);
+            // The queue this ACK's RTT shows; the estimate counts it only
+            // beyond one full datagram's serialization.
+            let queue = ack
+                .rtt_sampled
+                .then(|| path_rtt(ack).saturating_sub(ack.min_rtt));
+            let queued = queue.is_some_and(|q| q > PIPE_CAP_QUEUE_SEEN);
+            cap.on_ack(
+                ack,
+                queue.is_some_and(|q| q > PIPE_CAP_QUEUE_SEEN + cap.packet_time(self.mds)),
+            );
             if queued {
                 self.pipe_queue_seen = Some(ack.now);
             }

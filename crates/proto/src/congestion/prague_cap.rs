@@ -94,7 +94,6 @@ impl PipeCap {
                 self.maxima[0] = self.maxima[0].max(self.round_max);
             }
             self.round_queued = false;
-
             self.round_max = 0.0;
         }
     }
