@@ -82,6 +82,7 @@ use brisk_wire::Ecn;
 
 use super::prague_cap::PipeCap;
 use super::{AckSample, CcConfig, CcMetrics, Controller, LossSample, Recovery};
+use crate::ack_frequency::{ACKS_PER_WINDOW, MAX_PACKETS_PER_ACK};
 use crate::pacing::{PacingParams, SLOW_START_GAIN};
 
 /// EWMA gain `g` for `alpha` (the draft's default, 1/16 as in DCTCP).
@@ -191,6 +192,17 @@ const PIPE_CAP_QUEUE_SEEN: Duration = Duration::from_micros(250);
 /// times the luckiest packet's RTT, and a cap there held 4 ms bursts at
 /// 50 Mbit/s and 20 ms to 71% of the link (95% without it).
 const PIPE_CAP_AGGREGATED_ROUNDS: f64 = 0.5;
+/// At low rates (a full datagram at the estimate takes longer than the
+/// step, [`SPACING_REFERENCE`], below 12 Mbit/s) the pipe cap holds while
+/// fewer than this share of rounds carry a mark, counted from zero (see
+/// [`Prague::pipe_low_rate`]): there any packet that waits behind another
+/// is marked, so a flow alone overshooting the pipe marks most rounds and
+/// the boost's share, which starts at 1, kept the cap off for good (4 Mbit/s
+/// at 200 ms: 89.4%, a queue p99 of 56 ms). A flow sharing the queue with
+/// a faster one still sees a mark in nearly every round, and the cap steps
+/// aside within a few rounds (10 vs 160 ms at 20 Mbit/s: 0.80 with 0.5,
+/// 0.78 with 0.7).
+const PIPE_CAP_LOW_RATE_MARKED_ROUNDS: f64 = 0.5;
 /// Round trips a queue seen keeps the pipe cap on.
 const PIPE_CAP_QUEUE_MEMORY: u32 = 4;
 /// From this minimum RTT the pipe cap holds without a queue seen: there
@@ -260,6 +272,14 @@ pub(crate) struct Prague {
     pipe_cap: Option<PipeCap>,
     /// When an RTT sample last showed a queue (see [`PIPE_CAP_QUEUE_SEEN`]).
     pipe_queue_seen: Option<Instant>,
+    /// Running share (gain [`MARKED_ROUNDS_GAIN`]) of the rounds limited by
+    /// the network that carried a mark, as `marked_rounds` but starting at
+    /// 0: the pipe cap's gate at low rates.
+    pipe_marked_rounds: f64,
+    /// The pipe cap held the latest growth at a low rate on a path of at
+    /// least [`PIPE_CAP_ALWAYS_RTT`]: the window then also covers what the
+    /// receiver holds back for its ACK ([`Prague::ack_holdback`]).
+    pipe_holdback: bool,
 }
 
 impl Prague {
@@ -292,6 +312,8 @@ impl Prague {
             aggregated_rounds: 0.0,
             pipe_cap: config.prague_pipe_cap.then(PipeCap::default),
             pipe_queue_seen: None,
+            pipe_marked_rounds: 0.0,
+            pipe_holdback: false,
         }
     }
 
@@ -586,12 +608,23 @@ impl Prague {
 
     /// `grown`, held at the pipe cap's limit ([`PipeCap`]) out of slow
     /// start on an L4S path while fewer than [`PIPE_CAP_MARKED_ROUNDS`] of
-    /// the rounds carry a mark; a window already above the limit keeps
-    /// its size (marks take it down).
-    fn pipe_limited(&self, ack: &AckSample, grown: f64) -> f64 {
+    /// the rounds carry a mark (at low rates, fewer than
+    /// [`PIPE_CAP_LOW_RATE_MARKED_ROUNDS`] counted from zero); a window
+    /// already above the limit keeps its size (marks take it down). At low
+    /// rates the limit leaves out its datagram, and on paths of
+    /// [`PIPE_CAP_ALWAYS_RTT`] or more the window then covers the
+    /// receiver's ACK holdback ([`Controller::window`]).
+    fn pipe_limited(&mut self, ack: &AckSample, grown: f64) -> f64 {
+        let low_rate = self.pipe_low_rate();
+        let marked_off = if low_rate {
+            self.pipe_marked_rounds >= PIPE_CAP_LOW_RATE_MARKED_ROUNDS
+        } else {
+            self.marked_rounds >= PIPE_CAP_MARKED_ROUNDS
+        };
+        self.pipe_holdback = false;
         if self.in_slow_start()
             || self.classic_mode()
-            || self.marked_rounds >= PIPE_CAP_MARKED_ROUNDS
+            || marked_off
             || self.aggregated_rounds >= PIPE_CAP_AGGREGATED_ROUNDS
             || (ack.min_rtt < PIPE_CAP_ALWAYS_RTT
                 && self
@@ -600,14 +633,47 @@ impl Prague {
         {
             return grown;
         }
+        let datagram = if low_rate { 0 } else { self.mds };
         match self
             .pipe_cap
             .as_ref()
-            .and_then(|c| c.limit(ack.min_rtt, self.mds))
+            .and_then(|c| c.limit(ack.min_rtt, datagram))
         {
-            Some(limit) => grown.min(limit.max(self.cwnd)),
+            Some(limit) => {
+                self.pipe_holdback = low_rate && ack.min_rtt >= PIPE_CAP_ALWAYS_RTT;
+                grown.min(limit.max(self.cwnd))
+            }
             None => grown,
         }
+    }
+
+    /// The pipe cap's low-rate case: a full datagram at the estimate takes
+    /// longer than the step ([`SPACING_REFERENCE`]), so a standing queue of
+    /// one datagram is marked on every packet, and the cap's datagram goes
+    /// (the minimum RTT already holds a full datagram's serialization at
+    /// the bottleneck). Not with Prague's small datagrams, whose minimum
+    /// RTT may come from a smaller packet.
+    fn pipe_low_rate(&self) -> bool {
+        !self.small_datagrams
+            && self
+                .pipe_cap
+                .as_ref()
+                .is_some_and(|c| c.packet_time(self.mds) > SPACING_REFERENCE)
+    }
+
+    /// Bytes the receiver may hold unacknowledged under the ACK rate this
+    /// sender asks for at a window of `cwnd` (about [`ACKS_PER_WINDOW`]
+    /// ACKs per window, at most [`MAX_PACKETS_PER_ACK`] packets per ACK;
+    /// every second packet below that, which the window's datagram
+    /// covers). Above a 100 ms RTT the 3% headroom is less than that below
+    /// about 40 Mbit/s: at 10 Mbit/s and 100 ms a window at the pipe cap
+    /// (84 datagrams of pipe, 3% and a datagram of headroom) stalled while
+    /// the receiver held up to 10 packets, and the link stayed 94.9% busy
+    /// with an empty queue.
+    fn ack_holdback(&self) -> f64 {
+        let mds = self.mds as f64;
+        let per_ack = (self.cwnd / mds / ACKS_PER_WINDOW as f64).min(MAX_PACKETS_PER_ACK as f64);
+        if per_ack <= 2.0 { 0.0 } else { per_ack * mds }
     }
 
     /// The classic response (Reno, RFC 9002 §7.3.2): halve, once per round
@@ -651,6 +717,7 @@ impl Prague {
                     0.0
                 };
                 self.marked_rounds += MARKED_ROUNDS_GAIN * (marked - self.marked_rounds);
+                self.pipe_marked_rounds += MARKED_ROUNDS_GAIN * (marked - self.pipe_marked_rounds);
             }
         }
         if self.round_marked_packets > 0
@@ -855,12 +922,19 @@ impl Controller for Prague {
     }
 
     /// After slow start, `cwnd` plus headroom, so pacing sets the rate
-    /// (see the module doc); never below the minimum window.
+    /// (see the module doc); never below the minimum window. While the
+    /// pipe cap holds a slow, long path the headroom is at least the
+    /// receiver's ACK holdback ([`Prague::ack_holdback`]).
     fn window(&self) -> u64 {
         let headroom = if self.in_slow_start() {
             0.0
         } else {
-            self.cwnd * WINDOW_HEADROOM + self.mds as f64
+            let holdback = if self.pipe_holdback {
+                self.ack_holdback()
+            } else {
+                0.0
+            };
+            (self.cwnd * WINDOW_HEADROOM).max(holdback) + self.mds as f64
         };
         ((self.cwnd + headroom) as u64).max(self.minimum_window)
     }

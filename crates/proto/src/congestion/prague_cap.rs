@@ -117,12 +117,14 @@ impl PipeCap {
     }
 
     /// The window, in bytes, growth may not pass: the pipe at the largest
-    /// recent delivery rate over `min_rtt` plus [`QUEUE_TARGET`], plus one
-    /// datagram of `mds`. `None` before any estimate.
-    pub(super) fn limit(&self, min_rtt: Duration, mds: u64) -> Option<f64> {
+    /// recent delivery rate over `min_rtt` plus [`QUEUE_TARGET`], plus
+    /// `datagram` bytes (one datagram, or none at low rates, where one
+    /// datagram of standing queue outlasts the step). `None` before any
+    /// estimate.
+    pub(super) fn limit(&self, min_rtt: Duration, datagram: u64) -> Option<f64> {
         let bw = self.bandwidth();
         (bw > 0.0 && !min_rtt.is_zero())
-            .then(|| bw * (min_rtt + QUEUE_TARGET).as_secs_f64() + mds as f64)
+            .then(|| bw * (min_rtt + QUEUE_TARGET).as_secs_f64() + datagram as f64)
     }
 }
 
