@@ -11,7 +11,10 @@
 //! RTT. Growth stops at that pipe plus [`QUEUE_TARGET`] of the delivery
 //! rate plus one datagram (which the receiver may hold back for its ACK):
 //! alone, the queue then stays near the target plus one packet time
-//! whatever the increase. A window already above the limit is left to the
+//! whatever the increase. Below 12 Mbit/s one datagram of standing queue
+//! outlasts the 1 ms step and every packet behind it is marked, so there
+//! Prague asks for the limit without the datagram and widens its window
+//! for the receiver's ACK holdback instead (`Prague::pipe_limited`). A window already above the limit is left to the
 //! marks: cutting it to a limit computed from a delivery rate that lags
 //! the sending rate by a round trip ratcheted the window down.
 //!
