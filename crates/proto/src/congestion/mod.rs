@@ -289,7 +289,7 @@ impl Default for CcConfig {
             initial_window_packets: 10,
             minimum_window_packets: 2,
             hystart: false,
-            prague_small_datagrams: false,
+            prague_small_datagrams: true,
             prague_pipe_cap: true,
             bbr_bounded_startup: false,
             prague_burst_floor: true,

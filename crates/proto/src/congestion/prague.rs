@@ -156,6 +156,13 @@ const MIN_DATAGRAM_BYTES: f64 = 300.0;
 /// 1 Mbit/s a datagram is a quarter of the window (see
 /// [`Prague::increase_unit`]).
 const INCREASE_UNIT_TIME: Duration = Duration::from_micros(500);
+/// The increase unit moves from [`INCREASE_UNIT_TIME`] of the path's rate
+/// back to a whole datagram as that rate goes from the first to the
+/// second value, bits per second: the small unit is what a 1-2 Mbit/s
+/// link needs, and above it a 160 ms flow that slow start left at
+/// 15 Mbit/s of a 50 Mbit/s link beside a 10 ms one grew by 0.64 of a
+/// datagram and stayed at 0.43 of the other's rate.
+const INCREASE_UNIT_FULL_RATE: (f64, f64) = (3e6, 6e6);
 /// Datagrams stay full size, whatever the rate, as the smoothed fraction
 /// of marked packets (counted from zero) goes from the first to the
 /// second value: beside a classic flow on a slow link 60-75% of Prague's
@@ -260,6 +267,9 @@ pub(crate) struct Prague {
     pipe_cap: Option<PipeCap>,
     /// When an RTT sample last showed a queue (see [`PIPE_CAP_QUEUE_SEEN`]).
     pipe_queue_seen: Option<Instant>,
+    /// The largest delivery rate the path has shown this connection, bytes
+    /// per second (see [`Prague::path_rate`]).
+    path_rate_max: f64,
 }
 
 impl Prague {
@@ -292,6 +302,7 @@ impl Prague {
             aggregated_rounds: 0.0,
             pipe_cap: config.prague_pipe_cap.then(PipeCap::default),
             pipe_queue_seen: None,
+            path_rate_max: 0.0,
         }
     }
 
@@ -299,6 +310,19 @@ impl Prague {
     /// `None` before an RTT sample.
     fn rate(&self) -> Option<f64> {
         (!self.srtt.is_zero()).then(|| self.cwnd.max(1.0) / self.srtt.as_secs_f64())
+    }
+
+    /// The rate the low-rate path sizes datagrams and the increase unit
+    /// from, bytes per second: the largest delivery rate this connection
+    /// has measured (the pipe cap's estimate, kept for the connection's
+    /// life), or Prague's own rate if that is higher. Alone on a 1 Mbit/s
+    /// link it is 1 Mbit/s; a flow squeezed by a competitor keeps the
+    /// rate it once had, so its increase does not shrink with its share
+    /// (an increase in proportion to the flow's own rate leaves two
+    /// Prague flows with no pull toward an even split). `None` before an
+    /// RTT sample.
+    fn path_rate(&self) -> Option<f64> {
+        self.rate().map(|r| r.max(self.path_rate_max))
     }
 
     /// How far datagrams and the increase unit stay at full size because
@@ -326,7 +350,7 @@ impl Prague {
             return None;
         }
         let full = full as f64;
-        let small = (self.rate()? * DATAGRAM_TIME.as_secs_f64()).max(MIN_DATAGRAM_BYTES);
+        let small = (self.path_rate()? * DATAGRAM_TIME.as_secs_f64()).max(MIN_DATAGRAM_BYTES);
         let size = small + self.full_size_weight() * (full - small).max(0.0);
         (size < full).then_some(size as u64)
     }
@@ -344,11 +368,14 @@ impl Prague {
         if !self.small_datagrams || self.in_slow_start() {
             return mds;
         }
-        let Some(rate) = self.rate() else {
+        let Some(rate) = self.path_rate() else {
             return mds;
         };
         let small = (rate * INCREASE_UNIT_TIME.as_secs_f64()).min(mds);
-        small + boost_weight * (mds - small)
+        let (low, high) = INCREASE_UNIT_FULL_RATE;
+        let fast = ((rate * 8.0 - low) / (high - low)).clamp(0.0, 1.0);
+        let weight = boost_weight.max(fast);
+        small + weight * (mds - small)
     }
 
     #[cfg(test)]
@@ -819,6 +846,7 @@ impl Controller for Prague {
             if queued {
                 self.pipe_queue_seen = Some(ack.now);
             }
+            self.path_rate_max = self.path_rate_max.max(cap.bandwidth());
         }
         if ack.ecn_delta.ce > 0 {
             self.saw_ce = true;
