@@ -58,11 +58,15 @@
 //! `CcConfig::prague_burst_floor`), so a halving for marks that read as a
 //! classic AQM's does not leave the link idle.
 //!
-//! Low rates: out of slow start and below about 3 Mbit/s, Prague asks
-//! for datagrams of 4 ms of its own rate ([`Controller::datagram_size`])
-//! and, alone, counts its increase in 0.5 ms of its rate, so a 1 Mbit/s
-//! link stays busy with a queue of a millisecond or two; beside a classic
-//! flow both stay full size (`CcConfig::prague_small_datagrams`).
+//! Low rates (on by default, `CcConfig::prague_small_datagrams`): out of
+//! slow start, on a path that has never delivered more than about
+//! 3 Mbit/s, Prague asks for datagrams of 4 ms of the path's rate
+//! ([`Controller::datagram_size`]) and, alone, counts its increase in
+//! 0.5 ms of it (whole datagrams from 6 Mbit/s), so a 1 Mbit/s link stays
+//! busy with a queue of a millisecond or two; beside a classic flow both
+//! stay full size. The path's rate is the largest delivery rate the
+//! connection has measured, not the flow's own rate, so a flow squeezed
+//! by another keeps its increase ([`Prague::path_rate`]).
 //!
 //! Pipe cap (on by default, `CcConfig::prague_pipe_cap`): growth stops at
 //! the largest recent delivery rate times the minimum RTT plus 0.5 ms,
@@ -144,15 +148,15 @@ const MARKED_ROUNDS_GAIN: f64 = 1.0 / 8.0;
 /// competing classic flow's packets cause, marks in some rounds are what
 /// Prague's own overshoot causes.
 const BOOST_FADE: (f64, f64) = (0.7, 0.9);
-/// Out of slow start, a datagram carries this much of Prague's own rate
-/// (`cwnd / srtt`), so below about 3 Mbit/s datagrams shrink with the
-/// rate and the step sees Prague's queue in finer steps (see
-/// [`Prague::datagram_size`]).
+/// Out of slow start, a datagram carries this much of the path's rate
+/// ([`Prague::path_rate`]), so below about 3 Mbit/s datagrams shrink with
+/// the rate and the step sees Prague's queue in finer steps (see
+/// [`Prague::low_rate_datagram`]).
 const DATAGRAM_TIME: Duration = Duration::from_millis(4);
 /// The smallest datagram Prague asks for: headers take about 55 bytes.
 const MIN_DATAGRAM_BYTES: f64 = 300.0;
 /// Alone (no spacing boost), the additive increase counts in this much of
-/// Prague's own rate rather than in datagrams, up to one datagram: at
+/// the path's rate rather than in datagrams, up to one datagram: at
 /// 1 Mbit/s a datagram is a quarter of the window (see
 /// [`Prague::increase_unit`]).
 const INCREASE_UNIT_TIME: Duration = Duration::from_micros(500);
@@ -163,6 +167,9 @@ const INCREASE_UNIT_TIME: Duration = Duration::from_micros(500);
 /// 15 Mbit/s of a 50 Mbit/s link beside a 10 ms one grew by 0.64 of a
 /// datagram and stayed at 0.43 of the other's rate.
 const INCREASE_UNIT_FULL_RATE: (f64, f64) = (3e6, 6e6);
+/// Below this many small datagrams in the window, the window gets one
+/// more of them as headroom ([`Prague::small_window_headroom`]).
+const SMALL_WINDOW_DATAGRAMS: f64 = 4.0;
 /// Datagrams stay full size, whatever the rate, as the smoothed fraction
 /// of marked packets (counted from zero) goes from the first to the
 /// second value: beside a classic flow on a slow link 60-75% of Prague's
@@ -333,7 +340,7 @@ impl Prague {
     }
 
     /// The datagram size Prague asks for below the path's `full` one, the
-    /// low-rate path: [`DATAGRAM_TIME`] of its own rate, at least
+    /// low-rate path: [`DATAGRAM_TIME`] of the path's rate, at least
     /// [`MIN_DATAGRAM_BYTES`], moved toward `full` by
     /// [`Self::full_size_weight`]. Continuous in the rate. At 1 Mbit/s a
     /// 1500-byte packet takes 12 ms, a quarter of the window; in 500-byte
@@ -355,11 +362,24 @@ impl Prague {
         (size < full).then_some(size as u64)
     }
 
+    /// Window headroom beyond [`WINDOW_HEADROOM`] and a datagram: one more
+    /// small datagram while the window holds fewer than
+    /// [`SMALL_WINDOW_DATAGRAMS`] of them. At 2 Mbit/s and 5 ms the window
+    /// is under three 1000-byte datagrams; without it the window, not the
+    /// pacer, held the sender and the link was 93-94% busy (99% with it).
+    fn small_window_headroom(&self) -> f64 {
+        self.low_rate_datagram(self.mds)
+            .map(|d| d as f64)
+            .filter(|&d| self.cwnd < SMALL_WINDOW_DATAGRAMS * d)
+            .unwrap_or(0.0)
+    }
+
     /// What the additive increase counts in, in bytes: one datagram, or on
-    /// the low-rate path [`INCREASE_UNIT_TIME`] of Prague's own rate (at
+    /// the low-rate path [`INCREASE_UNIT_TIME`] of the path's rate (at
     /// most a datagram), moved back toward a datagram as the spacing
     /// boost comes in (`boost_weight`), so beside a classic flow the
-    /// increase is what it was. Alone at 1 Mbit/s half a datagram per RTT
+    /// increase is what it was, and as the path's rate rises through
+    /// [`INCREASE_UNIT_FULL_RATE`]. Alone at 1 Mbit/s half a datagram per RTT
     /// is 6 ms of queue, and the cut that answers it takes the window well
     /// below the BDP; 0.5 ms of the rate per RTT keeps the sawtooth within
     /// the step.
@@ -494,6 +514,7 @@ impl Prague {
         self.ssthresh = self.cwnd as u64;
         self.drain_deep_queue(before, rtts);
     }
+
 
     /// The first CE mark on a path whose minimum RTT exceeds the reference
     /// RTT, or that holds at least [`EXIT_SHORT_RTT_MIN_PIPE`] datagrams,
@@ -888,7 +909,7 @@ impl Controller for Prague {
         let headroom = if self.in_slow_start() {
             0.0
         } else {
-            self.cwnd * WINDOW_HEADROOM + self.mds as f64
+            self.cwnd * WINDOW_HEADROOM + self.mds as f64 + self.small_window_headroom()
         };
         ((self.cwnd + headroom) as u64).max(self.minimum_window)
     }
@@ -1233,13 +1254,15 @@ mod tests {
         assert_eq!(cc.window(), (grown * 1.03 + MDS as f64) as u64);
     }
 
-    /// With `prague_small_datagrams`, out of slow start, datagrams carry
-    /// 4 ms of Prague's own rate (at least 300 bytes) while few packets are
-    /// marked and move back to full size as most are; the increase counts
-    /// in 0.5 ms of the rate until the spacing boost comes in. Off (the
-    /// default), nothing changes.
+    /// With `prague_small_datagrams` (the default), out of slow start,
+    /// datagrams carry 4 ms of the path's rate (at least 300 bytes) while
+    /// few packets are marked and move back to full size as most are; the
+    /// increase counts in 0.5 ms of the rate until the spacing boost comes
+    /// in, and in whole datagrams from 6 Mbit/s. The path's rate is the
+    /// largest the connection measured: a flow whose own rate falls keeps
+    /// full units. Off, nothing changes.
     #[test]
-    fn small_datagrams_follow_the_rate_and_the_marked_fraction() {
+    fn small_datagrams_follow_the_path_rate_and_the_marked_fraction() {
         let config = CcConfig {
             prague_small_datagrams: true,
             ..CcConfig::default()
@@ -1277,8 +1300,26 @@ mod tests {
         cc.cwnd = 2_000.0;
         cc.marked_share = 0.0;
         assert_eq!(cc.datagram_size(1472), Some(300));
+        // A path that once delivered 20 Mbit/s: full datagrams and a whole
+        // datagram of increase, whatever the flow's own rate now.
+        cc.path_rate_max = 20e6 / 8.0;
+        assert_eq!(cc.datagram_size(1472), None);
+        assert_eq!(cc.increase_unit(0.0), MDS as f64);
+        // 4.5 Mbit/s: full datagrams, the unit halfway from 0.5 ms of the
+        // rate (281.25 bytes) to a datagram.
+        cc.path_rate_max = 4.5e6 / 8.0;
+        assert_eq!(cc.datagram_size(1472), None);
+        let half = (281.25 + MDS as f64) / 2.0;
+        assert!((cc.increase_unit(0.0) - half).abs() < 1e-6);
+        // 1 Mbit/s measured, 0.4 Mbit/s now: sized from the path's rate.
+        cc.path_rate_max = 1e6 / 8.0;
+        assert_eq!(cc.datagram_size(1472), Some(500));
+        assert!((cc.increase_unit(0.0) - 62.5).abs() < 1e-9);
         // Switched off: full datagrams, whole-datagram increase.
-        let mut off = run(&CcConfig::default());
+        let mut off = run(&CcConfig {
+            prague_small_datagrams: false,
+            ..CcConfig::default()
+        });
         off.cwnd = 5_000.0;
         off.marked_share = 0.0;
         assert_eq!(off.datagram_size(1472), None);

@@ -67,13 +67,14 @@ pub fn bulk_pipe_cap(name: &str, rtt_ms: u64, on: bool) -> Flow<'_> {
 }
 
 /// A brisk Prague bulk flow with smaller datagrams and increase at low
-/// rates (`prague_small_datagrams`).
-pub fn bulk_small_datagrams(name: &str, rtt_ms: u64) -> Flow<'_> {
-    Flow {
-        name,
-        body: "kind = \"brisk\"\ncc = \"prague\"\nprague_small_datagrams = true",
-        rtt_ms,
-    }
+/// rates (`prague_small_datagrams`) on or off.
+pub fn bulk_small_datagrams(name: &str, rtt_ms: u64, on: bool) -> Flow<'_> {
+    let body = if on {
+        "kind = \"brisk\"\ncc = \"prague\"\nprague_small_datagrams = true"
+    } else {
+        "kind = \"brisk\"\ncc = \"prague\"\nprague_small_datagrams = false"
+    };
+    Flow { name, body, rtt_ms }
 }
 
 /// A dumbbell at `rate` (a TOML rate value, e.g. `"10Mbit"` or a schedule
