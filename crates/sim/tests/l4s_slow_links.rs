@@ -163,7 +163,10 @@ fn prague_alone_fills_1_and_2mbit_links_at_long_rtts() {
 fn without_small_datagrams_a_1mbit_link_queues_several_packets() {
     for ip in FAMILIES {
         let bound = 1.0 + packet_ms(1.0);
-        let (off, on) = (alone_small(false, 1.0, 20, ip), alone_small(true, 1.0, 20, ip));
+        let (off, on) = (
+            alone_small(false, 1.0, 20, ip),
+            alone_small(true, 1.0, 20, ip),
+        );
         let what = format!("1 Mbit/s, 20 ms, {ip:?}: off {off:?}, on {on:?}, bound {bound} ms");
         assert!(off.queue_p99_ms > 2.0 * bound, "{what}");
         assert!(on.queue_p99_ms <= bound && on.utilization >= 0.95, "{what}");
@@ -657,4 +660,3 @@ fn alone_at_4mbit_like_the_live_check() {
         );
     }
 }
-

@@ -464,8 +464,9 @@ impl Prague {
     /// marked ([`Self::full_size_weight`]), as a classic flow's packets
     /// beside it cause. That share starts at zero, so a start-up (where
     /// `alpha` is still near 1) keeps the lower cap. Alone at 1 Mbit/s,
-    /// where a packet outlasts the step, most packets are marked too and
-    /// the cap rises there as well (docs/PROTOCOL.md gives the cost).
+    /// where a full-size packet outlasts the step, most of them are marked
+    /// and the cap rose there as well; the low-rate path's smaller
+    /// datagrams keep that share low (docs/PROTOCOL.md).
     fn spacing_boost_cap(&self) -> f64 {
         MAX_SPACING_BOOST + self.full_size_weight() * (MARKED_SPACING_BOOST - MAX_SPACING_BOOST)
     }
@@ -514,7 +515,6 @@ impl Prague {
         self.ssthresh = self.cwnd as u64;
         self.drain_deep_queue(before, rtts);
     }
-
 
     /// The first CE mark on a path whose minimum RTT exceeds the reference
     /// RTT, or that holds at least [`EXIT_SHORT_RTT_MIN_PIPE`] datagrams,
