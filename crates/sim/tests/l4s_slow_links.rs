@@ -144,6 +144,16 @@ fn prague_alone_fills_1_and_2mbit_links_with_a_short_queue() {
     }
 }
 
+/// At 4 Mbit/s datagrams are full, and the increase unit is partly the
+/// low-rate one (the path's rate is within 3 to 6 Mbit/s): at 50 and
+/// 100 ms the goal is met (with whole-datagram units 95.6% and a 6.2 ms
+/// queue p99 at 50 ms, 92.4% and 11.3 ms at 100 ms).
+#[test]
+fn prague_alone_fills_4mbit_links_at_50_and_100ms() {
+    check_alone(4.0, 50, 1.0);
+    check_alone(4.0, 100, 1.0);
+}
+
 /// Not met yet at the long RTTs of the low end: 1 Mbit/s at 100 ms
 /// (89.0% / 93.2%), at 200 ms (94.7% / 94.8%) and 2 Mbit/s at 200 ms
 /// (92.8% / 92.7%, IPv4 / IPv6), all within the queue bound. Run with

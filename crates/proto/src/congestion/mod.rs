@@ -247,12 +247,12 @@ pub struct CcConfig {
     /// overflows. Off by default for now: it moves Prague's share beside
     /// CUBIC in a 4 Mbit/s DualPI2 (docs/PROTOCOL.md).
     pub hystart: bool,
-    /// Prague on a path that has delivered at most about 3 Mbit/s sends
-    /// smaller datagrams (4 ms of the largest delivery rate the connection
-    /// measured, at least 300 bytes) and, alone, grows by 0.5 ms of that
-    /// rate per RTT instead of half a datagram (whole datagrams again from
-    /// 6 Mbit/s), so a 1 or 2 Mbit/s link stays busy with a queue within
-    /// the step. On by default (docs/PROTOCOL.md).
+    /// Prague on a path that has marked CE and delivered at most about
+    /// 3 Mbit/s sends smaller datagrams (4 ms of the largest delivery rate
+    /// the connection measured, at least 300 bytes) and, alone, grows by
+    /// 0.5 ms of that rate per RTT instead of half a datagram (whole
+    /// datagrams again from 6 Mbit/s), so a 1 or 2 Mbit/s link stays busy
+    /// with a queue within the step. On by default (docs/PROTOCOL.md).
     pub prague_small_datagrams: bool,
     /// Prague stops growing its window at the path's pipe (the largest
     /// delivery rate of the last 10 round trips that showed a queue, times

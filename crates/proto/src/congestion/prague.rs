@@ -59,8 +59,8 @@
 //! classic AQM's does not leave the link idle.
 //!
 //! Low rates (on by default, `CcConfig::prague_small_datagrams`): out of
-//! slow start, on a path that has never delivered more than about
-//! 3 Mbit/s, Prague asks for datagrams of 4 ms of the path's rate
+//! slow start, on a path that has marked CE and never delivered more than
+//! about 3 Mbit/s, Prague asks for datagrams of 4 ms of the path's rate
 //! ([`Controller::datagram_size`]) and, alone, counts its increase in
 //! 0.5 ms of it (whole datagrams from 6 Mbit/s), so a 1 Mbit/s link stays
 //! busy with a queue of a millisecond or two; beside a classic flow both
@@ -350,10 +350,12 @@ impl Prague {
     /// round for a mark from the classic flow's packet in service, so
     /// more cuts: Prague beside CUBIC at 4 Mbit/s fell from 0.74 to 0.2 of
     /// CUBIC's rate with them. There most packets are marked, and the
-    /// datagrams stay full. `None` in slow start, when switched off, or
-    /// at full size.
+    /// datagrams stay full. `None` in slow start, when switched off, on a
+    /// path that has not marked a packet (a drop-tail queue: smaller
+    /// datagrams there only add headers and, at a random loss rate per
+    /// packet, losses), or at full size.
     fn low_rate_datagram(&self, full: u64) -> Option<u64> {
-        if !self.small_datagrams || self.in_slow_start() {
+        if !self.small_datagrams || self.in_slow_start() || !self.saw_ce {
             return None;
         }
         let full = full as f64;
@@ -1315,6 +1317,14 @@ mod tests {
         cc.path_rate_max = 1e6 / 8.0;
         assert_eq!(cc.datagram_size(1472), Some(500));
         assert!((cc.increase_unit(0.0) - 62.5).abs() < 1e-9);
+        // Out of slow start on a path that dropped and never marked: full
+        // datagrams.
+        let mut lossy = Prague::new(&config);
+        let t = ack_round(&mut lossy, Instant::from_millis(100), RTT, |_| false);
+        lossy.on_loss(&loss(t, t - RTT, false));
+        assert!(!lossy.in_slow_start());
+        lossy.cwnd = 5_000.0;
+        assert_eq!(lossy.datagram_size(1472), None);
         // Switched off: full datagrams, whole-datagram increase.
         let mut off = run(&CcConfig {
             prague_small_datagrams: false,
