@@ -247,12 +247,12 @@ pub struct CcConfig {
     /// overflows. Off by default for now: it moves Prague's share beside
     /// CUBIC in a 4 Mbit/s DualPI2 (docs/PROTOCOL.md).
     pub hystart: bool,
-    /// Prague below about 3 Mbit/s of its own sends smaller datagrams
-    /// (4 ms of its rate, at least 300 bytes) and, alone, grows by 0.5 ms
-    /// of its rate per RTT instead of half a datagram, so a 1 Mbit/s link
-    /// stays busy with a queue within the step. Off by default: an
-    /// increase in proportion to the rate leaves two Prague flows with no
-    /// pull toward an even split (docs/PROTOCOL.md).
+    /// Prague on a path that has marked CE and delivered at most about
+    /// 3 Mbit/s sends smaller datagrams (4 ms of the largest delivery rate
+    /// the connection measured, at least 300 bytes) and, alone, grows by
+    /// 0.5 ms of that rate per RTT instead of half a datagram (whole
+    /// datagrams again from 6 Mbit/s), so a 1 or 2 Mbit/s link stays busy
+    /// with a queue within the step. On by default (docs/PROTOCOL.md).
     pub prague_small_datagrams: bool,
     /// Prague stops growing its window at the path's pipe (the largest
     /// delivery rate of the last 10 round trips that showed a queue, times
@@ -280,16 +280,16 @@ pub struct CcConfig {
 
 impl Default for CcConfig {
     /// RFC 9002 §7.2: 1200-byte datagrams, ten packets initially, two at
-    /// least; HyStart++, Prague's smaller datagrams at low rates and BBR's
-    /// bounded Startup off; Prague's cut floor on aggregating links and
-    /// its pipe cap on.
+    /// least; HyStart++ and BBR's bounded Startup off; Prague's smaller
+    /// datagrams at low rates, its cut floor on aggregating links and its
+    /// pipe cap on.
     fn default() -> Self {
         Self {
             max_datagram_size: 1200,
             initial_window_packets: 10,
             minimum_window_packets: 2,
             hystart: false,
-            prague_small_datagrams: false,
+            prague_small_datagrams: true,
             prague_pipe_cap: true,
             bbr_bounded_startup: false,
             prague_burst_floor: true,
@@ -442,6 +442,7 @@ mod tests {
         assert!(!c.hystart);
         assert!(c.prague_burst_floor);
         assert!(c.prague_pipe_cap);
+        assert!(c.prague_small_datagrams);
         let odd = CcConfig {
             max_datagram_size: 0,
             initial_window_packets: 0,

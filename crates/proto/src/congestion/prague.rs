@@ -58,11 +58,15 @@
 //! `CcConfig::prague_burst_floor`), so a halving for marks that read as a
 //! classic AQM's does not leave the link idle.
 //!
-//! Low rates: out of slow start and below about 3 Mbit/s, Prague asks
-//! for datagrams of 4 ms of its own rate ([`Controller::datagram_size`])
-//! and, alone, counts its increase in 0.5 ms of its rate, so a 1 Mbit/s
-//! link stays busy with a queue of a millisecond or two; beside a classic
-//! flow both stay full size (`CcConfig::prague_small_datagrams`).
+//! Low rates (on by default, `CcConfig::prague_small_datagrams`): out of
+//! slow start, on a path that has marked CE and never delivered more than
+//! about 3 Mbit/s, Prague asks for datagrams of 4 ms of the path's rate
+//! ([`Controller::datagram_size`]) and, alone, counts its increase in
+//! 0.5 ms of it (whole datagrams from 6 Mbit/s), so a 1 Mbit/s link stays
+//! busy with a queue of a millisecond or two; beside a classic flow both
+//! stay full size. The path's rate is the largest delivery rate the
+//! connection has measured, not the flow's own rate, so a flow squeezed
+//! by another keeps its increase ([`Prague::path_rate`]).
 //!
 //! Pipe cap (on by default, `CcConfig::prague_pipe_cap`): growth stops at
 //! the largest recent delivery rate times the minimum RTT plus 0.5 ms,
@@ -146,18 +150,28 @@ const MARKED_ROUNDS_GAIN: f64 = 1.0 / 8.0;
 /// competing classic flow's packets cause, marks in some rounds are what
 /// Prague's own overshoot causes.
 const BOOST_FADE: (f64, f64) = (0.7, 0.9);
-/// Out of slow start, a datagram carries this much of Prague's own rate
-/// (`cwnd / srtt`), so below about 3 Mbit/s datagrams shrink with the
-/// rate and the step sees Prague's queue in finer steps (see
-/// [`Prague::datagram_size`]).
+/// Out of slow start, a datagram carries this much of the path's rate
+/// ([`Prague::path_rate`]), so below about 3 Mbit/s datagrams shrink with
+/// the rate and the step sees Prague's queue in finer steps (see
+/// [`Prague::low_rate_datagram`]).
 const DATAGRAM_TIME: Duration = Duration::from_millis(4);
 /// The smallest datagram Prague asks for: headers take about 55 bytes.
 const MIN_DATAGRAM_BYTES: f64 = 300.0;
 /// Alone (no spacing boost), the additive increase counts in this much of
-/// Prague's own rate rather than in datagrams, up to one datagram: at
+/// the path's rate rather than in datagrams, up to one datagram: at
 /// 1 Mbit/s a datagram is a quarter of the window (see
 /// [`Prague::increase_unit`]).
 const INCREASE_UNIT_TIME: Duration = Duration::from_micros(500);
+/// The increase unit moves from [`INCREASE_UNIT_TIME`] of the path's rate
+/// back to a whole datagram as that rate goes from the first to the
+/// second value, bits per second: the small unit is what a 1-2 Mbit/s
+/// link needs, and above it a 160 ms flow that slow start left at
+/// 15 Mbit/s of a 50 Mbit/s link beside a 10 ms one grew by 0.64 of a
+/// datagram and stayed at 0.43 of the other's rate.
+const INCREASE_UNIT_FULL_RATE: (f64, f64) = (3e6, 6e6);
+/// Below this many small datagrams in the window, the window gets one
+/// more of them as headroom ([`Prague::small_window_headroom`]).
+const SMALL_WINDOW_DATAGRAMS: f64 = 4.0;
 /// Datagrams stay full size, whatever the rate, as the smoothed fraction
 /// of marked packets (counted from zero) goes from the first to the
 /// second value: beside a classic flow on a slow link 60-75% of Prague's
@@ -285,6 +299,9 @@ pub(crate) struct Prague {
     /// least [`PIPE_CAP_ALWAYS_RTT`]: the window then also covers what the
     /// receiver holds back for its ACK ([`Prague::ack_holdback`]).
     pipe_holdback: bool,
+    /// The largest delivery rate the path has shown this connection, bytes
+    /// per second (see [`Prague::path_rate`]).
+    path_rate_max: f64,
 }
 
 impl Prague {
@@ -319,6 +336,7 @@ impl Prague {
             pipe_queue_seen: None,
             pipe_marked_rounds: 0.0,
             pipe_holdback: false,
+            path_rate_max: 0.0,
         }
     }
 
@@ -326,6 +344,19 @@ impl Prague {
     /// `None` before an RTT sample.
     fn rate(&self) -> Option<f64> {
         (!self.srtt.is_zero()).then(|| self.cwnd.max(1.0) / self.srtt.as_secs_f64())
+    }
+
+    /// The rate the low-rate path sizes datagrams and the increase unit
+    /// from, bytes per second: the largest delivery rate this connection
+    /// has measured (the pipe cap's estimate, kept for the connection's
+    /// life), or Prague's own rate if that is higher. Alone on a 1 Mbit/s
+    /// link it is 1 Mbit/s; a flow squeezed by a competitor keeps the
+    /// rate it once had, so its increase does not shrink with its share
+    /// (an increase in proportion to the flow's own rate leaves two
+    /// Prague flows with no pull toward an even split). `None` before an
+    /// RTT sample.
+    fn path_rate(&self) -> Option<f64> {
+        self.rate().map(|r| r.max(self.path_rate_max))
     }
 
     /// How far datagrams and the increase unit stay at full size because
@@ -336,7 +367,7 @@ impl Prague {
     }
 
     /// The datagram size Prague asks for below the path's `full` one, the
-    /// low-rate path: [`DATAGRAM_TIME`] of its own rate, at least
+    /// low-rate path: [`DATAGRAM_TIME`] of the path's rate, at least
     /// [`MIN_DATAGRAM_BYTES`], moved toward `full` by
     /// [`Self::full_size_weight`]. Continuous in the rate. At 1 Mbit/s a
     /// 1500-byte packet takes 12 ms, a quarter of the window; in 500-byte
@@ -346,23 +377,38 @@ impl Prague {
     /// round for a mark from the classic flow's packet in service, so
     /// more cuts: Prague beside CUBIC at 4 Mbit/s fell from 0.74 to 0.2 of
     /// CUBIC's rate with them. There most packets are marked, and the
-    /// datagrams stay full. `None` in slow start, when switched off, or
-    /// at full size.
+    /// datagrams stay full. `None` in slow start, when switched off, on a
+    /// path that has not marked a packet (a drop-tail queue: smaller
+    /// datagrams there only add headers and, at a random loss rate per
+    /// packet, losses), or at full size.
     fn low_rate_datagram(&self, full: u64) -> Option<u64> {
-        if !self.small_datagrams || self.in_slow_start() {
+        if !self.small_datagrams || self.in_slow_start() || !self.saw_ce {
             return None;
         }
         let full = full as f64;
-        let small = (self.rate()? * DATAGRAM_TIME.as_secs_f64()).max(MIN_DATAGRAM_BYTES);
+        let small = (self.path_rate()? * DATAGRAM_TIME.as_secs_f64()).max(MIN_DATAGRAM_BYTES);
         let size = small + self.full_size_weight() * (full - small).max(0.0);
         (size < full).then_some(size as u64)
     }
 
+    /// Window headroom beyond [`WINDOW_HEADROOM`] and a datagram: one more
+    /// small datagram while the window holds fewer than
+    /// [`SMALL_WINDOW_DATAGRAMS`] of them. At 2 Mbit/s and 5 ms the window
+    /// is under three 1000-byte datagrams; without it the window, not the
+    /// pacer, held the sender and the link was 93-94% busy (99% with it).
+    fn small_window_headroom(&self) -> f64 {
+        self.low_rate_datagram(self.mds)
+            .map(|d| d as f64)
+            .filter(|&d| self.cwnd < SMALL_WINDOW_DATAGRAMS * d)
+            .unwrap_or(0.0)
+    }
+
     /// What the additive increase counts in, in bytes: one datagram, or on
-    /// the low-rate path [`INCREASE_UNIT_TIME`] of Prague's own rate (at
+    /// the low-rate path [`INCREASE_UNIT_TIME`] of the path's rate (at
     /// most a datagram), moved back toward a datagram as the spacing
     /// boost comes in (`boost_weight`), so beside a classic flow the
-    /// increase is what it was. Alone at 1 Mbit/s half a datagram per RTT
+    /// increase is what it was, and as the path's rate rises through
+    /// [`INCREASE_UNIT_FULL_RATE`]. Alone at 1 Mbit/s half a datagram per RTT
     /// is 6 ms of queue, and the cut that answers it takes the window well
     /// below the BDP; 0.5 ms of the rate per RTT keeps the sawtooth within
     /// the step.
@@ -371,11 +417,14 @@ impl Prague {
         if !self.small_datagrams || self.in_slow_start() {
             return mds;
         }
-        let Some(rate) = self.rate() else {
+        let Some(rate) = self.path_rate() else {
             return mds;
         };
         let small = (rate * INCREASE_UNIT_TIME.as_secs_f64()).min(mds);
-        small + boost_weight * (mds - small)
+        let (low, high) = INCREASE_UNIT_FULL_RATE;
+        let fast = ((rate * 8.0 - low) / (high - low)).clamp(0.0, 1.0);
+        let weight = boost_weight.max(fast);
+        small + weight * (mds - small)
     }
 
     #[cfg(test)]
@@ -444,8 +493,9 @@ impl Prague {
     /// marked ([`Self::full_size_weight`]), as a classic flow's packets
     /// beside it cause. That share starts at zero, so a start-up (where
     /// `alpha` is still near 1) keeps the lower cap. Alone at 1 Mbit/s,
-    /// where a packet outlasts the step, most packets are marked too and
-    /// the cap rises there as well (docs/PROTOCOL.md gives the cost).
+    /// where a full-size packet outlasts the step, most of them are marked
+    /// and the cap rose there as well; the low-rate path's smaller
+    /// datagrams keep that share low (docs/PROTOCOL.md).
     fn spacing_boost_cap(&self) -> f64 {
         MAX_SPACING_BOOST + self.full_size_weight() * (MARKED_SPACING_BOOST - MAX_SPACING_BOOST)
     }
@@ -893,6 +943,7 @@ impl Controller for Prague {
             if queued {
                 self.pipe_queue_seen = Some(ack.now);
             }
+            self.path_rate_max = self.path_rate_max.max(cap.bandwidth());
         }
         if ack.ecn_delta.ce > 0 {
             self.saw_ce = true;
@@ -941,7 +992,9 @@ impl Controller for Prague {
             } else {
                 0.0
             };
-            (self.cwnd * WINDOW_HEADROOM).max(holdback) + self.mds as f64
+            (self.cwnd * WINDOW_HEADROOM).max(holdback)
+                + self.mds as f64
+                + self.small_window_headroom()
         };
         ((self.cwnd + headroom) as u64).max(self.minimum_window)
     }
@@ -1286,13 +1339,15 @@ mod tests {
         assert_eq!(cc.window(), (grown * 1.03 + MDS as f64) as u64);
     }
 
-    /// With `prague_small_datagrams`, out of slow start, datagrams carry
-    /// 4 ms of Prague's own rate (at least 300 bytes) while few packets are
-    /// marked and move back to full size as most are; the increase counts
-    /// in 0.5 ms of the rate until the spacing boost comes in. Off (the
-    /// default), nothing changes.
+    /// With `prague_small_datagrams` (the default), out of slow start,
+    /// datagrams carry 4 ms of the path's rate (at least 300 bytes) while
+    /// few packets are marked and move back to full size as most are; the
+    /// increase counts in 0.5 ms of the rate until the spacing boost comes
+    /// in, and in whole datagrams from 6 Mbit/s. The path's rate is the
+    /// largest the connection measured: a flow whose own rate falls keeps
+    /// full units. Off, nothing changes.
     #[test]
-    fn small_datagrams_follow_the_rate_and_the_marked_fraction() {
+    fn small_datagrams_follow_the_path_rate_and_the_marked_fraction() {
         let config = CcConfig {
             prague_small_datagrams: true,
             ..CcConfig::default()
@@ -1330,8 +1385,34 @@ mod tests {
         cc.cwnd = 2_000.0;
         cc.marked_share = 0.0;
         assert_eq!(cc.datagram_size(1472), Some(300));
+        // A path that once delivered 20 Mbit/s: full datagrams and a whole
+        // datagram of increase, whatever the flow's own rate now.
+        cc.path_rate_max = 20e6 / 8.0;
+        assert_eq!(cc.datagram_size(1472), None);
+        assert_eq!(cc.increase_unit(0.0), MDS as f64);
+        // 4.5 Mbit/s: full datagrams, the unit halfway from 0.5 ms of the
+        // rate (281.25 bytes) to a datagram.
+        cc.path_rate_max = 4.5e6 / 8.0;
+        assert_eq!(cc.datagram_size(1472), None);
+        let half = (281.25 + MDS as f64) / 2.0;
+        assert!((cc.increase_unit(0.0) - half).abs() < 1e-6);
+        // 1 Mbit/s measured, 0.4 Mbit/s now: sized from the path's rate.
+        cc.path_rate_max = 1e6 / 8.0;
+        assert_eq!(cc.datagram_size(1472), Some(500));
+        assert!((cc.increase_unit(0.0) - 62.5).abs() < 1e-9);
+        // Out of slow start on a path that dropped and never marked: full
+        // datagrams.
+        let mut lossy = Prague::new(&config);
+        let t = ack_round(&mut lossy, Instant::from_millis(100), RTT, |_| false);
+        lossy.on_loss(&loss(t, t - RTT, false));
+        assert!(!lossy.in_slow_start());
+        lossy.cwnd = 5_000.0;
+        assert_eq!(lossy.datagram_size(1472), None);
         // Switched off: full datagrams, whole-datagram increase.
-        let mut off = run(&CcConfig::default());
+        let mut off = run(&CcConfig {
+            prague_small_datagrams: false,
+            ..CcConfig::default()
+        });
         off.cwnd = 5_000.0;
         off.marked_share = 0.0;
         assert_eq!(off.datagram_size(1472), None);

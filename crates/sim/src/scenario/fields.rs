@@ -288,7 +288,8 @@ impl RawFlow {
         };
         let cc = value(&mut self.cc).unwrap_or(CcAlgorithm::Prague);
         let ack_frequency = value(&mut self.ack_frequency).unwrap_or(true);
-        let prague_small_datagrams = value(&mut self.prague_small_datagrams).unwrap_or(false);
+        let prague_small_datagrams = value(&mut self.prague_small_datagrams)
+            .unwrap_or(brisk_proto::congestion::CcConfig::default().prague_small_datagrams);
         let prague_burst_floor = value(&mut self.prague_burst_floor).unwrap_or(true);
         let prague_pipe_cap = value(&mut self.prague_pipe_cap)
             .unwrap_or(brisk_proto::congestion::CcConfig::default().prague_pipe_cap);

@@ -126,17 +126,21 @@ fn inputs_that_would_hang_or_exhaust_memory_are_refused_with_field_and_line() {
     );
 }
 
-/// `prague_small_datagrams` is off unless a brisk flow asks for it; a
-/// value that is not a boolean is refused with the field's line.
+/// `prague_small_datagrams` follows the transport's default (on) unless a
+/// brisk flow sets it; a value that is not a boolean is refused with the
+/// field's line.
 #[test]
-fn brisk_flows_may_ask_for_prague_small_datagrams() {
+fn brisk_flows_may_set_prague_small_datagrams() {
     let flow = |extra: &str| format!("duration = \"1s\"\n[[flows]]\nkind = \"brisk\"\n{extra}");
     let small = |text: &str| match &Scenario::parse(text, "s.toml").unwrap().flows[0].traffic {
         Traffic::Brisk(b) => b.prague_small_datagrams,
         other => panic!("{other:?}"),
     };
-    assert!(!small(&flow("")));
+    let default = brisk_proto::congestion::CcConfig::default().prague_small_datagrams;
+    assert!(default);
+    assert_eq!(small(&flow("")), default);
     assert!(small(&flow("prague_small_datagrams = true\n")));
+    assert!(!small(&flow("prague_small_datagrams = false\n")));
     let e = err(&flow("prague_small_datagrams = \"yes\"\n"));
     assert!(
         e.contains("line 4") && e.contains("prague_small_datagrams"),

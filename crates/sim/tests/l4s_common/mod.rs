@@ -27,11 +27,7 @@ pub struct Flow<'a> {
 /// A brisk bulk flow with controller `cc`.
 pub fn bulk<'a>(name: &'a str, cc: &'a str, rtt_ms: u64) -> Flow<'a> {
     let body = match cc {
-        "prague" => match pipe_cap_override() {
-            None => "kind = \"brisk\"\ncc = \"prague\"",
-            Some(true) => "kind = \"brisk\"\ncc = \"prague\"\nprague_pipe_cap = true",
-            Some(false) => "kind = \"brisk\"\ncc = \"prague\"\nprague_pipe_cap = false",
-        },
+        "prague" => prague_body(),
         "cubic" => "kind = \"brisk\"\ncc = \"cubic\"",
         "bbr" => "kind = \"brisk\"\ncc = \"bbr\"",
         "newreno" => "kind = \"brisk\"\ncc = \"newreno\"",
@@ -40,15 +36,23 @@ pub fn bulk<'a>(name: &'a str, cc: &'a str, rtt_ms: u64) -> Flow<'a> {
     Flow { name, body, rtt_ms }
 }
 
-/// `PRAGUE_PIPE_CAP=on` or `off` sets Prague's pipe cap in every Prague
-/// bulk flow of a run by hand (grids before and after); unset, the
-/// transport's default.
-fn pipe_cap_override() -> Option<bool> {
-    match std::env::var("PRAGUE_PIPE_CAP").as_deref() {
-        Ok("on") => Some(true),
-        Ok("off") => Some(false),
-        _ => None,
+/// A Prague bulk flow's body lines: the transport's defaults, unless
+/// `PRAGUE_PIPE_CAP` or `PRAGUE_SMALL_DATAGRAMS` (`on` or `off`) sets that
+/// switch in every Prague bulk flow of a run by hand (grids before and
+/// after).
+fn prague_body() -> &'static str {
+    let mut body = String::from("kind = \"brisk\"\ncc = \"prague\"");
+    for (var, field) in [
+        ("PRAGUE_PIPE_CAP", "prague_pipe_cap"),
+        ("PRAGUE_SMALL_DATAGRAMS", "prague_small_datagrams"),
+    ] {
+        match std::env::var(var).as_deref() {
+            Ok("on") => body.push_str(&format!("\n{field} = true")),
+            Ok("off") => body.push_str(&format!("\n{field} = false")),
+            _ => {}
+        }
     }
+    Box::leak(body.into_boxed_str())
 }
 
 /// A brisk Prague bulk flow with its growth held at the delivered pipe
@@ -63,13 +67,14 @@ pub fn bulk_pipe_cap(name: &str, rtt_ms: u64, on: bool) -> Flow<'_> {
 }
 
 /// A brisk Prague bulk flow with smaller datagrams and increase at low
-/// rates (`prague_small_datagrams`).
-pub fn bulk_small_datagrams(name: &str, rtt_ms: u64) -> Flow<'_> {
-    Flow {
-        name,
-        body: "kind = \"brisk\"\ncc = \"prague\"\nprague_small_datagrams = true",
-        rtt_ms,
-    }
+/// rates (`prague_small_datagrams`) on or off.
+pub fn bulk_small_datagrams(name: &str, rtt_ms: u64, on: bool) -> Flow<'_> {
+    let body = if on {
+        "kind = \"brisk\"\ncc = \"prague\"\nprague_small_datagrams = true"
+    } else {
+        "kind = \"brisk\"\ncc = \"prague\"\nprague_small_datagrams = false"
+    };
+    Flow { name, body, rtt_ms }
 }
 
 /// A dumbbell at `rate` (a TOML rate value, e.g. `"10Mbit"` or a schedule
