@@ -49,6 +49,12 @@ fn download(mode: IpMode, rate_mbps: u64, secs: u64, realtime: bool) -> SteadyBu
     config.ip = mode;
     let mut bulk = BriskBulkConfig::new("prague", Duration::from_secs(secs));
     bulk.realtime = realtime;
+    // `QLOG_DIR=DIR` keeps both ends' qlog traces of the latest run there,
+    // to set beside `brisk sim FILE --qlog DIR`.
+    bulk.qlog_dir = std::env::var_os("QLOG_DIR").map(std::path::PathBuf::from);
+    bulk.max_datagram_size = std::env::var("LAB_DATAGRAM")
+        .ok()
+        .map(|d| d.parse().unwrap());
     let run = steady_bulk::run(config, &bulk).expect("the download runs");
     let s = &run.steady;
     let f = &run.results.driver.fidelity;
@@ -56,7 +62,8 @@ fn download(mode: IpMode, rate_mbps: u64, secs: u64, realtime: bool) -> SteadyBu
         "{mode:?} {rate_mbps} Mbit/s, real-time ends {}, second half of {secs} s: link busy {:.1}%, queue delay \
          p50 {:.2} p99 {:.2} ms, CE {:.1}% ({} marks); arrivals within a packet time of \
          the one before {:.1}%, gap p50 {:.2} p99 {:.2} max {:.2} ms; Brisk RTT p50 {:.1} p99 {:.1} ms; \
-         router late p99 {:.2} ms down, {:.2} ms up, kept up {}; sender: {} of {} paced packets \
+         router late p99 {:.2} ms down, {:.2} ms up, kept up {}; sender: {}-byte datagrams, {} cut to 1200 \
+         bytes to check the path MTU, {} of {} paced packets \
          left after the pacer's scheduled time, by {:.3} ms on average, {:.2} ms at most, {:.0} ms credited",
         run.bulk.realtime,
         s.busy * 100.0,
@@ -73,6 +80,8 @@ fn download(mode: IpMode, rate_mbps: u64, secs: u64, realtime: bool) -> SteadyBu
         f.down.delay_error_ms.p99,
         f.up.delay_error_ms.p99,
         f.kept_up,
+        run.bulk.sender.datagram_bytes,
+        run.bulk.sender.size_checks,
         run.bulk.sender.paced_late,
         run.bulk.sender.paced_waits,
         run.bulk.sender.paced_late_mean_ms,
