@@ -52,9 +52,11 @@ fn download(mode: IpMode, rate_mbps: u64, secs: u64, realtime: bool) -> SteadyBu
     // `QLOG_DIR=DIR` keeps both ends' qlog traces of the latest run there,
     // to set beside `brisk sim FILE --qlog DIR`.
     bulk.qlog_dir = std::env::var_os("QLOG_DIR").map(std::path::PathBuf::from);
-    bulk.max_datagram_size = std::env::var("LAB_DATAGRAM")
+    // `LAB_MTU=BYTES` sets the path MTU the ends probe up to (default:
+    // the lab's own, 1500), e.g. 1480 for brisk-io's default ceiling.
+    bulk.path_mtu = std::env::var("LAB_MTU")
         .ok()
-        .map(|d| d.parse().unwrap());
+        .map(|m| m.parse().expect("LAB_MTU: bytes"));
     let run = steady_bulk::run(config, &bulk).expect("the download runs");
     let s = &run.steady;
     let f = &run.results.driver.fidelity;
@@ -188,8 +190,9 @@ fn prague_with_and_without_priority_for_its_ends() {
     }
 }
 
-/// The lab section's length (10 s) at 4 Mbit/s, `RUNS` (default 3) runs per
-/// family, each with its per-second trace, printed, not asserted:
+/// The lab section's length (10 s) at 4 Mbit/s (or `RATE` Mbit/s), `RUNS`
+/// (default 3) runs per family, each with its per-second trace, printed,
+/// not asserted:
 /// `cargo test --profile ci -p brisk-live --test l4s_slow_links -- --ignored --nocapture ten_seconds`.
 #[test]
 #[ignore]
@@ -198,12 +201,13 @@ fn prague_at_4mbit_for_ten_seconds_per_family() {
         return;
     };
     let runs: usize = std::env::var("RUNS").map_or(3, |r| r.parse().expect("RUNS: a count"));
+    let rate: u64 = std::env::var("RATE").map_or(4, |r| r.parse().expect("RATE: Mbit/s"));
     for mode in [IpMode::V4, IpMode::V6] {
         let busy: Vec<String> = (0..runs)
-            .map(|_| format!("{:.1}%", download(mode, 4, 10, true).steady.busy * 100.0))
+            .map(|_| format!("{:.1}%", download(mode, rate, 10, true).steady.busy * 100.0))
             .collect();
         eprintln!(
-            "{mode:?} 4 Mbit/s, second half of 10 s: link busy {}",
+            "{mode:?} {rate} Mbit/s, second half of 10 s: link busy {}",
             busy.join(", ")
         );
     }

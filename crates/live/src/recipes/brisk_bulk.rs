@@ -70,10 +70,13 @@ pub struct BriskBulkConfig {
     /// directory (`server.sqlog`, `client.sqlog`), to set a live run beside
     /// a simulated one.
     pub qlog_dir: Option<PathBuf>,
-    /// The largest UDP payload both ends send, path MTU discovery's
-    /// ceiling; `None`: brisk-io's default (1452 bytes over IPv4, 1432
-    /// over IPv6, within the interfaces' MTU).
-    pub max_datagram_size: Option<u64>,
+    /// The IP MTU of the lab's path, in bytes, when the run knows it: each
+    /// end then probes up to the largest UDP payload it carries in its
+    /// address family (1472 bytes over IPv4, 1452 over IPv6 at 1500), as
+    /// the simulator's flows fill their links' packets. `None`: brisk-io's
+    /// default ceiling, which leaves 20 bytes for a tunnel on an unknown
+    /// path (1452 / 1432 bytes).
+    pub path_mtu: Option<u32>,
 }
 
 impl BriskBulkConfig {
@@ -86,7 +89,7 @@ impl BriskBulkConfig {
             realtime: false,
             fec: false,
             qlog_dir: None,
-            max_datagram_size: None,
+            path_mtu: None,
         }
     }
 }
@@ -250,7 +253,7 @@ pub fn run(lab: &Lab, config: &BriskBulkConfig) -> Result<BriskBulkReport, Recip
         cc,
         fec,
         qlog,
-        max_datagram_size: config.max_datagram_size,
+        path_mtu: config.path_mtu,
     };
     let server = {
         let ends = ends.clone();
@@ -314,7 +317,16 @@ struct Ends {
     cc: CcAlgorithm,
     fec: FecConfig,
     qlog: Option<QlogFactory>,
-    max_datagram_size: Option<u64>,
+    path_mtu: Option<u32>,
+}
+
+impl Ends {
+    /// The datagram ceiling for a path to or from `addr`, if the path's
+    /// MTU is known.
+    fn max_datagram_size(&self, addr: SocketAddr) -> Option<u64> {
+        self.path_mtu
+            .map(|mtu| brisk_io::socket::payload_for_mtu(mtu as usize, addr) as u64)
+    }
 }
 
 /// The server: one connection, one stream, data until the client goes.
@@ -328,8 +340,8 @@ async fn serve(
 ) {
     let mut config = ServerConfig::new(bind, keypair);
     config.endpoint.transport.cc = ends.cc;
+    config.endpoint.max_datagram_size = ends.max_datagram_size(bind);
     config.endpoint.transport.fec = ends.fec;
-    config.endpoint.max_datagram_size = ends.max_datagram_size;
     let server = match Endpoint::server(config) {
         Ok(s) => s,
         Err(e) => return ready.fail(format!("brisk server on {bind}: {e}")),
@@ -397,7 +409,7 @@ async fn receive(
     let client = Endpoint::client_with(
         bind,
         EndpointConfig {
-            max_datagram_size: ends.max_datagram_size,
+            max_datagram_size: ends.max_datagram_size(target),
             ..EndpointConfig::default()
         },
     )?;
