@@ -872,6 +872,25 @@ mod tests {
     }
 
     #[test]
+    fn interface_mtus_are_those_of_the_callers_namespace() {
+        // This test runs in the namespace sysfs was mounted in, where both
+        // views must agree (inside a namespace entered with `setns` only
+        // the asked one is right: the live lab's tests hold that).
+        let mut sysfs: Vec<usize> = std::fs::read_dir("/sys/class/net")
+            .unwrap()
+            .filter_map(Result::ok)
+            .filter(|e| e.file_name() != "lo")
+            .filter_map(|e| std::fs::read_to_string(e.path().join("mtu")).ok())
+            .filter_map(|m| m.trim().parse().ok())
+            .collect();
+        sysfs.sort_unstable();
+        let mut asked = sys::interface_mtus().unwrap();
+        asked.sort_unstable();
+        assert_eq!(asked, sysfs);
+        assert_eq!(smallest_interface_mtu(), sysfs.first().copied());
+    }
+
+    #[test]
     fn loopback_route_mtu_and_payload_sizes() {
         // Loopback's MTU is 65536 on Linux; any real interface has less
         // headroom, but at least the 1280 bytes IPv6 requires.
