@@ -16,6 +16,8 @@
 //!   whose bursts last 250 µs), and [`monotonic_ns`], the clock it uses.
 //! - [`Epoll`]: an `epoll` instance of the driver's own that says which
 //!   per-connection sockets hold datagrams; [`open_files_limit`].
+//! - [`interface_mtus`]: the MTUs of the interfaces of the calling
+//!   thread's network namespace (`if_nameindex(3)` and `SIOCGIFMTU`).
 //!
 //! Safety argument, common to all calls: every pointer handed to the kernel
 //! points into a buffer owned by the calling frame (or by the caller's
@@ -807,6 +809,74 @@ pub fn open_files_limit() -> Option<u64> {
     // SAFETY: `limit` lives on this frame for the call.
     let rc = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) };
     (rc == 0).then_some(limit.rlim_cur)
+}
+
+/// The MTUs of the network interfaces in the calling thread's network
+/// namespace, loopback devices left out. `/sys/class/net` shows the
+/// namespace sysfs was mounted in, which is not the caller's after a
+/// `setns(2)` into another one (a lab's namespaces, a container entered
+/// that way); the interface list (`if_nameindex`, a netlink query) and
+/// each device's flags and MTU (`SIOCGIFFLAGS`, `SIOCGIFMTU` on a socket
+/// opened here) are answered in the caller's own namespace.
+pub fn interface_mtus() -> io::Result<Vec<usize>> {
+    // SAFETY: a plain socket(2) call; the descriptor is owned at once.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is a fresh descriptor nothing else owns.
+    let socket = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: no arguments; a null answer is checked below.
+    let list = unsafe { libc::if_nameindex() };
+    if list.is_null() {
+        return Err(io::Error::last_os_error());
+    }
+    let mut mtus = Vec::new();
+    let mut entry = list;
+    loop {
+        // SAFETY: `entry` points into the array `if_nameindex` returned,
+        // which ends with an entry of index 0 and a null name; the walk
+        // stops there.
+        let e = unsafe { &*entry };
+        if e.if_index == 0 || e.if_name.is_null() {
+            break;
+        }
+        // SAFETY: all-zero is a valid ifreq.
+        let mut req: libc::ifreq = unsafe { mem::zeroed() };
+        // SAFETY: a non-null name from `if_nameindex` is NUL-terminated.
+        let name = unsafe { std::ffi::CStr::from_ptr(e.if_name) }.to_bytes();
+        for (d, s) in req
+            .ifr_name
+            .iter_mut()
+            .zip(name.iter().take(libc::IFNAMSIZ - 1))
+        {
+            *d = *s as libc::c_char;
+        }
+        // SAFETY: `req` lives on this frame and is an ifreq, as both
+        // requests expect; the kernel writes within it.
+        let flags = unsafe { libc::ioctl(socket.as_raw_fd(), libc::SIOCGIFFLAGS as _, &mut req) };
+        // SAFETY: SIOCGIFFLAGS just filled the union's flags member.
+        let loopback =
+            flags == 0 && i32::from(unsafe { req.ifr_ifru.ifru_flags }) & libc::IFF_LOOPBACK != 0;
+        // SAFETY: as above.
+        if !loopback
+            && unsafe { libc::ioctl(socket.as_raw_fd(), libc::SIOCGIFMTU as _, &mut req) } == 0
+        {
+            // SAFETY: SIOCGIFMTU just filled the union's MTU member.
+            let mtu = unsafe { req.ifr_ifru.ifru_mtu };
+            if let Ok(mtu) = usize::try_from(mtu)
+                && mtu > 0
+            {
+                mtus.push(mtu);
+            }
+        }
+        // SAFETY: the terminating entry has not been reached, so the next
+        // one is still inside the array.
+        entry = unsafe { entry.add(1) };
+    }
+    // SAFETY: `list` came from `if_nameindex` and is freed once.
+    unsafe { libc::if_freenameindex(list) };
+    Ok(mtus)
 }
 
 impl AsRawFd for TimerFd {

@@ -7,7 +7,8 @@
 //! Big; it drops silently (a black hole for large packets); the MTU drops
 //! from 1500 to 1280 bytes one second into the transfer, with ICMP and
 //! without (a black hole that opens mid-transfer). IPv4 and IPv6. Each
-//! line prints the transfer's longest wait for new bytes, the stall.
+//! line prints the transfer's longest wait for new bytes, the stall. And
+//! the ceiling a server in a namespace starts from: its own interfaces'.
 
 mod common;
 
@@ -92,4 +93,25 @@ fn downloads_cross_a_smaller_hop_with_matching_hashes() {
         }
     }
     assert!(failed.is_empty(), "{failed:#?}");
+}
+
+/// A server inside a lab namespace sizes its datagrams by that namespace's
+/// own interfaces (loopback and the 1500-byte TUN device), whatever the
+/// host's are. A thread that entered the namespace with `setns` still
+/// sees the host's /sys/class/net, and the lab's Brisk server once took a
+/// host interface's 1400 bytes from there (1372/1352-byte datagrams on a
+/// path that carries 1472/1452).
+#[test]
+fn a_server_in_a_namespace_sizes_by_that_namespaces_interfaces() {
+    let Some(_g) = common::lab_guard("a_server_in_a_namespace_sizes_by_that_namespaces_interfaces")
+    else {
+        return;
+    };
+    let lab = common::lab("[link.down]\nrate = \"10Mbit\"\n[link.up]\nrate = \"10Mbit\"\n");
+    let mtu = lab
+        .server_ns()
+        .run(brisk_io::socket::smallest_interface_mtu)
+        .expect("a thread runs in the server's namespace");
+    let _ = lab.finish(None, None);
+    assert_eq!(mtu, Some(brisk_live::topology::MTU_BYTES as usize));
 }

@@ -12,13 +12,18 @@
 use super::{Background, RecipeError, Summary, block_on_in};
 use crate::lab::Lab;
 use crate::sys;
-use brisk_io::{ConnectionStats, Endpoint, Keypair, ServerConfig};
+use brisk_io::{ConnectionStats, Endpoint, EndpointConfig, Keypair, ServerConfig};
 use brisk_proto::ClientConfig;
 use brisk_proto::congestion::CcAlgorithm;
 use brisk_proto::fec::{FecConfig, FecPolicy};
+use brisk_proto::qlog::{
+    EventClasses, QlogFactory, QlogSink, QlogStart, QlogWriter, TraceStart, VantageKind,
+    VantagePoint,
+};
 use serde::Serialize;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -61,6 +66,17 @@ pub struct BriskBulkConfig {
     /// Forward error correction on both ends, repair at the measured loss
     /// rate (`FecPolicy::Adaptive`, bulk data's policy).
     pub fec: bool,
+    /// Write both ends' qlog traces, every event class, into this
+    /// directory (`server.sqlog`, `client.sqlog`), to set a live run beside
+    /// a simulated one.
+    pub qlog_dir: Option<PathBuf>,
+    /// The IP MTU of the lab's path, in bytes, when the run knows it: each
+    /// end then probes up to the largest UDP payload it carries in its
+    /// address family (1472 bytes over IPv4, 1452 over IPv6 at 1500), as
+    /// the simulator's flows fill their links' packets. `None`: brisk-io's
+    /// default ceiling, which leaves 20 bytes for a tunnel on an unknown
+    /// path (1452 / 1432 bytes).
+    pub path_mtu: Option<u32>,
 }
 
 impl BriskBulkConfig {
@@ -72,6 +88,8 @@ impl BriskBulkConfig {
             key_seed: 7,
             realtime: false,
             fec: false,
+            qlog_dir: None,
+            path_mtu: None,
         }
     }
 }
@@ -102,6 +120,10 @@ pub struct BriskSenderStats {
     pub cwnd_bytes: u64,
     pub smoothed_rtt_ms: f64,
     pub min_rtt_ms: f64,
+    /// The UDP payload size path MTU discovery settled on, bytes, and the
+    /// packets cut to 1200 bytes to check the path still carries it.
+    pub datagram_bytes: u64,
+    pub size_checks: u64,
     /// Packets that waited for the pacer, those that left after the
     /// release time it gave, their mean and largest lateness, and the
     /// lateness credited back to the schedule.
@@ -125,6 +147,8 @@ impl From<&ConnectionStats> for BriskSenderStats {
             cwnd_bytes: s.cwnd_bytes,
             smoothed_rtt_ms: super::ms(s.smoothed_rtt),
             min_rtt_ms: super::ms(s.min_rtt),
+            datagram_bytes: s.pmtu.current_bytes,
+            size_checks: s.pmtu.size_checks_sent,
             paced_waits: s.pacing.waits,
             paced_late: s.pacing.late_sends,
             paced_late_mean_ms: super::ms(s.pacing.late_total) / s.pacing.late_sends.max(1) as f64,
@@ -179,6 +203,33 @@ impl SenderShared {
     }
 }
 
+/// Traces every connection of an endpoint into `dir/<side>.sqlog`, every
+/// event class, times from the wall clock at the connection's start.
+fn qlog_files(dir: &Path) -> io::Result<QlogFactory> {
+    std::fs::create_dir_all(dir)?;
+    let dir = dir.to_path_buf();
+    Ok(QlogFactory(Arc::new(move |s: &QlogStart| {
+        let side = match s.vantage {
+            VantageKind::Client => "client",
+            _ => "server",
+        };
+        let epoch_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64() * 1e3);
+        let start = TraceStart {
+            title: format!("brisk bulk {side}"),
+            vantage: VantagePoint::new(s.vantage, "brisk"),
+            reference: s.now,
+            reference_time_ms: epoch_ms,
+            group_id: Some(s.group_id.clone()),
+            classes: EventClasses::ALL,
+        };
+        let file = std::fs::File::create(dir.join(format!("{side}.sqlog"))).ok()?;
+        let writer = QlogWriter::new(io::BufWriter::new(file), &start).ok()?;
+        Some(Box::new(writer) as Box<dyn QlogSink>)
+    })))
+}
+
 /// Runs one download in `lab`: server to client, for `config.duration`.
 pub fn run(lab: &Lab, config: &BriskBulkConfig) -> Result<BriskBulkReport, RecipeError> {
     let cc = controller(&config.cc)?;
@@ -191,11 +242,24 @@ pub fn run(lab: &Lab, config: &BriskBulkConfig) -> Result<BriskBulkReport, Recip
     let server_key = keypair.public();
     let bind = SocketAddr::new(lab.server_bind_addr(), BRISK_PORT);
     let shared = Arc::new(SenderShared::default());
+    let qlog = match &config.qlog_dir {
+        Some(dir) => Some(
+            qlog_files(dir)
+                .map_err(|e| RecipeError::failed(format!("qlog directory {}", dir.display()), e))?,
+        ),
+        None => None,
+    };
+    let ends = Ends {
+        cc,
+        fec,
+        qlog,
+        path_mtu: config.path_mtu,
+    };
     let server = {
+        let ends = ends.clone();
         let shared = shared.clone();
         let interval = config.rtt_sample_interval;
         let realtime = config.realtime;
-        let fec = fec.clone();
         Background::start(lab.server_ns(), "brisk-bulk-server", move |ready| {
             if realtime {
                 shared.realtime.store(
@@ -203,7 +267,7 @@ pub fn run(lab: &Lab, config: &BriskBulkConfig) -> Result<BriskBulkReport, Recip
                     Ordering::Relaxed,
                 );
             }
-            serve(bind, keypair, cc, fec, interval, shared, ready)
+            serve(bind, keypair, ends, interval, shared, ready)
         })?
     };
     let target = SocketAddr::new(lab.server_addr(), BRISK_PORT);
@@ -213,7 +277,7 @@ pub fn run(lab: &Lab, config: &BriskBulkConfig) -> Result<BriskBulkReport, Recip
         let granted = realtime && sys::set_realtime_priority(ENDPOINT_RT_PRIORITY);
         let received = tokio::time::timeout(
             duration + SETUP_WAIT,
-            receive(target, server_key, cc, fec, duration),
+            receive(target, server_key, ends, duration),
         )
         .await;
         (granted, received)
@@ -247,23 +311,44 @@ pub fn run(lab: &Lab, config: &BriskBulkConfig) -> Result<BriskBulkReport, Recip
     })
 }
 
+/// How both ends are set up.
+#[derive(Clone)]
+struct Ends {
+    cc: CcAlgorithm,
+    fec: FecConfig,
+    qlog: Option<QlogFactory>,
+    path_mtu: Option<u32>,
+}
+
+impl Ends {
+    /// The datagram ceiling for a path to or from `addr`, if the path's
+    /// MTU is known.
+    fn max_datagram_size(&self, addr: SocketAddr) -> Option<u64> {
+        self.path_mtu
+            .map(|mtu| brisk_io::socket::payload_for_mtu(mtu as usize, addr) as u64)
+    }
+}
+
 /// The server: one connection, one stream, data until the client goes.
 async fn serve(
     bind: SocketAddr,
     keypair: Keypair,
-    cc: CcAlgorithm,
-    fec: FecConfig,
+    ends: Ends,
     interval: Duration,
     shared: Arc<SenderShared>,
     ready: super::Ready,
 ) {
     let mut config = ServerConfig::new(bind, keypair);
-    config.endpoint.transport.cc = cc;
-    config.endpoint.transport.fec = fec;
+    config.endpoint.transport.cc = ends.cc;
+    config.endpoint.max_datagram_size = ends.max_datagram_size(bind);
+    config.endpoint.transport.fec = ends.fec;
     let server = match Endpoint::server(config) {
         Ok(s) => s,
         Err(e) => return ready.fail(format!("brisk server on {bind}: {e}")),
     };
+    if let Some(q) = ends.qlog {
+        server.set_qlog(q);
+    }
     ready.ok();
     let Some(conn) = server.accept().await else {
         return;
@@ -311,8 +396,7 @@ struct Received {
 async fn receive(
     target: SocketAddr,
     server_key: [u8; 32],
-    cc: CcAlgorithm,
-    fec: FecConfig,
+    ends: Ends,
     duration: Duration,
 ) -> io::Result<Received> {
     let bind = SocketAddr::new(
@@ -322,9 +406,18 @@ async fn receive(
         },
         0,
     );
-    let client = Endpoint::client(bind)?;
-    let mut config = ClientConfig::new(Some(server_key)).with_cc(cc);
-    config.transport.fec = fec;
+    let client = Endpoint::client_with(
+        bind,
+        EndpointConfig {
+            max_datagram_size: ends.max_datagram_size(target),
+            ..EndpointConfig::default()
+        },
+    )?;
+    if let Some(q) = ends.qlog {
+        client.set_qlog(q);
+    }
+    let mut config = ClientConfig::new(Some(server_key)).with_cc(ends.cc);
+    config.transport.fec = ends.fec;
     let conn = client
         .connect_with(target, config)
         .await

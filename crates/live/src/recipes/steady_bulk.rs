@@ -3,7 +3,9 @@
 //! second half of the transfer, with a per-second trace of the whole
 //! ([`crate::steady_state`]). The lab is brought up with the router's
 //! per-packet log and its bottleneck capture on, written to a scratch
-//! directory that is removed afterwards.
+//! directory that is removed afterwards. Unless told otherwise, both ends
+//! probe up to the lab path's MTU ([`lab_path_mtu`]), so their datagrams
+//! are as large as the simulator's on the same links.
 
 use super::RecipeError;
 use super::brisk_bulk::{self, BriskBulkConfig, BriskBulkReport};
@@ -11,6 +13,7 @@ use crate::capture::{BOTTLENECK_CAPTURE_LIMIT_BYTES, BottleneckPcap};
 use crate::lab::{Lab, LabConfig};
 use crate::results::LiveResults;
 use crate::steady_state::{self, SteadyState};
+use crate::topology::MTU_BYTES;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -36,6 +39,9 @@ pub fn run(mut config: LabConfig, bulk: &BriskBulkConfig) -> Result<SteadyBulkRu
     let rate_bps = super::down_rate_bps(&config.network).ok_or_else(|| {
         RecipeError::Unsupported("the down link needs a constant rate to be measured".into())
     })?;
+    let mut bulk = bulk.clone();
+    bulk.path_mtu.get_or_insert(lab_path_mtu(&config.network));
+    let bulk = &bulk;
     let scratch = Scratch::new();
     config.out = Some(scratch.0.clone());
     config.bottleneck_capture_bytes = Some(BOTTLENECK_CAPTURE_LIMIT_BYTES);
@@ -66,6 +72,16 @@ pub fn run(mut config: LabConfig, bulk: &BriskBulkConfig) -> Result<SteadyBulkRu
         bulk: report,
         steady,
     })
+}
+
+/// The largest IP packet the lab's path carries, in bytes: the TUN
+/// devices' MTU, or a link's `mtu` if smaller (a later `mtu_change` is
+/// left to path MTU discovery, which follows a path down).
+pub fn lab_path_mtu(network: &brisk_netmodel::Network) -> u32 {
+    [network.link.down.mtu, network.link.up.mtu]
+        .into_iter()
+        .flatten()
+        .fold(MTU_BYTES, u32::min)
 }
 
 /// A directory of its own under the system's temporary directory,
