@@ -339,15 +339,26 @@ impl LossDetection {
         Duration::from_nanos(pto_base_nanos(rtt, max_ack_delay))
     }
 
+    /// [`LossDetection::pto_base`] in integer nanoseconds.
+    pub(crate) fn pto_base_nanos(rtt: &RttEstimator, max_ack_delay: Duration) -> u64 {
+        pto_base_nanos(rtt, max_ack_delay)
+    }
+
     /// The probe timeout with the backoff of consecutive timeouts.
+    #[cfg(test)]
     pub(crate) fn pto(&self, rtt: &RttEstimator, max_ack_delay: Duration) -> Duration {
+        Duration::from_nanos(self.pto_nanos(rtt, max_ack_delay))
+    }
+
+    /// [`LossDetection::pto`] in integer nanoseconds.
+    fn pto_nanos(&self, rtt: &RttEstimator, max_ack_delay: Duration) -> u64 {
         let base = pto_base_nanos(rtt, max_ack_delay);
         let doublings = self
             .pto_count
             .min(self.config.max_probe_doublings)
             .min(MAX_PTO_EXPONENT);
         let backed_off = base.saturating_mul(1 << doublings);
-        Duration::from_nanos(backed_off.min(base.max(nanos(self.config.max_probe_timeout))))
+        backed_off.min(base.max(nanos(self.config.max_probe_timeout)))
     }
 
     /// When to probe if nothing is acknowledged, given that ack-eliciting
@@ -357,7 +368,11 @@ impl LossDetection {
         rtt: &RttEstimator,
         max_ack_delay: Duration,
     ) -> Option<Instant> {
-        Some(self.last_eliciting_sent? + self.pto(rtt, max_ack_delay))
+        let at = self.last_eliciting_sent?;
+        Some(Instant::from_nanos(
+            at.as_nanos()
+                .saturating_add(self.pto_nanos(rtt, max_ack_delay)),
+        ))
     }
 
     /// A probe timeout fired; returns how many probes to send.

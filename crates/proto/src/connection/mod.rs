@@ -1272,9 +1272,18 @@ impl Connection {
             self.timers.set(Timer::Idle, now + t);
         } else if self.idle_timeout > Duration::ZERO {
             // Never time out faster than three probes (RFC 9000 §10.1).
-            let t = self.idle_timeout.max(self.closing_period());
-            self.timers.set(Timer::Idle, now + t);
+            // In integer nanoseconds: this runs for every packet received.
+            let t = nanos(self.idle_timeout).max(self.closing_period_nanos());
+            self.timers.set(
+                Timer::Idle,
+                Instant::from_nanos(now.as_nanos().saturating_add(t)),
+            );
         }
+    }
+
+    /// [`Connection::closing_period`] in integer nanoseconds.
+    fn closing_period_nanos(&self) -> u64 {
+        LossDetection::pto_base_nanos(&self.rtt, self.peer_max_ack_delay).saturating_mul(3)
     }
 
     /// The peer was heard from: an authenticated, new packet arrived.
@@ -1311,10 +1320,13 @@ impl Connection {
         {
             return None;
         }
-        let quiet = (LossDetection::pto_base(&self.rtt, self.peer_max_ack_delay) * 3)
-            .max(SILENCE_BEFORE_PING)
-            .min(self.idle_timeout / 4);
-        Some(at + quiet)
+        // In integer nanoseconds: the timers are re-armed after every
+        // datagram in or out.
+        let quiet = self
+            .closing_period_nanos()
+            .max(nanos(SILENCE_BEFORE_PING))
+            .min(nanos(self.idle_timeout) / 4);
+        Some(Instant::from_nanos(at.as_nanos().saturating_add(quiet)))
     }
 
     /// Re-arms every timer from the current state.
@@ -1455,4 +1467,9 @@ pub(crate) fn parse_hs_payload(initial: bool, payload: &[u8]) -> Option<(Option<
         return None;
     }
     Some((pattern, msg))
+}
+
+/// `d` in nanoseconds, saturating (at 584 years).
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }

@@ -342,9 +342,49 @@ impl Connection {
 
     /// Whether a packet may and should start now; sets or stops the
     /// pacing timer on the way.
-    fn gate(&mut self, now: Instant, (full, send_size): (usize, usize)) -> Option<Gate> {
+    fn gate(&mut self, now: Instant, sizes: (usize, usize)) -> Option<Gate> {
         let ack_due = self.acks.ack_due(now);
         let probe = self.probes_pending > 0;
+        let (cwnd_ok, pacing_ok) = self.pace(now, sizes, probe);
+        let may_elicit = probe || (cwnd_ok && pacing_ok);
+        if !may_elicit && !ack_due {
+            return None;
+        }
+        // No ACK due and nothing that would elicit one: the packet would
+        // be cut off again, so do not start it (a receiver is asked this
+        // after every datagram it takes). Every source of an ack-eliciting
+        // frame in `fill_from` must be listed here.
+        if !ack_due
+            && !probe
+            && !self.hs.done_frame_pending
+            && !self.ping_pending
+            && !self.ack_frequency.as_ref().is_some_and(|a| a.has_pending())
+            && !self.streams.may_have_frames()
+            && !self.datagrams_pending(now)
+            && !self.path_frames_pending(now)
+            && self.fec_active().is_none_or(|f| f.next_repair().is_none())
+        {
+            return None;
+        }
+        Some(Gate {
+            ack_due,
+            probe,
+            may_elicit,
+        })
+    }
+
+    /// Whether the congestion window and the pacer let a packet of
+    /// `send_size` go now, as `(cwnd_ok, pacing_ok)`; sets or stops the
+    /// pacing timer on the way. Asked before every packet, and by a poll
+    /// that finds nothing to send (`Connection::idle_poll`): the answer
+    /// moves the pacing timer and the pacer's late credit, so it is asked
+    /// the same whether or not a packet follows.
+    pub(super) fn pace(
+        &mut self,
+        now: Instant,
+        (full, send_size): (usize, usize),
+        probe: bool,
+    ) -> (bool, bool) {
         let mds = send_size as u64;
         let cwnd_ok = self.sent.bytes_in_flight() + mds <= self.cc.window();
         let mut pacing_ok = true;
@@ -373,31 +413,7 @@ impl Connection {
         if pacing_ok {
             self.timers.stop(Timer::Pacing);
         }
-        let may_elicit = probe || (cwnd_ok && pacing_ok);
-        if !may_elicit && !ack_due {
-            return None;
-        }
-        // No ACK due and nothing that would elicit one: the packet would
-        // be cut off again, so do not start it (a receiver is asked this
-        // after every datagram it takes). Every source of an ack-eliciting
-        // frame in `fill_from` must be listed here.
-        if !ack_due
-            && !probe
-            && !self.hs.done_frame_pending
-            && !self.ping_pending
-            && !self.ack_frequency.as_ref().is_some_and(|a| a.has_pending())
-            && !self.streams.may_have_frames()
-            && !self.datagrams_pending(now)
-            && !self.path_frames_pending(now)
-            && self.fec_active().is_none_or(|f| f.next_repair().is_none())
-        {
-            return None;
-        }
-        Some(Gate {
-            ack_due,
-            probe,
-            may_elicit,
-        })
+        (cwnd_ok, pacing_ok)
     }
 
     /// Writes what `source` has for the packet, within its room.

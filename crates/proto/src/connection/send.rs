@@ -140,6 +140,12 @@ impl Connection {
         if matches!(self.state, ConnState::Draining | ConnState::Drained) {
             return None;
         }
+        if self.idle_poll(now) {
+            // The pacer is asked all the same, as the full path would.
+            let mds = self.mds();
+            self.pace(now, (mds, self.send_size_of(mds)), false);
+            return None;
+        }
         let base = out.len();
         // The datagram size, read once: nothing below changes it before
         // the 1-RTT packet is written.
@@ -189,6 +195,36 @@ impl Connection {
             return None;
         }
         Some(datagram)
+    }
+
+    /// Whether this poll can be answered "nothing" from a few flags,
+    /// without building a header or walking the frame sources: an established
+    /// connection with no ACK due and no source of an ack-eliciting frame
+    /// (the same list the packet gate reads, plus what could make a
+    /// datagram before it: a handshake message, a path MTU probe, an
+    /// address not yet validated, a used-up packet key). A receiver is
+    /// asked this after every datagram it takes, so it must stay cheap;
+    /// false only means the full path decides.
+    fn idle_poll(&self, now: Instant) -> bool {
+        self.state == ConnState::Established
+            && !self.hs.send_pending
+            && self.probes_pending == 0
+            && !self.ping_pending
+            && !self.hs.done_frame_pending
+            && self.validated
+            && !self.path_validating()
+            && !self.pmtu.enabled()
+            && self.fec_rx.is_none()
+            && !self.acks.ack_due(now)
+            && !self.streams.may_have_frames()
+            && !self.datagrams_queued()
+            && self.ack_frequency.as_ref().is_none_or(|a| !a.has_pending())
+            && !self.path_frames_pending(now)
+            && self.keys.as_ref().is_some_and(|(tx, _)| {
+                tx.cipher()
+                    .confidentiality_limit_blocks()
+                    .is_none_or(|limit| self.sealed_blocks < limit)
+            })
     }
 
     /// Writes (and for the client's first flight, first creates) our last
