@@ -238,7 +238,7 @@ impl Host {
             self.ep_transmit = false;
         }
         let (_, c) = self.detached.as_mut()?;
-        if !self.conn_ready && !c.poll_timeout().is_some_and(|t| t <= now) {
+        if !self.conn_ready && c.poll_timeout().is_none_or(|t| t > now) {
             return None;
         }
         let t = c.poll_transmit(now, 1, buf);
