@@ -1,17 +1,16 @@
 //! The engine's agenda: when each component (a flow's application, its two
 //! access links, the two bottleneck directions) next wants to run.
 //!
-//! Each component's wake-up sits in a flat array of nanoseconds, in blocks
-//! of 64. Each block keeps a lower bound of its wake-ups and a 64-bit mask
-//! of the components whose wake-up equals that bound. A change updates the
-//! two in a few instructions; a block whose mask runs empty (its earliest
-//! component ran or moved later) is rescanned once, when the next round's
-//! time is asked for. A round reads its due components off the masks in
-//! number order, so the common step (one component due, run, rescheduled)
-//! costs one scan of one block. Nothing asks a component for its wake-up
-//! unless the engine just touched it. (Arrays beat a binary heap here: the
-//! engine has a handful of components per flow, and a scan of a cache line
-//! or two costs less than a heap's sifting.)
+//! Each component's wake-up sits in a flat array of nanoseconds, under a
+//! tournament tree: every inner node holds the component with the least
+//! (wake-up, number) below it, so the root is the next to run. A change
+//! replays the matches on the path up from its leaf, and stops as soon as
+//! a node's winner is unchanged and is not the component that moved (its
+//! ancestors are then unchanged too); a step of the engine costs a few
+//! short climbs, however many flows there are. (A scan of blocks of 64
+//! wake-ups did as well with one flow, but each step rescanned a block,
+//! which with 100 flows was most of an engine step.) Nothing asks a
+//! component for its wake-up unless the engine just touched it.
 //!
 //! Components are numbered in the order a round visits them, so ties are
 //! deterministic. Time advances in rounds: a round at `t` visits, in number
@@ -21,25 +20,28 @@
 
 use brisk_time::Instant;
 
-/// Components per block: one bit each in a `u64` mask.
-const BLOCK: usize = 64;
 /// The wake-up of a component that has none (or waits in `next_round`).
 const NEVER: u64 = u64::MAX;
 
 #[derive(Debug, Default)]
 pub(crate) struct Wakeups {
-    /// Each component's wake-up in nanoseconds, [`NEVER`] if none.
+    /// Each component's wake-up in nanoseconds, [`NEVER`] if none; padded
+    /// with [`NEVER`] to `leaves` entries.
     times: Vec<u64>,
-    /// Per block of [`BLOCK`]: a lower bound of its `times`, exact unless
-    /// its `at_bound` mask is empty.
-    bound: Vec<u64>,
-    /// Per block: the components whose wake-up equals the block's bound.
-    at_bound: Vec<u64>,
+    /// The tree, heap-numbered from 1 (the root): node `i < leaves` holds
+    /// the winner of its children `2i` and `2i + 1`, leaf node
+    /// `leaves + c` holds component `c`. Ties go to the lower number,
+    /// which is always on the left.
+    winner: Vec<u32>,
+    /// Leaves of the tree: the number of components rounded up to a power
+    /// of two.
+    leaves: usize,
     /// Each component's wake-up as last scheduled, including those waiting
     /// in `next_round`; [`NEVER`] if none.
     due: Vec<u64>,
     /// Whether a round is open, its time, and the first component it has
-    /// not passed yet (one past the last it visited).
+    /// not passed yet (one past the last it visited). Every component in
+    /// `times` due at the round's time is at or past the cursor.
     in_round: bool,
     now: u64,
     cursor: usize,
@@ -49,21 +51,25 @@ pub(crate) struct Wakeups {
 
 impl Wakeups {
     pub(crate) fn new(components: usize) -> Wakeups {
-        let blocks = components.div_ceil(BLOCK);
-        let mut w = Wakeups {
-            times: vec![NEVER; components],
-            bound: vec![NEVER; blocks],
-            at_bound: vec![0; blocks],
+        let leaves = components.next_power_of_two().max(2);
+        let mut winner = vec![0u32; 2 * leaves];
+        for c in 0..leaves {
+            winner[leaves + c] = c as u32;
+        }
+        // Every wake-up is NEVER: the left child wins every match.
+        for i in (1..leaves).rev() {
+            winner[i] = winner[2 * i];
+        }
+        Wakeups {
+            times: vec![NEVER; leaves],
+            winner,
+            leaves,
             due: vec![NEVER; components],
             in_round: false,
             now: 0,
             cursor: 0,
             next_round: Vec::new(),
-        };
-        for b in 0..blocks {
-            w.rescan(b);
         }
-        w
     }
 
     /// Sets when `component` next wants to run (`None`: never), replacing
@@ -92,13 +98,7 @@ impl Wakeups {
 
     /// The time of the next round, if anything is scheduled.
     pub(crate) fn next_time(&mut self) -> Option<Instant> {
-        let mut least = NEVER;
-        for b in 0..self.bound.len() {
-            if self.at_bound[b] == 0 {
-                self.rescan(b);
-            }
-            least = least.min(self.bound[b]);
-        }
+        let least = self.times[self.winner[1] as usize];
         (least != NEVER).then(|| Instant::from_nanos(least))
     }
 
@@ -115,24 +115,16 @@ impl Wakeups {
         if !self.in_round || self.now == NEVER {
             return None;
         }
-        // Every bound is exact when a round opens and no lower than its
-        // time after, so a block with a component due now has it in its
-        // mask. Components due now behind the cursor wait outside `times`.
-        let mut from = self.cursor % BLOCK;
-        for b in self.cursor / BLOCK..self.bound.len() {
-            if self.bound[b] == self.now {
-                let ahead = self.at_bound[b] & (u64::MAX << from);
-                if ahead != 0 {
-                    let c = b * BLOCK + ahead.trailing_zeros() as usize;
-                    self.due[c] = NEVER;
-                    self.set(c, NEVER);
-                    self.cursor = c + 1;
-                    return Some(c);
-                }
-            }
-            from = 0;
+        // No wake-up in the tree is earlier than the round, and those at
+        // its time are all past the cursor: the root is the next, if due.
+        let c = self.winner[1] as usize;
+        if self.times[c] != self.now {
+            return None;
         }
-        None
+        self.due[c] = NEVER;
+        self.set(c, NEVER);
+        self.cursor = c + 1;
+        Some(c)
     }
 
     /// Closes the round; what became due behind its cursor is due at once.
@@ -151,40 +143,26 @@ impl Wakeups {
         self.next_round.clear();
     }
 
-    /// Writes a component's wake-up and keeps its block's bound and mask.
+    /// Writes a component's wake-up and replays the matches above it.
     fn set(&mut self, c: usize, t: u64) {
-        let old = std::mem::replace(&mut self.times[c], t);
-        let (b, bit) = (c / BLOCK, 1u64 << (c % BLOCK));
-        let bound = self.bound[b];
-        if old == bound {
-            self.at_bound[b] &= !bit;
+        if self.times[c] == t {
+            return;
         }
-        if t < bound {
-            self.bound[b] = t;
-            self.at_bound[b] = bit;
-        } else if t == bound {
-            self.at_bound[b] |= bit;
-        }
-    }
-
-    /// Makes block `b`'s bound its least wake-up again, with its mask.
-    fn rescan(&mut self, b: usize) {
-        let start = b * BLOCK;
-        let block = self
-            .times
-            .get(start..(start + BLOCK).min(self.times.len()))
-            .unwrap_or_default();
-        let (mut least, mut mask) = (NEVER, 0u64);
-        for (i, &t) in block.iter().enumerate() {
-            if t < least {
-                (least, mask) = (t, 0);
+        self.times[c] = t;
+        let mut i = (self.leaves + c) / 2;
+        while i > 0 {
+            let (l, r) = (self.winner[2 * i], self.winner[2 * i + 1]);
+            let w = if self.times[r as usize] < self.times[l as usize] {
+                r
+            } else {
+                l
+            };
+            let old = std::mem::replace(&mut self.winner[i], w);
+            if old == w && w as usize != c {
+                break;
             }
-            if t == least {
-                mask |= 1 << i;
-            }
+            i /= 2;
         }
-        self.bound[b] = least;
-        self.at_bound[b] = mask;
     }
 }
 

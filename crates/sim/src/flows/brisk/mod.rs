@@ -22,6 +22,7 @@ mod download;
 mod failover;
 mod feed;
 mod frame_datagrams;
+mod host;
 mod live_stream;
 mod messages;
 pub mod report;
@@ -50,6 +51,7 @@ use brisk_proto::{
 };
 use brisk_time::{Instant, earliest};
 use brisk_wire::ip;
+use host::Host;
 use seq::Tracer;
 use std::time::Duration;
 use workload::Workload;
@@ -330,8 +332,8 @@ pub struct BriskFlow {
     app: &'static str,
     start: Instant,
     series: bool,
-    client: Endpoint,
-    server: Endpoint,
+    client: Host,
+    server: Host,
     /// Taken when the client connects at `start`.
     client_config: Option<ClientConfig>,
     client_conn: Option<ConnectionHandle>,
@@ -501,8 +503,10 @@ impl BriskFlow {
             app: config.workload.name(),
             start: config.start,
             series: config.series,
-            client,
-            server,
+            // A replayed first flight makes a second connection at the
+            // sender host's endpoint: both stay inside theirs.
+            client: Host::new(client, replay.is_none()),
+            server: Host::new(server, replay.is_none()),
             client_config: Some(client_config),
             client_conn: None,
             server_conn: None,
@@ -555,6 +559,8 @@ impl BriskFlow {
         #[cfg(test)]
         if ASK_EVERY_END.get() {
             self.touched = [Touched::ALL; 2];
+            self.client.touch_all();
+            self.server.touch_all();
         }
     }
 
@@ -562,9 +568,9 @@ impl BriskFlow {
     /// every `FlowApp` call that can touch an end ends with this.
     fn read_timers(&mut self) {
         self.touch_all_in_reference_mode();
-        for (i, ep) in [&self.client, &self.server].into_iter().enumerate() {
+        for (i, host) in [&mut self.client, &mut self.server].into_iter().enumerate() {
             if std::mem::replace(&mut self.touched[i].timer, false) {
-                self.timers[i] = ep.poll_timeout();
+                self.timers[i] = host.poll_timeout();
             }
         }
     }
@@ -740,7 +746,7 @@ impl BriskFlow {
     /// if it has one; an end not touched since it last had none is not
     /// asked.
     fn poll_end(&mut self, now: Instant, end: End, d: &mut Vec<u8>) -> bool {
-        let (ep, src) = match end {
+        let (host, src) = match end {
             End::Sender => (&mut self.client, self.addrs.sender),
             End::Receiver => (&mut self.server, self.addrs.receiver),
         };
@@ -785,7 +791,7 @@ impl BriskFlow {
             } else {
                 d.resize(room, 0);
             }
-            let Some(t) = ep.poll_transmit(now, 1, d) else {
+            let Some(t) = host.poll_transmit(now, d) else {
                 touched.transmit = false;
                 return false;
             };
@@ -855,12 +861,22 @@ impl FlowApp for BriskFlow {
             return;
         };
         self.touch(end);
+        // An established connection is driven without its endpoint from
+        // then on (the end is touched: everything is asked again).
         match end {
             End::Sender => {
-                self.client.handle_datagram(now, from, ecn, payload);
+                let to = self.client.handle_datagram(now, from, ecn, payload);
+                if let Some(h) = self.client_conn.filter(|h| to == Some(*h)) {
+                    self.client.detach(h);
+                }
                 self.record_sender(now);
             }
-            End::Receiver => self.server.handle_datagram(now, from, ecn, payload),
+            End::Receiver => {
+                let to = self.server.handle_datagram(now, from, ecn, payload);
+                if let Some(h) = self.server_conn.filter(|h| to == Some(*h)) {
+                    self.server.detach(h);
+                }
+            }
         }
         self.process(now);
         self.read_timers();
@@ -903,7 +919,7 @@ impl FlowApp for BriskFlow {
         if cfg!(any(test, debug_assertions)) {
             assert_eq!(
                 self.timers,
-                [self.client.poll_timeout(), self.server.poll_timeout()],
+                [self.client.fresh_timeout(), self.server.fresh_timeout()],
                 "a touched end's timer was not read again"
             );
         }
