@@ -115,10 +115,12 @@ fn holds_the_goals(mode: IpMode, rate_mbps: u64, secs: u64, busy_min: f64, attem
         let run = download(mode, rate_mbps, secs, true);
         assert!(run.bulk.realtime, "both ends run at a real-time priority");
         let s = &run.steady;
-        // Structure: ECT(1) on the wire, CE written into it and echoed.
+        // Structure: ECT(1) on the wire, CE written into it and echoed,
+        // over the whole run: a flow the pipe cap holds at the pipe may
+        // see no mark in the second half (0 of 952 packets at 4 Mbit/s).
         assert!(run.bulk.received_ect1 > 100, "{}", run.bulk.received_ect1);
         assert_eq!(run.bulk.received_ect0, 0);
-        assert!(s.marks > 0 && run.bulk.sender.echoed_ce > 0);
+        assert!(run.bulk.received_ce > 0 && run.bulk.sender.echoed_ce > 0);
         assert_eq!(run.bulk.sender.ecn_state, "Capable");
         // Datagrams as large as the lab's 1500-byte path carries, as the
         // simulator's on its links (with the host's 1400-byte uplink as
