@@ -58,23 +58,23 @@ fn prague_body() -> &'static str {
 /// A brisk Prague bulk flow with its growth held at the delivered pipe
 /// (`prague_pipe_cap`) or not.
 pub fn bulk_pipe_cap(name: &str, rtt_ms: u64, on: bool) -> Flow<'_> {
-    let body = if on {
-        "kind = \"brisk\"\ncc = \"prague\"\nprague_pipe_cap = true"
-    } else {
-        "kind = \"brisk\"\ncc = \"prague\"\nprague_pipe_cap = false"
-    };
-    Flow { name, body, rtt_ms }
+    bulk_switched(name, rtt_ms, "prague_pipe_cap", on)
 }
 
 /// A brisk Prague bulk flow with smaller datagrams and increase at low
 /// rates (`prague_small_datagrams`) on or off.
 pub fn bulk_small_datagrams(name: &str, rtt_ms: u64, on: bool) -> Flow<'_> {
-    let body = if on {
-        "kind = \"brisk\"\ncc = \"prague\"\nprague_small_datagrams = true"
-    } else {
-        "kind = \"brisk\"\ncc = \"prague\"\nprague_small_datagrams = false"
-    };
-    Flow { name, body, rtt_ms }
+    bulk_switched(name, rtt_ms, "prague_small_datagrams", on)
+}
+
+/// A brisk Prague bulk flow with the boolean scenario field `field` set.
+fn bulk_switched<'a>(name: &'a str, rtt_ms: u64, field: &str, on: bool) -> Flow<'a> {
+    let body = format!("kind = \"brisk\"\ncc = \"prague\"\n{field} = {on}");
+    Flow {
+        name,
+        body: Box::leak(body.into_boxed_str()),
+        rtt_ms,
+    }
 }
 
 /// A dumbbell at `rate` (a TOML rate value, e.g. `"10Mbit"` or a schedule
