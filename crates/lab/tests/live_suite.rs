@@ -340,3 +340,29 @@ fn stalled_wifi_live_section() {
         assert!(c.passed, "{}: {}", c.name, c.measured_text());
     }
 }
+
+/// The l4s-slow section as shipped, about 45 s: Brisk's Prague alone on
+/// real sockets through 4 and 10 Mbit/s default DualPI2, over IPv4 and
+/// IPv6; prints every check (a wall-clock run on a loaded host may miss
+/// one, so none is required): `cargo test --profile ci -p brisk-lab
+/// --test live_suite -- --ignored l4s_slow_section --nocapture`.
+#[test]
+#[ignore = "about 45 s of live runs; the recipe's own test covers CI"]
+fn l4s_slow_section() {
+    let test = "l4s_slow_section";
+    if !can_run_live(test) {
+        return;
+    }
+    let _one = one_lab_at_a_time();
+    let mut suite = Suite::embedded("live").unwrap();
+    suite.sections.retain(|s| s.section.id() == "l4s-slow");
+    let config = RunConfig {
+        capture: false,
+        ..RunConfig::default()
+    };
+    let lab = brisk_lab::run(&suite, &config, &|_| {}).expect("the section runs");
+    let section = &lab.report.sections[0];
+    println!("l4s-slow, live: {}", section.verdict_line);
+    print_section(section);
+    assert_eq!(section.checks.len(), 8, "two checks per rate and family");
+}

@@ -2,12 +2,13 @@
 //! alone (`brisk-io`, ECT(1) in real IP headers, `brisk_live::recipes::
 //! steady_bulk`) through 4 and 10 Mbit/s bottlenecks with DualPI2 as Linux
 //! sets it up by default (1 ms step, 10% classic protection), 20 ms base
-//! RTT: the slow links where Brisk's Prague left most of the link idle
-//! (33% and 28% busy in the simulator before its rework).
+//! RTT, over IPv4 and over IPv6: the slow links where Brisk's Prague left
+//! most of the link idle (33% and 28% busy in the simulator before its
+//! rework).
 //!
 //! Measured as the simulator's L4S sections measure, over the second half
 //! of the transfer (`brisk_live::steady_state`, from the router's own
-//! capture and per-packet log). Checks, per rate, the simulator section's
+//! capture and per-packet log). Checks, per rate and family, the simulator section's
 //! goals: the link busy **at least 95%**, and Prague's queue delay p99 **at
 //! most 1 ms plus one 1500-byte packet's serialization time** (4 ms at
 //! 4 Mbit/s, 2.2 ms at 10). The table adds the goodput, Brisk's RTT, the
@@ -27,14 +28,16 @@ use brisk_live::recipes::steady_bulk::{self, SteadyBulkRun};
 use brisk_live::steady_state::SteadyState;
 use serde::Serialize;
 
-use brisk_sim::scenario::Scenario;
+use brisk_sim::scenario::{IpFamily, Scenario};
 use brisk_trace::plot::{Axis, BarChart, BarSeries, Frame, bar_chart};
 use std::time::Duration;
 
 pub struct L4sSlow;
 
 const ID: &str = "l4s-slow";
-const STEMS: [&str; 2] = ["prague-4", "prague-10"];
+const STEMS: [&str; 4] = ["prague-4", "prague-10", "prague-4-v6", "prague-10-v6"];
+/// The link rates, in Mbit/s, in the order of [`STEMS`] within a family.
+const RATES: [&str; 2] = ["4 Mbit/s", "10 Mbit/s"];
 /// The transfer's length.
 const SECS: u64 = 10;
 const BUSY_MIN_PERCENT: f64 = 95.0;
@@ -61,8 +64,8 @@ impl Section for L4sSlow {
                    The goal: at least 95% busy.",
             scope: "Brisk (brisk-io, Prague, ECT(1)) downloading alone for 10 s in network \
                     namespaces through the live lab's router: 4 and 10 Mbit/s, 20 ms base \
-                    RTT, DualPI2 with Linux's defaults. Wall-clock numbers on a shared \
-                    machine.",
+                    RTT, DualPI2 with Linux's defaults, over IPv4 and over IPv6. \
+                    Wall-clock numbers on a shared machine.",
         }
     }
 
@@ -77,14 +80,16 @@ impl Section for L4sSlow {
     fn evaluate(&self, runs: &Runs<'_>) -> Result<Findings, SectionError> {
         let mut checks = Vec::new();
         let mut rows = Vec::new();
-        let mut busy = Vec::new();
+        let (mut busy_v4, mut busy_v6) = (Vec::new(), Vec::new());
         for stem in STEMS {
-            let n: SlowNumbers = runs.get(stem)?.numbers()?;
+            let run = runs.get(stem)?;
+            let n: SlowNumbers = run.numbers()?;
+            let family = family_name(run.scenario.ip);
             let rate = n.link_rate_mbps;
             let busy_percent = n.link_busy * 100.0;
             checks.push(
                 Check::new(
-                    format!("Prague alone, {rate:.0} Mbit/s: link busy, second half"),
+                    format!("Prague alone, {rate:.0} Mbit/s, {family}: link busy, second half"),
                     "at least 95% (simulator before the rework: about 30%)",
                     busy_percent,
                     "%",
@@ -95,7 +100,9 @@ impl Section for L4sSlow {
             let queue_max = QUEUE_ABOVE_PACKET_MS + PACKET_BYTES * 8.0 / (rate * 1e3);
             checks.push(
                 Check::new(
-                    format!("Prague alone, {rate:.0} Mbit/s: queue delay p99, second half"),
+                    format!(
+                        "Prague alone, {rate:.0} Mbit/s, {family}: queue delay p99, second half"
+                    ),
                     format!("at most 1 ms plus one 1500-byte packet's time: {queue_max:.1} ms"),
                     n.queue_p99_ms,
                     "ms",
@@ -103,8 +110,11 @@ impl Section for L4sSlow {
                 )
                 .decimals(2),
             );
-            busy.push(busy_percent);
-            rows.push(row(&n));
+            match run.scenario.ip {
+                IpFamily::V4 => busy_v4.push(busy_percent),
+                IpFamily::V6 => busy_v6.push(busy_percent),
+            }
+            rows.push(row(family, &n));
         }
         let table = Table {
             caption: "Per link rate, over the second half of the transfer: the link's \
@@ -115,6 +125,7 @@ impl Section for L4sSlow {
                 .into(),
             columns: [
                 "link",
+                "family",
                 "link busy",
                 "goodput",
                 "queue delay p50",
@@ -131,8 +142,8 @@ impl Section for L4sSlow {
         let title = "Prague alone on real sockets: link busy";
         let plots = vec![plot(
             title,
-            "The bottleneck's busy time over the transfer, per link rate; the dashed line \
-             is the 95% goal.",
+            "The bottleneck's delivered bits over its capacity in the second half of the \
+             transfer, per link rate and address family; the dashed line is the 95% goal.",
             || {
                 bar_chart(
                     &Frame::new(
@@ -141,9 +152,15 @@ impl Section for L4sSlow {
                         Axis::new("link busy", "%"),
                     ),
                     &BarChart {
-                        categories: vec!["4 Mbit/s".into(), "10 Mbit/s".into()],
-                        series: vec![BarSeries::new("Brisk Prague", busy)],
-                        reference: Some(BarSeries::new("goal", vec![BUSY_MIN_PERCENT; 2])),
+                        categories: RATES.map(String::from).to_vec(),
+                        series: vec![
+                            BarSeries::new("Brisk Prague, IPv4", busy_v4),
+                            BarSeries::new("Brisk Prague, IPv6", busy_v6),
+                        ],
+                        reference: Some(BarSeries::new(
+                            "goal",
+                            vec![BUSY_MIN_PERCENT; RATES.len()],
+                        )),
                     },
                 )
             },
@@ -179,9 +196,18 @@ crate::numbers! {
     }
 }
 
-fn row(n: &SlowNumbers) -> Vec<Cell> {
+/// How the report names an address family.
+fn family_name(ip: IpFamily) -> &'static str {
+    match ip {
+        IpFamily::V4 => "IPv4",
+        IpFamily::V6 => "IPv6",
+    }
+}
+
+fn row(family: &str, n: &SlowNumbers) -> Vec<Cell> {
     vec![
         Cell::num(n.link_rate_mbps, "Mbit/s", 0),
+        Cell::text(family),
         Cell::num(n.link_busy * 100.0, "%", 1),
         Cell::num(n.goodput_mbps, "Mbit/s", 2),
         Cell::num(n.queue_p50_ms, "ms", 2),
@@ -212,7 +238,7 @@ impl LiveExperiment for L4sSlow {
             pcap,
             bulk,
             steady,
-        } = steady_bulk::run(lab_config(scenario, IpMode::V4), &config)
+        } = steady_bulk::run(lab_config(scenario, IpMode::from(scenario.ip)), &config)
             .map_err(LiveRunError::Experiment)?;
         let numbers = SlowNumbers {
             link_rate_mbps: rate_bps as f64 / 1e6,
@@ -264,8 +290,9 @@ mod tests {
 
     #[test]
     fn each_rate_needs_a_busy_link_and_a_queue_within_one_packet_time_of_the_step() {
+        // The same numbers on both families.
         let verdict = |four: &[(&str, f64)], ten: &[(&str, f64)]| {
-            super::super::tests::verdict(ID, &[four, ten])
+            super::super::tests::verdict(ID, &[four, ten, four, ten])
         };
         // The queue bound is 1 ms plus 3 ms at 4 Mbit/s, plus 1.2 ms at 10.
         let good = (numbers(4.0, 0.96, 3.9), numbers(10.0, 0.96, 2.1));
