@@ -92,3 +92,56 @@ fn every_case_gets_the_reference_figure_beside_brisk() {
         table.rows[10][0]
     );
 }
+
+/// The suite's L4S sections (`l4s-queue`, `l4s-call`, `l4s-breaks`) with
+/// the reference peer, every check printed with its value and bound, as
+/// `brisk lab` runs them (`QUICK=1`: as `brisk lab --quick` does; `IP=v6`:
+/// every scenario over IPv6): `cargo test --profile ci -p brisk-lab
+/// --features reference-prague --test reference_peer -- --ignored
+/// --nocapture every_l4s_check`.
+#[test]
+#[ignore = "prints every check of the L4S sections; run it by hand"]
+fn every_l4s_check() {
+    let mut suite = Suite::embedded("default").unwrap();
+    suite
+        .sections
+        .retain(|s| s.section.id().starts_with("l4s-"));
+    let quick = std::env::var("QUICK").is_ok_and(|v| v == "1");
+    let ip = match std::env::var("IP").as_deref() {
+        Ok("v6") => Some(brisk_sim::scenario::IpFamily::V6),
+        Ok("v4") => Some(brisk_sim::scenario::IpFamily::V4),
+        _ => None,
+    };
+    let config = RunConfig {
+        quick,
+        jobs: 2,
+        capture: false,
+        ip,
+        ..RunConfig::default()
+    };
+    let lab = brisk_lab::run(&suite, &config, &|_| {}).unwrap();
+    println!("quick: {quick}, address family: {ip:?} (None: each file's)");
+    for s in &lab.report.sections {
+        println!("\n{}: {}", s.id, s.verdict_line);
+        println!("| check | kind | measured | bound | met |");
+        println!("| --- | --- | --- | --- | --- |");
+        for c in &s.checks {
+            println!(
+                "| {} | {} | {} | {} | {} |",
+                c.name,
+                if c.is_claim() { "claim" } else { "setup" },
+                c.measured_text(),
+                c.bound_text(),
+                if c.passed { "yes" } else { "NO" }
+            );
+        }
+        for t in &s.tables {
+            println!("\n| {} |", t.columns.join(" | "));
+            println!("|{}", " --- |".repeat(t.columns.len()));
+            for row in &t.rows {
+                let line: Vec<String> = row.iter().map(Cell::display).collect();
+                println!("| {} |", line.join(" | "));
+            }
+        }
+    }
+}
