@@ -21,7 +21,7 @@ test: setup
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo test --workspace --profile ci
 	cargo clippy -p brisk-sim -p brisk-lab --all-targets --features brisk-lab/reference-prague -- -D warnings
-	cargo test --profile ci -p brisk-sim --features reference-prague --test reference_prague
+	cargo test --profile ci -p brisk-sim --features reference-prague --test reference_prague --test l4s_reference_table
 	cargo test --profile ci -p brisk-lab --features reference-prague --test reference_peer
 	cargo test --profile ci -p brisk-proto --features fuzzing --test fuzz_corpus
 	BRISK_PROFILE=ci .ci/lab-check
