@@ -251,8 +251,7 @@ fn bbr_trace() {
         let last = |flow: &str, to: Instant| {
             samples
                 .iter()
-                .filter(|w| w.flow == flow && w.client && w.at < to)
-                .next_back()
+                .rfind(|w| w.flow == flow && w.client && w.at < to)
                 .cloned()
         };
         for sec in 0..BESIDE_SECS {
