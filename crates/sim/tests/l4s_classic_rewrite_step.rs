@@ -1,0 +1,90 @@
+//! Prague through an RFC 3168 FQ-CoDel whose rate drops from 50 to
+//! 1 Mbit/s, behind a hop that rewrites ECT(1) to ECT(0): the lab's
+//! `classic-drop-ect0` case of "L4S where it usually breaks" (drop at
+//! 4 s, 10 s run, 20 ms base RTT). The goal is the RTT back within 100 ms
+//! of the base no later than 2 s after the drop; the lab's full run met
+//! it on IPv4 (1.10 s) and missed it on IPv6 (2.05 s). Here the return
+//! link drops to 1 Mbit/s too: 1.10 s on IPv4 and 2.01 s on IPv6, the same
+//! on seeds 1-6 (Prague alone draws no randomness). Printed per seed and
+//! family: `cargo test --profile ci -p brisk-sim --test
+//! l4s_classic_rewrite_step -- --ignored --nocapture seeds`.
+
+mod l4s_common;
+
+use brisk_sim::scenario::IpFamily;
+use brisk_sim::{RunOptions, run};
+use l4s_common::{FAMILIES, bulk, dumbbell, series};
+use std::time::Duration;
+
+const DROP_AT: Duration = Duration::from_secs(4);
+const SECS: u64 = 10;
+const BASE_MS: u64 = 20;
+
+/// Seconds from the drop to the last RTT sample more than 100 ms above
+/// the base (the rest of the run if the last sample is still above), and
+/// the worst RTT after the drop, on `seed` over `ip`.
+fn recovery(seed: u64, ip: IpFamily) -> (f64, Duration) {
+    let s = dumbbell(
+        "{ schedule = [[\"0s\", \"50Mbit\"], [\"4s\", \"1Mbit\"]] }",
+        "[queue.fq_codel]",
+        "ecn = \"ect1_to_ect0\"",
+        &[bulk("prague", "prague", BASE_MS)],
+        SECS,
+    );
+    let r = run(
+        &s,
+        RunOptions {
+            ip: Some(ip),
+            seed: Some(seed),
+            series: true,
+            ..Default::default()
+        },
+    );
+    let all = r.outcome.series();
+    let drop = brisk_time::Instant::ZERO + DROP_AT;
+    let limit = Duration::from_millis(BASE_MS + 100);
+    let after: Vec<_> = series(&all, "prague")
+        .rtt
+        .iter()
+        .filter(|(t, _)| *t >= drop)
+        .collect();
+    let worst = after.iter().map(|(_, r)| *r).max().unwrap_or_default();
+    if after.last().is_some_and(|(_, r)| *r > limit) {
+        return ((Duration::from_secs(SECS) - DROP_AT).as_secs_f64(), worst);
+    }
+    let last_high = after
+        .iter()
+        .rev()
+        .find(|(_, r)| *r > limit)
+        .map_or(0.0, |(t, _)| (*t - drop).as_secs_f64());
+    (last_high, worst)
+}
+
+/// Not met on IPv6 (2.01 s; IPv4 1.10 s).
+#[test]
+#[ignore = "goal not met yet: 2.01 s on IPv6"]
+fn prague_behind_a_rewrite_recovers_from_a_rate_drop_within_2s() {
+    for ip in FAMILIES {
+        let (recovered, worst) = recovery(1, ip);
+        assert!(
+            recovered <= 2.0,
+            "{ip:?}: RTT above base + 100 ms until {recovered:.2} s after the drop (worst {worst:?})"
+        );
+    }
+}
+
+/// Recovery per seed 1-6 and family, printed.
+#[test]
+#[ignore = "prints a table; run it by hand"]
+fn seeds() {
+    println!("family | seed | recovery s | worst RTT after the drop ms");
+    for ip in FAMILIES {
+        for seed in 1..=6 {
+            let (recovered, worst) = recovery(seed, ip);
+            println!(
+                "{ip:?} | {seed} | {recovered:.2} | {:.0}",
+                worst.as_secs_f64() * 1e3
+            );
+        }
+    }
+}
