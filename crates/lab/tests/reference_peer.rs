@@ -65,15 +65,19 @@ fn every_case_gets_the_reference_figure_beside_brisk() {
         number(row, reference);
     }
     // The slow-link table: every rate with the reference's figures, alone
-    // a number and beside CUBIC two rates.
+    // a number and beside another flow two rates.
     let slow = &section.tables[1];
     assert_eq!(slow.rows.len(), 5);
+    // Beside CUBIC and beside BBR, the reference's two rates, and beside
+    // BBR Brisk's too.
     for row in &slow.rows {
         number(row, 2);
-        let Cell::Text(pair) = &row[5] else {
-            panic!("{row:?}")
-        };
-        assert!(pair.contains(" vs "), "{pair}");
+        for column in [5, 7, 8] {
+            let Cell::Text(pair) = &row[column] else {
+                panic!("{row:?}")
+            };
+            assert!(pair.contains(" vs "), "{pair}");
+        }
     }
     // The slow-link rows: the reference keeps a default DualPI2 link busy.
     assert!(number(&table.rows[1], reference) > 50.0);

@@ -4,7 +4,8 @@
 //!
 //! - slow links, 4 to 100 Mbit/s at 20 ms base RTT, Prague alone (goal:
 //!   the link at least 95% busy) and beside a CUBIC download (goal:
-//!   Prague's goodput within 0.67 to 1.5 times CUBIC's);
+//!   Prague's goodput within 0.67 to 1.5 times CUBIC's), and beside a BBR
+//!   download (reported, no goal);
 //! - two Prague downloads at 10 and 160 ms base RTT (goal: the shorter
 //!   takes at most twice the longer's goodput);
 //! - a Wi-Fi-like link sending in 4 ms bursts (goal: 90% busy);
@@ -40,6 +41,7 @@ pub struct L4sBreaks;
 
 const PRAGUE: &str = "prague";
 const CUBIC: &str = "cubic";
+const BBR: &str = "bbr";
 const SHORT: &str = "prague-10ms";
 const LONG: &str = "prague-160ms";
 
@@ -137,6 +139,11 @@ impl Section for L4sBreaks {
             "cubic-25",
             "cubic-50",
             "cubic-100",
+            "bbr-4",
+            "bbr-10",
+            "bbr-25",
+            "bbr-50",
+            "bbr-100",
             "rtt-10-160",
             "bursts-4ms",
             "classic-drop",
@@ -228,19 +235,12 @@ impl Section for L4sBreaks {
             let brisk = share(run, PRAGUE, CUBIC)?;
             let reference = twin.value(|r| share(r, PRAGUE, CUBIC))?;
             let (p, c) = BEFORE_BESIDE_CUBIC_MBPS[i];
-            let pair = |r: &ScenarioRun| -> Result<String, SectionError> {
-                Ok(format!(
-                    "{:.2} vs {:.2}",
-                    steady_bps(r, PRAGUE)? / 1e6,
-                    steady_bps(r, CUBIC)? / 1e6
-                ))
-            };
             slow_rows[i].push(Cell::text(format!("{p:.2} vs {c:.2}")));
             slow_rows[i].push(match &twin {
-                Twin::Ran(r) => Cell::text(pair(r)?),
+                Twin::Ran(r) => Cell::text(pair(r, CUBIC)?),
                 _ => value_cell(&reference, "", 2),
             });
-            slow_rows[i].push(Cell::text(pair(run)?));
+            slow_rows[i].push(Cell::text(pair(run, CUBIC)?));
             let case = format!("Prague beside CUBIC, {rate} Mbit/s: goodput ratio");
             checks.push(
                 Check::new(
@@ -256,6 +256,19 @@ impl Section for L4sBreaks {
                 .decimals(2),
             );
             rows.push(row(&case, p / c, &reference, brisk, "", 2, "0.67 to 1.5"));
+        }
+
+        // Beside BBR: reported in the slow-link table, no goal (BBR keeps
+        // its own queue on the classic side and does not slow down for
+        // DualPI2's drops; docs/PROTOCOL.md).
+        for (i, rate) in RATES.iter().enumerate() {
+            let run = runs.get(&format!("bbr-{rate}"))?;
+            let twin = reference_peer::twin(run);
+            slow_rows[i].push(match &twin {
+                Twin::Ran(r) => Cell::text(pair(r, BBR)?),
+                other => value_cell(&other.value(|r| share(r, PRAGUE, BBR))?, "", 2),
+            });
+            slow_rows[i].push(Cell::text(pair(run, BBR)?));
         }
 
         let run = runs.get("rtt-10-160")?;
@@ -363,10 +376,11 @@ impl Section for L4sBreaks {
         };
         let slow_table = Table {
             caption: format!(
-                "The slow links, 20 ms base RTT: Prague alone (link busy) and Prague beside a \
-                 CUBIC download (each one's delivered rate in Mbit/s, Prague first), over the \
-                 second half of the run; before, the reference UDP Prague controller and \
-                 Brisk.{reference_note}"
+                "The slow links, 20 ms base RTT: Prague alone (link busy), Prague beside a \
+                 CUBIC download and beside a BBR download (each one's delivered rate in \
+                 Mbit/s, Prague first), over the second half of the run; before, the \
+                 reference UDP Prague controller and Brisk. No goal is set beside BBR, which \
+                 does not slow down for DualPI2's drops.{reference_note}"
             ),
             columns: [
                 "link",
@@ -376,6 +390,8 @@ impl Section for L4sBreaks {
                 "beside CUBIC: before (Mbit/s)",
                 "beside CUBIC: reference udp_prague (Mbit/s)",
                 "beside CUBIC: Brisk (Mbit/s)",
+                "beside BBR: reference udp_prague (Mbit/s)",
+                "beside BBR: Brisk (Mbit/s)",
             ]
             .map(String::from)
             .to_vec(),
@@ -434,6 +450,16 @@ impl Section for L4sBreaks {
             plots,
         })
     }
+}
+
+/// Prague's and `other`'s delivered rates over the steady window, in
+/// Mbit/s, as "P vs O".
+fn pair(run: &ScenarioRun, other: &str) -> Result<String, SectionError> {
+    Ok(format!(
+        "{:.2} vs {:.2}",
+        steady_bps(run, PRAGUE)? / 1e6,
+        steady_bps(run, other)? / 1e6
+    ))
 }
 
 /// One table row: case, the published or earlier figure, the reference's,
