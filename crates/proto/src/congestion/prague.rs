@@ -268,6 +268,11 @@ pub(crate) struct Prague {
     last_ce_cut: Option<Instant>,
     /// One Reno halving per round trip on loss (and on CE in classic mode).
     loss_recovery: Recovery,
+    /// The window before the latest classic halving for a mark taken out
+    /// of slow start, and that mark's RTT: the flight that the packets
+    /// marked during its recovery period were sent with (in slow start the
+    /// window doubled while they were sent, so it tells nothing).
+    halved_from: Option<(f64, Duration)>,
     /// ECN validation did not keep ECT(1) on this path.
     path_classic: bool,
     /// Evidence, 0 to 1, that the AQM marking us is a classic one.
@@ -324,6 +329,7 @@ impl Prague {
             marked_rounds: 1.0,
             last_ce_cut: None,
             loss_recovery: Recovery::default(),
+            halved_from: None,
             path_classic: false,
             classic_score: 0.0,
             small_datagrams: config.prague_small_datagrams,
@@ -741,12 +747,27 @@ impl Prague {
 
     /// The classic response (Reno, RFC 9002 §7.3.2): halve, once per round
     /// trip, for a loss or a classic CE mark; further if the queue is deep.
+    /// A mark on a packet sent before the halving still drains: after a
+    /// rate drop the first mark shows only the start of the queue, and the
+    /// later ones of the same flight show how deep it grew, so the window
+    /// follows them down to the share of that flight that is not queue
+    /// (without this, a window several times the new path's size outlived
+    /// the seconds-long recovery period and rebuilt a queue of 150 ms).
+    /// Only once the RTT has doubled since the halving's mark (the queue
+    /// outgrew what the flight alone builds: the rate dropped), and not
+    /// after a halving in slow start, whose flight was still growing.
     fn halve(&mut self, now: Instant, sent_at: Instant, rtts: (Duration, Duration)) {
         if self.loss_recovery.covers(sent_at) {
+            if let Some((flight, cut_rtt)) = self.halved_from
+                && rtts.0 > cut_rtt.saturating_mul(2)
+            {
+                self.drain_deep_queue(flight, rtts);
+            }
             return;
         }
         self.loss_recovery.enter(now);
         let before = self.cwnd;
+        self.halved_from = (!self.in_slow_start() && !rtts.0.is_zero()).then_some((before, rtts.0));
         self.cwnd = (self.cwnd * LOSS_BETA).max(self.floor());
         self.ssthresh = self.cwnd as u64;
         self.drain_deep_queue(before, rtts);
@@ -1530,6 +1551,28 @@ mod tests {
         let (before, alpha) = (cc.cwnd, cc.alpha());
         cc.on_ack(&ack_with_queue(t + ms(50), ms(50), ms(20), 1));
         assert_eq!(cc.cwnd, before * (1.0 - alpha / 2.0));
+    }
+
+    /// After a rate drop under a classic AQM the first mark shows only the
+    /// start of the queue; marks on later packets of the same flight, each
+    /// with a deeper queue, take the window down to that flight's share
+    /// that is not queue, within the one halving of the round trip.
+    #[test]
+    fn marks_within_the_recovery_period_follow_the_queue_down() {
+        let (mut cc, t) = in_avoidance_wide();
+        cc.set_path_ecn(Ecn::Ect0);
+        let before = cc.cwnd;
+        // Shallow RTT: 20 ms + CoDel's 5 ms.
+        cc.on_ack(&ack_with_queue(t + ms(100), ms(100), ms(20), 1));
+        assert!((cc.cwnd - before * 25.0 / 100.0).abs() < 1.0);
+        // Sent before that cut, 400 ms more queue: down to 25/500 of the
+        // flight.
+        cc.on_ack(&ack_with_queue(t + ms(500), ms(500), ms(20), 1));
+        let deep = before * 25.0 / 500.0;
+        assert!((cc.cwnd - deep).abs() < 1.0, "{} vs {deep}", cc.cwnd);
+        // A mark of the same period on a shallower queue changes nothing.
+        cc.on_ack(&ack_with_queue(t + ms(520), ms(450), ms(20), 1));
+        assert!((cc.cwnd - deep).abs() < 1.0, "{} vs {deep}", cc.cwnd);
     }
 
     /// An L4S step marker at 1 ms on a 4 Mbit/s, 20 ms path, where one
