@@ -689,11 +689,17 @@ impl Prague {
             return grown;
         }
         let datagram = if low_rate { 0 } else { self.mds };
-        match self
-            .pipe_cap
-            .as_ref()
-            .and_then(|c| c.limit(ack.min_rtt, datagram))
-        {
+        // At low rates the limit takes the pipe over the RTT of full
+        // datagrams, which holds their serialization at the bottleneck.
+        let rtt = if low_rate {
+            self.pipe_cap
+                .as_ref()
+                .and_then(|c| c.min_rtt_for(self.mds))
+                .map_or(ack.min_rtt, |m| m.max(ack.min_rtt))
+        } else {
+            ack.min_rtt
+        };
+        match self.pipe_cap.as_ref().and_then(|c| c.limit(rtt, datagram)) {
             Some(limit) => {
                 self.pipe_holdback = low_rate && ack.min_rtt >= PIPE_CAP_ALWAYS_RTT;
                 grown.min(limit.max(self.cwnd))
@@ -706,17 +712,12 @@ impl Prague {
     /// longer than the step ([`SPACING_REFERENCE`]), so a standing queue of
     /// one datagram is marked on every packet, and the cap's datagram goes
     /// (the minimum RTT already holds a full datagram's serialization at
-    /// the bottleneck). Not while Prague sends small datagrams
-    /// ([`Prague::low_rate_datagram`]), whose minimum RTT may come from a
-    /// smaller packet, nor on a pipe of fewer than
-    /// [`PIPE_CAP_LOW_RATE_MIN_PIPE`] datagrams over `min_rtt`. Where small
-    /// datagrams may be sent, only from [`PIPE_CAP_ALWAYS_RTT`] on: below
-    /// it, at 4 Mbit/s and 20 ms, the cap took its estimate from the
-    /// flow's own rate after slow start and held the window there, 91%
-    /// busy with no queue (100% at 0.8 ms with the ordinary cap).
+    /// the bottleneck: the limit takes the smallest RTT of full datagrams,
+    /// [`PipeCap::min_rtt_for`]). Not while Prague sends small datagrams
+    /// ([`Prague::low_rate_datagram`]), nor on a pipe of fewer than
+    /// [`PIPE_CAP_LOW_RATE_MIN_PIPE`] datagrams over `min_rtt`.
     fn pipe_low_rate(&self, min_rtt: Duration) -> bool {
         self.low_rate_datagram(self.mds).is_none()
-            && (!self.small_datagrams || min_rtt >= PIPE_CAP_ALWAYS_RTT)
             && self.pipe_cap.as_ref().is_some_and(|c| {
                 c.packet_time(self.mds) > SPACING_REFERENCE
                     && c.bandwidth() * min_rtt.as_secs_f64()
@@ -936,11 +937,19 @@ impl Controller for Prague {
         self.settle_exit_alpha(ack, marked);
         self.srtt = ack.smoothed_rtt;
         if let Some(cap) = &mut self.pipe_cap {
-            // The queue this ACK's RTT shows; the estimate counts it only
-            // beyond one full datagram's serialization.
-            let queue = ack
-                .rtt_sampled
-                .then(|| path_rtt(ack).saturating_sub(ack.min_rtt));
+            // The queue this ACK's RTT shows, against the smallest RTT of
+            // datagrams at least as large as the ones it acknowledges (a
+            // full datagram's RTT exceeds a smaller one's by the difference
+            // in serialization, which is no queue); the estimate counts it
+            // only beyond one full datagram's serialization.
+            let size = ack.acked_bytes / ack.acked_packets.max(1);
+            if ack.rtt_sampled && ack.acked_packets > 0 {
+                cap.on_rtt(path_rtt(ack), size);
+            }
+            let base = cap
+                .min_rtt_for(size)
+                .map_or(ack.min_rtt, |m| m.max(ack.min_rtt));
+            let queue = ack.rtt_sampled.then(|| path_rtt(ack).saturating_sub(base));
             let queued = queue.is_some_and(|q| q > PIPE_CAP_QUEUE_SEEN);
             cap.on_ack(
                 ack,

@@ -28,6 +28,14 @@
 //! few round trips, since an estimate below the pipe would otherwise hold
 //! the window there with the link partly idle.
 //!
+//! The RTT behind the queue test and the low-rate limit is the smallest
+//! one seen for datagrams at least as large as the ones measured
+//! ([`PipeCap::min_rtt_for`]), not the connection's minimum: that one may
+//! come from a 1200-byte packet of the first round trips, and a full
+//! datagram's RTT exceeds it by the difference in serialization (0.6 ms
+//! at 4 Mbit/s), which read as a standing queue and, in the limit, as
+//! less pipe than there is (docs/PROTOCOL.md).
+//!
 //! The estimate forgets only rounds whose RTTs showed a queue. A round
 //! with none delivered all that was sent, so its samples show the
 //! sender's own rate, not a narrower pipe: after slow start's last cut a
@@ -49,6 +57,15 @@ const ROUNDS: usize = 10;
 /// is seldom marked.
 pub(super) const QUEUE_TARGET: Duration = Duration::from_micros(500);
 
+/// Width, in bytes, of the datagram-size classes the minimum RTT is kept
+/// for, and how many there are (the last holds every larger size).
+const SIZE_CLASS_BYTES: u64 = 200;
+const SIZE_CLASSES: usize = 8;
+
+fn size_class(bytes: u64) -> usize {
+    ((bytes / SIZE_CLASS_BYTES) as usize).min(SIZE_CLASSES - 1)
+}
+
 /// The delivery-rate estimate and the rounds behind it.
 #[derive(Clone, Debug, Default)]
 pub(super) struct PipeCap {
@@ -61,6 +78,9 @@ pub(super) struct PipeCap {
     maxima: [f64; ROUNDS],
     /// Some RTT of the current round showed a queue.
     round_queued: bool,
+    /// The smallest path RTT seen per class of acknowledged datagram size
+    /// ([`SIZE_CLASS_BYTES`] wide, the last class open-ended).
+    min_rtt_by_size: [Option<Duration>; SIZE_CLASSES],
 }
 
 impl PipeCap {
@@ -99,6 +119,23 @@ impl PipeCap {
             self.round_queued = false;
             self.round_max = 0.0;
         }
+    }
+
+    /// Keeps `rtt` (a path RTT, ACK delay removed) as a sample for
+    /// datagrams of `size` bytes.
+    pub(super) fn on_rtt(&mut self, rtt: Duration, size: u64) {
+        let slot = &mut self.min_rtt_by_size[size_class(size)];
+        *slot = Some(slot.map_or(rtt, |m| m.min(rtt)));
+    }
+
+    /// The smallest path RTT seen for datagrams at least about `size`
+    /// bytes long (the class of `size` and above), `None` before any.
+    pub(super) fn min_rtt_for(&self, size: u64) -> Option<Duration> {
+        self.min_rtt_by_size[size_class(size)..]
+            .iter()
+            .flatten()
+            .copied()
+            .min()
     }
 
     /// The largest delivery rate of the current and the last [`ROUNDS`]
@@ -186,6 +223,25 @@ mod tests {
             "{}",
             cap.bandwidth()
         );
+    }
+
+    /// The smallest RTT is kept per datagram size: a full datagram's is
+    /// never one a smaller datagram showed.
+    #[test]
+    fn min_rtt_is_kept_per_datagram_size() {
+        let mut cap = PipeCap::default();
+        assert_eq!(cap.min_rtt_for(MDS), None);
+        let ms = Duration::from_micros;
+        cap.on_rtt(ms(22_530), 1200);
+        cap.on_rtt(ms(23_130), 1472);
+        cap.on_rtt(ms(23_500), 1472);
+        cap.on_rtt(ms(21_000), 300);
+        // Full datagrams: only their own RTTs.
+        assert_eq!(cap.min_rtt_for(1472), Some(ms(23_130)));
+        // 1200 bytes: its own and the larger ones'.
+        assert_eq!(cap.min_rtt_for(1200), Some(ms(22_530)));
+        assert_eq!(cap.min_rtt_for(500), Some(ms(22_530)));
+        assert_eq!(cap.min_rtt_for(300), Some(ms(21_000)));
     }
 
     /// Rounds whose RTTs show no queue carried all that was sent: a flow
