@@ -483,8 +483,13 @@ fn trace(mbit: f64, rtt_ms: u64, secs: u64, bin: Duration) {
         };
         Some(Box::new(log) as Box<dyn QlogSink>)
     });
+    let ip = match std::env::var("IP").as_deref() {
+        Ok("v6") => IpFamily::V6,
+        _ => IpFamily::V4,
+    };
     let options = RunOptions {
-        ip: Some(IpFamily::V4),
+        ip: Some(ip),
+        seed: l4s_common::seed_override(),
         series: true,
         qlog: Some(qlog),
         ..Default::default()
@@ -495,7 +500,7 @@ fn trace(mbit: f64, rtt_ms: u64, secs: u64, bin: Duration) {
     // The sender is the end whose window the controller keeps moving.
     let updates = |client: bool| samples.iter().filter(|w| w.client == client).count();
     let sender = updates(true) >= updates(false);
-    println!("Prague alone, {mbit} Mbit/s, {rtt_ms} ms base RTT, Linux-default DualPI2");
+    println!("Prague alone, {mbit} Mbit/s, {rtt_ms} ms base RTT, {ip:?}, Linux-default DualPI2");
     println!("from s | link use | queue p50 ms | queue p99 ms | cwnd min / max bytes | srtt ms");
     let mut from = Duration::ZERO;
     while from < Duration::from_secs(secs) {
@@ -565,7 +570,7 @@ fn cells() {
 }
 
 /// A trace of the cell `TRACE` ("mbit:rtt_ms:secs:bin_ms"), as
-/// [`trace_200ms_per_second`].
+/// [`trace_200ms_per_second`]; IPv6 with `IP=v6`.
 #[test]
 #[ignore = "prints a trace; run it by hand"]
 fn trace_cell() {
