@@ -72,7 +72,10 @@
 //! the largest recent delivery rate times the minimum RTT plus 0.5 ms,
 //! plus a datagram (none below 12 Mbit/s, where one datagram outlasts
 //! the step), which bounds the queue without waiting a round trip for
-//! the first mark ([`PipeCap`], [`Prague::pipe_limited`]).
+//! the first mark ([`PipeCap`], [`Prague::pipe_limited`]). From a 100 ms
+//! minimum RTT, a CE cut taken while the cap is in force stops at the
+//! pipe and halves the cap's margin, which on a full-size minimum RTT
+//! at 25 Mbit/s is itself 0.98 ms of queue ([`Prague::cut_above_pipe`]).
 //!
 //! Below the two-packet minimum window: the draft leaves a window under two
 //! packets to pacing. Here the internal window may shrink to a quarter of a
