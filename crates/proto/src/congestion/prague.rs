@@ -839,9 +839,8 @@ impl Prague {
 impl Prague {
     /// The pipe cap's `limit`, where it holds full-size datagrams with its
     /// datagram of margin on a path of at least [`PIPE_CAP_ALWAYS_RTT`]
-    /// (below it, where the cap holds only after a queue was seen, a 10 ms
-    /// flow's cuts held at its share kept a 160 ms flow beside it at half
-    /// its rate), with only [`Prague::cap_margin`]'s share of
+    /// (with it below, a 10 ms flow beside a 160 ms one at 50 Mbit/s took
+    /// 2.11 times the other's rate), with only [`Prague::cap_margin`]'s share of
     /// its margin above the pipe (the estimate times `min_rtt`); notes the
     /// floor, and whether `grown` reaches that limit, for the next CE cut
     /// ([`Prague::cut_above_pipe`]).
