@@ -1243,3 +1243,76 @@ fn a_window_half_held_behind_a_hole_doubles_before_the_repair_lands() {
     }
     assert!(exchange_control(&mut server, &mut client).is_empty());
 }
+
+/// Readable pieces behind a filled hole: `read_each` hands them all over
+/// in one call, in order and uncopied, with the same credit, events and
+/// end of stream as reading chunks until one comes back empty.
+#[test]
+fn reading_each_piece_at_once_is_reading_chunks_until_empty() {
+    for fin in [false, true] {
+        let run = |all_at_once: bool| {
+            let (mut client, mut server) = pair(StreamsConfig::default());
+            let id = client.open(false, P).unwrap();
+            let data = pattern(9000, 5);
+            client.write(id, &data).unwrap();
+            if fin {
+                client.finish(id).unwrap();
+            }
+            let mut chunks = Vec::new();
+            while let Some(c) = client.poll_transmit(1000) {
+                chunks.push(c);
+            }
+            // The first chunk arrives last: the others wait behind it.
+            for c in chunks.iter().skip(1).chain(chunks.first()) {
+                server
+                    .handle_stream_frame(c.id, c.offset, &c.data, c.fin)
+                    .unwrap();
+            }
+            let mut got = Vec::new();
+            let mut calls = 0;
+            let ended = if all_at_once {
+                calls += 1;
+                server
+                    .read_each(id, 700, |b| {
+                        assert!(b.len() <= 700);
+                        got.push(b);
+                    })
+                    .unwrap()
+                    .fin
+            } else {
+                loop {
+                    calls += 1;
+                    let c = server.read_chunk(id, 700).unwrap();
+                    let (empty, fin) = (c.data.is_empty(), c.fin);
+                    if !empty {
+                        got.push(c.data);
+                    }
+                    if fin || empty {
+                        break fin;
+                    }
+                }
+            };
+            let bytes: Vec<u8> = got.iter().flat_map(|b| b.iter().copied()).collect();
+            assert_eq!(bytes, data);
+            let control: Vec<ControlFrame> =
+                std::iter::from_fn(|| server.poll_control(Instant::ZERO, Duration::ZERO)).collect();
+            let view = (
+                got.len(),
+                ended,
+                server.stats(),
+                server.recv_state(id),
+                server.recv_buffered_bytes(id),
+                server.live_streams(),
+                events(&mut server),
+                control,
+            );
+            (view, calls)
+        };
+        let (one_by_one, calls) = run(false);
+        let (at_once, call) = run(true);
+        assert_eq!(one_by_one, at_once, "fin {fin}");
+        assert!(one_by_one.0 > 10, "{} pieces", one_by_one.0);
+        assert_eq!(one_by_one.1, fin);
+        assert!(calls >= one_by_one.0 && call == 1);
+    }
+}
