@@ -334,7 +334,10 @@ impl<'c> Engine<'c> {
                     && self.routes.get(&a.receiver.ip()) == Some(&(i, End::Receiver))
             })
             .collect();
-        self.wakeups = Wakeups::new(Component::Link(Direction::Up).index(n) + 1);
+        let count = Component::Link(Direction::Up).index(n) + 1;
+        self.wakeups = Wakeups::new(count);
+        // Each component by its number, looked up once per visit.
+        let order: Vec<Component> = (0..count).map(|c| Component::from_index(c, n)).collect();
         // Give every flow a chance to send at time zero.
         for i in 0..n {
             self.drain_flow(i);
@@ -356,7 +359,7 @@ impl<'c> Engine<'c> {
             }
             self.wakeups.start_round(t);
             while let Some(c) = self.wakeups.pop_due() {
-                self.visit(Component::from_index(c, n));
+                self.visit(order[c]);
             }
             // Only a link the round called into has anything to give.
             for dir in Direction::BOTH {

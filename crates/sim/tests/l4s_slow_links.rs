@@ -154,15 +154,24 @@ fn prague_alone_fills_4mbit_links_at_50_and_100ms() {
     check_alone(4.0, 100, 1.0);
 }
 
-/// Not met yet at the long RTTs of the low end: 1 Mbit/s at 100 ms
-/// (89.0% / 93.2%), at 200 ms (94.7% / 94.8%) and 2 Mbit/s at 200 ms
-/// (92.8% / 92.7%, IPv4 / IPv6), all within the queue bound. Run with
-/// `cargo test --profile ci -p brisk-sim --test l4s_slow_links -- --ignored
-/// --nocapture fills_1_and_2mbit_links_at_long`.
+/// At 1 Mbit/s and 100 ms the pipe cap holds Prague's small datagrams
+/// at the pipe over their own RTT while a queue shows (89.0% / 92.5% busy
+/// with the marks alone, IPv4 / IPv6; now 95.3% / 95.2%, 3.6 ms of queue
+/// p99).
 #[test]
-#[ignore = "goal not met yet: 89-95% at 1 Mbit/s, 100-200 ms and 2 Mbit/s, 200 ms"]
+fn prague_alone_fills_1mbit_at_100ms() {
+    check_alone(1.0, 100, 1.0);
+}
+
+/// Not met yet at the long RTTs of the low end: 1 Mbit/s at 200 ms
+/// (94.2% / 94.9%) and 2 Mbit/s at 200 ms (93.8% / 93.6%, IPv4 / IPv6),
+/// within the queue bound. Run with `cargo test --profile ci -p brisk-sim
+/// --test l4s_slow_links -- --ignored --nocapture
+/// fills_1_and_2mbit_links_at_long`.
+#[test]
+#[ignore = "goal not met yet: 93.6-94.9% at 1 and 2 Mbit/s, 200 ms"]
 fn prague_alone_fills_1_and_2mbit_links_at_long_rtts() {
-    for (mbit, rtt_ms) in [(1.0, 100), (1.0, 200), (2.0, 200)] {
+    for (mbit, rtt_ms) in [(1.0, 200), (2.0, 200)] {
         check_alone(mbit, rtt_ms, 1.0);
     }
 }
@@ -307,13 +316,13 @@ fn prague_alone_fills_100mbit_at_100_and_200ms() {
     }
 }
 
-/// The goal at 200 ms on faster links: met by default at 100 Mbit/s
-/// (99.6%, 0.77 ms) and at 25 Mbit/s on IPv4 (100%, 0.65 ms), not yet at
-/// 25 Mbit/s on IPv6 (94.5%, 1.60 ms; the bound is 1.48 ms). Run with
-/// `cargo test --release -p brisk-sim --test l4s_slow_links -- --ignored
-/// --nocapture fills_25`.
+/// The goal at 200 ms on faster links: 100 Mbit/s (99.6%, 0.77 ms) and
+/// 25 Mbit/s, where on IPv6 the minimum RTT comes from a full-size
+/// datagram, the pipe cap's margin is 0.98 ms of queue, and the marks
+/// that come at the cap's limit once took 17% off the window (94.5%,
+/// 1.60 ms); a cut there now stops at the pipe and the margin shrinks
+/// (100%, 0.53 ms; docs/PROTOCOL.md).
 #[test]
-#[ignore = "goal not met yet: 94.5% and a queue p99 of 1.6 ms at 25 Mbit/s on IPv6"]
 fn prague_alone_fills_25_and_100mbit_links_at_200ms() {
     check_alone(25.0, 200, 1.0);
     check_alone(100.0, 200, 1.0);
@@ -352,6 +361,25 @@ fn pipe_cap_fills_links_at_50_to_200ms_within_the_queue_bound() {
             let what = format!("{mbit} Mbit/s, {rtt_ms} ms, {ip:?}: {a:?}, queue bound {bound} ms");
             assert!(a.utilization >= 0.95, "{what}");
             assert!(a.queue_p99_ms <= bound, "{what}");
+        }
+    }
+}
+
+/// Below 12 Mbit/s the cap's low-rate limit (no datagram over the pipe)
+/// holds at every RTT, taking the pipe over the RTT of full datagrams: at
+/// 4 and 10 Mbit/s, 20 ms the link is fully busy with a queue p99 under
+/// the 1 ms step (before, the connection's minimum RTT, from a
+/// 1200-byte packet, read 0.6 ms of serialization as queue and pipe, and
+/// the low-rate limit was left to paths of 100 ms or more: 96.2% and
+/// 97.6% busy with 1.07 and 1.61 ms on IPv4).
+#[test]
+fn low_rate_cap_holds_4_and_10mbit_at_20ms_under_the_step() {
+    for mbit in [4.0, 10.0] {
+        for ip in FAMILIES {
+            let a = alone(mbit, 20, ip);
+            let what = format!("{mbit} Mbit/s, 20 ms, {ip:?}: {a:?}");
+            assert!(a.utilization >= 0.99, "{what}");
+            assert!(a.queue_p99_ms <= 1.0, "{what}");
         }
     }
 }
@@ -483,8 +511,13 @@ fn trace(mbit: f64, rtt_ms: u64, secs: u64, bin: Duration) {
         };
         Some(Box::new(log) as Box<dyn QlogSink>)
     });
+    let ip = match std::env::var("IP").as_deref() {
+        Ok("v6") => IpFamily::V6,
+        _ => IpFamily::V4,
+    };
     let options = RunOptions {
-        ip: Some(IpFamily::V4),
+        ip: Some(ip),
+        seed: l4s_common::seed_override(),
         series: true,
         qlog: Some(qlog),
         ..Default::default()
@@ -495,7 +528,7 @@ fn trace(mbit: f64, rtt_ms: u64, secs: u64, bin: Duration) {
     // The sender is the end whose window the controller keeps moving.
     let updates = |client: bool| samples.iter().filter(|w| w.client == client).count();
     let sender = updates(true) >= updates(false);
-    println!("Prague alone, {mbit} Mbit/s, {rtt_ms} ms base RTT, Linux-default DualPI2");
+    println!("Prague alone, {mbit} Mbit/s, {rtt_ms} ms base RTT, {ip:?}, Linux-default DualPI2");
     println!("from s | link use | queue p50 ms | queue p99 ms | cwnd min / max bytes | srtt ms");
     let mut from = Duration::ZERO;
     while from < Duration::from_secs(secs) {
@@ -565,7 +598,7 @@ fn cells() {
 }
 
 /// A trace of the cell `TRACE` ("mbit:rtt_ms:secs:bin_ms"), as
-/// [`trace_200ms_per_second`].
+/// [`trace_200ms_per_second`]; IPv6 with `IP=v6`.
 #[test]
 #[ignore = "prints a trace; run it by hand"]
 fn trace_cell() {

@@ -89,6 +89,7 @@ impl Bottleneck {
     }
 
     /// The link carrying direction `dir`, with its queue, config and stats.
+    #[inline]
     pub fn link(&self, dir: Direction) -> &Link {
         &self.links[dir.index()]
     }
@@ -114,17 +115,20 @@ impl Bottleneck {
 
     /// The next time the link of `dir` needs [`Bottleneck::handle_timeout`]
     /// (or has a returned Packet Too Big to hand out).
+    #[inline]
     pub fn poll_timeout(&self, dir: Direction) -> Option<Instant> {
         let returned = self.returned[dir.index()].front().map(|(at, _)| *at);
         brisk_time::earliest(self.link(dir).poll_timeout(), returned)
     }
 
     /// Advances the link of `dir` to `now`.
+    #[inline]
     pub fn handle_timeout(&mut self, now: Instant, dir: Direction) {
         self.links[dir.index()].handle_timeout(now);
     }
 
     /// Whether [`Bottleneck::poll`] has anything for `dir`.
+    #[inline]
     pub fn has_output(&self, dir: Direction) -> bool {
         self.link(dir).has_output() || !self.returned[dir.index()].is_empty()
     }
@@ -133,6 +137,9 @@ impl Bottleneck {
     /// happened before the deliveries waiting behind them). Events are
     /// counted in the direction's totals and charged to their flow in
     /// `ledger` on the way out.
+    // Inlined into its caller's loop: called out of line it returns each
+    // output through memory (1.6% more instructions in a one-flow run).
+    #[inline(always)]
     pub fn poll(
         &mut self,
         dir: Direction,

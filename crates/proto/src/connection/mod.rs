@@ -987,6 +987,21 @@ impl Connection {
         r
     }
 
+    /// Hands every readable piece of `id` to `f` in order, each at most
+    /// `max_len` bytes, as [`Connection::read_chunk`] would one call at a
+    /// time, without the last call that finds nothing left. The result
+    /// counts the bytes handed over and says whether the stream ended.
+    pub fn read_chunks(
+        &mut self,
+        id: StreamId,
+        max_len: usize,
+        f: impl FnMut(bytes::Bytes),
+    ) -> Result<ReadResult, StreamError> {
+        let r = self.streams.read_each(id, max_len, f);
+        self.release_rx_bufs();
+        r
+    }
+
     /// Changes the urgency of `id`'s data from the next packet on.
     pub fn set_priority(&mut self, id: StreamId, priority: Priority) -> Result<(), StreamError> {
         self.streams.set_priority(id, priority)

@@ -11,7 +11,7 @@ use crate::loss::{LossDetection, LostBatch};
 use crate::packet::{HeaderView, LOCAL_CID_LEN, Layout, LongType, decode_packet_number};
 use crate::qlog::{self, LossTrigger, PacketEvent, PacketHeader, PacketType, QlogEvent, RawInfo};
 use crate::sent_packets::{SentFrame, SentFrames, SentPacket};
-use crate::streams::{Piece, Side, StreamError, StreamId};
+use crate::streams::{Piece, Side, StreamError, StreamId, Streams};
 use crate::transport_params::MAX_ACK_DELAY_LIMIT;
 use brisk_time::Instant;
 use brisk_wire::Ecn;
@@ -836,6 +836,10 @@ impl Connection {
         let mut newly_ecn = EcnCounts::default();
         let mut acked_ack = None;
         let mut small_acked = None;
+        // Stream bytes acknowledged in a row (packet after packet of one
+        // stream) reach the stream as one range: the same outcome as
+        // chunk by chunk, in one call.
+        let mut run = AckedRun::default();
         for (pn, p) in newly {
             self.pmtu.on_acked(*pn, p.size_bytes as usize);
             if p.ack_eliciting && p.size_bytes as usize <= crate::pmtu::BASE_UDP_PAYLOAD {
@@ -854,8 +858,11 @@ impl Connection {
                         offset,
                         len,
                         fin,
-                    } => self.streams.on_chunk_acked(id, offset, len, fin),
-                    SentFrame::Control(c) => self.streams.on_control_acked(c),
+                    } => run.add(&mut self.streams, id, offset, len, fin),
+                    SentFrame::Control(c) => {
+                        run.flush(&mut self.streams);
+                        self.streams.on_control_acked(c);
+                    }
                     SentFrame::HandshakeDone
                     | SentFrame::AckFrequency(_)
                     | SentFrame::NewConnectionId(_)
@@ -863,6 +870,7 @@ impl Connection {
                 }
             }
         }
+        run.flush(&mut self.streams);
         // Only the newest acknowledged ACK matters: the peer knows all it
         // reported.
         if let Some(l) = acked_ack {
@@ -1103,6 +1111,35 @@ impl Connection {
                     }),
                 }),
             );
+        }
+    }
+}
+
+/// Acknowledged stream bytes gathered while they continue one another:
+/// `(stream, offset, len)`.
+#[derive(Default)]
+struct AckedRun(Option<(StreamId, u64, u64)>);
+
+impl AckedRun {
+    /// Adds an acknowledged chunk; one that does not continue the run
+    /// hands the run over first, and a FIN ends it.
+    fn add(&mut self, streams: &mut Streams, id: StreamId, offset: u64, len: u64, fin: bool) {
+        match &mut self.0 {
+            Some((i, o, l)) if *i == id && *o + *l == offset => *l += len,
+            _ => {
+                self.flush(streams);
+                self.0 = Some((id, offset, len));
+            }
+        }
+        if fin && let Some((i, o, l)) = self.0.take() {
+            streams.on_chunk_acked(i, o, l, true);
+        }
+    }
+
+    /// Hands the run to its stream.
+    fn flush(&mut self, streams: &mut Streams) {
+        if let Some((i, o, l)) = self.0.take() {
+            streams.on_chunk_acked(i, o, l, false);
         }
     }
 }

@@ -590,6 +590,23 @@ impl Streams {
         result
     }
 
+    /// Every readable piece of `id`, each at most `max_len` bytes, handed
+    /// to `f` in order without copying; the same as reading chunks until
+    /// one comes back empty, in one call.
+    pub(crate) fn read_each(
+        &mut self,
+        id: StreamId,
+        max_len: usize,
+        mut f: impl FnMut(Bytes),
+    ) -> Result<ReadResult, StreamError> {
+        let r = self.app_recv(id)?;
+        let result = r.read_each(max_len, &mut f);
+        let bytes = result.as_ref().map_or(0, |r| r.bytes);
+        let due = (r.update_due(), r.take_readable_edge(), r.is_done());
+        self.after_read(id, bytes, due);
+        result
+    }
+
     /// Book-keeping after the application read `bytes` of `id`, which
     /// left it owing credit, readable and its receiving half done as
     /// `(credit_due, readable, done)` say.

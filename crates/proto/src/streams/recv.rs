@@ -208,6 +208,29 @@ impl RecvStream {
         Ok(ReadChunk { data, fin })
     }
 
+    /// Like [`Self::read_chunk`], handing every readable piece (each at
+    /// most `max_len` bytes) to `f` in turn, with the bookkeeping of one
+    /// read: a reader that takes all there is needs no last read to learn
+    /// that nothing is left.
+    pub(super) fn read_each(
+        &mut self,
+        max_len: usize,
+        f: &mut impl FnMut(Bytes),
+    ) -> Result<ReadResult, StreamError> {
+        self.readable()?;
+        let mut bytes = 0;
+        loop {
+            let data = self.assembler.read_chunk(max_len);
+            if data.is_empty() {
+                break;
+            }
+            bytes += data.len();
+            f(data);
+        }
+        let fin = self.consumed(bytes);
+        Ok(ReadResult { bytes, fin })
+    }
+
     /// Whether the application may read; reports a reset once.
     fn readable(&mut self) -> Result<(), StreamError> {
         let id = self.id;

@@ -1243,3 +1243,145 @@ fn a_window_half_held_behind_a_hole_doubles_before_the_repair_lands() {
     }
     assert!(exchange_control(&mut server, &mut client).is_empty());
 }
+
+/// What the sending side shows of a stream after acknowledgements.
+fn send_view(s: &mut Streams, id: StreamId) -> impl PartialEq + std::fmt::Debug {
+    (
+        s.stats(),
+        s.send_state(id),
+        s.send_buffered_bytes(id),
+        s.connection_send_buffered_bytes(),
+        s.is_writable(id),
+        s.live_streams(),
+        events(s),
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Chunks acknowledged in a row, handed over as one range (as an ACK
+    /// of several packets does), leave the sender as chunk by chunk would:
+    /// the same bytes acknowledged and freed, the same events, FIN or not,
+    /// with some chunks acknowledged earlier out of order.
+    #[test]
+    fn chunks_acknowledged_as_one_range_leave_the_stream_as_one_by_one(
+        len in 1usize..30_000,
+        max_len in 100usize..1500,
+        early in proptest::collection::vec(any::<bool>(), 40),
+        split in 0usize..40,
+        fin in any::<bool>(),
+    ) {
+        let data = pattern(len, 3);
+        let mut sides = [pair(StreamsConfig::default()).0, pair(StreamsConfig::default()).0];
+        let mut id = StreamId(0);
+        let mut chunks = Vec::new();
+        for s in &mut sides {
+            id = s.open(true, P).unwrap();
+            prop_assert_eq!(s.write(id, &data).unwrap(), len);
+            if fin {
+                s.finish(id).unwrap();
+            }
+            chunks.clear();
+            while let Some(c) = s.poll_transmit(max_len) {
+                chunks.push((c.offset, c.data.len() as u64, c.fin));
+            }
+        }
+        // A few chunks acknowledged on their own first (out of order).
+        let early: Vec<bool> = (0..chunks.len()).map(|i| early[i % early.len()]).collect();
+        for s in &mut sides {
+            for (i, &(o, l, f)) in chunks.iter().enumerate().rev() {
+                if early[i] {
+                    s.on_chunk_acked(id, o, l, f);
+                }
+            }
+        }
+        // Then everything, in order: chunk by chunk, or as two runs.
+        for &(o, l, f) in &chunks {
+            sides[0].on_chunk_acked(id, o, l, f);
+        }
+        let cut = split.min(chunks.len());
+        for part in [&chunks[..cut], &chunks[cut..]] {
+            if let (Some(first), Some(last)) = (part.first(), part.last()) {
+                let end = last.0 + last.1;
+                sides[1].on_chunk_acked(id, first.0, end - first.0, last.2);
+            }
+        }
+        let [a, b] = &mut sides;
+        prop_assert_eq!(send_view(a, id), send_view(b, id));
+        prop_assert_eq!(a.stats().bytes_acked, len as u64);
+    }
+}
+
+/// Readable pieces behind a filled hole: `read_each` hands them all over
+/// in one call, in order and uncopied, with the same credit, events and
+/// end of stream as reading chunks until one comes back empty.
+#[test]
+fn reading_each_piece_at_once_is_reading_chunks_until_empty() {
+    for fin in [false, true] {
+        let run = |all_at_once: bool| {
+            let (mut client, mut server) = pair(StreamsConfig::default());
+            let id = client.open(false, P).unwrap();
+            let data = pattern(9000, 5);
+            client.write(id, &data).unwrap();
+            if fin {
+                client.finish(id).unwrap();
+            }
+            let mut chunks = Vec::new();
+            while let Some(c) = client.poll_transmit(1000) {
+                chunks.push(c);
+            }
+            // The first chunk arrives last: the others wait behind it.
+            for c in chunks.iter().skip(1).chain(chunks.first()) {
+                server
+                    .handle_stream_frame(c.id, c.offset, &c.data, c.fin)
+                    .unwrap();
+            }
+            let mut got = Vec::new();
+            let mut calls = 0;
+            let ended = if all_at_once {
+                calls += 1;
+                server
+                    .read_each(id, 700, |b| {
+                        assert!(b.len() <= 700);
+                        got.push(b);
+                    })
+                    .unwrap()
+                    .fin
+            } else {
+                loop {
+                    calls += 1;
+                    let c = server.read_chunk(id, 700).unwrap();
+                    let (empty, fin) = (c.data.is_empty(), c.fin);
+                    if !empty {
+                        got.push(c.data);
+                    }
+                    if fin || empty {
+                        break fin;
+                    }
+                }
+            };
+            let bytes: Vec<u8> = got.iter().flat_map(|b| b.iter().copied()).collect();
+            assert_eq!(bytes, data);
+            let control: Vec<ControlFrame> =
+                std::iter::from_fn(|| server.poll_control(Instant::ZERO, Duration::ZERO)).collect();
+            let view = (
+                got.len(),
+                ended,
+                server.stats(),
+                server.recv_state(id),
+                server.recv_buffered_bytes(id),
+                server.live_streams(),
+                events(&mut server),
+                control,
+            );
+            (view, calls)
+        };
+        let (one_by_one, calls) = run(false);
+        let (at_once, call) = run(true);
+        assert_eq!(one_by_one, at_once, "fin {fin}");
+        assert!(one_by_one.0 > 10, "{} pieces", one_by_one.0);
+        assert_eq!(one_by_one.1, fin);
+        assert!(calls >= one_by_one.0 && call == 1);
+    }
+}

@@ -103,12 +103,21 @@ pub fn dumbbell(rate: &str, queue: &str, link_extra: &str, flows: &[Flow], secs:
 /// Linux's default DualPI2 (1 ms step, 10% classic protection).
 pub const DUALPI2_LINUX: &str = "[queue.dualpi2]";
 
+/// The seed `L4S_SEED` sets for a hand-run table or trace (the
+/// scenario's own seed when unset).
+pub fn seed_override() -> Option<u64> {
+    std::env::var("L4S_SEED")
+        .ok()
+        .map(|v| v.parse().expect("L4S_SEED: a whole number"))
+}
+
 /// Results and per-packet series of `s` over `ip`.
 pub fn run_series(s: &Scenario, ip: IpFamily) -> (Results, Vec<FlowSeries>) {
     let r = run(
         s,
         RunOptions {
             ip: Some(ip),
+            seed: seed_override(),
             series: true,
             ..Default::default()
         },

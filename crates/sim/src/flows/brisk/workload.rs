@@ -212,19 +212,10 @@ pub(crate) fn drain_stream(
     id: StreamId,
     mut f: impl FnMut(&[u8]),
 ) -> ReadEnd {
-    loop {
-        match conn.read_chunk(id, READ_CHUNK) {
-            Ok(chunk) => {
-                f(&chunk.data);
-                if chunk.fin {
-                    return ReadEnd::Finished;
-                }
-                if chunk.data.is_empty() {
-                    return ReadEnd::Open;
-                }
-            }
-            Err(_) => return ReadEnd::Gone,
-        }
+    match conn.read_chunks(id, READ_CHUNK, |data| f(&data)) {
+        Ok(r) if r.fin => ReadEnd::Finished,
+        Ok(_) => ReadEnd::Open,
+        Err(_) => ReadEnd::Gone,
     }
 }
 
