@@ -149,6 +149,16 @@ fn without_ns3_the_bench_says_so_and_prints_no_ratio() {
                 .is_some_and(|n| !n.is_empty() && n.parse::<f64>().is_ok())
         });
         assert!(!ratio, "{text}");
+        // The header names the build measured: a cargo profile, or the
+        // profile-guided build.
+        let build = text
+            .lines()
+            .find_map(|l| l.strip_prefix("build: "))
+            .unwrap_or_else(|| panic!("no build line: {text}"));
+        assert!(
+            build.contains(" profile, opt-level ") || build.contains("PGO"),
+            "{build}"
+        );
 
         let rows = json_rows(&bench(&[&args[..], &["--json"]].concat(), env));
         assert_eq!(rows.len(), 1);
@@ -157,6 +167,10 @@ fn without_ns3_the_bench_says_so_and_prints_no_ratio() {
         assert!(row["versus_ns3"].is_null(), "{row}");
         assert!(
             row["ns3_absent"].as_str().is_some_and(|s| !s.is_empty()),
+            "{row}"
+        );
+        assert!(
+            row["build"].as_str().is_some_and(|b| build.starts_with(b)),
             "{row}"
         );
         let all = row.to_string();

@@ -18,7 +18,9 @@
 //! CPU time is Brisk's thread's own time on a CPU (Linux's per-thread
 //! schedstat) and ns-3's process time as the kernel reports it when the
 //! child exits, so other work on a shared machine inflates either far less
-//! than wall time; wall time is shown too. Build with `--release`.
+//! than wall time; wall time is shown too. Build with `--release` (or
+//! `make pgo`, the faster profile-guided build); the bench names the build
+//! it runs in.
 
 mod compare;
 mod ns3;
@@ -30,6 +32,12 @@ use compare::{Clock, Timing, Versus};
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
+
+/// The build this binary is, as named at compile time by the crate's build
+/// script:
+/// "release+PGO" from `make pgo`, else the cargo profile and its
+/// optimisation level.
+const BUILD: &str = env!("BRISK_BUILD_LABEL");
 
 /// CPU time per 60 simulated seconds and packet-hops per CPU-second on a
 /// 100 Mbit/s, 20 ms dumbbell, beside ns-3 measured in the same run (when
@@ -222,7 +230,13 @@ fn print_header(seconds: f64, peers: &Peers) {
         "{seconds} simulated s per case; 100 Mbit/s each way, 20 ms base RTT.\n\
          packet-hop: a packet crossing the bottleneck link (either direction), \
          counted alike in both simulators. steps: Brisk's engine steps; for ns-3, \
-         its scheduled events."
+         its scheduled events.\n\
+         build: {BUILD}{unoptimised}",
+        unoptimised = if cfg!(debug_assertions) {
+            " (unoptimised: build with --release to measure speed)"
+        } else {
+            ""
+        }
     );
     match peers {
         Ok(runs) => {
@@ -331,6 +345,7 @@ fn json_row(
         "simulated_s": seconds,
         "packet_hops": m.packet_hops,
         "steps": m.steps,
+        "build": BUILD,
         "wall_s": wall_s,
         "cpu_s": cpu_s,
         "packet_hops_per_wall_s": hops / wall_s,
