@@ -1,7 +1,7 @@
 //! Names the build that `brisk bench` measures: what `BRISK_BUILD` says
-//! when set (`make pgo` sets "release+PGO"), else the cargo profile, read
-//! from where cargo puts this script's output (`<target>/<profile>/build/
-//! <package>/out`), and its optimisation level.
+//! when set (a build pipeline naming itself, e.g. "release+PGO"), else the
+//! cargo profile, read from where cargo puts this script's output
+//! (`<target>/<profile>/build/<package>/out`), and its optimisation level.
 
 use std::path::Path;
 

@@ -18,9 +18,8 @@
 //! CPU time is Brisk's thread's own time on a CPU (Linux's per-thread
 //! schedstat) and ns-3's process time as the kernel reports it when the
 //! child exits, so other work on a shared machine inflates either far less
-//! than wall time; wall time is shown too. Build with `--release` (or
-//! `make pgo`, the faster profile-guided build); the bench names the build
-//! it runs in.
+//! than wall time; wall time is shown too. Build with `--release`; the bench names
+//! the build it runs in.
 
 mod compare;
 mod ns3;
@@ -34,9 +33,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 /// The build this binary is, as named at compile time by the crate's build
-/// script:
-/// "release+PGO" from `make pgo`, else the cargo profile and its
-/// optimisation level.
+/// script: `BRISK_BUILD` when set (a build pipeline names itself, e.g.
+/// "release+PGO"), else the cargo profile and its optimisation level.
 const BUILD: &str = env!("BRISK_BUILD_LABEL");
 
 /// CPU time per 60 simulated seconds and packet-hops per CPU-second on a
