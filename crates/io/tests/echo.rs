@@ -60,7 +60,11 @@ async fn writable_reset_and_close(v6: bool) {
     let mut s = conn.open_stream().await.unwrap();
     let room = s.writable().await.unwrap();
     assert!(room > 0);
-    assert_eq!(s.writable_bytes(), room);
+    // The connection runs on its own between the two readings: a path-MTU
+    // probe it sends meanwhile takes its size out of the room, so the second
+    // reading may be one datagram lower, never zero.
+    let now = s.writable_bytes();
+    assert!(now > 0 && now.abs_diff(room) <= 1500, "{now} vs {room}");
     s.write_all(b"first").await.unwrap();
     let peer = server.accept().await.unwrap();
     let mut ps = peer.accept_stream().await.unwrap();
