@@ -18,8 +18,7 @@
 mod l4s_common;
 
 use brisk_sim::scenario::IpFamily;
-use brisk_sim::{RunOptions, run};
-use l4s_common::{FAMILIES, bulk, dumbbell, series};
+use l4s_common::{FAMILIES, bulk, dumbbell, run_series_seeded, series};
 use std::time::Duration;
 
 const DROP_AT: Duration = Duration::from_secs(4);
@@ -46,16 +45,7 @@ fn recovery_at(drop_at: Duration, seed: u64, ip: IpFamily) -> (f64, Duration) {
         &[bulk("prague", "prague", BASE_MS)],
         SECS,
     );
-    let r = run(
-        &s,
-        RunOptions {
-            ip: Some(ip),
-            seed: Some(seed),
-            series: true,
-            ..Default::default()
-        },
-    );
-    let all = r.outcome.series();
+    let (_, all) = run_series_seeded(&s, ip, Some(seed));
     let drop = brisk_time::Instant::ZERO + drop_at;
     let limit = Duration::from_millis(BASE_MS + 100);
     let after: Vec<_> = series(&all, "prague")

@@ -17,7 +17,7 @@ use brisk_sim::{FlowQlog, RunOptions, run};
 use brisk_time::Instant;
 use l4s_common::{
     DUALPI2_LINUX, FAMILIES, Flow, bulk, bulk_pipe_cap, bulk_small_datagrams, dumbbell, packet_ms,
-    queue_delay_ms, rate_mbps, run_series, series,
+    queue_delay_ms, rate_mbps, run_series, run_series_seeded, series,
 };
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -608,16 +608,7 @@ fn cubic_ratio_at_4mbit(prague_body: &str, secs: u64, seed: u64, ip: IpFamily) -
         &[prague, bulk("cubic", "cubic", 20)],
         secs,
     );
-    let r = run(
-        &s,
-        RunOptions {
-            ip: Some(ip),
-            seed: Some(seed),
-            series: true,
-            ..Default::default()
-        },
-    );
-    let all = r.outcome.series();
+    let (_, all) = run_series_seeded(&s, ip, Some(seed));
     let (from, to) = (Duration::from_secs(secs / 2), Duration::from_secs(secs));
     rate_mbps(series(&all, "prague"), from, to) / rate_mbps(series(&all, "cubic"), from, to)
 }

@@ -113,11 +113,20 @@ pub fn seed_override() -> Option<u64> {
 
 /// Results and per-packet series of `s` over `ip`.
 pub fn run_series(s: &Scenario, ip: IpFamily) -> (Results, Vec<FlowSeries>) {
+    run_series_seeded(s, ip, seed_override())
+}
+
+/// [`run_series`] on `seed` (`None`: the scenario's own).
+pub fn run_series_seeded(
+    s: &Scenario,
+    ip: IpFamily,
+    seed: Option<u64>,
+) -> (Results, Vec<FlowSeries>) {
     let r = run(
         s,
         RunOptions {
             ip: Some(ip),
-            seed: seed_override(),
+            seed,
             series: true,
             ..Default::default()
         },
