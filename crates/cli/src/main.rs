@@ -7,6 +7,7 @@
 #![deny(unsafe_code)]
 
 mod bench;
+mod closed_pipe;
 mod get;
 mod keygen;
 mod lab;
@@ -68,6 +69,12 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if matches!(
+        cli.command,
+        Command::Sim(_) | Command::Sweep(_) | Command::Bench(_)
+    ) {
+        closed_pipe::end_quietly_on_closed_pipe();
+    }
     let result = match cli.command {
         Command::Sim(args) => sim::run(args),
         Command::Sweep(args) => sweep::run(args),

@@ -385,6 +385,31 @@ fn sim_runs_a_shipped_scenario_as_json() {
     assert!(r["queue"]["drops"].as_u64().unwrap() > 0, "{}", r["queue"]);
 }
 
+/// `brisk sim ... | head -1`: the reader leaves before the report is
+/// written; brisk ends as `cat` would, without a panic message.
+#[test]
+fn sim_into_a_closed_pipe_ends_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let mut child = brisk()
+        .arg("sim")
+        .arg(repo().join("scenarios/fifo-overload.toml"))
+        .args(["--duration", "1s"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("brisk runs");
+    // Close the only reader before the run has printed anything.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("brisk ends");
+    let stderr = text(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(
+        out.status.signal() == Some(libc::SIGPIPE) || out.status.success(),
+        "{}: {stderr}",
+        out.status
+    );
+}
+
 #[test]
 fn lab_writes_a_report_for_a_small_suite() {
     let dir = tempfile::tempdir().unwrap();
