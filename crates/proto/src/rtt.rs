@@ -15,6 +15,10 @@ pub(crate) const TIMER_GRANULARITY: Duration = Duration::from_millis(1);
 /// RFC 9002 `kInitialRtt`: the RTT assumed before the first sample.
 pub(crate) const DEFAULT_INITIAL_RTT: Duration = Duration::from_millis(333);
 
+/// The pacing RTT is at most this many times the latest sample
+/// ([`RttEstimator::pacing_rtt`]).
+const PACING_LATEST_FACTOR: u32 = 2;
+
 /// Smoothed RTT, RTT variation, minimum and latest RTT of one path.
 #[derive(Clone, Debug)]
 pub struct RttEstimator {
@@ -87,6 +91,20 @@ impl RttEstimator {
     /// Smoothed RTT (RFC 9002 §5.3); the initial RTT before any sample.
     pub fn smoothed(&self) -> Duration {
         self.smoothed
+    }
+
+    /// The RTT the pacer spreads the window over: the smoothed RTT, but
+    /// no more than twice the latest sample. After a standing queue of a
+    /// second drains, the samples fall to the path's own RTT while the
+    /// smoothed one, moving 1/8 per sample, stays near a second; pacing a
+    /// small window over that second sends a packet every few hundred
+    /// milliseconds, so samples come that rarely and the smoothed RTT
+    /// (and the rate) take seconds to catch up while the link idles. In
+    /// steady state the latest sample is never half the smoothed one and
+    /// this is the smoothed RTT.
+    pub(crate) fn pacing_rtt(&self) -> Duration {
+        self.smoothed
+            .min(self.latest.saturating_mul(PACING_LATEST_FACTOR))
     }
 
     /// RTT variation (RFC 9002 §5.3).
