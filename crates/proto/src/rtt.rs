@@ -103,8 +103,11 @@ impl RttEstimator {
     /// steady state the latest sample is never half the smoothed one and
     /// this is the smoothed RTT.
     pub(crate) fn pacing_rtt(&self) -> Duration {
-        self.smoothed
-            .min(self.latest.saturating_mul(PACING_LATEST_FACTOR))
+        if self.latest.saturating_mul(PACING_LATEST_FACTOR) < self.smoothed {
+            self.latest
+        } else {
+            self.smoothed
+        }
     }
 
     /// RTT variation (RFC 9002 §5.3).

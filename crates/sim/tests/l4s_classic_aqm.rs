@@ -63,6 +63,29 @@ fn prague_recovers_from_a_rate_drop_in_a_classic_fq_codel_within_2s() {
     }
 }
 
+/// The same step at other moments of the sawtooth, seeded: 3.75 s, and
+/// 4.25 and 4.75 s, where the sender used to pace its small window over a
+/// smoothed RTT still near a second after the queue had drained and left
+/// the link idle (3.64 s to recover on IPv4 at 4.25 s, 4.11 s and 4.55 s
+/// at 4.75 s).
+#[test]
+fn prague_recovers_within_2s_wherever_the_step_falls() {
+    for ip in FAMILIES {
+        for ms in [3750, 4250, 4750] {
+            let at = Duration::from_millis(ms);
+            let (recovered, worst) = recovery_after_step_at("prague", at, ip);
+            assert!(
+                recovered <= Duration::from_secs(2),
+                "{ip:?}, step at {at:?}: RTT above base + 100 ms until {recovered:?} after the step (worst {worst:?})"
+            );
+            assert!(
+                worst > Duration::from_millis(500),
+                "{ip:?}, step at {at:?}: worst {worst:?}"
+            );
+        }
+    }
+}
+
 /// Prague's share of a classic single-queue CoDel (RFC 3168 marking)
 /// beside CUBIC, and NewReno's in its place; `rewrite` is the hop's ECN
 /// rewrite.
