@@ -4,7 +4,9 @@
 //! that fill queues and cause loss (RFC 9002 §7.7). The [`Pacer`] is a token
 //! bucket refilled at `gain * cwnd / srtt`: the connection asks
 //! [`Pacer::next_send_time`] before each packet and reports it with
-//! [`Pacer::on_sent`].
+//! [`Pacer::on_sent`]. The connection passes the latest RTT sample instead
+//! of `srtt` while that sample is below half of it (a drained queue the
+//! smoothed RTT has not caught up with: `RttEstimator::pacing_rtt`).
 //!
 //! Gain: 2 in slow start, so pacing never holds back a window that doubles
 //! every round trip; 1.25 in congestion avoidance, the value RFC 9002 §7.7

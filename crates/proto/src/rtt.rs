@@ -15,6 +15,10 @@ pub(crate) const TIMER_GRANULARITY: Duration = Duration::from_millis(1);
 /// RFC 9002 `kInitialRtt`: the RTT assumed before the first sample.
 pub(crate) const DEFAULT_INITIAL_RTT: Duration = Duration::from_millis(333);
 
+/// The pacer spreads the window over the latest sample once the smoothed
+/// RTT exceeds it this many times ([`RttEstimator::pacing_rtt`]).
+const PACING_LATEST_FACTOR: u32 = 2;
+
 /// Smoothed RTT, RTT variation, minimum and latest RTT of one path.
 #[derive(Clone, Debug)]
 pub struct RttEstimator {
@@ -87,6 +91,24 @@ impl RttEstimator {
     /// Smoothed RTT (RFC 9002 §5.3); the initial RTT before any sample.
     pub fn smoothed(&self) -> Duration {
         self.smoothed
+    }
+
+    /// The RTT the pacer spreads the window over: the smoothed RTT, unless
+    /// the latest sample is below half of it, then that sample. After a
+    /// standing queue of a second drains, the samples fall to the path's
+    /// own RTT while the smoothed one, moving 1/8 per sample, stays near a
+    /// second; a small window spread over that second sends a packet every
+    /// few hundred milliseconds, so samples come that rarely and the
+    /// smoothed RTT (and the rate) take seconds to catch up while the link
+    /// idles, and the window grows meanwhile on ACKs the pacer, not the
+    /// window, held back. In steady state no sample falls to half the
+    /// smoothed RTT and this is the smoothed RTT.
+    pub(crate) fn pacing_rtt(&self) -> Duration {
+        if self.latest.saturating_mul(PACING_LATEST_FACTOR) < self.smoothed {
+            self.latest
+        } else {
+            self.smoothed
+        }
     }
 
     /// RTT variation (RFC 9002 §5.3).
@@ -222,5 +244,27 @@ mod tests {
         }
         assert!(rtt.rttvar() < Duration::from_micros(1));
         assert_eq!(rtt.pto_base(), rtt.smoothed() + TIMER_GRANULARITY);
+    }
+
+    #[test]
+    fn pacing_follows_the_latest_sample_once_it_falls_below_half_the_smoothed_rtt() {
+        let mut rtt = RttEstimator::default();
+        let t = Instant::ZERO;
+        rtt.update(ms(1000), Duration::ZERO, t);
+        assert_eq!(rtt.pacing_rtt(), ms(1000));
+        // Within a factor of two of the smoothed RTT: the smoothed RTT.
+        rtt.update(ms(600), Duration::ZERO, t);
+        assert_eq!(rtt.pacing_rtt(), rtt.smoothed());
+        assert!(rtt.smoothed() > ms(900));
+        // The queue drained: pace over the sample.
+        rtt.update(ms(40), Duration::ZERO, t);
+        assert!(rtt.smoothed() > ms(800));
+        assert_eq!(rtt.pacing_rtt(), ms(40));
+        // Until the smoothed RTT has come within a factor of two.
+        for _ in 0..40 {
+            rtt.update(ms(40), Duration::ZERO, t);
+        }
+        assert!(rtt.smoothed() < ms(80));
+        assert_eq!(rtt.pacing_rtt(), rtt.smoothed());
     }
 }

@@ -194,7 +194,7 @@ impl<C: Controller + ?Sized> PathSim<C> {
                         self.now,
                         MDS,
                         self.cc.pacing_window(),
-                        self.rtt.smoothed(),
+                        self.rtt.pacing_rtt(),
                         self.cc.pacing(),
                     ),
                 };

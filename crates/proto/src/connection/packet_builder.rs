@@ -399,7 +399,7 @@ impl Connection {
                     now,
                     mds,
                     self.cc.pacing_window(),
-                    self.rtt.smoothed(),
+                    self.rtt.pacing_rtt(),
                     self.cc.pacing(),
                 ),
             };
