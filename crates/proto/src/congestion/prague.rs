@@ -225,6 +225,9 @@ const PIPE_CAP_LOW_RATE_MARKED_ROUNDS: f64 = 0.5;
 /// (under 3 datagrams of pipe) the cap without its datagram held the link
 /// 85.4% busy on IPv4 (98.7% as before on that path).
 const PIPE_CAP_LOW_RATE_MIN_PIPE: f64 = 4.0;
+/// The least share of its estimate the pipe cap's limit takes while it
+/// holds small datagrams ([`Prague::learn_pipe_scale`]).
+const PIPE_SCALE_MIN: f64 = 0.9;
 /// Round trips a queue seen keeps the pipe cap on.
 const PIPE_CAP_QUEUE_MEMORY: u32 = 4;
 /// From this minimum RTT the pipe cap holds without a queue seen (but
@@ -308,6 +311,12 @@ pub(crate) struct Prague {
     pipe_cap: Option<PipeCap>,
     /// When an RTT sample last showed a queue (see [`PIPE_CAP_QUEUE_SEEN`]).
     pipe_queue_seen: Option<Instant>,
+    /// When growth was last below the pipe cap's limit, while its low-rate
+    /// case holds small datagrams (see [`Prague::pipe_limited`]).
+    pipe_below_limit: Option<Instant>,
+    /// The share of the estimate the pipe cap's limit takes while it
+    /// holds small datagrams ([`Prague::learn_pipe_scale`]); starts at 1.
+    pipe_scale: f64,
     /// Running share (gain [`MARKED_ROUNDS_GAIN`]) of the rounds limited by
     /// the network that carried a mark, as `marked_rounds` but starting at
     /// 0: the pipe cap's gate at low rates.
@@ -361,6 +370,8 @@ impl Prague {
             aggregated_rounds: 0.0,
             pipe_cap: config.prague_pipe_cap.then(PipeCap::default),
             pipe_queue_seen: None,
+            pipe_below_limit: None,
+            pipe_scale: 1.0,
             pipe_marked_rounds: 0.0,
             pipe_holdback: false,
             path_rate_max: 0.0,
@@ -716,17 +727,10 @@ impl Prague {
         self.pipe_holdback = false;
         self.cap_floor = None;
         self.cap_at_limit = false;
-        if self.in_slow_start()
+        let gated = self.in_slow_start()
             || self.classic_mode()
             || marked_off
-            || self.aggregated_rounds >= PIPE_CAP_AGGREGATED_ROUNDS
-            || ((ack.min_rtt < PIPE_CAP_ALWAYS_RTT || (low_rate && small))
-                && self
-                    .pipe_queue_seen
-                    .is_none_or(|at| ack.now > at + ack.smoothed_rtt * PIPE_CAP_QUEUE_MEMORY))
-        {
-            return grown;
-        }
+            || self.aggregated_rounds >= PIPE_CAP_AGGREGATED_ROUNDS;
         let datagram = if low_rate { 0 } else { self.mds };
         // At low rates the limit takes the pipe over the RTT of full
         // datagrams, which holds their serialization at the bottleneck.
@@ -738,7 +742,28 @@ impl Prague {
         } else {
             ack.min_rtt
         };
-        match self.pipe_cap.as_ref().and_then(|c| c.limit(rtt, datagram)) {
+        // Small datagrams at a low rate: round trips spent refilling below
+        // the limit keep the cap's queue memory as a queue seen would, and
+        // the limit takes the estimate as the queue at it corrected it
+        // ([`Prague::learn_pipe_scale`]).
+        let refill = low_rate && small;
+        let scale = if refill { self.pipe_scale } else { 1.0 };
+        let raw_limit = self
+            .pipe_cap
+            .as_ref()
+            .and_then(|c| c.limit(rtt, datagram))
+            .map(|l| l * scale);
+        if refill && !gated && raw_limit.is_some_and(|l| grown < l) {
+            self.pipe_below_limit = Some(ack.now);
+        }
+        let fresh = |at: Option<Instant>| {
+            at.is_some_and(|at| ack.now <= at + ack.smoothed_rtt * PIPE_CAP_QUEUE_MEMORY)
+        };
+        let seen = fresh(self.pipe_queue_seen) || (refill && fresh(self.pipe_below_limit));
+        if gated || ((ack.min_rtt < PIPE_CAP_ALWAYS_RTT || refill) && !seen) {
+            return grown;
+        }
+        match raw_limit {
             Some(limit) => {
                 let limit = if low_rate
                     || self.low_rate_datagram(self.mds).is_some()
@@ -749,6 +774,9 @@ impl Prague {
                     self.cap_margin_limit(limit, ack.min_rtt, grown)
                 };
                 self.pipe_holdback = low_rate && !small && ack.min_rtt >= PIPE_CAP_ALWAYS_RTT;
+                if refill && grown >= limit {
+                    self.learn_pipe_scale(ack, rtt);
+                }
                 grown.min(limit.max(self.cwnd))
             }
             None => grown,
@@ -884,6 +912,32 @@ impl Prague {
 }
 
 impl Prague {
+    /// While the pipe cap holds small datagrams' growth, the window over
+    /// the RTT this ACK met (`base`, the limit's RTT, plus the queue it
+    /// shows) is the rate the pacer sends at; once the queue has settled
+    /// that is what the path delivers, and the limit takes no more of the
+    /// estimate than that rate over it. A delivery-rate estimate is the
+    /// largest of many samples, each over an interval between two ACKs,
+    /// and ACK timing pushes the largest above the link's rate (1.5% at
+    /// 1 Mbit/s, 200 ms: 3 ms of the pipe, over the step). Not within two
+    /// round trips of a CE cut, while the queue drains.
+    fn learn_pipe_scale(&mut self, ack: &AckSample, base: Duration) {
+        let Some(bw) = self.pipe_cap.as_ref().map(|c| c.bandwidth()) else {
+            return;
+        };
+        if bw <= 0.0
+            || !ack.rtt_sampled
+            || self
+                .last_ce_cut
+                .is_some_and(|cut| ack.now < cut + ack.smoothed_rtt * 2)
+        {
+            return;
+        }
+        let rtt = path_rtt(ack).max(base);
+        let delivered = self.cwnd / rtt.as_secs_f64() / bw;
+        self.pipe_scale = self.pipe_scale.min(delivered).max(PIPE_SCALE_MIN);
+    }
+
     /// The pipe cap's `limit`, where it holds full-size datagrams with its
     /// datagram of margin on a path of at least [`PIPE_CAP_ALWAYS_RTT`]
     /// (with it below, a 10 ms flow beside a 160 ms one at 50 Mbit/s took
