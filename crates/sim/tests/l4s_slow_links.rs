@@ -156,8 +156,8 @@ fn prague_alone_fills_4mbit_links_at_50_and_100ms() {
 
 /// At 1 Mbit/s and 100 ms the pipe cap holds Prague's small datagrams
 /// at the pipe over their own RTT while a queue shows (89.0% / 92.5% busy
-/// with the marks alone, IPv4 / IPv6; now 95.3% / 95.2%, 3.6 ms of queue
-/// p99).
+/// with the marks alone, IPv4 / IPv6; 95.3% / 95.2% with the cap, 97.5% /
+/// 97.4% and 3.5 ms of queue p99 since it also holds through the refill).
 #[test]
 fn prague_alone_fills_1mbit_at_100ms() {
     check_alone(1.0, 100, 1.0);

@@ -76,6 +76,9 @@
 //! minimum RTT, a CE cut taken while the cap is in force stops at the
 //! pipe and halves the cap's margin, which on a full-size minimum RTT
 //! at 25 Mbit/s is itself 0.98 ms of queue ([`Prague::cut_above_pipe`]).
+//! While it holds small datagrams at a low rate, the cap also holds
+//! through the refill after a cut and learns how far its estimate
+//! overstates the link ([`Prague::learn_pipe_scale`]).
 //!
 //! Below the two-packet minimum window: the draft leaves a window under two
 //! packets to pacing. Here the internal window may shrink to a quarter of a
@@ -715,7 +718,12 @@ impl Prague {
     /// in the last few round trips at every RTT: without it, 1 Mbit/s at
     /// 100 and 200 ms kept 73% and 44% of the link with an empty queue
     /// (an estimate below the pipe that the flow's own rate could not
-    /// raise).
+    /// raise). There a round trip with the window below the limit counts
+    /// as one with a queue: after a cut the window refilled for 5-8 round
+    /// trips, the memory ran out, and it passed the limit by a round's
+    /// increase (2 Mbit/s at 200 ms: 5.5 ms of queue, two cuts, 93.8%
+    /// busy). And the limit takes [`Prague::learn_pipe_scale`]'s share
+    /// of the estimate.
     fn pipe_limited(&mut self, ack: &AckSample, grown: f64) -> f64 {
         let low_rate = self.pipe_low_rate(ack.min_rtt);
         let small = self.low_rate_datagram(self.mds).is_some();
@@ -1253,6 +1261,56 @@ mod tests {
 
     fn ms(v: u64) -> Duration {
         Duration::from_millis(v)
+    }
+
+    /// While the pipe cap holds small datagrams at its limit, the window
+    /// over the RTT an ACK met is the rate the path delivers: the limit
+    /// takes that share of an estimate that overstates it (here the queue
+    /// settled at 3.5 ms instead of the cap's 0.5 ms), at least 0.9 of it,
+    /// and learns nothing while a cut's queue drains.
+    #[test]
+    fn the_low_rate_limit_learns_how_far_the_estimate_overstates_the_link() {
+        let rtt = ms(200);
+        let per_round = 50u64;
+        let mut cap = PipeCap::default();
+        let mut t = Instant::from_millis(100);
+        let mut sent = std::collections::VecDeque::new();
+        for _ in 0..per_round * 6 {
+            cap.on_sent(t, MDS, per_round * MDS);
+            sent.push_back(t);
+            if let Some(&s) = sent.front()
+                && t - s >= rtt
+            {
+                sent.pop_front();
+                cap.on_ack(&ack(t, s, MDS, 0), true);
+            }
+            t += rtt / per_round as u32;
+        }
+        let bw = cap.bandwidth();
+        assert!(bw > 0.0);
+        let mut cc = prague();
+        cc.pipe_cap = Some(cap);
+        let target = Duration::from_micros(500);
+        cc.cwnd = bw * (rtt + target).as_secs_f64();
+        let met = |queue: Duration| AckSample {
+            latest_rtt: rtt + queue,
+            ..ack(t, t - rtt, MDS, 0)
+        };
+        cc.learn_pipe_scale(&met(ms(3) + target), rtt);
+        let want = (rtt + target).as_secs_f64() / (rtt + ms(3) + target).as_secs_f64();
+        assert!((cc.pipe_scale - want).abs() < 1e-9, "{}", cc.pipe_scale);
+        // A queue at the target teaches nothing new: the smallest share stays.
+        cc.learn_pipe_scale(&met(target), rtt);
+        assert!((cc.pipe_scale - want).abs() < 1e-9);
+        // Not within two round trips of a CE cut.
+        cc.pipe_scale = 1.0;
+        cc.last_ce_cut = Some(t - rtt);
+        cc.learn_pipe_scale(&met(ms(3)), rtt);
+        assert_eq!(cc.pipe_scale, 1.0);
+        // Never below 0.9 of the estimate.
+        cc.last_ce_cut = None;
+        cc.learn_pipe_scale(&met(ms(60)), rtt);
+        assert_eq!(cc.pipe_scale, PIPE_SCALE_MIN);
     }
 
     /// A Prague that left slow start on one CE at 40 segments (cut to 20).

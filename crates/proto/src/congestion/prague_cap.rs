@@ -27,7 +27,11 @@
 //! Below a 100 ms minimum RTT (and at every RTT while it holds small
 //! datagrams at a low rate) it also asks for a queue seen in the last
 //! few round trips, since an estimate below the pipe would otherwise hold
-//! the window there with the link partly idle.
+//! the window there with the link partly idle. With small datagrams,
+//! round trips spent refilling below the limit after a cut count as a
+//! queue seen, and the limit takes no more of the estimate than the rate
+//! the window at it delivered (`Prague::learn_pipe_scale`): the estimate,
+//! the largest of many samples, sits above the link's rate.
 //!
 //! The RTT behind the queue test and the low-rate limit is the smallest
 //! one seen for datagrams at least as large as the ones measured
@@ -309,7 +313,10 @@ mod tests {
         assert_eq!(cap.min_rtt_for(475), Some(exact));
         let smaller = cap.min_rtt_for(401).unwrap();
         let want = exact - ser(74);
-        assert!(smaller.abs_diff(want) < Duration::from_micros(1), "{smaller:?}");
+        assert!(
+            smaller.abs_diff(want) < Duration::from_micros(1),
+            "{smaller:?}"
+        );
         // A sample with more delay beyond its serialization does not.
         cap.on_rtt(RTT + ser(420) + Duration::from_micros(200), 420);
         assert_eq!(cap.min_rtt_for(475), Some(exact));
