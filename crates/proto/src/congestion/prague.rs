@@ -76,6 +76,9 @@
 //! minimum RTT, a CE cut taken while the cap is in force stops at the
 //! pipe and halves the cap's margin, which on a full-size minimum RTT
 //! at 25 Mbit/s is itself 0.98 ms of queue ([`Prague::cut_above_pipe`]).
+//! While it holds small datagrams at a low rate, the cap also holds
+//! through the refill after a cut and learns how far its estimate
+//! overstates the link ([`Prague::learn_pipe_scale`]).
 //!
 //! Below the two-packet minimum window: the draft leaves a window under two
 //! packets to pacing. Here the internal window may shrink to a quarter of a
@@ -225,6 +228,9 @@ const PIPE_CAP_LOW_RATE_MARKED_ROUNDS: f64 = 0.5;
 /// (under 3 datagrams of pipe) the cap without its datagram held the link
 /// 85.4% busy on IPv4 (98.7% as before on that path).
 const PIPE_CAP_LOW_RATE_MIN_PIPE: f64 = 4.0;
+/// The least share of its estimate the pipe cap's limit takes while it
+/// holds small datagrams ([`Prague::learn_pipe_scale`]).
+const PIPE_SCALE_MIN: f64 = 0.9;
 /// Round trips a queue seen keeps the pipe cap on.
 const PIPE_CAP_QUEUE_MEMORY: u32 = 4;
 /// From this minimum RTT the pipe cap holds without a queue seen (but
@@ -308,6 +314,12 @@ pub(crate) struct Prague {
     pipe_cap: Option<PipeCap>,
     /// When an RTT sample last showed a queue (see [`PIPE_CAP_QUEUE_SEEN`]).
     pipe_queue_seen: Option<Instant>,
+    /// When growth was last below the pipe cap's limit, while its low-rate
+    /// case holds small datagrams (see [`Prague::pipe_limited`]).
+    pipe_below_limit: Option<Instant>,
+    /// The share of the estimate the pipe cap's limit takes while it
+    /// holds small datagrams ([`Prague::learn_pipe_scale`]); starts at 1.
+    pipe_scale: f64,
     /// Running share (gain [`MARKED_ROUNDS_GAIN`]) of the rounds limited by
     /// the network that carried a mark, as `marked_rounds` but starting at
     /// 0: the pipe cap's gate at low rates.
@@ -361,6 +373,8 @@ impl Prague {
             aggregated_rounds: 0.0,
             pipe_cap: config.prague_pipe_cap.then(PipeCap::default),
             pipe_queue_seen: None,
+            pipe_below_limit: None,
+            pipe_scale: 1.0,
             pipe_marked_rounds: 0.0,
             pipe_holdback: false,
             path_rate_max: 0.0,
@@ -704,7 +718,12 @@ impl Prague {
     /// in the last few round trips at every RTT: without it, 1 Mbit/s at
     /// 100 and 200 ms kept 73% and 44% of the link with an empty queue
     /// (an estimate below the pipe that the flow's own rate could not
-    /// raise).
+    /// raise). There a round trip with the window below the limit counts
+    /// as one with a queue: after a cut the window refilled for 5-8 round
+    /// trips, the memory ran out, and it passed the limit by a round's
+    /// increase (2 Mbit/s at 200 ms: 5.5 ms of queue, two cuts, 93.8%
+    /// busy). And the limit takes [`Prague::learn_pipe_scale`]'s share
+    /// of the estimate.
     fn pipe_limited(&mut self, ack: &AckSample, grown: f64) -> f64 {
         let low_rate = self.pipe_low_rate(ack.min_rtt);
         let small = self.low_rate_datagram(self.mds).is_some();
@@ -716,17 +735,10 @@ impl Prague {
         self.pipe_holdback = false;
         self.cap_floor = None;
         self.cap_at_limit = false;
-        if self.in_slow_start()
+        let gated = self.in_slow_start()
             || self.classic_mode()
             || marked_off
-            || self.aggregated_rounds >= PIPE_CAP_AGGREGATED_ROUNDS
-            || ((ack.min_rtt < PIPE_CAP_ALWAYS_RTT || (low_rate && small))
-                && self
-                    .pipe_queue_seen
-                    .is_none_or(|at| ack.now > at + ack.smoothed_rtt * PIPE_CAP_QUEUE_MEMORY))
-        {
-            return grown;
-        }
+            || self.aggregated_rounds >= PIPE_CAP_AGGREGATED_ROUNDS;
         let datagram = if low_rate { 0 } else { self.mds };
         // At low rates the limit takes the pipe over the RTT of full
         // datagrams, which holds their serialization at the bottleneck.
@@ -738,7 +750,28 @@ impl Prague {
         } else {
             ack.min_rtt
         };
-        match self.pipe_cap.as_ref().and_then(|c| c.limit(rtt, datagram)) {
+        // Small datagrams at a low rate: round trips spent refilling below
+        // the limit keep the cap's queue memory as a queue seen would, and
+        // the limit takes the estimate as the queue at it corrected it
+        // ([`Prague::learn_pipe_scale`]).
+        let refill = low_rate && small;
+        let scale = if refill { self.pipe_scale } else { 1.0 };
+        let raw_limit = self
+            .pipe_cap
+            .as_ref()
+            .and_then(|c| c.limit(rtt, datagram))
+            .map(|l| l * scale);
+        if refill && !gated && raw_limit.is_some_and(|l| grown < l) {
+            self.pipe_below_limit = Some(ack.now);
+        }
+        let fresh = |at: Option<Instant>| {
+            at.is_some_and(|at| ack.now <= at + ack.smoothed_rtt * PIPE_CAP_QUEUE_MEMORY)
+        };
+        let seen = fresh(self.pipe_queue_seen) || (refill && fresh(self.pipe_below_limit));
+        if gated || ((ack.min_rtt < PIPE_CAP_ALWAYS_RTT || refill) && !seen) {
+            return grown;
+        }
+        match raw_limit {
             Some(limit) => {
                 let limit = if low_rate
                     || self.low_rate_datagram(self.mds).is_some()
@@ -749,6 +782,9 @@ impl Prague {
                     self.cap_margin_limit(limit, ack.min_rtt, grown)
                 };
                 self.pipe_holdback = low_rate && !small && ack.min_rtt >= PIPE_CAP_ALWAYS_RTT;
+                if refill && grown >= limit {
+                    self.learn_pipe_scale(ack, rtt);
+                }
                 grown.min(limit.max(self.cwnd))
             }
             None => grown,
@@ -884,6 +920,32 @@ impl Prague {
 }
 
 impl Prague {
+    /// While the pipe cap holds small datagrams' growth, the window over
+    /// the RTT this ACK met (`base`, the limit's RTT, plus the queue it
+    /// shows) is the rate the pacer sends at; once the queue has settled
+    /// that is what the path delivers, and the limit takes no more of the
+    /// estimate than that rate over it. A delivery-rate estimate is the
+    /// largest of many samples, each over an interval between two ACKs,
+    /// and ACK timing pushes the largest above the link's rate (1.5% at
+    /// 1 Mbit/s, 200 ms: 3 ms of the pipe, over the step). Not within two
+    /// round trips of a CE cut, while the queue drains.
+    fn learn_pipe_scale(&mut self, ack: &AckSample, base: Duration) {
+        let Some(bw) = self.pipe_cap.as_ref().map(|c| c.bandwidth()) else {
+            return;
+        };
+        if bw <= 0.0
+            || !ack.rtt_sampled
+            || self
+                .last_ce_cut
+                .is_some_and(|cut| ack.now < cut + ack.smoothed_rtt * 2)
+        {
+            return;
+        }
+        let rtt = path_rtt(ack).max(base);
+        let delivered = self.cwnd / rtt.as_secs_f64() / bw;
+        self.pipe_scale = self.pipe_scale.min(delivered).max(PIPE_SCALE_MIN);
+    }
+
     /// The pipe cap's `limit`, where it holds full-size datagrams with its
     /// datagram of margin on a path of at least [`PIPE_CAP_ALWAYS_RTT`]
     /// (with it below, a 10 ms flow beside a 160 ms one at 50 Mbit/s took
@@ -1199,6 +1261,56 @@ mod tests {
 
     fn ms(v: u64) -> Duration {
         Duration::from_millis(v)
+    }
+
+    /// While the pipe cap holds small datagrams at its limit, the window
+    /// over the RTT an ACK met is the rate the path delivers: the limit
+    /// takes that share of an estimate that overstates it (here the queue
+    /// settled at 3.5 ms instead of the cap's 0.5 ms), at least 0.9 of it,
+    /// and learns nothing while a cut's queue drains.
+    #[test]
+    fn the_low_rate_limit_learns_how_far_the_estimate_overstates_the_link() {
+        let rtt = ms(200);
+        let per_round = 50u64;
+        let mut cap = PipeCap::default();
+        let mut t = Instant::from_millis(100);
+        let mut sent = std::collections::VecDeque::new();
+        for _ in 0..per_round * 6 {
+            cap.on_sent(t, MDS, per_round * MDS);
+            sent.push_back(t);
+            if let Some(&s) = sent.front()
+                && t - s >= rtt
+            {
+                sent.pop_front();
+                cap.on_ack(&ack(t, s, MDS, 0), true);
+            }
+            t += rtt / per_round as u32;
+        }
+        let bw = cap.bandwidth();
+        assert!(bw > 0.0);
+        let mut cc = prague();
+        cc.pipe_cap = Some(cap);
+        let target = Duration::from_micros(500);
+        cc.cwnd = bw * (rtt + target).as_secs_f64();
+        let met = |queue: Duration| AckSample {
+            latest_rtt: rtt + queue,
+            ..ack(t, t - rtt, MDS, 0)
+        };
+        cc.learn_pipe_scale(&met(ms(3) + target), rtt);
+        let want = (rtt + target).as_secs_f64() / (rtt + ms(3) + target).as_secs_f64();
+        assert!((cc.pipe_scale - want).abs() < 1e-9, "{}", cc.pipe_scale);
+        // A queue at the target teaches nothing new: the smallest share stays.
+        cc.learn_pipe_scale(&met(target), rtt);
+        assert!((cc.pipe_scale - want).abs() < 1e-9);
+        // Not within two round trips of a CE cut.
+        cc.pipe_scale = 1.0;
+        cc.last_ce_cut = Some(t - rtt);
+        cc.learn_pipe_scale(&met(ms(3)), rtt);
+        assert_eq!(cc.pipe_scale, 1.0);
+        // Never below 0.9 of the estimate.
+        cc.last_ce_cut = None;
+        cc.learn_pipe_scale(&met(ms(60)), rtt);
+        assert_eq!(cc.pipe_scale, PIPE_SCALE_MIN);
     }
 
     /// A Prague that left slow start on one CE at 40 segments (cut to 20).

@@ -27,7 +27,11 @@
 //! Below a 100 ms minimum RTT (and at every RTT while it holds small
 //! datagrams at a low rate) it also asks for a queue seen in the last
 //! few round trips, since an estimate below the pipe would otherwise hold
-//! the window there with the link partly idle.
+//! the window there with the link partly idle. With small datagrams,
+//! round trips spent refilling below the limit after a cut count as a
+//! queue seen, and the limit takes no more of the estimate than the rate
+//! the window at it delivered (`Prague::learn_pipe_scale`): the estimate,
+//! the largest of many samples, sits above the link's rate.
 //!
 //! The RTT behind the queue test and the low-rate limit is the smallest
 //! one seen for datagrams at least as large as the ones measured
@@ -126,8 +130,20 @@ impl PipeCap {
     /// Keeps `rtt` (a path RTT, ACK delay removed) as a sample for
     /// datagrams of `size` bytes.
     pub(super) fn on_rtt(&mut self, rtt: Duration, size: u64) {
+        let bw = self.bandwidth();
+        // Within a class, the sample with the least delay beyond its own
+        // serialization at the estimate: an ACK's size is the average of
+        // the datagrams it covers, while its RTT is the newest one's, so a
+        // sample may be filed under a smaller size than the datagram that
+        // timed it, and would then read as a larger datagram's RTT less
+        // its serialization (at 1 Mbit/s and 200 ms: 0.6 ms of false
+        // delay in the limit, over the step with the cap's target).
+        let base = |r: Duration, s: u64| {
+            let r = r.as_secs_f64();
+            if bw > 0.0 { r - s as f64 / bw } else { r }
+        };
         let slot = &mut self.min_rtt_by_size[size_class(size)];
-        if slot.is_none_or(|(m, _)| rtt < m) {
+        if slot.is_none_or(|(m, at)| base(rtt, size) < base(m, at)) {
             *slot = Some((rtt, size));
         }
     }
@@ -139,13 +155,18 @@ impl PipeCap {
     /// are 0.8 ms, more than the queue test's 0.25 ms.
     pub(super) fn min_rtt_for(&self, size: u64) -> Option<Duration> {
         let bw = self.bandwidth();
-        self.min_rtt_by_size[size_class(size)..]
+        let class = size_class(size);
+        self.min_rtt_by_size[class..]
             .iter()
-            .flatten()
-            .map(|&(rtt, at)| {
+            .enumerate()
+            .filter_map(|(i, slot)| slot.map(|s| (i == 0, s)))
+            .map(|(own, (rtt, at))| {
                 let more = size.saturating_sub(at);
+                let less = if own { at.saturating_sub(size) } else { 0 };
                 if bw > 0.0 && more > 0 {
                     rtt + Duration::from_secs_f64(more as f64 / bw)
+                } else if bw > 0.0 && less > 0 {
+                    rtt.saturating_sub(Duration::from_secs_f64(less as f64 / bw))
                 } else {
                     rtt
                 }
@@ -267,6 +288,38 @@ mod tests {
         let got = cap.min_rtt_for(1150).unwrap().as_secs_f64() - 0.1;
         assert!((got - extra).abs() < 1e-6, "{got} vs {extra}");
         assert_eq!(cap.min_rtt_for(1000), Some(ms(100_000)));
+    }
+
+    /// Within a class, the sample kept is the one with the least delay
+    /// beyond its own serialization at the estimate: an ACK filed under
+    /// the average size of the datagrams it covers but timed by a larger
+    /// one gives way to an exact sample with a larger RTT, and a smaller
+    /// datagram of the class takes that RTT less its shorter
+    /// serialization.
+    #[test]
+    fn min_rtt_per_size_follows_the_least_delay_beyond_serialization() {
+        let mut cap = PipeCap::default();
+        let mut t = Instant::ZERO;
+        drive(&mut cap, &mut t, 10, 6);
+        let bw = cap.bandwidth();
+        let ser = |bytes: u64| Duration::from_secs_f64(bytes as f64 / bw);
+        // Timed by a 475-byte datagram, filed under 401 bytes.
+        let timed = RTT + ser(475);
+        cap.on_rtt(timed, 401);
+        assert_eq!(cap.min_rtt_for(475).unwrap(), timed + ser(74));
+        // An exact 475-byte sample 0.1 ms above it replaces it.
+        let exact = timed + Duration::from_micros(100);
+        cap.on_rtt(exact, 475);
+        assert_eq!(cap.min_rtt_for(475), Some(exact));
+        let smaller = cap.min_rtt_for(401).unwrap();
+        let want = exact - ser(74);
+        assert!(
+            smaller.abs_diff(want) < Duration::from_micros(1),
+            "{smaller:?}"
+        );
+        // A sample with more delay beyond its serialization does not.
+        cap.on_rtt(RTT + ser(420) + Duration::from_micros(200), 420);
+        assert_eq!(cap.min_rtt_for(475), Some(exact));
     }
 
     /// Rounds whose RTTs show no queue carried all that was sent: a flow
