@@ -17,6 +17,11 @@ use crate::transport_params::TransportParams;
 use crate::varint::{self, DecodeError, Reader};
 
 const MAX_NOISE_MSG: usize = 65_535;
+/// More than a Noise message adds to its payload with X25519 and a 16-byte
+/// tag (an ephemeral key, a static key and its tag, the payload's tag: 96
+/// bytes): a message's buffer is its payload plus this, not the largest
+/// message (64 KiB zeroed on each side of each message).
+const MAX_NOISE_OVERHEAD: usize = 256;
 
 /// Which Noise pattern a connection uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -229,7 +234,7 @@ impl Handshake {
 
     /// Writes the next message carrying `payload`.
     pub(crate) fn write(&mut self, payload: &[u8]) -> Result<Vec<u8>, HandshakeError> {
-        let mut out = vec![0u8; MAX_NOISE_MSG];
+        let mut out = vec![0u8; (payload.len() + MAX_NOISE_OVERHEAD).min(MAX_NOISE_MSG)];
         let n = self
             .state
             .write_message(payload, &mut out)
@@ -242,7 +247,8 @@ impl Handshake {
     /// state is unusable only if snow says so; a forged message is simply
     /// rejected.
     pub(crate) fn read(&mut self, msg: &[u8]) -> Result<Vec<u8>, HandshakeError> {
-        let mut out = vec![0u8; MAX_NOISE_MSG];
+        // The payload is shorter than the message that carries it.
+        let mut out = vec![0u8; msg.len().clamp(MAX_NOISE_OVERHEAD, MAX_NOISE_MSG)];
         let n = self
             .state
             .read_message(msg, &mut out)
@@ -385,6 +391,44 @@ mod tests {
             .is_err(),
             "directions use different keys"
         );
+    }
+
+    #[test]
+    fn message_buffers_fit_every_payload_up_to_the_largest_message() {
+        // Each message's buffer is sized from its payload: payloads from
+        // empty to 60,000 bytes go through on both patterns, and one as
+        // long as the largest message fails, as it did with a buffer of
+        // the largest message.
+        for pattern in [Pattern::Ik, Pattern::Xx] {
+            // IK's first message adds an ephemeral key, the client's static
+            // key with its tag and the payload's tag; XX's first only the
+            // ephemeral key.
+            let first_overhead = match pattern {
+                Pattern::Ik => 32 + 48 + 16,
+                Pattern::Xx => 32,
+            };
+            for len in [0, 1, 1000, 60_000] {
+                let (client, server) = (keys(1), keys(2));
+                let pro = prologue(1, pattern, &cid(1), &cid(2));
+                let known = (pattern == Pattern::Ik).then(|| server.public());
+                let mut c =
+                    Handshake::initiator(pattern, &client, known.as_ref(), &pro, [3; 32]).unwrap();
+                let mut s = Handshake::responder(pattern, &server, &pro, [4; 32]).unwrap();
+                let payload: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+                let m1 = c.write(&payload).unwrap();
+                assert_eq!(m1.len(), len + first_overhead, "{pattern:?} {len}");
+                assert_eq!(s.read(&m1).unwrap(), payload, "{pattern:?} {len}");
+                let m2 = s.write(b"ok").unwrap();
+                assert_eq!(c.read(&m2).unwrap(), b"ok");
+            }
+            let (client, server) = (keys(1), keys(2));
+            let pro = prologue(1, pattern, &cid(1), &cid(2));
+            let known = (pattern == Pattern::Ik).then(|| server.public());
+            let mut c =
+                Handshake::initiator(pattern, &client, known.as_ref(), &pro, [3; 32]).unwrap();
+            let too_long = vec![0u8; MAX_NOISE_MSG];
+            assert!(c.write(&too_long).is_err(), "{pattern:?}");
+        }
     }
 
     #[test]

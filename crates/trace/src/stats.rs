@@ -87,18 +87,41 @@ impl Hist {
     }
 
     fn percentiles(&self, scale: f64) -> Percentiles {
-        if self.0.is_empty() {
+        let h = &self.0;
+        if h.is_empty() {
             return Percentiles::default();
         }
+        // One walk over the recorded buckets for the four quantiles and the
+        // mean: asked one by one, the histogram walks its buckets once per
+        // question, which summing up a hundred flows' delays was 4% of a
+        // run. Same arithmetic in the same order as `value_at_quantile` (the
+        // first bucket whose running count reaches ceil(q * count), at
+        // least 1; its highest value) and `mean` (each bucket's middle value
+        // times its share, added up from the lowest bucket), so the same
+        // numbers.
+        const QUANTILES: [f64; 4] = [0.50, 0.90, 0.95, 0.99];
+        let total = h.len();
+        let targets = QUANTILES.map(|q| ((q * total as f64).ceil() as u64).max(1));
+        let mut at = [0u64; QUANTILES.len()];
+        let (mut next, mut seen, mut mean) = (0, 0u64, 0.0_f64);
+        for v in h.iter_recorded() {
+            let (value, count) = (v.value_iterated_to(), v.count_at_value());
+            seen += count;
+            while next < targets.len() && seen >= targets[next] {
+                at[next] = value;
+                next += 1;
+            }
+            mean += h.median_equivalent(value) as f64 * count as f64 / total as f64;
+        }
         Percentiles {
-            min: self.0.min() as f64 * scale,
-            p50: self.quantile(0.50) as f64 * scale,
-            p90: self.quantile(0.90) as f64 * scale,
-            p95: self.quantile(0.95) as f64 * scale,
-            p99: self.quantile(0.99) as f64 * scale,
-            max: self.0.max() as f64 * scale,
-            mean: self.0.mean() * scale,
-            count: self.0.len(),
+            min: h.min() as f64 * scale,
+            p50: at[0] as f64 * scale,
+            p90: at[1] as f64 * scale,
+            p95: at[2] as f64 * scale,
+            p99: at[3] as f64 * scale,
+            max: h.max() as f64 * scale,
+            mean: mean * scale,
+            count: total,
         }
     }
 }
@@ -308,6 +331,40 @@ mod tests {
             small.0.distinct_values(),
             fixed.distinct_values()
         );
+    }
+
+    #[test]
+    fn one_walk_gives_what_each_question_alone_gives() {
+        // Spreads from one repeated value to six decades, with runs of
+        // equal values and buckets left empty: the single walk answers
+        // exactly as the histogram asked quantile by quantile.
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut draw = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for case in 0..200u64 {
+            let mut h = Hist::new(MAX_LATENCY_US);
+            let n = 1 + draw() % 3000;
+            let span = 1 + draw() % 10u64.pow(1 + (case % 7) as u32);
+            for _ in 0..n {
+                let v = 1 + draw() % span;
+                h.record(v);
+                if draw() % 4 == 0 {
+                    h.record(v);
+                }
+            }
+            let p = h.percentiles(1.0);
+            let want = [0.50, 0.90, 0.95, 0.99].map(|q| h.0.value_at_quantile(q) as f64);
+            assert_eq!([p.p50, p.p90, p.p95, p.p99], want, "case {case}");
+            assert_eq!(p.mean.to_bits(), h.0.mean().to_bits(), "case {case}");
+            assert_eq!(
+                (p.min, p.max, p.count),
+                (h.0.min() as f64, h.0.max() as f64, h.0.len())
+            );
+        }
     }
 
     #[test]

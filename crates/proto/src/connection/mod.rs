@@ -1182,11 +1182,15 @@ impl Connection {
     /// Runs every timer due at `now` (loss detection, ACK delay, idle,
     /// pacing, ECN re-test...). Call it at [`Connection::poll_timeout`].
     pub fn handle_timeout(&mut self, now: Instant) {
+        // Whether a timer with work of its own ran; the pacer's and the
+        // delayed ACK's only wake the driver to poll.
+        let mut ran = false;
         for t in Timer::ALL {
             if !self.timers.is_expired(t, now) {
                 continue;
             }
             self.timers.stop(t);
+            ran |= !matches!(t, Timer::AckDelay | Timer::Pacing);
             match t {
                 Timer::Idle => {
                     if matches!(self.state, ConnState::Handshake | ConnState::Established) {
@@ -1222,7 +1226,25 @@ impl Connection {
                 Timer::PathValidation => self.on_path_timeout(now),
             }
         }
-        self.update_timers(now);
+        if ran {
+            self.update_timers(now);
+            return;
+        }
+        // Only the pacer's or the delayed ACK's timer was due: nothing the
+        // timers are computed from changed since they were last armed, and
+        // arming them again now would give this same table (it leaves the
+        // pacer's timer alone, arms an ACK deadline only while it is ahead,
+        // and every other deadline that depends on the time flips only when
+        // its own timer is due). A pacing-limited sender comes here before
+        // every packet, so this is not done again. Debug builds (the tests)
+        // check that claim.
+        #[cfg(debug_assertions)]
+        {
+            let (kept, at) = (self.timers, self.timers_updated_at);
+            self.update_timers(now);
+            assert_eq!(kept, self.timers, "timers went stale");
+            self.timers_updated_at = at;
+        }
     }
 
     fn on_loss_timeout(&mut self, now: Instant) {
