@@ -1,5 +1,6 @@
-# The two entry points (see README.md). Everything else is cargo.
-.PHONY: setup lab test
+# The two entry points (see README.md), and an optional profile-guided build.
+# Everything else is cargo.
+.PHONY: setup lab test pgo
 
 setup:
 	@scripts/setup
@@ -7,6 +8,11 @@ setup:
 # The main job: the default lab suite, report under ./brisk-lab-out.
 lab: setup
 	cargo run --release -p brisk-cli -- lab
+
+# brisk built with profile-guided optimisation, as target/pgo/brisk
+# (two release builds and a minute of training; see README.md).
+pgo:
+	@scripts/pgo
 
 # Every test: format, lints, the workspace's tests (the live lab's need
 # root and skip without it, unless CI=true), the tests of the reference
