@@ -706,3 +706,186 @@ fn alone_at_4mbit_like_the_live_check() {
         );
     }
 }
+
+/// Prague over CUBIC at 20 ms through default DualPI2 (second half of
+/// 20 s) at the rates `RATES` (Mbit/s, default 4,10,25,50,100) and seeds
+/// `SEEDS` ("a-b", default 1-8), both families: `cargo test --profile ci
+/// -p brisk-sim --test l4s_slow_links -- --ignored --nocapture
+/// cubic_share_seeds`.
+#[test]
+#[ignore = "prints a table; run it by hand"]
+fn cubic_share_seeds() {
+    let rates: Vec<f64> = std::env::var("RATES")
+        .unwrap_or_else(|_| "4,10,25,50,100".into())
+        .split(',')
+        .map(|r| r.parse().expect("RATES: Mbit/s, comma-separated"))
+        .collect();
+    let seeds = std::env::var("SEEDS").unwrap_or_else(|_| "1-8".into());
+    let (a, b) = seeds.split_once('-').expect("SEEDS: first-last");
+    let (a, b): (u64, u64) = (a.parse().expect("SEEDS"), b.parse().expect("SEEDS"));
+    let secs: u64 = std::env::var("SECS").map_or(20, |s| s.parse().expect("SECS: seconds"));
+    let other = std::env::var("OTHER").unwrap_or_else(|_| "cubic".into());
+    let other: &'static str = Box::leak(other.into_boxed_str());
+    for mbit in rates {
+        for ip in FAMILIES {
+            let ratios: Vec<String> = (a..=b)
+                .map(|seed| {
+                    let s = dumbbell(
+                        &format!("\"{}kbit\"", (mbit * 1000.0) as u64),
+                        DUALPI2_LINUX,
+                        "",
+                        &[bulk("prague", "prague", 20), bulk(other, other, 20)],
+                        secs,
+                    );
+                    let (_, all) = run_series_seeded(&s, ip, Some(seed));
+                    let (from, to) = (Duration::from_secs(secs / 2), Duration::from_secs(secs));
+                    let r = rate_mbps(series(&all, "prague"), from, to)
+                        / rate_mbps(series(&all, other), from, to);
+                    format!("{r:.2}")
+                })
+                .collect();
+            println!(
+                "{mbit:>5} Mbit/s {ip:?} seeds {a}-{b}: {}",
+                ratios.join(" ")
+            );
+        }
+    }
+}
+
+/// One window sample of a named flow's sender.
+#[derive(Clone)]
+struct NamedSample {
+    flow: String,
+    client: bool,
+    at: Instant,
+    cwnd_bytes: u64,
+    srtt: Duration,
+}
+
+struct NamedLog {
+    flow: String,
+    client: bool,
+    samples: Arc<Mutex<Vec<NamedSample>>>,
+}
+
+impl QlogSink for NamedLog {
+    fn emit(&mut self, at: Instant, event: QlogEvent) {
+        if let QlogEvent::MetricsUpdated(m) = event
+            && let (Some(cwnd_bytes), Some(srtt)) = (m.congestion_window_bytes, m.smoothed_rtt)
+        {
+            let sample = NamedSample {
+                flow: self.flow.clone(),
+                client: self.client,
+                at,
+                cwnd_bytes,
+                srtt,
+            };
+            self.samples.lock().expect("no panic").push(sample);
+        }
+    }
+
+    fn wants(&self, class: EventClass) -> bool {
+        class == EventClass::Recovery
+    }
+}
+
+/// Prague beside CUBIC at `TRACE` ("mbit:secs:bin_ms", 20 ms base RTT),
+/// seed `L4S_SEED`, `IP=v6` for IPv6: per bin each flow's rate, mean
+/// window and queue delay p50.
+#[test]
+#[ignore = "prints a trace; run it by hand"]
+fn trace_beside_cubic() {
+    let spec = std::env::var("TRACE").unwrap_or_else(|_| "50:20:500".into());
+    let v: Vec<f64> = spec.split(':').map(|x| x.parse().unwrap()).collect();
+    let (mbit, secs, bin) = (v[0], v[1] as u64, Duration::from_millis(v[2] as u64));
+    let s = dumbbell(
+        &format!("\"{}kbit\"", (mbit * 1000.0) as u64),
+        DUALPI2_LINUX,
+        "",
+        &[bulk("prague", "prague", 20), bulk("cubic", "cubic", 20)],
+        secs,
+    );
+    let samples: Arc<Mutex<Vec<NamedSample>>> = Arc::default();
+    let shared = samples.clone();
+    let qlog: FlowQlog = Arc::new(move |name: &str, start: &QlogStart| {
+        let log = NamedLog {
+            flow: name.to_owned(),
+            client: start.vantage == VantageKind::Client,
+            samples: shared.clone(),
+        };
+        Some(Box::new(log) as Box<dyn QlogSink>)
+    });
+    let ip = match std::env::var("IP").as_deref() {
+        Ok("v6") => IpFamily::V6,
+        _ => IpFamily::V4,
+    };
+    let options = RunOptions {
+        ip: Some(ip),
+        seed: l4s_common::seed_override(),
+        series: true,
+        qlog: Some(qlog),
+        ..Default::default()
+    };
+    let all = run(&s, options).outcome.series();
+    let samples = samples.lock().expect("the run is over");
+    let sender = |flow: &str| {
+        let n = |c: bool| {
+            samples
+                .iter()
+                .filter(|w| w.flow == flow && w.client == c)
+                .count()
+        };
+        n(true) >= n(false)
+    };
+    let (ps, cs) = (sender("prague"), sender("cubic"));
+    println!("from s | prague Mbit/s cwnd kB q50 ms srtt | cubic Mbit/s cwnd kB q50 ms srtt");
+    let mut from = Duration::ZERO;
+    while from < Duration::from_secs(secs) {
+        let to = from + bin;
+        let (a, z) = (Instant::ZERO + from, Instant::ZERO + to);
+        let stat = |flow: &str, client: bool| {
+            let w: Vec<&NamedSample> = samples
+                .iter()
+                .filter(|w| w.flow == flow && w.client == client && w.at >= a && w.at < z)
+                .collect();
+            let mean = w.iter().map(|w| w.cwnd_bytes as f64).sum::<f64>() / w.len().max(1) as f64;
+            let srtt = w.last().map_or(0.0, |w| w.srtt.as_secs_f64() * 1e3);
+            let f = series(&all, flow);
+            format!(
+                "{:>6.2} {:>7.1} {:>5.2} {:>5.1}",
+                rate_mbps(f, from, to),
+                mean / 1e3,
+                queue_delay_ms(f, from, to, 0.5),
+                srtt
+            )
+        };
+        println!(
+            "{:>6.2} | {} | {}",
+            from.as_secs_f64(),
+            stat("prague", ps),
+            stat("cubic", cs)
+        );
+        from = to;
+    }
+    // The classic flow's window reductions (a drop of more than 10%
+    // between two samples): when, and from how much to how much.
+    let cubic: Vec<&NamedSample> = samples
+        .iter()
+        .filter(|w| w.flow == "cubic" && w.client == cs)
+        .collect();
+    for pair in cubic.windows(2) {
+        if (pair[1].cwnd_bytes as f64) < 0.9 * pair[0].cwnd_bytes as f64 {
+            println!(
+                "cubic cut at {:.3} s: {} -> {} bytes",
+                (pair[1].at - Instant::ZERO).as_secs_f64(),
+                pair[0].cwnd_bytes,
+                pair[1].cwnd_bytes
+            );
+        }
+    }
+    let (from, to) = (Duration::from_secs(secs / 2), Duration::from_secs(secs));
+    println!(
+        "second half: prague / cubic {:.2}",
+        rate_mbps(series(&all, "prague"), from, to) / rate_mbps(series(&all, "cubic"), from, to)
+    );
+}
