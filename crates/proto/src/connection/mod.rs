@@ -1226,20 +1226,17 @@ impl Connection {
                 Timer::PathValidation => self.on_path_timeout(now),
             }
         }
+        // When nothing else ran, only the pacer's or the delayed ACK's timer
+        // was due: nothing the timers are computed from changed since they
+        // were last armed, and arming them again now would give this same
+        // table (it leaves the pacer's timer alone, arms an ACK deadline only
+        // while it is ahead, and every other deadline that depends on the
+        // time flips only when its own timer is due). A pacing-limited
+        // sender comes here before every packet, so this is not done again;
+        // debug builds (the tests) re-arm anyway and check that claim.
         if ran {
             self.update_timers(now);
-            return;
-        }
-        // Only the pacer's or the delayed ACK's timer was due: nothing the
-        // timers are computed from changed since they were last armed, and
-        // arming them again now would give this same table (it leaves the
-        // pacer's timer alone, arms an ACK deadline only while it is ahead,
-        // and every other deadline that depends on the time flips only when
-        // its own timer is due). A pacing-limited sender comes here before
-        // every packet, so this is not done again. Debug builds (the tests)
-        // check that claim.
-        #[cfg(debug_assertions)]
-        {
+        } else if cfg!(debug_assertions) {
             let (kept, at) = (self.timers, self.timers_updated_at);
             self.update_timers(now);
             assert_eq!(kept, self.timers, "timers went stale");
