@@ -12,7 +12,8 @@
 mod l4s_common;
 
 use brisk_proto::qlog::{EventClass, QlogEvent, QlogSink, QlogStart, VantageKind};
-use brisk_sim::scenario::IpFamily;
+use brisk_sim::engine::FlowSeries;
+use brisk_sim::scenario::{IpFamily, Scenario};
 use brisk_sim::{FlowQlog, RunOptions, run};
 use brisk_time::Instant;
 use l4s_common::{
@@ -432,9 +433,43 @@ fn full_grid() {
     }
 }
 
+/// The family a hand-run trace uses: `IP=v6` for IPv6, else IPv4.
+fn trace_family() -> IpFamily {
+    match std::env::var("IP").as_deref() {
+        Ok("v6") => IpFamily::V6,
+        _ => IpFamily::V4,
+    }
+}
+
+/// Runs `s` with series on, over `IP` (`v6`, else IPv4) and seed
+/// `L4S_SEED`, keeping every end's window samples from its qlog.
+fn run_logging_windows(s: &Scenario) -> (Vec<FlowSeries>, Vec<WindowSample>) {
+    let samples: Arc<Mutex<Vec<WindowSample>>> = Arc::default();
+    let shared = samples.clone();
+    let qlog: FlowQlog = Arc::new(move |name: &str, start: &QlogStart| {
+        let log = WindowLog {
+            flow: name.to_owned(),
+            client: start.vantage == VantageKind::Client,
+            samples: shared.clone(),
+        };
+        Some(Box::new(log) as Box<dyn QlogSink>)
+    });
+    let options = RunOptions {
+        ip: Some(trace_family()),
+        seed: l4s_common::seed_override(),
+        series: true,
+        qlog: Some(qlog),
+        ..Default::default()
+    };
+    let all = run(s, options).outcome.series();
+    let samples = std::mem::take(&mut *samples.lock().expect("the run is over"));
+    (all, samples)
+}
+
 /// One end's congestion window and smoothed RTT, as its qlog reports them.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 struct WindowSample {
+    flow: String,
     client: bool,
     at: Instant,
     cwnd_bytes: u64,
@@ -443,6 +478,7 @@ struct WindowSample {
 
 /// Keeps the window samples of one end of a flow.
 struct WindowLog {
+    flow: String,
     client: bool,
     samples: Arc<Mutex<Vec<WindowSample>>>,
 }
@@ -453,6 +489,7 @@ impl QlogSink for WindowLog {
             && let (Some(cwnd_bytes), Some(srtt)) = (m.congestion_window_bytes, m.smoothed_rtt)
         {
             let sample = WindowSample {
+                flow: self.flow.clone(),
                 client: self.client,
                 at,
                 cwnd_bytes,
@@ -483,27 +520,7 @@ fn trace(mbit: f64, rtt_ms: u64, secs: u64, bin: Duration) {
         &[bulk("prague", "prague", rtt_ms)],
         secs,
     );
-    let samples: Arc<Mutex<Vec<WindowSample>>> = Arc::default();
-    let shared = samples.clone();
-    let qlog: FlowQlog = Arc::new(move |_name: &str, start: &QlogStart| {
-        let log = WindowLog {
-            client: start.vantage == VantageKind::Client,
-            samples: shared.clone(),
-        };
-        Some(Box::new(log) as Box<dyn QlogSink>)
-    });
-    let ip = match std::env::var("IP").as_deref() {
-        Ok("v6") => IpFamily::V6,
-        _ => IpFamily::V4,
-    };
-    let options = RunOptions {
-        ip: Some(ip),
-        seed: l4s_common::seed_override(),
-        series: true,
-        qlog: Some(qlog),
-        ..Default::default()
-    };
-    let all = run(&s, options).outcome.series();
+    let (all, samples) = run_logging_windows(&s);
     let f = series(&all, "prague");
     // `QDUMP=from:to` (seconds) also prints each packet's wait in the
     // bottleneck queue and the time since the one before it.
@@ -526,10 +543,10 @@ fn trace(mbit: f64, rtt_ms: u64, secs: u64, bin: Duration) {
             last = t;
         }
     }
-    let samples = samples.lock().expect("the run is over");
     // The sender is the end whose window the controller keeps moving.
     let updates = |client: bool| samples.iter().filter(|w| w.client == client).count();
     let sender = updates(true) >= updates(false);
+    let ip = trace_family();
     println!("Prague alone, {mbit} Mbit/s, {rtt_ms} ms base RTT, {ip:?}, Linux-default DualPI2");
     println!("from s | link use | queue p50 ms | queue p99 ms | cwnd min / max bytes | srtt ms");
     let mut from = Duration::ZERO;
@@ -752,43 +769,6 @@ fn cubic_share_seeds() {
     }
 }
 
-/// One window sample of a named flow's sender.
-#[derive(Clone)]
-struct NamedSample {
-    flow: String,
-    client: bool,
-    at: Instant,
-    cwnd_bytes: u64,
-    srtt: Duration,
-}
-
-struct NamedLog {
-    flow: String,
-    client: bool,
-    samples: Arc<Mutex<Vec<NamedSample>>>,
-}
-
-impl QlogSink for NamedLog {
-    fn emit(&mut self, at: Instant, event: QlogEvent) {
-        if let QlogEvent::MetricsUpdated(m) = event
-            && let (Some(cwnd_bytes), Some(srtt)) = (m.congestion_window_bytes, m.smoothed_rtt)
-        {
-            let sample = NamedSample {
-                flow: self.flow.clone(),
-                client: self.client,
-                at,
-                cwnd_bytes,
-                srtt,
-            };
-            self.samples.lock().expect("no panic").push(sample);
-        }
-    }
-
-    fn wants(&self, class: EventClass) -> bool {
-        class == EventClass::Recovery
-    }
-}
-
 /// Prague beside CUBIC at `TRACE` ("mbit:secs:bin_ms", 20 ms base RTT),
 /// seed `L4S_SEED`, `IP=v6` for IPv6: per bin each flow's rate, mean
 /// window and queue delay p50.
@@ -805,29 +785,7 @@ fn trace_beside_cubic() {
         &[bulk("prague", "prague", 20), bulk("cubic", "cubic", 20)],
         secs,
     );
-    let samples: Arc<Mutex<Vec<NamedSample>>> = Arc::default();
-    let shared = samples.clone();
-    let qlog: FlowQlog = Arc::new(move |name: &str, start: &QlogStart| {
-        let log = NamedLog {
-            flow: name.to_owned(),
-            client: start.vantage == VantageKind::Client,
-            samples: shared.clone(),
-        };
-        Some(Box::new(log) as Box<dyn QlogSink>)
-    });
-    let ip = match std::env::var("IP").as_deref() {
-        Ok("v6") => IpFamily::V6,
-        _ => IpFamily::V4,
-    };
-    let options = RunOptions {
-        ip: Some(ip),
-        seed: l4s_common::seed_override(),
-        series: true,
-        qlog: Some(qlog),
-        ..Default::default()
-    };
-    let all = run(&s, options).outcome.series();
-    let samples = samples.lock().expect("the run is over");
+    let (all, samples) = run_logging_windows(&s);
     let sender = |flow: &str| {
         let n = |c: bool| {
             samples
@@ -844,7 +802,7 @@ fn trace_beside_cubic() {
         let to = from + bin;
         let (a, z) = (Instant::ZERO + from, Instant::ZERO + to);
         let stat = |flow: &str, client: bool| {
-            let w: Vec<&NamedSample> = samples
+            let w: Vec<&WindowSample> = samples
                 .iter()
                 .filter(|w| w.flow == flow && w.client == client && w.at >= a && w.at < z)
                 .collect();
@@ -869,7 +827,7 @@ fn trace_beside_cubic() {
     }
     // The classic flow's window reductions (a drop of more than 10%
     // between two samples): when, and from how much to how much.
-    let cubic: Vec<&NamedSample> = samples
+    let cubic: Vec<&WindowSample> = samples
         .iter()
         .filter(|w| w.flow == "cubic" && w.client == cs)
         .collect();
