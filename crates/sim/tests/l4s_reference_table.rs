@@ -4,7 +4,8 @@
 //! (1 ms step, 10% classic protection) at 20 ms base RTT: alone, beside a
 //! Brisk CUBIC download and beside a Brisk BBR download, 4 to 100 Mbit/s,
 //! both address families. The runs are those of `l4s_slow_links`: alone
-//! 9 s, beside 20 s, rates over the second half, the scenarios' seed (1).
+//! 9 s, beside CUBIC 40 s, beside BBR 20 s, rates over the second half,
+//! the scenarios' seed (1).
 //!
 //! The table: `cargo test --profile ci -p brisk-sim --features
 //! reference-prague --test l4s_reference_table -- --ignored --nocapture
@@ -30,9 +31,22 @@ use std::time::Duration;
 /// The link rates of the issue's table, in Mbit/s.
 const RATES: [f64; 5] = [4.0, 10.0, 25.0, 50.0, 100.0];
 const RTT_MS: u64 = 20;
-/// The run lengths of `l4s_slow_links`: alone, and beside another flow.
+/// Prague alone runs as long as in `l4s_slow_links`.
 const ALONE_SECS: u64 = 8 + RTT_MS / 20;
-const BESIDE_SECS: u64 = 20;
+/// Beside CUBIC too: CUBIC's few cuts need a 20 s second half to average
+/// out.
+const BESIDE_CUBIC_SECS: u64 = 40;
+/// Beside BBR too.
+const BESIDE_BBR_SECS: u64 = 20;
+
+/// How long a run of Prague beside `other` lasts.
+fn beside_secs(other: &str) -> u64 {
+    if other == "cubic" {
+        BESIDE_CUBIC_SECS
+    } else {
+        BESIDE_BBR_SECS
+    }
+}
 
 /// Which Prague: Brisk's transport with its Prague controller, or the
 /// reference UDP Prague sender.
@@ -80,7 +94,7 @@ fn beside_run(p: Prague, mbit: f64, other: &str, ip: IpFamily) -> (Results, Vec<
         DUALPI2_LINUX,
         "",
         &[p.flow(), bulk(other, other, RTT_MS)],
-        BESIDE_SECS,
+        beside_secs(other),
     );
     run_series(&s, ip)
 }
@@ -88,7 +102,7 @@ fn beside_run(p: Prague, mbit: f64, other: &str, ip: IpFamily) -> (Results, Vec<
 /// Prague's and `other`'s delivered rates (Mbit/s) over the second half.
 fn beside(p: Prague, mbit: f64, other: &str, ip: IpFamily) -> (f64, f64) {
     let (_, all) = beside_run(p, mbit, other, ip);
-    let (from, to) = half(BESIDE_SECS);
+    let (from, to) = half(beside_secs(other));
     (
         rate_mbps(series(&all, "prague"), from, to),
         rate_mbps(series(&all, other), from, to),
@@ -103,10 +117,10 @@ fn cubic_beside_bbr(mbit: f64, ip: IpFamily) -> (f64, f64) {
         DUALPI2_LINUX,
         "",
         &[bulk("cubic", "cubic", RTT_MS), bulk("bbr", "bbr", RTT_MS)],
-        BESIDE_SECS,
+        BESIDE_BBR_SECS,
     );
     let (_, all) = run_series(&s, ip);
-    let (from, to) = half(BESIDE_SECS);
+    let (from, to) = half(BESIDE_BBR_SECS);
     (
         rate_mbps(series(&all, "cubic"), from, to),
         rate_mbps(series(&all, "bbr"), from, to),
@@ -124,7 +138,8 @@ fn half(secs: u64) -> (Duration, Duration) {
 fn table() {
     println!(
         "Linux-default DualPI2, 20 ms base RTT, second half of each run \
-         (alone {ALONE_SECS} s, beside {BESIDE_SECS} s), seed 1"
+         (alone {ALONE_SECS} s, beside CUBIC {BESIDE_CUBIC_SECS} s, beside BBR \
+         {BESIDE_BBR_SECS} s), seed 1"
     );
     println!(
         "| family | link | alone: Brisk | alone: reference | beside CUBIC: Brisk | \
@@ -215,7 +230,7 @@ fn bbr_trace() {
             &queue,
             "",
             &[p.flow(), bulk("bbr", "bbr", RTT_MS)],
-            BESIDE_SECS,
+            BESIDE_BBR_SECS,
         );
         let samples: Arc<Mutex<Vec<Sample>>> = Arc::default();
         let shared = samples.clone();
@@ -254,7 +269,7 @@ fn bbr_trace() {
                 .rfind(|w| w.flow == flow && w.client && w.at < to)
                 .cloned()
         };
-        for sec in 0..BESIDE_SECS {
+        for sec in 0..BESIDE_BBR_SECS {
             let (from, to) = (Duration::from_secs(sec), Duration::from_secs(sec + 1));
             let z = Instant::ZERO + to;
             let q = |f: &FlowSeries| {
@@ -305,7 +320,7 @@ fn bbr_trace() {
         };
         let (pr, bb) = (flow("prague"), flow("bbr"));
         let drop_share = bb.queue_drops as f64 / bb.sent_packets.max(1) as f64;
-        let (from, to) = half(BESIDE_SECS);
+        let (from, to) = half(BESIDE_BBR_SECS);
         let waits = &series(&all, "prague").queue_delay;
         let over_step = waits
             .iter()
@@ -336,10 +351,10 @@ fn bbr_trace() {
         &queue,
         "",
         &[bulk("cubic", "cubic", RTT_MS), bulk("bbr", "bbr", RTT_MS)],
-        BESIDE_SECS,
+        BESIDE_BBR_SECS,
     );
     let (r, all) = run_series(&s, IpFamily::V4);
-    let (from, to) = half(BESIDE_SECS);
+    let (from, to) = half(BESIDE_BBR_SECS);
     let drops = |name: &str| {
         let f = r.flows.iter().find(|f| f.name == name).expect("flow");
         format!(
@@ -369,7 +384,7 @@ fn bbr_trace() {
 /// network (0.22 / 0.26 of BBR's rate against 0.06 / 0.10, IPv4 / IPv6).
 #[test]
 fn beside_bbr_at_4mbit_prague_is_marked_on_most_packets_and_keeps_more_than_the_reference() {
-    let (from, to) = half(BESIDE_SECS);
+    let (from, to) = half(BESIDE_BBR_SECS);
     for ip in FAMILIES {
         let mut ratios = Vec::new();
         for p in [Prague::Brisk, Prague::Reference] {

@@ -20,6 +20,7 @@ use l4s_common::{
     DUALPI2_LINUX, FAMILIES, Flow, bulk, bulk_pipe_cap, bulk_small_datagrams, dumbbell, packet_ms,
     queue_delay_ms, rate_mbps, run_series, run_series_seeded, series,
 };
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -63,15 +64,39 @@ fn alone_flow(flow: Flow, mbit: f64, ip: IpFamily) -> Alone {
     }
 }
 
+/// How long a run beside `other` lasts. Beside CUBIC 40 s: DualPI2 marks
+/// the classic queue so rarely (3-6 cuts per 10 s at 100 Mbit/s) that a
+/// 10 s second half samples too few of CUBIC's cycles, and the ratio
+/// left 0.67-1.5 on some seeds; a 20 s second half held it on every seed
+/// (docs/PROTOCOL.md). Beside BBR 20 s: no goal is held there, only a
+/// floor, and the reference table's and the lab's BBR runs last 20 s too.
+fn beside_secs(other: &str) -> u64 {
+    if other == "cubic" { 40 } else { 20 }
+}
+
 /// Prague's and `other`'s delivered rates sharing default DualPI2, over
-/// the second half of the run.
+/// the second half of a run of [`beside_secs`].
 fn beside(mbit: f64, rtt_ms: u64, other: &str, ip: IpFamily) -> (f64, f64) {
     beside_flow(bulk("prague", "prague", rtt_ms), mbit, other, ip)
 }
 
 /// The Prague flow `prague` (named "prague") beside `other`, as [`beside`].
 fn beside_flow(prague: Flow, mbit: f64, other: &str, ip: IpFamily) -> (f64, f64) {
-    let secs = 20;
+    let secs = beside_secs(other);
+    shares(prague, mbit, other, secs, l4s_common::seed_override(), ip)
+}
+
+/// Prague's and `other`'s delivered rates (Mbit/s) over the second half
+/// of a `secs` run beside each other in default DualPI2, on `seed` (the
+/// scenario's own when `None`).
+fn shares(
+    prague: Flow,
+    mbit: f64,
+    other: &str,
+    secs: u64,
+    seed: Option<u64>,
+    ip: IpFamily,
+) -> (f64, f64) {
     let rtt_ms = prague.rtt_ms;
     let s = dumbbell(
         &format!("\"{}kbit\"", (mbit * 1000.0) as u64),
@@ -80,7 +105,7 @@ fn beside_flow(prague: Flow, mbit: f64, other: &str, ip: IpFamily) -> (f64, f64)
         &[prague, bulk(other, other, rtt_ms)],
         secs,
     );
-    let (_, all) = run_series(&s, ip);
+    let (_, all) = run_series_seeded(&s, ip, seed);
     let (from, to) = (Duration::from_secs(secs / 2), Duration::from_secs(secs));
     (
         rate_mbps(series(&all, "prague"), from, to),
@@ -421,7 +446,12 @@ fn full_grid() {
             );
         }
     }
-    println!("Prague beside CUBIC and beside BBR, 20 ms, Linux-default DualPI2 (Mbit/s)");
+    println!(
+        "Prague beside CUBIC and beside BBR, 20 ms, Linux-default DualPI2 (Mbit/s, second \
+         half of {} s and {} s runs)",
+        beside_secs("cubic"),
+        beside_secs("bbr")
+    );
     for mbit in [4.0, 10.0, 25.0, 50.0, 100.0] {
         let (p, c) = beside(mbit, 20, "cubic", ip);
         let (q, b) = beside(mbit, 20, "bbr", ip);
@@ -639,26 +669,24 @@ fn cubic_ratio_at_4mbit(prague_body: &str, secs: u64, seed: u64, ip: IpFamily) -
         body: prague_body,
         rtt_ms: 20,
     };
-    let s = dumbbell(
-        "\"4000kbit\"",
-        DUALPI2_LINUX,
-        "",
-        &[prague, bulk("cubic", "cubic", 20)],
-        secs,
-    );
-    let (_, all) = run_series_seeded(&s, ip, Some(seed));
-    let (from, to) = (Duration::from_secs(secs / 2), Duration::from_secs(secs));
-    rate_mbps(series(&all, "prague"), from, to) / rate_mbps(series(&all, "cubic"), from, to)
+    let (p, c) = shares(prague, 4.0, "cubic", secs, Some(seed), ip);
+    p / c
 }
 
 /// The share goal (0.67 to 1.5 of CUBIC's rate) on every seed from 1 to 6,
-/// both families, with a margin below: 0.81-0.93 measured in 20 s runs
-/// (0.64-0.83 before the boost's cap rose with the marked share).
+/// both families, with a margin below: 0.78-0.89 measured in 40 s runs
+/// (0.75-0.92 in 20 s runs; 0.64-0.83 before the boost's cap rose with
+/// the marked share).
 #[test]
 fn prague_keeps_its_share_beside_cubic_at_4mbit_on_every_seed() {
     for ip in FAMILIES {
         for seed in 1..=6 {
-            let ratio = cubic_ratio_at_4mbit("kind = \"brisk\"\ncc = \"prague\"", 20, seed, ip);
+            let ratio = cubic_ratio_at_4mbit(
+                "kind = \"brisk\"\ncc = \"prague\"",
+                beside_secs("cubic"),
+                seed,
+                ip,
+            );
             assert!(
                 (0.72..=1.4).contains(&ratio),
                 "{ip:?} seed {seed}: Prague / CUBIC {ratio:.2}"
@@ -669,12 +697,13 @@ fn prague_keeps_its_share_beside_cubic_at_4mbit_on_every_seed() {
 
 /// Prague beside CUBIC at 4 Mbit/s and 20 ms over seeds 1-6 and both
 /// families, with Prague's small datagrams at low rates on and off
-/// (second half of `SECS`, default 20 s): `cargo test --profile ci -p
+/// (second half of `SECS`, default 40 s): `cargo test --profile ci -p
 /// brisk-sim --test l4s_slow_links -- --ignored --nocapture cubic_seeds`.
 #[test]
 #[ignore = "prints a table; run it by hand"]
 fn cubic_seeds() {
-    let secs: u64 = std::env::var("SECS").map_or(20, |s| s.parse().expect("SECS: seconds"));
+    let secs: u64 =
+        std::env::var("SECS").map_or(beside_secs("cubic"), |s| s.parse().expect("SECS: seconds"));
     for ip in FAMILIES {
         for seed in 1..=6 {
             let ratio = |body: &str| cubic_ratio_at_4mbit(body, secs, seed, ip);
@@ -685,6 +714,59 @@ fn cubic_seeds() {
             );
         }
     }
+}
+
+/// Prague's rate over CUBIC's at 20 ms through default DualPI2, second
+/// half of 40 s runs, for every (link Mbit/s, family, seed) of `cases`,
+/// in order. The runs spread over two threads: this binary's other tests
+/// are shorter, so the two cores would otherwise idle at its end.
+fn cubic_ratios(cases: &[(f64, IpFamily, u64)]) -> Vec<f64> {
+    let next = AtomicUsize::new(0);
+    let ratios = Mutex::new(vec![f64::NAN; cases.len()]);
+    std::thread::scope(|scope| {
+        for _ in 0..2 {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(&(mbit, ip, seed)) = cases.get(i) else {
+                        break;
+                    };
+                    let prague = bulk("prague", "prague", 20);
+                    let secs = beside_secs("cubic");
+                    let (p, c) = shares(prague, mbit, "cubic", secs, Some(seed), ip);
+                    ratios.lock().expect("no panic while held")[i] = p / c;
+                }
+            });
+        }
+    });
+    ratios.into_inner().expect("the runs are over")
+}
+
+/// The goal from 25 to 100 Mbit/s on seeds 1-5, both families: 0.78-1.37
+/// over the second half of 40 s runs. Over a 10 s half (20 s runs) it
+/// fails: seed 2 at 50 Mbit/s over IPv4 read 1.63, seeds 4 and 5 at
+/// 100 Mbit/s over IPv6 1.55 and 1.57.
+#[test]
+fn prague_and_cubic_share_default_dualpi2_from_25_to_100mbit_on_every_seed() {
+    let mut cases = Vec::new();
+    for mbit in [25.0, 50.0, 100.0] {
+        for ip in FAMILIES {
+            for seed in 1..=5 {
+                cases.push((mbit, ip, seed));
+            }
+        }
+    }
+    let ratios = cubic_ratios(&cases);
+    let outside: Vec<String> = cases
+        .iter()
+        .zip(&ratios)
+        .filter(|(_, r)| !(0.67..=1.5).contains(*r))
+        .map(|((mbit, ip, seed), r)| format!("{mbit} Mbit/s {ip:?} seed {seed}: {r:.2}"))
+        .collect();
+    assert!(
+        outside.is_empty(),
+        "Prague / CUBIC outside 0.67-1.5: {outside:?}"
+    );
 }
 
 /// Prague alone at 4 Mbit/s, 20 ms, 10 s as the live lab's check runs it,
@@ -725,9 +807,10 @@ fn alone_at_4mbit_like_the_live_check() {
 }
 
 /// Prague over CUBIC at 20 ms through default DualPI2 (second half of
-/// 20 s) at the rates `RATES` (Mbit/s, default 4,10,25,50,100) and seeds
-/// `SEEDS` ("a-b", default 1-8), both families: `cargo test --profile ci
-/// -p brisk-sim --test l4s_slow_links -- --ignored --nocapture
+/// `SECS`, default 40 s) at the rates `RATES` (Mbit/s, default
+/// 4,10,25,50,100) and seeds `SEEDS` ("a-b", default 1-8), both families;
+/// `OTHER=newreno` (or `bbr`) in CUBIC's place: `cargo test --profile ci
+/// -p brisk-sim --test l4s_slow_links -- --ignored --nocapture --exact
 /// cubic_share_seeds`.
 #[test]
 #[ignore = "prints a table; run it by hand"]
@@ -740,25 +823,19 @@ fn cubic_share_seeds() {
     let seeds = std::env::var("SEEDS").unwrap_or_else(|_| "1-8".into());
     let (a, b) = seeds.split_once('-').expect("SEEDS: first-last");
     let (a, b): (u64, u64) = (a.parse().expect("SEEDS"), b.parse().expect("SEEDS"));
-    let secs: u64 = std::env::var("SECS").map_or(20, |s| s.parse().expect("SECS: seconds"));
+    let secs: u64 =
+        std::env::var("SECS").map_or(beside_secs("cubic"), |s| s.parse().expect("SECS: seconds"));
     let other = std::env::var("OTHER").unwrap_or_else(|_| "cubic".into());
-    let other: &'static str = Box::leak(other.into_boxed_str());
+    println!("second half of {secs} s runs, Prague / {other} (* outside 0.67-1.5)");
     for mbit in rates {
         for ip in FAMILIES {
             let ratios: Vec<String> = (a..=b)
                 .map(|seed| {
-                    let s = dumbbell(
-                        &format!("\"{}kbit\"", (mbit * 1000.0) as u64),
-                        DUALPI2_LINUX,
-                        "",
-                        &[bulk("prague", "prague", 20), bulk(other, other, 20)],
-                        secs,
-                    );
-                    let (_, all) = run_series_seeded(&s, ip, Some(seed));
-                    let (from, to) = (Duration::from_secs(secs / 2), Duration::from_secs(secs));
-                    let r = rate_mbps(series(&all, "prague"), from, to)
-                        / rate_mbps(series(&all, other), from, to);
-                    format!("{r:.2}")
+                    let prague = bulk("prague", "prague", 20);
+                    let (p, o) = shares(prague, mbit, &other, secs, Some(seed), ip);
+                    let r = p / o;
+                    let outside = if (0.67..=1.5).contains(&r) { "" } else { "*" };
+                    format!("{r:.2}{outside}")
                 })
                 .collect();
             println!(
@@ -775,7 +852,7 @@ fn cubic_share_seeds() {
 #[test]
 #[ignore = "prints a trace; run it by hand"]
 fn trace_beside_cubic() {
-    let spec = std::env::var("TRACE").unwrap_or_else(|_| "50:20:500".into());
+    let spec = std::env::var("TRACE").unwrap_or_else(|_| "50:40:500".into());
     let v: Vec<f64> = spec.split(':').map(|x| x.parse().unwrap()).collect();
     let (mbit, secs, bin) = (v[0], v[1] as u64, Duration::from_millis(v[2] as u64));
     let s = dumbbell(
