@@ -1,9 +1,9 @@
 //! The reference UDP Prague peer in the "L4S where it usually breaks"
 //! section (built with the `reference-prague` feature): every row gets
 //! the reference controller's figure from its twin run, a number, not the
-//! reason it is missing; and the section, run at its full 20 s, reads the
-//! same steady state as the simulator's L4S tests, so it agrees with the
-//! goals they hold.
+//! reason it is missing; and the section, run at full length (40 s beside
+//! CUBIC, 20 s for the rest), reads the same steady state as the
+//! simulator's L4S tests, so it agrees with the goals they hold.
 #![cfg(feature = "reference-prague")]
 
 use brisk_lab::runner::RunConfig;
