@@ -3,7 +3,7 @@
 
 use crate::anti_replay::AntiReplayConfig;
 use crate::congestion::{CcAlgorithm, CcConfig};
-use crate::crypto::{KEY_LEN, Keypair, PacketCipher};
+use crate::crypto::{DhMemo, KEY_LEN, Keypair, PacketCipher};
 use crate::loss::LossConfig;
 use crate::packet::VERSION_1;
 use crate::streams::StreamsConfig;
@@ -94,6 +94,14 @@ pub struct TransportConfig {
     /// so it cannot be set from a configuration file.
     #[serde(skip)]
     pub insecure_null_cipher: bool,
+    /// Simulator only: both ends of a simulated flow hold the same memo,
+    /// so each X25519 secret of their handshake is worked out once, by the
+    /// end that needs it first, and the other end takes it from there
+    /// (the same bytes it would have computed). It keeps secrets in
+    /// memory beyond their handshake, so it cannot be set from a
+    /// configuration file.
+    #[serde(skip)]
+    pub insecure_dh_memo: Option<DhMemo>,
 }
 
 impl Default for TransportConfig {
@@ -118,6 +126,7 @@ impl Default for TransportConfig {
             fec: crate::fec::FecConfig::default(),
             datagrams: crate::datagrams::DatagramConfig::default(),
             insecure_null_cipher: false,
+            insecure_dh_memo: None,
         }
     }
 }

@@ -24,6 +24,8 @@ use rand_chacha::ChaCha20Rng;
 use snow::params::{CipherChoice, DHChoice, HashChoice};
 use snow::resolvers::{CryptoResolver, DefaultResolver};
 use snow::types::{Cipher, Dh, Hash, Random};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 /// Bytes the AEAD tag adds to every 1-RTT packet.
 pub(crate) const TAG_LEN: usize = 16;
@@ -85,6 +87,56 @@ impl std::fmt::Debug for Keypair {
     }
 }
 
+/// X25519 shared secrets that one end of a simulated flow worked out and
+/// the other end has not taken yet
+/// ([`crate::TransportConfig::insecure_dh_memo`]). Clones share one memo.
+#[derive(Clone, Default)]
+pub struct DhMemo(Arc<Mutex<HashMap<DhPair, [u8; KEY_LEN]>>>);
+
+/// (our public key, the peer's public key) of one agreement.
+type DhPair = ([u8; KEY_LEN], [u8; KEY_LEN]);
+
+impl DhMemo {
+    /// The secret of our key (public half `own`) and `peer`: the one the
+    /// peer worked out with its key and `own`, if it went first, since
+    /// X25519(a, B) = X25519(b, A) when A and B are the public halves of a
+    /// and b (`own` always is; `peer` is when the peer's entry exists, for
+    /// that entry was made with it as the peer's own key). Otherwise it is
+    /// worked out with `agree` and kept for the peer. An entry serves once:
+    /// each agreement is made once at each end.
+    fn agree(
+        &self,
+        own: &[u8; KEY_LEN],
+        peer: &[u8; KEY_LEN],
+        agree: impl FnOnce() -> [u8; KEY_LEN],
+    ) -> [u8; KEY_LEN] {
+        let Ok(mut memo) = self.0.lock() else {
+            return agree();
+        };
+        if let Some(secret) = memo.remove(&(*peer, *own)) {
+            return secret;
+        }
+        let secret = agree();
+        memo.insert((*own, *peer), secret);
+        secret
+    }
+}
+
+impl std::fmt::Debug for DhMemo {
+    /// Never prints a secret.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.0.lock().map_or(0, |m| m.len());
+        write!(f, "DhMemo({n} waiting)")
+    }
+}
+
+impl PartialEq for DhMemo {
+    /// The same memo, not equal contents.
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
 /// X25519 (RFC 7748) for snow, through aws-lc: the same results as snow's
 /// own `Dh25519`, including the all-zero secret of a low-order peer key
 /// (aws-lc refuses that one; snow's gives it and leaves the check to the
@@ -95,6 +147,8 @@ struct X25519 {
     public: [u8; KEY_LEN],
     /// The private key as aws-lc holds it; `None` only before `set`.
     key: Option<agreement::PrivateKey>,
+    /// Secrets shared with the other end of a simulated flow.
+    memo: Option<DhMemo>,
 }
 
 impl X25519 {
@@ -147,16 +201,27 @@ impl Dh for X25519 {
     }
 
     fn dh(&self, pubkey: &[u8], out: &mut [u8]) -> Result<(), snow::Error> {
-        let (Some(key), Some(peer)) = (self.key.as_ref(), pubkey.get(..KEY_LEN)) else {
+        let (Some(key), Some(peer)) = (
+            self.key.as_ref(),
+            pubkey
+                .get(..KEY_LEN)
+                .and_then(|p| <&[u8; KEY_LEN]>::try_from(p).ok()),
+        ) else {
             return Err(snow::Error::Dh);
         };
-        let peer = agreement::UnparsedPublicKey::new(&agreement::X25519, peer);
         // aws-lc fails only on an all-zero result (a low-order peer key),
         // which snow's own X25519 returns as it is.
-        let secret = agreement::agree(key, peer, (), |s| {
-            <[u8; KEY_LEN]>::try_from(s).map_err(|_| ())
-        })
-        .unwrap_or([0; KEY_LEN]);
+        let agree = || {
+            let peer = agreement::UnparsedPublicKey::new(&agreement::X25519, peer);
+            agreement::agree(key, peer, (), |s| {
+                <[u8; KEY_LEN]>::try_from(s).map_err(|_| ())
+            })
+            .unwrap_or([0; KEY_LEN])
+        };
+        let secret = match &self.memo {
+            Some(memo) => memo.agree(&self.public, peer, agree),
+            None => agree(),
+        };
         let n = out.len().min(KEY_LEN);
         out[..n].copy_from_slice(&secret[..n]);
         Ok(())
@@ -166,11 +231,12 @@ impl Dh for X25519 {
 /// snow's primitives, with ephemeral keys drawn from a seeded stream.
 pub(crate) struct SeededResolver {
     seed: [u8; 32],
+    memo: Option<DhMemo>,
 }
 
 impl SeededResolver {
-    pub(crate) fn new(seed: [u8; 32]) -> Self {
-        SeededResolver { seed }
+    pub(crate) fn new(seed: [u8; 32], memo: Option<DhMemo>) -> Self {
+        SeededResolver { seed, memo }
     }
 }
 
@@ -189,7 +255,10 @@ impl CryptoResolver for SeededResolver {
     }
     fn resolve_dh(&self, choice: &DHChoice) -> Option<Box<dyn Dh>> {
         match choice {
-            DHChoice::Curve25519 => Some(Box::new(X25519::default())),
+            DHChoice::Curve25519 => Some(Box::new(X25519 {
+                memo: self.memo.clone(),
+                ..X25519::default()
+            })),
             _ => DefaultResolver.resolve_dh(choice),
         }
     }
@@ -489,6 +558,63 @@ mod tests {
             g2.generate(&mut SeededRandom(ChaCha20Rng::seed_from_u64(9)))
                 .unwrap();
             assert_eq!((g1.privkey(), g1.pubkey()), (g2.privkey(), g2.pubkey()));
+        }
+    }
+
+    #[test]
+    fn a_dh_memo_hands_each_secret_to_the_other_end_once() {
+        // Two ends sharing a memo get the secrets each would compute alone
+        // (snow's X25519 as the reference), whoever goes first; an entry
+        // made with a key nobody holds serves no one else.
+        let reference = |private: &[u8; KEY_LEN], peer: &[u8]| {
+            let mut dh = DefaultResolver.resolve_dh(&DHChoice::Curve25519).unwrap();
+            dh.set(private);
+            let mut out = [0u8; KEY_LEN];
+            dh.dh(peer, &mut out).unwrap();
+            out
+        };
+        let mut rng = ChaCha20Rng::seed_from_u64(11);
+        let mut private = || {
+            let mut k = [0u8; KEY_LEN];
+            rng.fill_bytes(&mut k);
+            k
+        };
+        for round in 0..16 {
+            let memo = DhMemo::default();
+            let (ka, kb, kz, forged) = (private(), private(), private(), private());
+            let end = |k: &[u8; KEY_LEN]| {
+                let mut dh = X25519 {
+                    memo: Some(memo.clone()),
+                    ..X25519::default()
+                };
+                dh.set(k);
+                dh
+            };
+            let (a, b, z) = (end(&ka), end(&kb), end(&kz));
+            let (first, second) = if round % 2 == 0 { (&a, &b) } else { (&b, &a) };
+            let (kf, ks) = if round % 2 == 0 { (ka, kb) } else { (kb, ka) };
+            let mut s1 = [0u8; KEY_LEN];
+            first.dh(&second.public, &mut s1).unwrap();
+            assert_eq!(s1, reference(&kf, &second.public));
+            assert_eq!(format!("{memo:?}"), "DhMemo(1 waiting)");
+            // Another key asking about the first end is not the peer.
+            let mut sz = [0u8; KEY_LEN];
+            z.dh(&first.public, &mut sz).unwrap();
+            assert_eq!(sz, reference(&kz, &first.public));
+            let mut s2 = [0u8; KEY_LEN];
+            second.dh(&first.public, &mut s2).unwrap();
+            assert_eq!(s2, reference(&ks, &first.public));
+            assert_eq!(s1, s2);
+            // z's entry waits for the first end; a key no end holds is
+            // answered afresh and its entry never taken.
+            let mut sf = [0u8; KEY_LEN];
+            a.dh(&forged, &mut sf).unwrap();
+            assert_eq!(sf, reference(&ka, &forged));
+            assert_eq!(format!("{memo:?}"), "DhMemo(2 waiting)");
+            let mut back = [0u8; KEY_LEN];
+            first.dh(&z.public, &mut back).unwrap();
+            assert_eq!(back, sz);
+            assert_eq!(format!("{memo:?}"), "DhMemo(1 waiting)");
         }
     }
 

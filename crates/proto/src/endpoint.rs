@@ -166,6 +166,9 @@ enum Route {
     /// One of the endpoint's own connections reads it; the layout of its
     /// first header, validated here, is handed on.
     To(ConnectionHandle, Layout),
+    /// For a connection the caller detached, with its first header's
+    /// layout, as for `To`.
+    Detached(ConnectionHandle, Layout),
     /// Dealt with already, or for the caller to deliver.
     Elsewhere(Delivery),
 }
@@ -371,9 +374,29 @@ impl Endpoint {
         ecn: Ecn,
         data: &[u8],
     ) -> Delivery {
+        self.route_datagram(now, remote, ecn, data, None)
+    }
+
+    /// Routes and reads a datagram; one for `detached` goes to it.
+    fn route_datagram(
+        &mut self,
+        now: Instant,
+        remote: SocketAddr,
+        ecn: Ecn,
+        data: &[u8],
+        detached: Option<(ConnectionHandle, &mut Connection)>,
+    ) -> Delivery {
         let long = data.first().is_some_and(|b| b & 0x80 != 0);
         let routed = match self.route(now, remote, data) {
             Route::To(h, first) => Some((h, first)),
+            Route::Detached(h, first) => {
+                if let Some((d, conn)) = detached
+                    && d == h
+                {
+                    conn.handle_routed_datagram(now, remote, ecn, data, first);
+                }
+                return Delivery::Detached(h);
+            }
             Route::Elsewhere(d) => return d,
         };
         if let Some((h, first)) = routed
@@ -385,6 +408,22 @@ impl Endpoint {
         }
         self.settle();
         Delivery::Handled(routed.map(|(h, _)| h))
+    }
+
+    /// [`Endpoint::handle_datagram_routed`] for a caller holding detached
+    /// connection `conn` (named `h` here): a datagram for it is handed to
+    /// it at once, with the header this endpoint validated to route it, so
+    /// the connection does not parse that header again (the same outcome
+    /// as its `handle_datagram`). Returns [`Delivery::Detached`]`(h)` then.
+    pub fn handle_datagram_routed_to(
+        &mut self,
+        now: Instant,
+        remote: SocketAddr,
+        ecn: Ecn,
+        data: &[u8],
+        detached: (ConnectionHandle, &mut Connection),
+    ) -> Delivery {
+        self.route_datagram(now, remote, ecn, data, Some(detached))
     }
 
     /// Takes established connection `h` out of the endpoint, for a caller
@@ -537,7 +576,7 @@ impl Endpoint {
         };
         if let Some(h) = routed {
             if self.detached.contains_key(&h) {
-                return Route::Elsewhere(Delivery::Detached(h));
+                return Route::Detached(h, view.layout());
             }
             self.sched.touch(h);
             return Route::To(h, view.layout());

@@ -11,7 +11,7 @@
 //! handshake fail. Each message's payload is a [`HandshakePayload`]:
 //! transport parameters and, in IK's first message only, early stream data.
 
-use crate::crypto::{KEY_LEN, Keypair, PacketCipher, PacketKey, SeededResolver};
+use crate::crypto::{DhMemo, KEY_LEN, Keypair, PacketCipher, PacketKey, SeededResolver};
 use crate::packet::ConnectionId;
 use crate::transport_params::TransportParams;
 use crate::varint::{self, DecodeError, Reader};
@@ -187,16 +187,20 @@ impl std::fmt::Debug for Handshake {
 }
 
 impl Handshake {
-    /// The client side; `server_key` is required for IK.
+    /// The client side; `server_key` is required for IK. `memo` shares
+    /// the X25519 secrets with a simulated peer
+    /// ([`crate::TransportConfig::insecure_dh_memo`]).
     pub(crate) fn initiator(
         pattern: Pattern,
         local: &Keypair,
         server_key: Option<&[u8; KEY_LEN]>,
         prologue: &[u8],
         seed: [u8; 32],
+        memo: Option<DhMemo>,
     ) -> Result<Self, HandshakeError> {
         let params = pattern.noise_name().parse().map_err(setup)?;
-        let mut b = snow::Builder::with_resolver(params, Box::new(SeededResolver::new(seed)))
+        let resolver = Box::new(SeededResolver::new(seed, memo));
+        let mut b = snow::Builder::with_resolver(params, resolver)
             .local_private_key(local.private())
             .map_err(setup)?
             .prologue(prologue)
@@ -210,15 +214,17 @@ impl Handshake {
         })
     }
 
-    /// The server side.
+    /// The server side; `memo` as for [`Handshake::initiator`].
     pub(crate) fn responder(
         pattern: Pattern,
         local: &Keypair,
         prologue: &[u8],
         seed: [u8; 32],
+        memo: Option<DhMemo>,
     ) -> Result<Self, HandshakeError> {
         let params = pattern.noise_name().parse().map_err(setup)?;
-        let state = snow::Builder::with_resolver(params, Box::new(SeededResolver::new(seed)))
+        let resolver = Box::new(SeededResolver::new(seed, memo));
+        let state = snow::Builder::with_resolver(params, resolver)
             .local_private_key(local.private())
             .map_err(setup)?
             .prologue(prologue)
@@ -352,10 +358,16 @@ mod tests {
     fn ik_completes_in_two_messages_with_encrypted_early_payload() {
         let (client, server) = (keys(1), keys(2));
         let pro = prologue(1, Pattern::Ik, &cid(1), &cid(2));
-        let mut c =
-            Handshake::initiator(Pattern::Ik, &client, Some(&server.public()), &pro, [3; 32])
-                .unwrap();
-        let mut s = Handshake::responder(Pattern::Ik, &server, &pro, [4; 32]).unwrap();
+        let mut c = Handshake::initiator(
+            Pattern::Ik,
+            &client,
+            Some(&server.public()),
+            &pro,
+            [3; 32],
+            None,
+        )
+        .unwrap();
+        let mut s = Handshake::responder(Pattern::Ik, &server, &pro, [4; 32], None).unwrap();
         let m1 = c.write(b"GET /index").unwrap();
         assert!(
             !m1.windows(10).any(|w| w == b"GET /index"),
@@ -412,8 +424,9 @@ mod tests {
                 let pro = prologue(1, pattern, &cid(1), &cid(2));
                 let known = (pattern == Pattern::Ik).then(|| server.public());
                 let mut c =
-                    Handshake::initiator(pattern, &client, known.as_ref(), &pro, [3; 32]).unwrap();
-                let mut s = Handshake::responder(pattern, &server, &pro, [4; 32]).unwrap();
+                    Handshake::initiator(pattern, &client, known.as_ref(), &pro, [3; 32], None)
+                        .unwrap();
+                let mut s = Handshake::responder(pattern, &server, &pro, [4; 32], None).unwrap();
                 let payload: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
                 let m1 = c.write(&payload).unwrap();
                 assert_eq!(m1.len(), len + first_overhead, "{pattern:?} {len}");
@@ -424,8 +437,8 @@ mod tests {
             let (client, server) = (keys(1), keys(2));
             let pro = prologue(1, pattern, &cid(1), &cid(2));
             let known = (pattern == Pattern::Ik).then(|| server.public());
-            let mut c =
-                Handshake::initiator(pattern, &client, known.as_ref(), &pro, [3; 32]).unwrap();
+            let mut c = Handshake::initiator(pattern, &client, known.as_ref(), &pro, [3; 32], None)
+                .unwrap();
             let too_long = vec![0u8; MAX_NOISE_MSG];
             assert!(c.write(&too_long).is_err(), "{pattern:?}");
         }
@@ -441,9 +454,10 @@ mod tests {
             Some(&impostor.public()),
             &pro,
             [3; 32],
+            None,
         )
         .unwrap();
-        let mut s = Handshake::responder(Pattern::Ik, &server, &pro, [4; 32]).unwrap();
+        let mut s = Handshake::responder(Pattern::Ik, &server, &pro, [4; 32], None).unwrap();
         let m1 = c.write(b"").unwrap();
         assert_eq!(s.read(&m1), Err(HandshakeError::Decrypt));
     }
@@ -452,12 +466,18 @@ mod tests {
     fn read_errors_say_what_failed() {
         let (client, server) = (keys(1), keys(2));
         let pro = prologue(1, Pattern::Ik, &cid(1), &cid(2));
-        let mut c =
-            Handshake::initiator(Pattern::Ik, &client, Some(&server.public()), &pro, [3; 32])
-                .unwrap();
+        let mut c = Handshake::initiator(
+            Pattern::Ik,
+            &client,
+            Some(&server.public()),
+            &pro,
+            [3; 32],
+            None,
+        )
+        .unwrap();
         let m1 = c.write(b"").unwrap();
         // Cut inside the client's encrypted static key.
-        let mut s = Handshake::responder(Pattern::Ik, &server, &pro, [4; 32]).unwrap();
+        let mut s = Handshake::responder(Pattern::Ik, &server, &pro, [4; 32], None).unwrap();
         assert_eq!(
             s.read(&m1[..40]),
             Err(HandshakeError::MalformedMessage { len_bytes: 40 })
@@ -472,8 +492,8 @@ mod tests {
     fn xx_completes_in_three_messages_and_prologue_binds_ids() {
         let (client, server) = (keys(1), keys(2));
         let pro = prologue(1, Pattern::Xx, &cid(1), &cid(2));
-        let mut c = Handshake::initiator(Pattern::Xx, &client, None, &pro, [3; 32]).unwrap();
-        let mut s = Handshake::responder(Pattern::Xx, &server, &pro, [4; 32]).unwrap();
+        let mut c = Handshake::initiator(Pattern::Xx, &client, None, &pro, [3; 32], None).unwrap();
+        let mut s = Handshake::responder(Pattern::Xx, &server, &pro, [4; 32], None).unwrap();
         let m1 = c.write(b"").unwrap();
         s.read(&m1).unwrap();
         let m2 = s.write(b"params").unwrap();
@@ -487,10 +507,52 @@ mod tests {
 
         // A server that saw different connection IDs cannot complete.
         let other = prologue(1, Pattern::Xx, &cid(9), &cid(2));
-        let mut c = Handshake::initiator(Pattern::Xx, &client, None, &pro, [3; 32]).unwrap();
-        let mut s = Handshake::responder(Pattern::Xx, &server, &other, [4; 32]).unwrap();
+        let mut c = Handshake::initiator(Pattern::Xx, &client, None, &pro, [3; 32], None).unwrap();
+        let mut s = Handshake::responder(Pattern::Xx, &server, &other, [4; 32], None).unwrap();
         s.read(&c.write(b"").unwrap()).unwrap();
         assert_eq!(c.read(&s.write(b"").unwrap()), Err(HandshakeError::Decrypt));
+    }
+
+    #[test]
+    fn ends_sharing_a_dh_memo_send_the_same_bytes_and_keys() {
+        // Every message and the packet keys are those of ends that work
+        // every secret out themselves, and no secret is left behind.
+        for pattern in [Pattern::Ik, Pattern::Xx] {
+            let run = |memo: Option<DhMemo>| {
+                let (client, server) = (keys(1), keys(2));
+                let pro = prologue(1, pattern, &cid(1), &cid(2));
+                let known = (pattern == Pattern::Ik).then(|| server.public());
+                let mut c = Handshake::initiator(
+                    pattern,
+                    &client,
+                    known.as_ref(),
+                    &pro,
+                    [3; 32],
+                    memo.clone(),
+                )
+                .unwrap();
+                let mut s = Handshake::responder(pattern, &server, &pro, [4; 32], memo).unwrap();
+                let mut wire = Vec::new();
+                let (mut from, mut to) = (&mut c, &mut s);
+                while !(from.is_finished() && to.is_finished()) {
+                    let m = from.write(b"payload").unwrap();
+                    assert_eq!(to.read(&m).unwrap(), b"payload");
+                    wire.push(m);
+                    std::mem::swap(&mut from, &mut to);
+                }
+                let ((c_tx, _), (s_tx, _)) = (c.into_keys(), s.into_keys());
+                for key in [c_tx, s_tx] {
+                    let mut pkt = b"h".to_vec();
+                    pkt.extend_from_slice(b"data");
+                    key.seal(7, &mut pkt, 0, 1);
+                    wire.push(pkt);
+                }
+                wire
+            };
+            let memo = DhMemo::default();
+            assert_eq!(run(Some(memo.clone())), run(None), "{pattern:?}");
+            assert_eq!(format!("{memo:?}"), "DhMemo(0 waiting)");
+        }
     }
 
     #[test]

@@ -3,7 +3,9 @@
 //! counting it against the connection limit; a handshake cannot be
 //! detached; once the detached connection has closed, `forget_detached`
 //! drops its route. Two endpoints exchange datagrams directly, on a fixed
-//! clock, IPv4 and IPv6.
+//! clock, IPv4 and IPv6; the detached connection reads its datagrams
+//! either from the caller or straight from the endpoint's routing
+//! (`Endpoint::handle_datagram_routed_to`).
 
 use brisk_proto::crypto::Keypair;
 use brisk_proto::{
@@ -14,14 +16,16 @@ use brisk_wire::Ecn;
 use std::net::SocketAddr;
 
 /// Both sides' datagrams, delivered until both are quiet. The server's
-/// detached connection (if any) reads what the endpoint routes to it and
-/// sends from itself; the deliveries of client datagrams are returned.
+/// detached connection (if any) reads what the endpoint routes to it (with
+/// `handed`, the endpoint hands it over itself) and sends from itself; the
+/// deliveries of client datagrams are returned.
 fn exchange(
     client: &mut Endpoint,
     server: &mut Endpoint,
     detached: &mut Option<(ConnectionHandle, Connection)>,
     addrs: (SocketAddr, SocketAddr),
     now: Instant,
+    handed: bool,
 ) -> Vec<(Delivery, Vec<u8>)> {
     let (client_addr, server_addr) = addrs;
     let mut deliveries = Vec::new();
@@ -29,10 +33,17 @@ fn exchange(
         let mut any = false;
         let mut d = Vec::new();
         while client.poll_transmit(now, 1, &mut d).is_some() {
-            let delivery = server.handle_datagram_routed(now, client_addr, Ecn::NotEct, &d);
+            let delivery = match detached.as_mut() {
+                Some((h, c)) if handed => {
+                    server.handle_datagram_routed_to(now, client_addr, Ecn::NotEct, &d, (*h, c))
+                }
+                _ => server.handle_datagram_routed(now, client_addr, Ecn::NotEct, &d),
+            };
             if let (Delivery::Detached(h), Some((dh, c))) = (delivery, detached.as_mut()) {
                 assert_eq!(h, *dh);
-                c.handle_datagram(now, client_addr, Ecn::NotEct, &d);
+                if !handed {
+                    c.handle_datagram(now, client_addr, Ecn::NotEct, &d);
+                }
             }
             deliveries.push((delivery, d.clone()));
             d.clear();
@@ -59,10 +70,13 @@ fn exchange(
 
 #[test]
 fn a_detached_connection_gets_its_datagrams_through_the_endpoint_until_forgotten() {
-    for (client_addr, server_addr) in [
+    for ((client_addr, server_addr), handed) in [
         ("192.0.2.1:5000", "198.51.100.1:4433"),
         ("[2001:db8::1]:5000", "[2001:db8::2]:4433"),
-    ] {
+    ]
+    .into_iter()
+    .flat_map(|a| [(a, false), (a, true)])
+    {
         let addrs: (SocketAddr, SocketAddr) =
             (client_addr.parse().unwrap(), server_addr.parse().unwrap());
         let keypair = Keypair::from_private([3; 32]);
@@ -78,7 +92,7 @@ fn a_detached_connection_gets_its_datagrams_through_the_endpoint_until_forgotten
         // Before the first datagram the server has nothing to detach.
         assert!(server.detach(ConnectionHandle(0)).is_none());
         let mut detached = None;
-        exchange(&mut client, &mut server, &mut detached, addrs, now);
+        exchange(&mut client, &mut server, &mut detached, addrs, now, handed);
         let h = server.accept().expect("the server accepted the connection");
         let c = server
             .detach(h)
@@ -93,7 +107,14 @@ fn a_detached_connection_gets_its_datagrams_through_the_endpoint_until_forgotten
         let id = cc.open_stream(true, Default::default()).unwrap();
         assert_eq!(cc.write(id, b"hello").unwrap(), 5);
         let later = Instant::from_millis(2);
-        let got = exchange(&mut client, &mut server, &mut detached, addrs, later);
+        let got = exchange(
+            &mut client,
+            &mut server,
+            &mut detached,
+            addrs,
+            later,
+            handed,
+        );
         assert!(
             !got.is_empty() && got.iter().all(|(d, _)| *d == Delivery::Detached(h)),
             "{got:?}"
@@ -110,7 +131,7 @@ fn a_detached_connection_gets_its_datagrams_through_the_endpoint_until_forgotten
         let oh = other
             .connect(later, addrs.1, ClientConfig::new(Some(public)))
             .unwrap();
-        exchange(&mut other, &mut server, &mut None, addrs, later);
+        exchange(&mut other, &mut server, &mut None, addrs, later, handed);
         assert_eq!(server.stats().refused, 1);
         assert!(
             other
@@ -125,7 +146,7 @@ fn a_detached_connection_gets_its_datagrams_through_the_endpoint_until_forgotten
         let mut end = later;
         let mut closed = false;
         for _ in 0..200 {
-            exchange(&mut client, &mut server, &mut detached, addrs, end);
+            exchange(&mut client, &mut server, &mut detached, addrs, end, handed);
             let (_, c) = detached.as_mut().unwrap();
             while let Some(e) = c.poll_event() {
                 closed |= e == Event::Closed;

@@ -39,6 +39,7 @@ fn first_message(server_key: &Keypair, payload: &[u8]) -> Vec<u8> {
         Some(&server_key.public()),
         &prologue,
         [3; 32],
+        None,
     )
     .expect("a client handshake with valid keys builds");
     client.write(payload).expect("the first message fits")

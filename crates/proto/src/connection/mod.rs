@@ -552,6 +552,7 @@ impl Connection {
             config.server_static_key.as_ref(),
             &prologue,
             noise_seed,
+            config.transport.insecure_dh_memo.clone(),
         )?;
         let mut conn = Connection::new_common(
             now,
@@ -588,7 +589,13 @@ impl Connection {
             &initial.dcid,
             &initial.scid,
         );
-        let mut noise = Handshake::responder(initial.pattern, &config.keypair, &prologue, seed)?;
+        let mut noise = Handshake::responder(
+            initial.pattern,
+            &config.keypair,
+            &prologue,
+            seed,
+            config.transport.insecure_dh_memo.clone(),
+        )?;
         let payload = HandshakePayload::parse(&noise.read(initial.message)?)?;
         if payload.params.source_cid != initial.scid {
             return Err(HandshakeError::SourceCidMismatch {

@@ -81,6 +81,7 @@ impl Assembler {
 
     /// Stores `piece` found at stream `offset`. Bytes already held are
     /// ignored; bytes that arrive twice in the queue are written again.
+    #[inline]
     pub(super) fn insert(&mut self, offset: u64, piece: Piece<'_>) {
         let data = piece.data;
         let end = offset.saturating_add(data.len() as u64);

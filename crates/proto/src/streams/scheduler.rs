@@ -154,7 +154,7 @@ impl Scheduler {
     /// The most urgent level after `after` (or the most urgent of all).
     pub(super) fn next_level(&self, after: Option<u8>) -> Option<u8> {
         match after {
-            None => self.levels.keys().next().copied(),
+            None => self.levels.first_key_value().map(|(k, _)| *k),
             Some(l) => self
                 .levels
                 .range(l.checked_add(1)?..)

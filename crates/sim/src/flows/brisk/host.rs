@@ -175,11 +175,13 @@ impl Host {
             self.touch_ep();
             return self.ep.handle_datagram_for(now, from, ecn, data);
         };
-        match self.ep.handle_datagram_routed(now, from, ecn, data) {
-            Delivery::Detached(d) if d == *h => {
-                c.handle_datagram(now, from, ecn, data);
-                self.conn_ready = true;
-            }
+        // The endpoint hands the connection its datagram itself, with the
+        // header it read to route it.
+        match self
+            .ep
+            .handle_datagram_routed_to(now, from, ecn, data, (*h, &mut **c))
+        {
+            Delivery::Detached(d) if d == *h => self.conn_ready = true,
             Delivery::DetachedReset(d) if d == *h => {
                 c.handle_stateless_reset();
                 self.conn_ready = true;

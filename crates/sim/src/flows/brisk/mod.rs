@@ -42,7 +42,7 @@ pub use video::{FRAME_DEADLINE, MAX_VIDEO_BPS, MIN_VIDEO_BPS, STALL_WINDOW};
 
 use super::{AppReport, End, FlowAddrs, FlowApp};
 use brisk_proto::congestion::CcAlgorithm;
-use brisk_proto::crypto::Keypair;
+use brisk_proto::crypto::{DhMemo, Keypair};
 use brisk_proto::fec::FecPolicy;
 use brisk_proto::qlog::{QlogFactory, QlogSink, Tee};
 use brisk_proto::streams::StreamsConfig;
@@ -212,6 +212,8 @@ impl BriskConfig {
             pmtud: self.pmtud,
             migration: self.migration,
             insecure_null_cipher: self.null_cipher,
+            // The flow's two ends share it (both configs are clones).
+            insecure_dh_memo: Some(DhMemo::default()),
             ..TransportConfig::default()
         };
         if let Some(policy) = self.fec {
