@@ -354,20 +354,33 @@ mod tests {
         ConnectionId::new(&[b; 8]).unwrap()
     }
 
+    /// A client (handshake seed 3) and a server (seed 4) of `pattern` over
+    /// prologue `pro`; the client knows `server_key` (IK's).
+    fn ends(
+        pattern: Pattern,
+        client: &Keypair,
+        server_key: Option<&[u8; KEY_LEN]>,
+        server: &Keypair,
+        pro: &[u8],
+        memo: Option<DhMemo>,
+    ) -> (Handshake, Handshake) {
+        let c = Handshake::initiator(pattern, client, server_key, pro, [3; 32], memo.clone());
+        let s = Handshake::responder(pattern, server, pro, [4; 32], memo);
+        (c.unwrap(), s.unwrap())
+    }
+
     #[test]
     fn ik_completes_in_two_messages_with_encrypted_early_payload() {
         let (client, server) = (keys(1), keys(2));
         let pro = prologue(1, Pattern::Ik, &cid(1), &cid(2));
-        let mut c = Handshake::initiator(
+        let (mut c, mut s) = ends(
             Pattern::Ik,
             &client,
             Some(&server.public()),
+            &server,
             &pro,
-            [3; 32],
             None,
-        )
-        .unwrap();
-        let mut s = Handshake::responder(Pattern::Ik, &server, &pro, [4; 32], None).unwrap();
+        );
         let m1 = c.write(b"GET /index").unwrap();
         assert!(
             !m1.windows(10).any(|w| w == b"GET /index"),
@@ -423,10 +436,7 @@ mod tests {
                 let (client, server) = (keys(1), keys(2));
                 let pro = prologue(1, pattern, &cid(1), &cid(2));
                 let known = (pattern == Pattern::Ik).then(|| server.public());
-                let mut c =
-                    Handshake::initiator(pattern, &client, known.as_ref(), &pro, [3; 32], None)
-                        .unwrap();
-                let mut s = Handshake::responder(pattern, &server, &pro, [4; 32], None).unwrap();
+                let (mut c, mut s) = ends(pattern, &client, known.as_ref(), &server, &pro, None);
                 let payload: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
                 let m1 = c.write(&payload).unwrap();
                 assert_eq!(m1.len(), len + first_overhead, "{pattern:?} {len}");
@@ -448,16 +458,14 @@ mod tests {
     fn ik_with_wrong_server_key_fails_at_the_server() {
         let (client, server, impostor) = (keys(1), keys(2), keys(3));
         let pro = prologue(1, Pattern::Ik, &cid(1), &cid(2));
-        let mut c = Handshake::initiator(
+        let (mut c, mut s) = ends(
             Pattern::Ik,
             &client,
             Some(&impostor.public()),
+            &server,
             &pro,
-            [3; 32],
             None,
-        )
-        .unwrap();
-        let mut s = Handshake::responder(Pattern::Ik, &server, &pro, [4; 32], None).unwrap();
+        );
         let m1 = c.write(b"").unwrap();
         assert_eq!(s.read(&m1), Err(HandshakeError::Decrypt));
     }
@@ -466,18 +474,16 @@ mod tests {
     fn read_errors_say_what_failed() {
         let (client, server) = (keys(1), keys(2));
         let pro = prologue(1, Pattern::Ik, &cid(1), &cid(2));
-        let mut c = Handshake::initiator(
+        let (mut c, mut s) = ends(
             Pattern::Ik,
             &client,
             Some(&server.public()),
+            &server,
             &pro,
-            [3; 32],
             None,
-        )
-        .unwrap();
+        );
         let m1 = c.write(b"").unwrap();
         // Cut inside the client's encrypted static key.
-        let mut s = Handshake::responder(Pattern::Ik, &server, &pro, [4; 32], None).unwrap();
         assert_eq!(
             s.read(&m1[..40]),
             Err(HandshakeError::MalformedMessage { len_bytes: 40 })
@@ -492,8 +498,7 @@ mod tests {
     fn xx_completes_in_three_messages_and_prologue_binds_ids() {
         let (client, server) = (keys(1), keys(2));
         let pro = prologue(1, Pattern::Xx, &cid(1), &cid(2));
-        let mut c = Handshake::initiator(Pattern::Xx, &client, None, &pro, [3; 32], None).unwrap();
-        let mut s = Handshake::responder(Pattern::Xx, &server, &pro, [4; 32], None).unwrap();
+        let (mut c, mut s) = ends(Pattern::Xx, &client, None, &server, &pro, None);
         let m1 = c.write(b"").unwrap();
         s.read(&m1).unwrap();
         let m2 = s.write(b"params").unwrap();
@@ -522,16 +527,7 @@ mod tests {
                 let (client, server) = (keys(1), keys(2));
                 let pro = prologue(1, pattern, &cid(1), &cid(2));
                 let known = (pattern == Pattern::Ik).then(|| server.public());
-                let mut c = Handshake::initiator(
-                    pattern,
-                    &client,
-                    known.as_ref(),
-                    &pro,
-                    [3; 32],
-                    memo.clone(),
-                )
-                .unwrap();
-                let mut s = Handshake::responder(pattern, &server, &pro, [4; 32], memo).unwrap();
+                let (mut c, mut s) = ends(pattern, &client, known.as_ref(), &server, &pro, memo);
                 let mut wire = Vec::new();
                 let (mut from, mut to) = (&mut c, &mut s);
                 while !(from.is_finished() && to.is_finished()) {
