@@ -16,14 +16,14 @@
 
 mod l4s_common;
 
-use brisk_proto::qlog::{EventClass, QlogEvent, QlogSink, QlogStart, VantageKind};
 use brisk_sim::engine::FlowSeries;
 use brisk_sim::results::Results;
 use brisk_sim::scenario::IpFamily;
-use brisk_sim::{FlowQlog, RunOptions, run};
+use brisk_sim::{RunOptions, run};
 use brisk_time::Instant;
 use l4s_common::{
-    DUALPI2_LINUX, FAMILIES, Flow, bulk, dumbbell, queue_delay_ms, rate_mbps, run_series, series,
+    DUALPI2_LINUX, FAMILIES, Flow, WindowSample, bulk, dumbbell, queue_delay_ms, rate_mbps,
+    run_series, series, window_qlog,
 };
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -167,46 +167,6 @@ fn table() {
     }
 }
 
-/// One end's congestion window, pacing rate and smoothed RTT, as its qlog
-/// reports them, per flow.
-#[derive(Clone)]
-struct Sample {
-    flow: String,
-    client: bool,
-    at: Instant,
-    cwnd_bytes: u64,
-    pacing_bps: u64,
-    srtt: Duration,
-}
-
-struct Log {
-    flow: String,
-    client: bool,
-    samples: Arc<Mutex<Vec<Sample>>>,
-}
-
-impl QlogSink for Log {
-    fn emit(&mut self, at: Instant, event: QlogEvent) {
-        if let QlogEvent::MetricsUpdated(m) = event
-            && let (Some(cwnd_bytes), Some(srtt)) = (m.congestion_window_bytes, m.smoothed_rtt)
-        {
-            let s = Sample {
-                flow: self.flow.clone(),
-                client: self.client,
-                at,
-                cwnd_bytes,
-                pacing_bps: m.pacing_rate_bps.unwrap_or(0),
-                srtt,
-            };
-            self.samples.lock().expect("no panic while held").push(s);
-        }
-    }
-
-    fn wants(&self, class: EventClass) -> bool {
-        class == EventClass::Recovery
-    }
-}
-
 /// Prague (Brisk's or the reference) beside Brisk BBR at `RATE` Mbit/s
 /// (default 4), per second: each flow's rate and queue delay (Prague's in
 /// the L queue, BBR's in the C queue), the senders' windows and pacing
@@ -232,16 +192,8 @@ fn bbr_trace() {
             &[p.flow(), bulk("bbr", "bbr", RTT_MS)],
             BESIDE_BBR_SECS,
         );
-        let samples: Arc<Mutex<Vec<Sample>>> = Arc::default();
-        let shared = samples.clone();
-        let qlog: FlowQlog = Arc::new(move |name: &str, start: &QlogStart| {
-            let log = Log {
-                flow: name.to_string(),
-                client: start.vantage == VantageKind::Client,
-                samples: shared.clone(),
-            };
-            Some(Box::new(log) as Box<dyn QlogSink>)
-        });
+        let samples: Arc<Mutex<Vec<WindowSample>>> = Arc::default();
+        let qlog = window_qlog(&samples);
         let done = run(
             &s,
             RunOptions {
@@ -287,7 +239,7 @@ fn bbr_trace() {
                 }
             };
             let (pf, bf) = (series(&all, "prague"), series(&all, "bbr"));
-            let window = |s: Option<Sample>, rtt: bool| match s {
+            let window = |s: Option<WindowSample>, rtt: bool| match s {
                 Some(s) if rtt => format!(
                     "{:.1}, {:.2}, {:.1}",
                     s.cwnd_bytes as f64 / 1e3,

@@ -11,14 +11,14 @@
 
 mod l4s_common;
 
-use brisk_proto::qlog::{EventClass, QlogEvent, QlogSink, QlogStart, VantageKind};
 use brisk_sim::engine::FlowSeries;
 use brisk_sim::scenario::{IpFamily, Scenario};
-use brisk_sim::{FlowQlog, RunOptions, run};
+use brisk_sim::{RunOptions, run};
 use brisk_time::Instant;
 use l4s_common::{
-    DUALPI2_LINUX, FAMILIES, Flow, bulk, bulk_pipe_cap, bulk_small_datagrams, dumbbell, packet_ms,
-    queue_delay_ms, rate_mbps, run_series, run_series_seeded, series,
+    DUALPI2_LINUX, FAMILIES, Flow, WindowSample, bulk, bulk_pipe_cap, bulk_small_datagrams,
+    dumbbell, packet_ms, queue_delay_ms, rate_mbps, run_series, run_series_seeded, series,
+    window_qlog,
 };
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -475,15 +475,7 @@ fn trace_family() -> IpFamily {
 /// `L4S_SEED`, keeping every end's window samples from its qlog.
 fn run_logging_windows(s: &Scenario) -> (Vec<FlowSeries>, Vec<WindowSample>) {
     let samples: Arc<Mutex<Vec<WindowSample>>> = Arc::default();
-    let shared = samples.clone();
-    let qlog: FlowQlog = Arc::new(move |name: &str, start: &QlogStart| {
-        let log = WindowLog {
-            flow: name.to_owned(),
-            client: start.vantage == VantageKind::Client,
-            samples: shared.clone(),
-        };
-        Some(Box::new(log) as Box<dyn QlogSink>)
-    });
+    let qlog = window_qlog(&samples);
     let options = RunOptions {
         ip: Some(trace_family()),
         seed: l4s_common::seed_override(),
@@ -494,47 +486,6 @@ fn run_logging_windows(s: &Scenario) -> (Vec<FlowSeries>, Vec<WindowSample>) {
     let all = run(s, options).outcome.series();
     let samples = std::mem::take(&mut *samples.lock().expect("the run is over"));
     (all, samples)
-}
-
-/// One end's congestion window and smoothed RTT, as its qlog reports them.
-#[derive(Clone)]
-struct WindowSample {
-    flow: String,
-    client: bool,
-    at: Instant,
-    cwnd_bytes: u64,
-    srtt: Duration,
-}
-
-/// Keeps the window samples of one end of a flow.
-struct WindowLog {
-    flow: String,
-    client: bool,
-    samples: Arc<Mutex<Vec<WindowSample>>>,
-}
-
-impl QlogSink for WindowLog {
-    fn emit(&mut self, at: Instant, event: QlogEvent) {
-        if let QlogEvent::MetricsUpdated(m) = event
-            && let (Some(cwnd_bytes), Some(srtt)) = (m.congestion_window_bytes, m.smoothed_rtt)
-        {
-            let sample = WindowSample {
-                flow: self.flow.clone(),
-                client: self.client,
-                at,
-                cwnd_bytes,
-                srtt,
-            };
-            self.samples
-                .lock()
-                .expect("no panic while held")
-                .push(sample);
-        }
-    }
-
-    fn wants(&self, class: EventClass) -> bool {
-        class == EventClass::Recovery
-    }
 }
 
 /// Prague alone through default DualPI2, per `bin`: the link's use, the

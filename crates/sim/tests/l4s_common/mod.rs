@@ -4,11 +4,13 @@
 //! does not weigh on utilization or queue percentiles.
 #![allow(dead_code, reason = "each test file uses a part of the helpers")]
 
+use brisk_proto::qlog::{EventClass, QlogEvent, QlogSink, QlogStart, VantageKind};
 use brisk_sim::engine::FlowSeries;
 use brisk_sim::results::Results;
 use brisk_sim::scenario::{IpFamily, Scenario};
-use brisk_sim::{RunOptions, run};
+use brisk_sim::{FlowQlog, RunOptions, run};
 use brisk_time::Instant;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Both IP families: every case runs on each.
@@ -180,4 +182,62 @@ pub fn queue_delay_ms(f: &FlowSeries, from: Duration, to: Duration, q: f64) -> f
 /// One 1500-byte packet's serialization time at `mbit` Mbit/s, in ms.
 pub fn packet_ms(mbit: f64) -> f64 {
     PACKET_BYTES * 8.0 / (mbit * 1e3)
+}
+
+/// One end's congestion window, pacing rate and smoothed RTT, as its qlog
+/// reports them, for the hand-run traces.
+#[derive(Clone)]
+pub struct WindowSample {
+    pub flow: String,
+    pub client: bool,
+    pub at: Instant,
+    pub cwnd_bytes: u64,
+    pub pacing_bps: u64,
+    pub srtt: Duration,
+}
+
+/// A qlog for [`RunOptions::qlog`] that keeps every end's window samples
+/// in `samples`.
+pub fn window_qlog(samples: &Arc<Mutex<Vec<WindowSample>>>) -> FlowQlog {
+    let shared = samples.clone();
+    Arc::new(move |name: &str, start: &QlogStart| {
+        let log = WindowLog {
+            flow: name.to_owned(),
+            client: start.vantage == VantageKind::Client,
+            samples: shared.clone(),
+        };
+        Some(Box::new(log) as Box<dyn QlogSink>)
+    })
+}
+
+/// Keeps the window samples of one end of a flow.
+struct WindowLog {
+    flow: String,
+    client: bool,
+    samples: Arc<Mutex<Vec<WindowSample>>>,
+}
+
+impl QlogSink for WindowLog {
+    fn emit(&mut self, at: Instant, event: QlogEvent) {
+        if let QlogEvent::MetricsUpdated(m) = event
+            && let (Some(cwnd_bytes), Some(srtt)) = (m.congestion_window_bytes, m.smoothed_rtt)
+        {
+            let sample = WindowSample {
+                flow: self.flow.clone(),
+                client: self.client,
+                at,
+                cwnd_bytes,
+                pacing_bps: m.pacing_rate_bps.unwrap_or(0),
+                srtt,
+            };
+            self.samples
+                .lock()
+                .expect("no panic while held")
+                .push(sample);
+        }
+    }
+
+    fn wants(&self, class: EventClass) -> bool {
+        class == EventClass::Recovery
+    }
 }
