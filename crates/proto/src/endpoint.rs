@@ -107,9 +107,10 @@ pub struct Endpoint {
     server: Option<ServerConfig>,
     connections: BTreeMap<ConnectionHandle, Connection>,
     by_cid: BTreeMap<ConnectionId, ConnectionHandle>,
-    /// The last destination ID found in `by_cid`, and its connection: a
-    /// receiver sees the same one datagram after datagram.
-    last_route: Option<(ConnectionId, ConnectionHandle)>,
+    /// The last destination ID found in `by_cid` (or issued), its
+    /// connection, and whether that one is detached: a receiver sees the
+    /// same ID datagram after datagram, and routes it with one compare.
+    last_route: Option<LastRoute>,
     /// Server: the client-chosen destination ID of first Initials, so a
     /// retransmitted Initial reaches the connection it created.
     by_initial: BTreeMap<ConnectionId, ConnectionHandle>,
@@ -159,6 +160,15 @@ struct Routes {
     local_cid: ConnectionId,
     initial_dcid: ConnectionId,
     reset_token: Option<[u8; RESET_TOKEN_LEN]>,
+}
+
+/// A route kept for the next datagram with the same destination ID.
+#[derive(Debug, Clone, Copy)]
+struct LastRoute {
+    cid: ConnectionId,
+    handle: ConnectionHandle,
+    /// `detached` holds `handle` (cleared whenever that may change).
+    detached: bool,
 }
 
 /// What `route` found for a datagram.
@@ -452,6 +462,9 @@ impl Endpoint {
             self.cursor = None;
         }
         self.detached.insert(h, routes);
+        if self.last_route.is_some_and(|l| l.handle == h) {
+            self.last_route = None;
+        }
         if self.connections.is_empty() {
             self.connections = BTreeMap::new();
         }
@@ -476,7 +489,7 @@ impl Endpoint {
         {
             self.reset_tokens.remove(&t);
         }
-        if self.last_route.is_some_and(|(_, l)| l == h) {
+        if self.last_route.is_some_and(|l| l.handle == h) {
             self.last_route = None;
         }
     }
@@ -557,29 +570,29 @@ impl Endpoint {
             self.stats.malformed += 1;
             return Route::Elsewhere(Delivery::Handled(None));
         };
+        // The usual datagram: the same destination as the last one.
+        if let Some(last) = self.last_route
+            && last.cid.matches(view.dcid())
+        {
+            return self.route_to(last.handle, last.detached, view.layout());
+        }
         let Some(dcid) = ConnectionId::new(view.dcid()) else {
             self.stats.malformed += 1;
             return Route::Elsewhere(Delivery::Handled(None));
         };
         let initial = view.long_type() == Some(LongType::Initial);
-        let routed = match self.last_route {
-            Some((cid, h)) if cid == dcid => Some(h),
-            _ => match self.by_cid.get(&dcid) {
-                Some(&h) => {
-                    self.last_route = Some((dcid, h));
-                    Some(h)
-                }
-                None if initial => self.by_initial.get(&dcid).copied(),
-                None if view.is_long() => None,
-                None => self.by_issued_id(&dcid),
-            },
+        let routed = match self.by_cid.get(&dcid) {
+            Some(&h) => {
+                self.remember_route(dcid, h);
+                Some(h)
+            }
+            None if initial => self.by_initial.get(&dcid).copied(),
+            None if view.is_long() => None,
+            None => self.by_issued_id(&dcid),
         };
         if let Some(h) = routed {
-            if self.detached.contains_key(&h) {
-                return Route::Detached(h, view.layout());
-            }
-            self.sched.touch(h);
-            return Route::To(h, view.layout());
+            let detached = self.detached.contains_key(&h);
+            return self.route_to(h, detached, view.layout());
         }
         if !view.is_long()
             && let Some(d) = self.take_stateless_reset(data)
@@ -1080,8 +1093,27 @@ impl Endpoint {
             return None;
         }
         let h = *self.by_route.get(&route)?;
-        self.last_route = Some((*dcid, h));
+        self.remember_route(*dcid, h);
         Some(h)
+    }
+
+    /// Keeps `cid`'s route to `h` for the datagrams that follow.
+    fn remember_route(&mut self, cid: ConnectionId, h: ConnectionHandle) {
+        self.last_route = Some(LastRoute {
+            cid,
+            handle: h,
+            detached: self.detached.contains_key(&h),
+        });
+    }
+
+    /// The route to connection `h`, which the caller reads the datagram
+    /// with if it is `detached`.
+    fn route_to(&mut self, h: ConnectionHandle, detached: bool, first: Layout) -> Route {
+        if detached {
+            return Route::Detached(h, first);
+        }
+        self.sched.touch(h);
+        Route::To(h, first)
     }
 
     fn forget_route(&mut self, h: ConnectionHandle) {
@@ -1089,7 +1121,7 @@ impl Endpoint {
         if self.by_route.get(&route) == Some(&h) {
             self.by_route.remove(&route);
         }
-        if self.last_route.is_some_and(|(_, l)| l == h) {
+        if self.last_route.is_some_and(|l| l.handle == h) {
             self.last_route = None;
         }
     }

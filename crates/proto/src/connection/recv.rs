@@ -164,7 +164,7 @@ impl Connection {
             }
             let (pn, header_len) = view.packet_number_and_header_len();
             let header = ShortHeader {
-                dcid_ok: view.dcid() == self.local_cid.as_bytes()
+                dcid_ok: self.local_cid.matches(view.dcid())
                     || self.migration.local.contains(view.dcid()),
                 pn,
                 header_len,

@@ -172,6 +172,37 @@ impl Assembler {
         Bytes::from(out)
     }
 
+    /// Hands every contiguous byte to `f`, in pieces of at most `max_len`,
+    /// as [`Assembler::read_chunk`] would call after call; returns how
+    /// many. The slices go in one pass, and the queue is only looked at
+    /// when it holds bytes: no last call to learn that nothing is left.
+    pub(super) fn read_each(&mut self, max_len: usize, f: &mut impl FnMut(Bytes)) -> usize {
+        if max_len == 0 {
+            return 0;
+        }
+        let shared = self.shared_len;
+        while let Some(front) = self.shared.front_mut() {
+            let chunk = if front.len() <= max_len {
+                self.shared.pop_front().unwrap_or_default()
+            } else {
+                front.split_to(max_len)
+            };
+            f(chunk);
+        }
+        self.shared_len = 0;
+        self.read_offset += shared as u64;
+        let mut n = shared;
+        while self.buf.len() > 0 {
+            let chunk = self.read_chunk(max_len);
+            if chunk.is_empty() {
+                break;
+            }
+            n += chunk.len();
+            f(chunk);
+        }
+        n
+    }
+
     /// Drops the contiguous bytes without copying them; returns how many.
     pub(super) fn discard_readable(&mut self) -> u64 {
         let shared = self.shared_len;
@@ -405,23 +436,34 @@ mod tests {
             let mut a = Assembler::new();
             let mut out = Vec::new();
             let mut buf = vec![0u8; read_len];
-            let mut drain = |a: &mut Assembler, out: &mut Vec<u8>, chunked: bool| {
-                if chunked {
-                    out.extend_from_slice(&a.read_chunk(read_len));
-                } else {
-                    let n = a.read(&mut buf);
-                    out.extend_from_slice(&buf[..n]);
+            // By copy, as one chunk, or all there is as chunks.
+            let mut drain = |a: &mut Assembler, out: &mut Vec<u8>, how: u64| -> Result<(), TestCaseError> {
+                match how {
+                    0 => out.extend_from_slice(&a.read_chunk(read_len)),
+                    1 => {
+                        let n = a.read(&mut buf);
+                        out.extend_from_slice(&buf[..n]);
+                    }
+                    _ => {
+                        let mut pieces = Vec::new();
+                        let n = a.read_each(read_len, &mut |c| pieces.push(c));
+                        prop_assert_eq!(n, pieces.iter().map(Bytes::len).sum::<usize>());
+                        prop_assert!(pieces.iter().all(|c| (1..=read_len).contains(&c.len())));
+                        prop_assert_eq!(a.readable_len(), 0);
+                        pieces.iter().for_each(|c| out.extend_from_slice(c));
+                    }
                 }
+                Ok(())
             };
             for (k, (s, e)) in pieces.into_iter().enumerate() {
                 let header_len = headers[k % headers.len()];
                 let d = datagram(header_len, &data[s..e]);
                 a.insert(s as u64, shared(&d, header_len));
                 prop_assert!(a.buffered_span() <= data.len() as u64);
-                drain(&mut a, &mut out, next() % 2 == 0);
+                drain(&mut a, &mut out, next() % 3)?;
             }
             while a.readable_len() > 0 {
-                drain(&mut a, &mut out, next() % 2 == 0);
+                drain(&mut a, &mut out, next() % 3)?;
             }
             prop_assert_eq!(out, data);
         }

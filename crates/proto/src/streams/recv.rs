@@ -218,15 +218,7 @@ impl RecvStream {
         f: &mut impl FnMut(Bytes),
     ) -> Result<ReadResult, StreamError> {
         self.readable()?;
-        let mut bytes = 0;
-        loop {
-            let data = self.assembler.read_chunk(max_len);
-            if data.is_empty() {
-                break;
-            }
-            bytes += data.len();
-            f(data);
-        }
+        let bytes = self.assembler.read_each(max_len, f);
         let fin = self.consumed(bytes);
         Ok(ReadResult { bytes, fin })
     }
