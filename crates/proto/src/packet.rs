@@ -493,9 +493,20 @@ impl Header {
                 emit_pn(out, *pn);
             }
             Header::Short { dcid, pn } => {
-                out.push(FIXED_BIT | (pn.len - 1));
-                out.extend_from_slice(dcid.as_bytes());
-                emit_pn(out, *pn);
+                // Put together on the stack and appended at once: one
+                // copy of known bounds instead of three (one per packet).
+                let mut h = [0u8; 1 + MAX_CID_LEN + 4];
+                h[0] = FIXED_BIT | (pn.len - 1);
+                h[1..=MAX_CID_LEN].copy_from_slice(&dcid.bytes);
+                let at = 1 + dcid.len();
+                let pn_len = usize::from(pn.len);
+                // The low `pn_len` bytes of the number, first in the word.
+                let shifted = pn
+                    .value
+                    .checked_shl(8 * (4 - u32::from(pn.len)))
+                    .unwrap_or(0);
+                h[at..at + 4].copy_from_slice(&shifted.to_be_bytes());
+                out.extend_from_slice(&h[..at + pn_len]);
             }
             Header::VersionNegotiation {
                 dcid,

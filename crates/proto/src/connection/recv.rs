@@ -626,6 +626,10 @@ impl Connection {
                 return;
             }
         }
+        // Most packets have no frames past the kept ones: no iterator then.
+        if after_kept.is_empty() {
+            return;
+        }
         for f in FrameIter::new(after_kept).flatten() {
             self.handle_frame(now, f, datagram);
             if !matches!(self.state, ConnState::Established) {
