@@ -363,6 +363,24 @@ impl<T: AsRef<[u8]>> HeaderView<T> {
         (pn, self.at.pn_at + usize::from(pn.len))
     }
 
+    /// [`packet_number_and_header_len`](Self::packet_number_and_header_len)
+    /// of a short header, `None` for a long one: the one test of the form
+    /// bit stands for the version checks a long header needs.
+    pub(crate) fn short_number_and_header_len(&self) -> Option<(TruncatedPn, usize)> {
+        let first = *self.b().first()?;
+        if first & FORM_LONG != 0 {
+            return None;
+        }
+        let len = (first & PN_LEN_MASK) + 1;
+        let end = self.at.pn_at + usize::from(len);
+        let value = self
+            .b()
+            .get(self.at.pn_at..end)?
+            .iter()
+            .fold(0u32, |acc, &x| (acc << 8) | u32::from(x));
+        Some((TruncatedPn { value, len }, end))
+    }
+
     /// The bytes after the header (ciphertext, a handshake message, or the
     /// version list).
     pub fn payload(&self) -> &[u8] {

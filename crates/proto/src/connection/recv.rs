@@ -137,6 +137,33 @@ impl Connection {
             self.allowance.on_received(total as u64);
         }
         self.on_path_bytes(remote, total as u64);
+        // Nearly every datagram is one routed short-header packet, which
+        // runs to the datagram's end: it goes straight to `handle_short`,
+        // without the loop's tests for the long header forms.
+        if let Some(layout) = first {
+            let view = HeaderView::with_layout(data.bytes(), layout);
+            if let Some((pn, header_len)) = view.short_number_and_header_len() {
+                let header = ShortHeader {
+                    dcid_ok: self.local_cid.matches(view.dcid())
+                        || self.migration.local.contains(view.dcid()),
+                    pn,
+                    header_len,
+                };
+                let len = view.packet_len();
+                let packet = match data {
+                    Datagram::Borrowed(d) => {
+                        ShortPacket::Borrowed(d.get(..len).unwrap_or_default())
+                    }
+                    Datagram::Owned(mut d) => {
+                        d.truncate(len);
+                        ShortPacket::Owned(d)
+                    }
+                };
+                self.handle_short(now, remote, ecn, header, packet);
+                self.update_timers(now);
+                return;
+            }
+        }
         let mut at = 0;
         while at < total {
             let rest = data.bytes().get(at..).unwrap_or_default();
