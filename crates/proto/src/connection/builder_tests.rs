@@ -186,7 +186,7 @@ fn a_stream_rule_broken_in_another_frame_names_that_frame() {
             let mut p = Pair::connected(v6, false, false);
             let now = p.now + MS;
             let c = p.client();
-            c.handle_frame(now, frame.clone(), None);
+            c.handle_frame(now, &frame, None);
             let close = c.close.as_ref().expect("the connection closes");
             assert_eq!(close.code, code::STREAM_STATE_ERROR, "{frame:?}");
             assert_eq!(close.frame_type, Some(expected.into()), "{frame:?}");
