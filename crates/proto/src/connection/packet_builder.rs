@@ -182,13 +182,15 @@ pub(crate) struct Written {
 impl Connection {
     /// Appends one 1-RTT packet if there is anything worth sending, with
     /// `out` allowed to grow to `budget` bytes; `sizes` are the current
-    /// [`Connection::mds`] and [`Connection::send_size_of`] it.
+    /// [`Connection::mds`] and [`Connection::send_size_of`] it. `paced`:
+    /// the pacer's answer, when this poll already asked it.
     pub(super) fn write_one_rtt(
         &mut self,
         now: Instant,
         out: &mut Vec<u8>,
         budget: usize,
         sizes: (usize, usize),
+        paced: Option<(bool, bool)>,
     ) -> Option<Written> {
         if self.keys.as_ref().is_some_and(|(tx, _)| {
             tx.cipher()
@@ -219,7 +221,7 @@ impl Connection {
             }
             return None;
         };
-        let gate = self.gate(now, sizes)?;
+        let gate = self.gate(now, sizes, paced)?;
         // A source packet leaves room for its repair; a repair packet
         // takes it.
         let repair_next =
@@ -341,11 +343,19 @@ impl Connection {
     }
 
     /// Whether a packet may and should start now; sets or stops the
-    /// pacing timer on the way.
-    fn gate(&mut self, now: Instant, sizes: (usize, usize)) -> Option<Gate> {
+    /// pacing timer on the way, unless `paced` holds the pacer's answer.
+    fn gate(
+        &mut self,
+        now: Instant,
+        sizes: (usize, usize),
+        paced: Option<(bool, bool)>,
+    ) -> Option<Gate> {
         let ack_due = self.acks.ack_due(now);
         let probe = self.probes_pending > 0;
-        let (cwnd_ok, pacing_ok) = self.pace(now, sizes, probe);
+        let (cwnd_ok, pacing_ok) = match paced {
+            Some(p) => p,
+            None => self.pace(now, sizes, probe),
+        };
         let may_elicit = probe || (cwnd_ok && pacing_ok);
         if !may_elicit && !ack_due {
             return None;
@@ -376,7 +386,7 @@ impl Connection {
     /// Whether the congestion window and the pacer let a packet of
     /// `send_size` go now, as `(cwnd_ok, pacing_ok)`; sets or stops the
     /// pacing timer on the way. Asked before every packet, and by a poll
-    /// that finds nothing to send (`Connection::idle_poll`): the answer
+    /// that finds nothing to send (`Connection::nothing_to_send`): the answer
     /// moves the pacing timer and the pacer's late credit, so it is asked
     /// the same whether or not a packet follows.
     pub(super) fn pace(

@@ -22,6 +22,12 @@ const MAX_REASON: usize = 256;
 /// UDP send, which carries at most 64 KiB less the IP and UDP headers.
 pub const MAX_TRAIN_BYTES: usize = 65_000;
 
+/// The least room a datagram must have for a poll to ask the pacer before
+/// building anything: a short header at its longest, the AEAD tag and the
+/// smallest payload worth a packet fit in far less, so the full path would
+/// reach the gate too.
+const PACE_FIRST_ROOM: usize = 128;
+
 /// One datagram appended by [`Connection::transmit_one`].
 struct Datagram {
     ecn: Ecn,
@@ -140,16 +146,30 @@ impl Connection {
         if matches!(self.state, ConnState::Draining | ConnState::Drained) {
             return None;
         }
-        if self.idle_poll(now) {
-            // The pacer is asked all the same, as the full path would.
-            let mds = self.mds();
-            self.pace(now, (mds, self.send_size_of(mds)), false);
-            return None;
-        }
-        let base = out.len();
         // The datagram size, read once: nothing below changes it before
         // the 1-RTT packet is written.
         let mds = self.mds();
+        // An established connection in its steady state is answered here
+        // when it has nothing to send or is held by its window or the
+        // pacer, before the budget and the header are worked out; either
+        // way the pacer is asked the one question the full path's gate
+        // would ask, and gives the same answer.
+        let mut paced = None;
+        if self.steady(now) {
+            let send_size = self.send_size_of(mds);
+            if self.nothing_to_send(now) {
+                self.pace(now, (mds, send_size), false);
+                return None;
+            }
+            if max_len == usize::MAX && send_size >= PACE_FIRST_ROOM {
+                let (cwnd_ok, pacing_ok) = self.pace(now, (mds, send_size), false);
+                if !(cwnd_ok && pacing_ok) {
+                    return None;
+                }
+                paced = Some((cwnd_ok, pacing_ok));
+            }
+        }
+        let base = out.len();
         // A size check is one short datagram, alone or the last of a train.
         let size_check = self.size_check_due(now);
         let mut room = self.datagram_budget(mds).min(max_len);
@@ -184,7 +204,7 @@ impl Connection {
         let send_size = self.send_size_of(mds);
         let one_rtt_budget = budget.min(base + send_size);
         if self.state == ConnState::Established
-            && let Some(w) = self.write_one_rtt(now, out, one_rtt_budget, (mds, send_size))
+            && let Some(w) = self.write_one_rtt(now, out, one_rtt_budget, (mds, send_size), paced)
         {
             datagram = Datagram {
                 ecn: w.ecn,
@@ -197,34 +217,40 @@ impl Connection {
         Some(datagram)
     }
 
-    /// Whether this poll can be answered "nothing" from a few flags,
-    /// without building a header or walking the frame sources: an established
-    /// connection with no ACK due and no source of an ack-eliciting frame
-    /// (the same list the packet gate reads, plus what could make a
-    /// datagram before it: a handshake message, a path MTU probe, an
-    /// address not yet validated, a used-up packet key). A receiver is
-    /// asked this after every datagram it takes, so it must stay cheap;
-    /// false only means the full path decides.
-    fn idle_poll(&self, now: Instant) -> bool {
+    /// Whether the connection is established and in its steady state: the
+    /// first datagram of a poll goes straight to the 1-RTT packet's gate
+    /// (no handshake message, close, path MTU probe or size check, no
+    /// amplification or path limit, its key not used up), with neither an
+    /// ACK due nor a probe, so that the gate's answer is the pacer's alone.
+    fn steady(&self, now: Instant) -> bool {
         self.state == ConnState::Established
             && !self.hs.send_pending
             && self.probes_pending == 0
-            && !self.ping_pending
-            && !self.hs.done_frame_pending
             && self.validated
             && !self.path_validating()
             && !self.pmtu.enabled()
-            && self.fec_rx.is_none()
             && !self.acks.ack_due(now)
-            && !self.streams.may_have_frames()
-            && !self.datagrams_queued()
-            && self.ack_frequency.as_ref().is_none_or(|a| !a.has_pending())
-            && !self.path_frames_pending(now)
             && self.keys.as_ref().is_some_and(|(tx, _)| {
                 tx.cipher()
                     .confidentiality_limit_blocks()
                     .is_none_or(|limit| self.sealed_blocks < limit)
             })
+    }
+
+    /// For a [`steady`](Self::steady) connection: whether this poll can be
+    /// answered "nothing" from a few flags, without building a header or
+    /// walking the frame sources: no source of an ack-eliciting frame (the
+    /// same list the packet gate reads, plus FEC). A receiver is asked this
+    /// after every datagram it takes, so it must stay cheap; false only
+    /// means the full path decides.
+    fn nothing_to_send(&self, now: Instant) -> bool {
+        !self.ping_pending
+            && !self.hs.done_frame_pending
+            && self.fec_rx.is_none()
+            && !self.streams.may_have_frames()
+            && !self.datagrams_queued()
+            && self.ack_frequency.as_ref().is_none_or(|a| !a.has_pending())
+            && !self.path_frames_pending(now)
     }
 
     /// Writes (and for the client's first flight, first creates) our last

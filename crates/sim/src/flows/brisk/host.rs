@@ -18,6 +18,7 @@ use brisk_proto::{
 };
 use brisk_time::{Instant, earliest};
 use brisk_wire::Ecn;
+use std::cell::Cell;
 use std::net::SocketAddr;
 
 #[cfg(test)]
@@ -44,9 +45,10 @@ pub(super) struct Host {
     /// it before the detached connection (it queues stateless replies, and
     /// any connection still inside it).
     ep_transmit: bool,
-    /// `ep`'s own next timer, valid unless `ep_timer_stale`.
-    ep_timer: Option<Instant>,
-    ep_timer_stale: bool,
+    /// `ep`'s own next timer, valid unless `ep_timer_stale`; cells, so
+    /// that the flow's timer can be read when the engine asks for it.
+    ep_timer: Cell<Option<Instant>>,
+    ep_timer_stale: Cell<bool>,
 }
 
 impl Host {
@@ -57,8 +59,8 @@ impl Host {
             detached: None,
             conn_ready: false,
             ep_transmit: true,
-            ep_timer: None,
-            ep_timer_stale: true,
+            ep_timer: Cell::new(None),
+            ep_timer_stale: Cell::new(true),
         }
     }
 
@@ -66,7 +68,7 @@ impl Host {
     /// asked again.
     fn touch_ep(&mut self) {
         self.ep_transmit = true;
-        self.ep_timer_stale = true;
+        self.ep_timer_stale.set(true);
     }
 
     /// Takes connection `h` out of the endpoint once it is established and
@@ -193,15 +195,15 @@ impl Host {
         None
     }
 
-    pub(super) fn poll_timeout(&mut self) -> Option<Instant> {
+    pub(super) fn poll_timeout(&self) -> Option<Instant> {
         if self.detached.is_none() {
             return self.ep.poll_timeout();
         }
-        if std::mem::replace(&mut self.ep_timer_stale, false) {
-            self.ep_timer = self.ep.poll_timeout();
+        if self.ep_timer_stale.replace(false) {
+            self.ep_timer.set(self.ep.poll_timeout());
         }
         earliest(
-            self.ep_timer,
+            self.ep_timer.get(),
             self.detached.as_ref().and_then(|(_, c)| c.poll_timeout()),
         )
     }
@@ -222,7 +224,9 @@ impl Host {
             c.handle_timeout(now);
             self.conn_ready = true;
         }
-        if self.detached.is_none() || self.ep_timer_stale || self.ep_timer.is_some_and(|t| t <= now)
+        if self.detached.is_none()
+            || self.ep_timer_stale.get()
+            || self.ep_timer.get().is_some_and(|t| t <= now)
         {
             self.touch_ep();
             self.ep.handle_timeout(now);
@@ -233,7 +237,7 @@ impl Host {
     /// connections), then the detached connection's.
     pub(super) fn poll_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
         if self.ep_transmit || self.detached.is_none() {
-            self.ep_timer_stale = true;
+            self.ep_timer_stale.set(true);
             if let Some(t) = self.ep.poll_transmit(now, 1, buf) {
                 return Some(t);
             }

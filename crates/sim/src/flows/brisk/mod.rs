@@ -53,6 +53,7 @@ use brisk_time::{Instant, earliest};
 use brisk_wire::ip;
 use host::Host;
 use seq::Tracer;
+use std::cell::Cell;
 use std::time::Duration;
 use workload::Workload;
 
@@ -365,10 +366,13 @@ pub struct BriskFlow {
     /// Each end's last received headers (sender, receiver): a flow's
     /// datagrams repeat them, so most are not read again.
     udp_memo: [ip::UdpMemo; 2],
-    /// Each end's next timer, read again after every call that touched
-    /// it: the engine asks after every event, and walking an endpoint's
-    /// connections each time was a twentieth of a saturated run.
-    timers: [Option<Instant>; 2],
+    /// Each end's next timer, read again only when the engine asks after
+    /// a call that touched it (`timer_stale`): walking an endpoint's
+    /// connections each time was a twentieth of a saturated run, and
+    /// reading a touched end's at the end of every call read it two or
+    /// three times per datagram. Cells, as the engine asks through `&self`.
+    timers: [Cell<Option<Instant>>; 2],
+    timer_stale: [Cell<bool>; 2],
     /// The client's other local address (a phone's second interface), to
     /// move to when its path stalls ([`BriskFlow::with_standby`]).
     standby: Option<std::net::SocketAddr>,
@@ -410,15 +414,12 @@ struct Touched {
     transmit: bool,
     /// May have an event (or a connection to accept) for the application.
     events: bool,
-    /// May have moved its timer.
-    timer: bool,
 }
 
 impl Touched {
     const ALL: Touched = Touched {
         transmit: true,
         events: true,
-        timer: true,
     };
 }
 
@@ -528,7 +529,8 @@ impl BriskFlow {
             spare: Vec::new(),
             touched: [Touched::ALL; 2],
             udp_memo: Default::default(),
-            timers: [None; 2],
+            timers: Default::default(),
+            timer_stale: [Cell::new(true), Cell::new(true)],
             standby: None,
             failovers: Vec::new(),
             receiver_connects,
@@ -553,6 +555,7 @@ impl BriskFlow {
     /// Marks `end` as handed input: everything about it is asked again.
     fn touch(&mut self, end: End) {
         self.touched[end as usize] = Touched::ALL;
+        self.timer_stale[end as usize].set(true);
     }
 
     /// In the tests' reference mode, marks both ends touched (see
@@ -561,20 +564,28 @@ impl BriskFlow {
         #[cfg(test)]
         if ASK_EVERY_END.get() {
             self.touched = [Touched::ALL; 2];
+            self.timer_stale.iter().for_each(|s| s.set(true));
             self.client.touch_all();
             self.server.touch_all();
         }
     }
 
-    /// Reads the timers of the ends touched since they were last read;
-    /// every `FlowApp` call that can touch an end ends with this.
-    fn read_timers(&mut self) {
-        self.touch_all_in_reference_mode();
-        for (i, host) in [&mut self.client, &mut self.server].into_iter().enumerate() {
-            if std::mem::replace(&mut self.touched[i].timer, false) {
-                self.timers[i] = host.poll_timeout();
-            }
+    /// `end`'s next timer, read again if it was touched since it was last
+    /// read (every call that can touch an end marks it).
+    fn timer(&self, end: End) -> Option<Instant> {
+        let i = end as usize;
+        #[cfg(test)]
+        if ASK_EVERY_END.get() {
+            self.timer_stale[i].set(true);
         }
+        if self.timer_stale[i].replace(false) {
+            let host = match end {
+                End::Sender => &self.client,
+                End::Receiver => &self.server,
+            };
+            self.timers[i].set(host.poll_timeout());
+        }
+        self.timers[i].get()
     }
 
     fn connect(&mut self, now: Instant) {
@@ -781,7 +792,7 @@ impl BriskFlow {
         // Sending moves timers and can raise events (a connection that
         // used up its key closes).
         touched.events = true;
-        touched.timer = true;
+        self.timer_stale[end as usize].set(true);
         // The endpoint writes its payload after room for the IP and UDP
         // headers, which then go in front: no copy.
         let room = ip::udp_headroom(src.ip());
@@ -845,7 +856,6 @@ impl BriskFlow {
             c.handle_packet_too_big(now, ptb.mtu, &datagram[ptb.quoted_payload_at..]);
             self.touch(end);
             self.process(now);
-            self.read_timers();
         }
     }
 }
@@ -881,7 +891,6 @@ impl FlowApp for BriskFlow {
             }
         }
         self.process(now);
-        self.read_timers();
     }
 
     fn poll_transmit(&mut self, now: Instant) -> Option<(End, Vec<u8>)> {
@@ -897,7 +906,6 @@ impl FlowApp for BriskFlow {
                 break None;
             }
         };
-        self.read_timers();
         match sent {
             Some(end) => Some((end, d)),
             None => {
@@ -918,15 +926,16 @@ impl FlowApp for BriskFlow {
             .as_ref()
             .filter(|r| !r.sent)
             .and_then(|r| r.flight.as_ref().map(|(at, _)| *at + r.after));
+        let timers = [self.timer(End::Sender), self.timer(End::Receiver)];
         if cfg!(any(test, debug_assertions)) {
             assert_eq!(
-                self.timers,
+                timers,
                 [self.client.fresh_timeout(), self.server.fresh_timeout()],
                 "a touched end's timer was not read again"
             );
         }
         earliest(
-            earliest(self.timers[0], self.timers[1]),
+            earliest(timers[0], timers[1]),
             earliest(earliest(app, start), replay),
         )
     }
@@ -935,19 +944,19 @@ impl FlowApp for BriskFlow {
         if self.client_config.is_some() && now >= self.start {
             self.connect(now);
         }
-        self.read_timers();
-        if self.timers[End::Sender as usize].is_some_and(|t| t <= now) {
+        self.touch_all_in_reference_mode();
+        let due = [End::Sender, End::Receiver].map(|end| self.timer(end).is_some_and(|t| t <= now));
+        if due[End::Sender as usize] {
             self.touch(End::Sender);
             self.client.handle_timeout(now);
             self.fail_over_if_stalled(now);
         }
-        if self.timers[End::Receiver as usize].is_some_and(|t| t <= now) {
+        if due[End::Receiver as usize] {
             self.touch(End::Receiver);
             self.server.handle_timeout(now);
         }
         self.record_sender(now);
         self.process(now);
-        self.read_timers();
     }
 
     fn report(&self) -> AppReport {
@@ -991,6 +1000,5 @@ impl FlowApp for BriskFlow {
             c.migrate(now);
         }
         self.touch(End::Sender);
-        self.read_timers();
     }
 }
