@@ -154,7 +154,7 @@ impl Wakeups {
     /// Closes the round; what became due behind its cursor is due at once.
     pub(crate) fn end_round(&mut self) {
         self.settle_popped();
-        if !std::mem::replace(&mut self.in_round, false) {
+        if !std::mem::replace(&mut self.in_round, false) || self.next_round.is_empty() {
             return;
         }
         let now = self.now;

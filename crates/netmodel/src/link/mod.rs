@@ -201,6 +201,11 @@ pub struct Link {
     /// depends on, and it ends by setting it): the engine asks after every
     /// visit, and a call with nothing due can return at once.
     next_due: Option<Instant>,
+    /// No impairment after the transmitter (no loss of any kind, ECN
+    /// rewrite, duplication, jitter or reordering): a sent packet only
+    /// propagates, and none of the stages that would draw a random number
+    /// or change it need asking, packet after packet.
+    plain: bool,
 }
 
 impl Link {
@@ -220,7 +225,17 @@ impl Link {
             use rand::SeedableRng as _;
             (b, Rng::seed_from_u64(rng.random()))
         });
+        // A probability the stages below skip (they test `p > 0.0`).
+        let never = |p: f64| p <= 0.0 || p.is_nan();
+        let plain = config.loss.is_none()
+            && config.loss_after_idle.is_none()
+            && drop_outages.is_empty()
+            && config.ecn == EcnRewrite::Pass
+            && never(config.duplicate)
+            && config.jitter.is_none()
+            && config.reorder.is_none_or(|r| never(r.probability));
         let mut link = Link {
+            plain,
             tx: Transmitter::new(&config.rate, freeze, bursts),
             drop_outages,
             loss: config.loss.map(LossState::new),
@@ -434,7 +449,13 @@ impl Link {
                     self.stats.transmitted_packets += 1;
                     self.stats.transmitted_bytes += packet.len() as u64;
                     self.stats.busy += busy;
-                    self.impair(at, busy, packet);
+                    if self.plain {
+                        // What `impair` and `propagate` come to without
+                        // impairments (`last_sent` only serves idle loss).
+                        self.in_order(at + self.config.delay, packet);
+                    } else {
+                        self.impair(at, busy, packet);
+                    }
                 }
             }
         }
@@ -517,6 +538,15 @@ impl Link {
             }
             return;
         }
+        let arrival = self.in_order(natural, packet);
+        for (t, p) in self.holds.on_pass(arrival) {
+            self.schedule(t, p);
+        }
+    }
+
+    /// Schedules a packet that would arrive at `natural` and keeps order
+    /// (unless `reorder_on_jitter`); returns its arrival.
+    fn in_order(&mut self, natural: Instant, packet: Packet) -> Instant {
         let arrival = if self.config.reorder_on_jitter {
             natural
         } else {
@@ -524,9 +554,7 @@ impl Link {
         };
         self.last_in_order = self.last_in_order.max(arrival);
         self.schedule(arrival, packet);
-        for (t, p) in self.holds.on_pass(arrival) {
-            self.schedule(t, p);
-        }
+        arrival
     }
 
     fn schedule(&mut self, arrival: Instant, packet: Packet) {
