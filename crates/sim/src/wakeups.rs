@@ -13,6 +13,10 @@
 //! which with 100 flows was most of an engine step.) Nothing asks a
 //! component for its wake-up unless the engine just touched it.
 //!
+//! A run of one or two flows has at most [`FLAT`] components: there the
+//! wake-ups are kept in a plain array instead, written in one store and
+//! scanned when the next is wanted, which costs less than one climb.
+//!
 //! Components are numbered in the order a round visits them, so ties are
 //! deterministic. Time advances in rounds: a round at `t` visits, in number
 //! order, the components due at `t`; one that becomes due at `t` after the
@@ -23,6 +27,10 @@ use brisk_time::Instant;
 
 /// The wake-up of a component that has none (or waits in `next_round`).
 const NEVER: u64 = u64::MAX;
+
+/// Components up to which the agenda scans an array instead of keeping a
+/// tree.
+const FLAT: usize = 8;
 
 /// A tree node: the winning component below it and its wake-up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,6 +68,10 @@ pub(crate) struct Wakeups {
     /// putting it back did with two. Taken out before the tree is read if
     /// it was not.
     popped: Option<usize>,
+    /// With at most [`FLAT`] components: the tree is not used, and each
+    /// component's wake-up in the tree's stead (padded with [`NEVER`]) is
+    /// here.
+    flat: Option<[u64; FLAT]>,
 }
 
 impl Wakeups {
@@ -87,6 +99,7 @@ impl Wakeups {
             cursor: 0,
             next_round: Vec::new(),
             popped: None,
+            flat: (components <= FLAT).then_some([NEVER; FLAT]),
         }
     }
 
@@ -120,7 +133,7 @@ impl Wakeups {
     /// The time of the next round, if anything is scheduled.
     pub(crate) fn next_time(&mut self) -> Option<Instant> {
         self.settle_popped();
-        let least = self.pairs[0][1].at;
+        let least = self.least().at;
         (least != NEVER).then(|| Instant::from_nanos(least))
     }
 
@@ -138,13 +151,19 @@ impl Wakeups {
         if !self.in_round || self.now == NEVER {
             return None;
         }
-        // No wake-up in the tree is earlier than the round, and those at
-        // its time are all past the cursor: the root is the next, if due.
-        let root = self.pairs[0][1];
-        if root.at != self.now {
-            return None;
-        }
-        let c = root.component as usize;
+        // No wake-up is earlier than the round, and those at its time are
+        // all past the cursor: the next is the first due from the cursor
+        // on, which in the tree is the root, if due.
+        let c = match &self.flat {
+            Some(times) => (self.cursor..FLAT).find(|&c| times[c] == self.now)?,
+            None => {
+                let root = self.pairs[0][1];
+                if root.at != self.now {
+                    return None;
+                }
+                root.component as usize
+            }
+        };
         self.due[c] = NEVER;
         self.popped = Some(c);
         self.cursor = c + 1;
@@ -176,8 +195,32 @@ impl Wakeups {
         }
     }
 
+    /// The component due first (the lower number on ties) and when.
+    fn least(&self) -> Entry {
+        let Some(times) = &self.flat else {
+            return self.pairs[0][1];
+        };
+        let mut least = Entry {
+            at: times[0],
+            component: 0,
+        };
+        for (c, &at) in times.iter().enumerate().skip(1) {
+            if at < least.at {
+                least = Entry {
+                    at,
+                    component: c as u32,
+                };
+            }
+        }
+        least
+    }
+
     /// Writes a component's wake-up and replays the matches above it.
     fn set(&mut self, c: usize, t: u64) {
+        if let Some(times) = &mut self.flat {
+            times[c % FLAT] = t;
+            return;
+        }
         let mut node = self.leaves + c;
         let mut entry = Entry {
             at: t,
@@ -314,38 +357,42 @@ mod tests {
         fn behaves_like_a_scan_of_every_component(
             ops in proptest::collection::vec((0usize..8, 0u8..6, 0u8..4), 1..300),
         ) {
-            // Eight components spread over three blocks.
-            let n = 8 * 19;
-            let mut w = Wakeups::new(n);
-            let mut naive = Naive {
-                due: vec![None; n],
-                deferred: vec![false; n],
-                round: None,
-            };
-            let mut now = 0u64;
-            for (c, offset, op) in ops {
-                let c = c * 19;
-                match op {
-                    // Schedule, or cancel when the offset is 5.
-                    0 | 1 => {
-                        let at = (offset < 5).then(|| Instant::from_millis(now + u64::from(offset)));
-                        w.schedule(c, at);
-                        naive.schedule(c, at);
-                    }
-                    2 if naive.round.is_some() => {
-                        proptest::prop_assert_eq!(w.pop_due(), naive.pop_due());
-                    }
-                    _ => {
-                        if naive.round.is_some() {
-                            w.end_round();
-                            naive.round = None;
-                            naive.deferred.iter_mut().for_each(|d| *d = false);
+            // Eight components: in the flat array, and spread over a tree.
+            for stride in [1, 19] {
+                let n = 8 * stride;
+                let mut w = Wakeups::new(n);
+                proptest::prop_assert_eq!(w.flat.is_some(), stride == 1);
+                let mut naive = Naive {
+                    due: vec![None; n],
+                    deferred: vec![false; n],
+                    round: None,
+                };
+                let mut now = 0u64;
+                for &(c, offset, op) in &ops {
+                    let c = c * stride;
+                    match op {
+                        // Schedule, or cancel when the offset is 5.
+                        0 | 1 => {
+                            let at = (offset < 5)
+                                .then(|| Instant::from_millis(now + u64::from(offset)));
+                            w.schedule(c, at);
+                            naive.schedule(c, at);
                         }
-                        proptest::prop_assert_eq!(w.next_time(), naive.next_time());
-                        if let Some(t) = naive.next_time() {
-                            now = t.as_millis();
-                            w.start_round(t);
-                            naive.round = Some((t, None));
+                        2 if naive.round.is_some() => {
+                            proptest::prop_assert_eq!(w.pop_due(), naive.pop_due());
+                        }
+                        _ => {
+                            if naive.round.is_some() {
+                                w.end_round();
+                                naive.round = None;
+                                naive.deferred.iter_mut().for_each(|d| *d = false);
+                            }
+                            proptest::prop_assert_eq!(w.next_time(), naive.next_time());
+                            if let Some(t) = naive.next_time() {
+                                now = t.as_millis();
+                                w.start_round(t);
+                                naive.round = Some((t, None));
+                            }
                         }
                     }
                 }
