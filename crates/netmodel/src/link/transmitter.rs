@@ -407,6 +407,15 @@ fn finish_time(
     start: Instant,
     len_bytes: usize,
 ) -> (Instant, Duration) {
+    // The common link: one constant rate, never frozen. The loop below
+    // comes to this one division (in 64 bits, as it does).
+    if let RateModel::Constant { bps } = rate
+        && freeze.is_empty()
+        && let Some(need) = (len_bytes as u64).checked_mul(8_000_000_000)
+    {
+        let air = Duration::from_nanos(need.div_ceil((*bps).max(1)));
+        return (start + air, air);
+    }
     let mut t = start;
     let mut need = len_bytes as u128 * 8 * 1_000_000_000;
     let mut busy_ns: u128 = 0;
@@ -476,6 +485,30 @@ mod tests {
         let (finish, busy) = finish_time(&rate, &none, ms(9), 2000);
         assert_eq!(finish, ms(18));
         assert_eq!(busy, Duration::from_millis(9));
+    }
+
+    #[test]
+    fn a_constant_rate_finishes_as_the_same_rate_in_a_schedule() {
+        // The constant rate's shortcut against the loop, with rates that
+        // do and do not divide a packet's bits evenly.
+        let none = OutageSchedule::default();
+        for bps in [1, 999_983, 8_000_000, 100_000_000, 12_345_678_901] {
+            let schedule = RateModel::Schedule(
+                RateSchedule::new(vec![RateStep {
+                    at: Duration::ZERO,
+                    bps,
+                }])
+                .unwrap(),
+            );
+            for len in [1, 40, 1_252, 1_500, 65_535] {
+                let start = Instant::from_nanos(123_456_789);
+                assert_eq!(
+                    finish_time(&RateModel::Constant { bps }, &none, start, len),
+                    finish_time(&schedule, &none, start, len),
+                    "{bps} bit/s, {len} B"
+                );
+            }
+        }
     }
 
     #[test]
