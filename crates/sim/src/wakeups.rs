@@ -146,6 +146,7 @@ impl Wakeups {
 
     /// The next component due in the current round, in number order; it
     /// counts as run (unscheduled) from here on.
+    #[inline]
     pub(crate) fn pop_due(&mut self) -> Option<usize> {
         self.settle_popped();
         if !self.in_round || self.now == NEVER {
@@ -155,7 +156,10 @@ impl Wakeups {
         // all past the cursor: the next is the first due from the cursor
         // on, which in the tree is the root, if due.
         let c = match &self.flat {
-            Some(times) => (self.cursor..FLAT).find(|&c| times[c] == self.now)?,
+            Some(times) => {
+                let later = times.get(self.cursor..)?;
+                self.cursor + later.iter().position(|&t| t == self.now)?
+            }
             None => {
                 let root = self.pairs[0][1];
                 if root.at != self.now {
