@@ -201,6 +201,12 @@ pub struct Link {
     /// depends on, and it ends by setting it): the engine asks after every
     /// visit, and a call with nothing due can return at once.
     next_due: Option<Instant>,
+    /// [`Transmitter::due`] as of the last change to the transmitter or
+    /// its queue, so that [`Link::advance`] need not ask it again on
+    /// every visit. Only a step or a packet queued changes it, and a
+    /// packet queued behind a busy transmitter without a driver queue
+    /// leaves it as it was.
+    tx_due: Option<Instant>,
     /// No impairment after the transmitter (no loss of any kind, ECN
     /// rewrite, duplication, jitter or reordering): a sent packet only
     /// propagates, and none of the stages that would draw a random number
@@ -253,8 +259,10 @@ impl Link {
             events: VecDeque::new(),
             stats: LinkStats::default(),
             next_due: None,
+            tx_due: None,
         };
         // A queue handed in may hold packets already.
+        link.tx_due = link.tx.due(link.queue.as_ref());
         link.next_due = link.due_times().0;
         link
     }
@@ -304,7 +312,12 @@ impl Link {
         // stands (and nothing is due by `now`, `advance_if_due` saw to it).
         // A driver queue with room takes the packet at once, though.
         if idle || pulls {
+            self.tx_due = self.tx.due(self.queue.as_ref());
             self.advance(now);
+        } else if self.tx.has_driver() {
+            // A full driver queue may still take from the queue
+            // discipline once it has room: the packet counts for that.
+            self.tx_due = self.tx.due(self.queue.as_ref());
         }
     }
 
@@ -368,7 +381,7 @@ impl Link {
     /// The overall wake-up ([`Link::poll_timeout`]) and the times the
     /// transmitter and the first arrival are due.
     fn due_times(&self) -> (Option<Instant>, Option<Instant>, Option<Instant>) {
-        let tx = self.tx.due(self.queue.as_ref());
+        let tx = self.tx_due;
         let rx = self.in_flight.first_arrival();
         let first = match (tx, rx) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -424,6 +437,7 @@ impl Link {
         // arrivals due at `at` would go first: they touch neither the
         // queue nor the events, so the order between them does not show).
         while self.transmit_once(at) {}
+        self.tx_due = self.tx.due(self.queue.as_ref());
     }
 
     /// One transmitter step and what follows from it; true if the

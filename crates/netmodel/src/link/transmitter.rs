@@ -158,6 +158,18 @@ impl Transmitter {
         }
     }
 
+    /// Whether packets pass through a driver queue below the queue
+    /// discipline.
+    pub(crate) fn has_driver(&self) -> bool {
+        matches!(
+            self.state,
+            State::Bursty {
+                driver: Some(_),
+                ..
+            }
+        )
+    }
+
     /// A packet is about to be queued at `now`: true when a driver queue
     /// has room for it and takes it at once, so the caller must step the
     /// transmitter at `now`.
