@@ -444,7 +444,10 @@ impl Link {
     /// transmitter is due again at `at`.
     fn transmit_once(&mut self, at: Instant) -> bool {
         let mut out = std::mem::take(&mut self.tx_out);
-        let again = self.tx.step(at, self.queue.as_mut(), &mut out);
+        // A plain link's sent packet only propagates, adding no event
+        // between the queue's, so the next packet may start in the same
+        // step: one step, one drain of queue events, per packet.
+        let again = self.tx.step(at, self.queue.as_mut(), &mut out, self.plain);
         // Drops an AQM made while dequeuing happened at `at`, before the
         // packet it returned left.
         self.drain_queue_events();

@@ -247,12 +247,16 @@ impl Transmitter {
 
     /// Does what is due at `at` (a time [`Transmitter::due`] returned).
     /// True when it finished a packet at `at` and is due again at `at` to
-    /// start the next one, so the caller can step again at once.
+    /// start the next one, so the caller can step again at once. With
+    /// `chain` a continuous transmitter starts that next packet in the
+    /// same step instead: for a caller whose handling of a sent packet
+    /// leaves no trace event, the outputs come out in the same order.
     pub(crate) fn step(
         &mut self,
         at: Instant,
         queue: &mut dyn Queue,
         out: &mut Vec<TxOutput>,
+        chain: bool,
     ) -> bool {
         let frozen_until = self.freeze.up_again(at);
         match &mut self.state {
@@ -269,9 +273,11 @@ impl Transmitter {
                         busy,
                     });
                     // What `due` would answer now, without its questions.
-                    return finish == at && frozen_until.is_none() && !queue.is_empty();
-                }
-                if sending.is_some() {
+                    let again = finish == at && frozen_until.is_none() && !queue.is_empty();
+                    if !(again && chain) {
+                        return again;
+                    }
+                } else if sending.is_some() {
                     return false;
                 }
                 if let Some(up) = frozen_until {
