@@ -206,7 +206,22 @@ impl Transmitter {
 
     /// When the transmitter next has something to do, given the queue it
     /// drains (asked only when it matters: mid-packet it does not).
+    #[inline]
     pub(crate) fn due(&self, queue: &dyn Queue) -> Option<Instant> {
+        // A busy link asks after every packet it starts: answered in
+        // line, without a call.
+        if let State::Continuous {
+            sending: Some((_, finish, _)),
+            ..
+        } = &self.state
+        {
+            return Some(*finish);
+        }
+        self.due_otherwise(queue)
+    }
+
+    /// [`Transmitter::due`], out of line for the rarer states.
+    fn due_otherwise(&self, queue: &dyn Queue) -> Option<Instant> {
         let queue_has_packets = || !queue.is_empty();
         match &self.state {
             State::Continuous {
