@@ -404,7 +404,11 @@ impl<'c> Engine<'c> {
         match c {
             Component::App(i) => {
                 self.advance_nat(i);
-                if self.flows[i].app.poll_timeout().is_some_and(|t| t <= now) {
+                // Without a NAT the agenda woke the flow for its own
+                // timeout, read at the engine's last touch of it: no need
+                // to ask again whether it is due.
+                let f = &self.flows[i];
+                if f.nat.is_none() || f.app.poll_timeout().is_some_and(|t| t <= now) {
                     self.flows[i].app.handle_timeout(now);
                 }
                 self.drain_flow(i);

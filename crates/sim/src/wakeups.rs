@@ -1,16 +1,21 @@
 //! The engine's agenda: when each component (a flow's application, its two
 //! access links, the two bottleneck directions) next wants to run.
 //!
-//! Each component's wake-up sits in a flat array of nanoseconds, under a
-//! tournament tree: every inner node holds the component with the least
-//! (wake-up, number) below it, so the root is the next to run. A change
-//! replays the matches on the path up from its leaf, and stops as soon as
-//! a node's winner is unchanged and is not the component that moved (its
-//! ancestors are then unchanged too); a step of the engine costs a few
+//! Each component's wake-up sits in a leaf of a tournament tree whose every
+//! inner node holds the least (wake-up, number) below it, so the root is the
+//! next to run. A node keeps the winner's wake-up beside its number, and
+//! the two children of a node sit side by side: a match reads one pair, not
+//! two numbers and then their times. A change replays the matches on the
+//! path up from its leaf, and stops as soon as a node comes out as it was
+//! (its ancestors are then unchanged too); a step of the engine costs a few
 //! short climbs, however many flows there are. (A scan of blocks of 64
 //! wake-ups did as well with one flow, but each step rescanned a block,
 //! which with 100 flows was most of an engine step.) Nothing asks a
 //! component for its wake-up unless the engine just touched it.
+//!
+//! A run of one or two flows has at most [`FLAT`] components: there the
+//! wake-ups are kept in a plain array instead, written in one store and
+//! scanned when the next is wanted, which costs less than one climb.
 //!
 //! Components are numbered in the order a round visits them, so ties are
 //! deterministic. Time advances in rounds: a round at `t` visits, in number
@@ -23,16 +28,25 @@ use brisk_time::Instant;
 /// The wake-up of a component that has none (or waits in `next_round`).
 const NEVER: u64 = u64::MAX;
 
+/// Components up to which the agenda scans an array instead of keeping a
+/// tree.
+const FLAT: usize = 8;
+
+/// A tree node: the winning component below it and its wake-up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Entry {
+    at: u64,
+    component: u32,
+}
+
 #[derive(Debug, Default)]
 pub(crate) struct Wakeups {
-    /// Each component's wake-up in nanoseconds, [`NEVER`] if none; padded
-    /// with [`NEVER`] to `leaves` entries.
-    times: Vec<u64>,
-    /// The tree, heap-numbered from 1 (the root): node `i < leaves` holds
-    /// the winner of its children `2i` and `2i + 1`, leaf node
-    /// `leaves + c` holds component `c`. Ties go to the lower number,
-    /// which is always on the left.
-    winner: Vec<u32>,
+    /// The tree, heap-numbered from 1 (the root) and stored by sibling
+    /// pairs: pair `p` holds nodes `2p` and `2p + 1` (slot 0 of pair 0 is
+    /// unused). Node `i < leaves` holds the winner of its children; leaf
+    /// node `leaves + c` holds component `c`, padded with [`NEVER`] up to
+    /// `leaves`. Ties go to the lower number, which is always on the left.
+    pairs: Vec<[Entry; 2]>,
     /// Leaves of the tree: the number of components rounded up to a power
     /// of two.
     leaves: usize,
@@ -41,34 +55,51 @@ pub(crate) struct Wakeups {
     due: Vec<u64>,
     /// Whether a round is open, its time, and the first component it has
     /// not passed yet (one past the last it visited). Every component in
-    /// `times` due at the round's time is at or past the cursor.
+    /// the tree due at the round's time is at or past the cursor, but for
+    /// `popped`.
     in_round: bool,
     now: u64,
     cursor: usize,
     /// Components that became due in the current round behind its cursor.
     next_round: Vec<usize>,
+    /// The component [`Wakeups::pop_due`] last handed out, left in the tree
+    /// at the round's time: the engine schedules a component it visited
+    /// again right after, and one climb then does what taking it out and
+    /// putting it back did with two. Taken out before the tree is read if
+    /// it was not.
+    popped: Option<usize>,
+    /// With at most [`FLAT`] components: the tree is not used, and each
+    /// component's wake-up in the tree's stead (padded with [`NEVER`]) is
+    /// here.
+    flat: Option<[u64; FLAT]>,
 }
 
 impl Wakeups {
     pub(crate) fn new(components: usize) -> Wakeups {
         let leaves = components.next_power_of_two().max(2);
-        let mut winner = vec![0u32; 2 * leaves];
+        let never = |c: usize| Entry {
+            at: NEVER,
+            component: c as u32,
+        };
+        let mut pairs = vec![[never(0); 2]; leaves];
         for c in 0..leaves {
-            winner[leaves + c] = c as u32;
+            let node = leaves + c;
+            pairs[node / 2][node % 2] = never(c);
         }
         // Every wake-up is NEVER: the left child wins every match.
-        for i in (1..leaves).rev() {
-            winner[i] = winner[2 * i];
+        for node in (1..leaves).rev() {
+            pairs[node / 2][node % 2] = pairs[node][0];
         }
         Wakeups {
-            times: vec![NEVER; leaves],
-            winner,
+            pairs,
             leaves,
             due: vec![NEVER; components],
             in_round: false,
             now: 0,
             cursor: 0,
             next_round: Vec::new(),
+            popped: None,
+            flat: (components <= FLAT).then_some([NEVER; FLAT]),
         }
     }
 
@@ -84,7 +115,10 @@ impl Wakeups {
         let Some(due) = self.due.get_mut(component) else {
             return;
         };
-        if *due == t {
+        if self.popped == Some(component) {
+            // Still in the tree at the round's time, whatever `due` says.
+            self.popped = None;
+        } else if *due == t {
             return;
         }
         *due = t;
@@ -98,7 +132,8 @@ impl Wakeups {
 
     /// The time of the next round, if anything is scheduled.
     pub(crate) fn next_time(&mut self) -> Option<Instant> {
-        let least = self.times[self.winner[1] as usize];
+        self.settle_popped();
+        let least = self.least().at;
         (least != NEVER).then(|| Instant::from_nanos(least))
     }
 
@@ -111,25 +146,38 @@ impl Wakeups {
 
     /// The next component due in the current round, in number order; it
     /// counts as run (unscheduled) from here on.
+    #[inline]
     pub(crate) fn pop_due(&mut self) -> Option<usize> {
+        self.settle_popped();
         if !self.in_round || self.now == NEVER {
             return None;
         }
-        // No wake-up in the tree is earlier than the round, and those at
-        // its time are all past the cursor: the root is the next, if due.
-        let c = self.winner[1] as usize;
-        if self.times[c] != self.now {
-            return None;
-        }
+        // No wake-up is earlier than the round, and those at its time are
+        // all past the cursor: the next is the first due from the cursor
+        // on, which in the tree is the root, if due.
+        let c = match &self.flat {
+            Some(times) => {
+                let later = times.get(self.cursor..)?;
+                self.cursor + later.iter().position(|&t| t == self.now)?
+            }
+            None => {
+                let root = self.pairs[0][1];
+                if root.at != self.now {
+                    return None;
+                }
+                root.component as usize
+            }
+        };
         self.due[c] = NEVER;
-        self.set(c, NEVER);
+        self.popped = Some(c);
         self.cursor = c + 1;
         Some(c)
     }
 
     /// Closes the round; what became due behind its cursor is due at once.
     pub(crate) fn end_round(&mut self) {
-        if !std::mem::replace(&mut self.in_round, false) {
+        self.settle_popped();
+        if !std::mem::replace(&mut self.in_round, false) || self.next_round.is_empty() {
             return;
         }
         let now = self.now;
@@ -143,25 +191,57 @@ impl Wakeups {
         self.next_round.clear();
     }
 
+    /// Takes the last popped component out of the tree if nothing
+    /// scheduled it since.
+    fn settle_popped(&mut self) {
+        if let Some(c) = self.popped.take() {
+            self.set(c, NEVER);
+        }
+    }
+
+    /// The component due first (the lower number on ties) and when.
+    fn least(&self) -> Entry {
+        let Some(times) = &self.flat else {
+            return self.pairs[0][1];
+        };
+        let mut least = Entry {
+            at: times[0],
+            component: 0,
+        };
+        for (c, &at) in times.iter().enumerate().skip(1) {
+            if at < least.at {
+                least = Entry {
+                    at,
+                    component: c as u32,
+                };
+            }
+        }
+        least
+    }
+
     /// Writes a component's wake-up and replays the matches above it.
     fn set(&mut self, c: usize, t: u64) {
-        if self.times[c] == t {
+        if let Some(times) = &mut self.flat {
+            times[c % FLAT] = t;
             return;
         }
-        self.times[c] = t;
-        let mut i = (self.leaves + c) / 2;
-        while i > 0 {
-            let (l, r) = (self.winner[2 * i], self.winner[2 * i + 1]);
-            let w = if self.times[r as usize] < self.times[l as usize] {
-                r
-            } else {
-                l
-            };
-            let old = std::mem::replace(&mut self.winner[i], w);
-            if old == w && w as usize != c {
-                break;
+        let mut node = self.leaves + c;
+        let mut entry = Entry {
+            at: t,
+            component: c as u32,
+        };
+        loop {
+            let slot = &mut self.pairs[node / 2][node % 2];
+            if *slot == entry {
+                return;
             }
-            i /= 2;
+            *slot = entry;
+            node /= 2;
+            if node == 0 {
+                return;
+            }
+            let [l, r] = self.pairs[node];
+            entry = if r.at < l.at { r } else { l };
         }
     }
 }
@@ -281,38 +361,42 @@ mod tests {
         fn behaves_like_a_scan_of_every_component(
             ops in proptest::collection::vec((0usize..8, 0u8..6, 0u8..4), 1..300),
         ) {
-            // Eight components spread over three blocks.
-            let n = 8 * 19;
-            let mut w = Wakeups::new(n);
-            let mut naive = Naive {
-                due: vec![None; n],
-                deferred: vec![false; n],
-                round: None,
-            };
-            let mut now = 0u64;
-            for (c, offset, op) in ops {
-                let c = c * 19;
-                match op {
-                    // Schedule, or cancel when the offset is 5.
-                    0 | 1 => {
-                        let at = (offset < 5).then(|| Instant::from_millis(now + u64::from(offset)));
-                        w.schedule(c, at);
-                        naive.schedule(c, at);
-                    }
-                    2 if naive.round.is_some() => {
-                        proptest::prop_assert_eq!(w.pop_due(), naive.pop_due());
-                    }
-                    _ => {
-                        if naive.round.is_some() {
-                            w.end_round();
-                            naive.round = None;
-                            naive.deferred.iter_mut().for_each(|d| *d = false);
+            // Eight components: in the flat array, and spread over a tree.
+            for stride in [1, 19] {
+                let n = 8 * stride;
+                let mut w = Wakeups::new(n);
+                proptest::prop_assert_eq!(w.flat.is_some(), stride == 1);
+                let mut naive = Naive {
+                    due: vec![None; n],
+                    deferred: vec![false; n],
+                    round: None,
+                };
+                let mut now = 0u64;
+                for &(c, offset, op) in &ops {
+                    let c = c * stride;
+                    match op {
+                        // Schedule, or cancel when the offset is 5.
+                        0 | 1 => {
+                            let at = (offset < 5)
+                                .then(|| Instant::from_millis(now + u64::from(offset)));
+                            w.schedule(c, at);
+                            naive.schedule(c, at);
                         }
-                        proptest::prop_assert_eq!(w.next_time(), naive.next_time());
-                        if let Some(t) = naive.next_time() {
-                            now = t.as_millis();
-                            w.start_round(t);
-                            naive.round = Some((t, None));
+                        2 if naive.round.is_some() => {
+                            proptest::prop_assert_eq!(w.pop_due(), naive.pop_due());
+                        }
+                        _ => {
+                            if naive.round.is_some() {
+                                w.end_round();
+                                naive.round = None;
+                                naive.deferred.iter_mut().for_each(|d| *d = false);
+                            }
+                            proptest::prop_assert_eq!(w.next_time(), naive.next_time());
+                            if let Some(t) = naive.next_time() {
+                                now = t.as_millis();
+                                w.start_round(t);
+                                naive.round = Some((t, None));
+                            }
                         }
                     }
                 }

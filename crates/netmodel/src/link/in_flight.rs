@@ -43,6 +43,10 @@ impl InFlight {
 
     /// The earliest arrival time, if any.
     pub(crate) fn first_arrival(&self) -> Option<Instant> {
+        // The map is empty unless jitter or reordering moved a packet.
+        if self.overtaking.is_empty() {
+            return self.in_order.front().map(|((t, _), _)| *t);
+        }
         let a = self.in_order.front().map(|(k, _)| *k);
         let b = self.overtaking.first_key_value().map(|(k, _)| *k);
         match (a, b) {
@@ -53,11 +57,12 @@ impl InFlight {
 
     /// Removes the earliest packet (ties in scheduling order).
     pub(crate) fn pop_first(&mut self) -> Option<(Instant, Packet)> {
-        let from_map = match (self.in_order.front(), self.overtaking.first_key_value()) {
-            (Some((a, _)), Some((b, _))) => b < a,
-            (None, Some(_)) => true,
-            _ => false,
-        };
+        let from_map = !self.overtaking.is_empty()
+            && match (self.in_order.front(), self.overtaking.first_key_value()) {
+                (Some((a, _)), Some((b, _))) => b < a,
+                (None, Some(_)) => true,
+                _ => false,
+            };
         if from_map {
             self.overtaking.pop_first().map(|((t, _), p)| (t, p))
         } else {

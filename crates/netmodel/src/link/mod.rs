@@ -201,6 +201,17 @@ pub struct Link {
     /// depends on, and it ends by setting it): the engine asks after every
     /// visit, and a call with nothing due can return at once.
     next_due: Option<Instant>,
+    /// [`Transmitter::due`] as of the last change to the transmitter or
+    /// its queue, so that [`Link::advance`] need not ask it again on
+    /// every visit. Only a step or a packet queued changes it, and a
+    /// packet queued behind a busy transmitter without a driver queue
+    /// leaves it as it was.
+    tx_due: Option<Instant>,
+    /// No impairment after the transmitter (no loss of any kind, ECN
+    /// rewrite, duplication, jitter or reordering): a sent packet only
+    /// propagates, and none of the stages that would draw a random number
+    /// or change it need asking, packet after packet.
+    plain: bool,
 }
 
 impl Link {
@@ -220,7 +231,17 @@ impl Link {
             use rand::SeedableRng as _;
             (b, Rng::seed_from_u64(rng.random()))
         });
+        // A probability the stages below skip (they test `p > 0.0`).
+        let never = |p: f64| p <= 0.0 || p.is_nan();
+        let plain = config.loss.is_none()
+            && config.loss_after_idle.is_none()
+            && drop_outages.is_empty()
+            && config.ecn == EcnRewrite::Pass
+            && never(config.duplicate)
+            && config.jitter.is_none()
+            && config.reorder.is_none_or(|r| never(r.probability));
         let mut link = Link {
+            plain,
             tx: Transmitter::new(&config.rate, freeze, bursts),
             drop_outages,
             loss: config.loss.map(LossState::new),
@@ -238,8 +259,10 @@ impl Link {
             events: VecDeque::new(),
             stats: LinkStats::default(),
             next_due: None,
+            tx_due: None,
         };
         // A queue handed in may hold packets already.
+        link.tx_due = link.tx.due(link.queue.as_ref());
         link.next_due = link.due_times().0;
         link
     }
@@ -289,7 +312,12 @@ impl Link {
         // stands (and nothing is due by `now`, `advance_if_due` saw to it).
         // A driver queue with room takes the packet at once, though.
         if idle || pulls {
+            self.tx_due = self.tx.due(self.queue.as_ref());
             self.advance(now);
+        } else if self.tx.has_driver() {
+            // A full driver queue may still take from the queue
+            // discipline once it has room: the packet counts for that.
+            self.tx_due = self.tx.due(self.queue.as_ref());
         }
     }
 
@@ -353,7 +381,7 @@ impl Link {
     /// The overall wake-up ([`Link::poll_timeout`]) and the times the
     /// transmitter and the first arrival are due.
     fn due_times(&self) -> (Option<Instant>, Option<Instant>, Option<Instant>) {
-        let tx = self.tx.due(self.queue.as_ref());
+        let tx = self.tx_due;
         let rx = self.in_flight.first_arrival();
         let first = match (tx, rx) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -409,13 +437,17 @@ impl Link {
         // arrivals due at `at` would go first: they touch neither the
         // queue nor the events, so the order between them does not show).
         while self.transmit_once(at) {}
+        self.tx_due = self.tx.due(self.queue.as_ref());
     }
 
     /// One transmitter step and what follows from it; true if the
     /// transmitter is due again at `at`.
     fn transmit_once(&mut self, at: Instant) -> bool {
         let mut out = std::mem::take(&mut self.tx_out);
-        let again = self.tx.step(at, self.queue.as_mut(), &mut out);
+        // A plain link's sent packet only propagates, adding no event
+        // between the queue's, so the next packet may start in the same
+        // step: one step, one drain of queue events, per packet.
+        let again = self.tx.step(at, self.queue.as_mut(), &mut out, self.plain);
         // Drops an AQM made while dequeuing happened at `at`, before the
         // packet it returned left.
         self.drain_queue_events();
@@ -434,7 +466,13 @@ impl Link {
                     self.stats.transmitted_packets += 1;
                     self.stats.transmitted_bytes += packet.len() as u64;
                     self.stats.busy += busy;
-                    self.impair(at, busy, packet);
+                    if self.plain {
+                        // What `impair` and `propagate` come to without
+                        // impairments (`last_sent` only serves idle loss).
+                        self.in_order(at + self.config.delay, packet);
+                    } else {
+                        self.impair(at, busy, packet);
+                    }
                 }
             }
         }
@@ -517,6 +555,15 @@ impl Link {
             }
             return;
         }
+        let arrival = self.in_order(natural, packet);
+        for (t, p) in self.holds.on_pass(arrival) {
+            self.schedule(t, p);
+        }
+    }
+
+    /// Schedules a packet that would arrive at `natural` and keeps order
+    /// (unless `reorder_on_jitter`); returns its arrival.
+    fn in_order(&mut self, natural: Instant, packet: Packet) -> Instant {
         let arrival = if self.config.reorder_on_jitter {
             natural
         } else {
@@ -524,9 +571,7 @@ impl Link {
         };
         self.last_in_order = self.last_in_order.max(arrival);
         self.schedule(arrival, packet);
-        for (t, p) in self.holds.on_pass(arrival) {
-            self.schedule(t, p);
-        }
+        arrival
     }
 
     fn schedule(&mut self, arrival: Instant, packet: Packet) {

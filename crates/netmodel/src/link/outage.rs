@@ -115,7 +115,7 @@ impl OutageSchedule {
 
     /// No outage at all: the common link, asked on every packet, so the
     /// callers below check this inline before any search.
-    fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.windows.is_empty() && self.periodic.is_none()
     }
 

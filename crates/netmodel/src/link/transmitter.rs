@@ -158,6 +158,18 @@ impl Transmitter {
         }
     }
 
+    /// Whether packets pass through a driver queue below the queue
+    /// discipline.
+    pub(crate) fn has_driver(&self) -> bool {
+        matches!(
+            self.state,
+            State::Bursty {
+                driver: Some(_),
+                ..
+            }
+        )
+    }
+
     /// A packet is about to be queued at `now`: true when a driver queue
     /// has room for it and takes it at once, so the caller must step the
     /// transmitter at `now`.
@@ -194,7 +206,22 @@ impl Transmitter {
 
     /// When the transmitter next has something to do, given the queue it
     /// drains (asked only when it matters: mid-packet it does not).
+    #[inline]
     pub(crate) fn due(&self, queue: &dyn Queue) -> Option<Instant> {
+        // A busy link asks after every packet it starts: answered in
+        // line, without a call.
+        if let State::Continuous {
+            sending: Some((_, finish, _)),
+            ..
+        } = &self.state
+        {
+            return Some(*finish);
+        }
+        self.due_otherwise(queue)
+    }
+
+    /// [`Transmitter::due`], out of line for the rarer states.
+    fn due_otherwise(&self, queue: &dyn Queue) -> Option<Instant> {
         let queue_has_packets = || !queue.is_empty();
         match &self.state {
             State::Continuous {
@@ -235,12 +262,16 @@ impl Transmitter {
 
     /// Does what is due at `at` (a time [`Transmitter::due`] returned).
     /// True when it finished a packet at `at` and is due again at `at` to
-    /// start the next one, so the caller can step again at once.
+    /// start the next one, so the caller can step again at once. With
+    /// `chain` a continuous transmitter starts that next packet in the
+    /// same step instead: for a caller whose handling of a sent packet
+    /// leaves no trace event, the outputs come out in the same order.
     pub(crate) fn step(
         &mut self,
         at: Instant,
         queue: &mut dyn Queue,
         out: &mut Vec<TxOutput>,
+        chain: bool,
     ) -> bool {
         let frozen_until = self.freeze.up_again(at);
         match &mut self.state {
@@ -257,9 +288,11 @@ impl Transmitter {
                         busy,
                     });
                     // What `due` would answer now, without its questions.
-                    return finish == at && frozen_until.is_none() && !queue.is_empty();
-                }
-                if sending.is_some() {
+                    let again = finish == at && frozen_until.is_none() && !queue.is_empty();
+                    if !(again && chain) {
+                        return again;
+                    }
+                } else if sending.is_some() {
                     return false;
                 }
                 if let Some(up) = frozen_until {
@@ -407,6 +440,15 @@ fn finish_time(
     start: Instant,
     len_bytes: usize,
 ) -> (Instant, Duration) {
+    // The common link: one constant rate, never frozen. The loop below
+    // comes to this one division (in 64 bits, as it does).
+    if let RateModel::Constant { bps } = rate
+        && freeze.is_empty()
+        && let Some(need) = (len_bytes as u64).checked_mul(8_000_000_000)
+    {
+        let air = Duration::from_nanos(need.div_ceil((*bps).max(1)));
+        return (start + air, air);
+    }
     let mut t = start;
     let mut need = len_bytes as u128 * 8 * 1_000_000_000;
     let mut busy_ns: u128 = 0;
@@ -476,6 +518,30 @@ mod tests {
         let (finish, busy) = finish_time(&rate, &none, ms(9), 2000);
         assert_eq!(finish, ms(18));
         assert_eq!(busy, Duration::from_millis(9));
+    }
+
+    #[test]
+    fn a_constant_rate_finishes_as_the_same_rate_in_a_schedule() {
+        // The constant rate's shortcut against the loop, with rates that
+        // do and do not divide a packet's bits evenly.
+        let none = OutageSchedule::default();
+        for bps in [1, 999_983, 8_000_000, 100_000_000, 12_345_678_901] {
+            let schedule = RateModel::Schedule(
+                RateSchedule::new(vec![RateStep {
+                    at: Duration::ZERO,
+                    bps,
+                }])
+                .unwrap(),
+            );
+            for len in [1, 40, 1_252, 1_500, 65_535] {
+                let start = Instant::from_nanos(123_456_789);
+                assert_eq!(
+                    finish_time(&RateModel::Constant { bps }, &none, start, len),
+                    finish_time(&schedule, &none, start, len),
+                    "{bps} bit/s, {len} B"
+                );
+            }
+        }
     }
 
     #[test]
