@@ -344,9 +344,7 @@ impl<T: AsRef<[u8]>> HeaderView<T> {
             return TruncatedPn { value: 0, len: 0 };
         }
         let len = (self.b()[0] & PN_LEN_MASK) + 1;
-        let value = self.b()[self.at.pn_at..self.at.pn_at + usize::from(len)]
-            .iter()
-            .fold(0u32, |acc, &x| (acc << 8) | u32::from(x));
+        let value = pn_value(&self.b()[self.at.pn_at..self.at.pn_at + usize::from(len)]);
         TruncatedPn { value, len }
     }
 
@@ -373,11 +371,7 @@ impl<T: AsRef<[u8]>> HeaderView<T> {
         }
         let len = (first & PN_LEN_MASK) + 1;
         let end = self.at.pn_at + usize::from(len);
-        let value = self
-            .b()
-            .get(self.at.pn_at..end)?
-            .iter()
-            .fold(0u32, |acc, &x| (acc << 8) | u32::from(x));
+        let value = pn_value(self.b().get(self.at.pn_at..end)?);
         Some((TruncatedPn { value, len }, end))
     }
 
@@ -568,6 +562,11 @@ impl Header {
             } => 7 + dcid.len() + scid.len() + 4 * versions.len(),
         }
     }
+}
+
+/// A truncated packet number's value from its big-endian bytes.
+fn pn_value(bytes: &[u8]) -> u32 {
+    bytes.iter().fold(0u32, |acc, &x| (acc << 8) | u32::from(x))
 }
 
 fn emit_pn(out: &mut Vec<u8>, pn: TruncatedPn) {
