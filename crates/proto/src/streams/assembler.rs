@@ -176,6 +176,7 @@ impl Assembler {
     /// as [`Assembler::read_chunk`] would call after call; returns how
     /// many. The slices go in one pass, and the queue is only looked at
     /// when it holds bytes: no last call to learn that nothing is left.
+    #[inline]
     pub(super) fn read_each(&mut self, max_len: usize, f: &mut impl FnMut(Bytes)) -> usize {
         if max_len == 0 {
             return 0;

@@ -569,7 +569,7 @@ impl Streams {
         let r = self.app_recv(id)?;
         let result = r.read(buf);
         let bytes = result.map_or(0, |res| res.bytes);
-        let due = (r.update_due(), r.take_readable_edge(), r.is_done());
+        let due = r.after_read();
         self.after_read(id, bytes, due);
         result
     }
@@ -585,7 +585,7 @@ impl Streams {
         let r = self.app_recv(id)?;
         let result = r.read_chunk(max_len);
         let bytes = result.as_ref().map_or(0, |c| c.data.len());
-        let due = (r.update_due(), r.take_readable_edge(), r.is_done());
+        let due = r.after_read();
         self.after_read(id, bytes, due);
         result
     }
@@ -602,7 +602,7 @@ impl Streams {
         let r = self.app_recv(id)?;
         let result = r.read_each(max_len, &mut f);
         let bytes = result.as_ref().map_or(0, |r| r.bytes);
-        let due = (r.update_due(), r.take_readable_edge(), r.is_done());
+        let due = r.after_read();
         self.after_read(id, bytes, due);
         result
     }
@@ -853,13 +853,13 @@ impl Streams {
         self.conn_recv.record(more);
         self.stats.bytes_received += more;
         let discarded = r.apply_data(offset, piece, fin);
-        if r.take_readable_edge() {
+        let (readable, held, done) = r.after_data();
+        if readable {
             self.readable.insert(id);
         }
-        if r.held_by_hole() {
+        if held {
             self.max_stream_data_due.insert(id);
         }
-        let done = r.is_done();
         self.release_conn_credit(discarded);
         // A stream is forgotten only once its receiving half is done.
         if done {

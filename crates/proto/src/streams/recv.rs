@@ -288,21 +288,6 @@ impl RecvStream {
         self.stopped && matches!(self.state, RecvState::Recv | RecvState::SizeKnown)
     }
 
-    /// A MAX_STREAM_DATA is worth sending: the final size is unknown and the
-    /// application consumed about half a window.
-    pub(super) fn update_due(&self) -> bool {
-        self.wants_credit()
-            && (self.window.update_due()
-                || self.window.held_by_hole(self.assembler.readable_len() == 0))
-    }
-
-    /// Half the window is received behind a hole while the application
-    /// read all it could: the window, not the reader, is about to hold the
-    /// peer, and a larger limit is worth a frame now.
-    pub(super) fn held_by_hole(&self) -> bool {
-        self.wants_credit() && self.window.held_by_hole(self.assembler.readable_len() == 0)
-    }
-
     pub(super) fn wants_credit(&self) -> bool {
         self.state == RecvState::Recv && !self.stopped
     }
@@ -328,18 +313,48 @@ impl RecvStream {
     }
 
     pub(super) fn is_readable(&self) -> bool {
+        self.is_readable_with(self.assembler.readable_len())
+    }
+
+    /// [`Self::is_readable`] for a caller that knows the readable length.
+    fn is_readable_with(&self, readable_len: u64) -> bool {
         !self.stopped
             && matches!(
                 self.state,
                 RecvState::Recv | RecvState::SizeKnown | RecvState::DataRecvd
             )
-            && (self.assembler.readable_len() > 0
-                || self.final_size == Some(self.assembler.read_offset()))
+            && (readable_len > 0 || self.final_size == Some(self.assembler.read_offset()))
     }
 
-    /// True when a Readable event is due; disarms until the next read.
-    pub(super) fn take_readable_edge(&mut self) -> bool {
-        self.is_readable() && std::mem::replace(&mut self.readable_armed, false)
+    /// After a read, in one pass: whether a MAX_STREAM_DATA is worth
+    /// sending (the final size is unknown and the application consumed
+    /// about half a window, or half the window is received behind a hole
+    /// while the application read all it could), whether a Readable event
+    /// is due (disarmed then until the next read) and whether the stream
+    /// is done. Every read asks all three, and the readable length they
+    /// share is worked out once.
+    #[inline]
+    pub(super) fn after_read(&mut self) -> (bool, bool, bool) {
+        let readable_len = self.assembler.readable_len();
+        let credit_due = self.wants_credit()
+            && (self.window.update_due() || self.window.held_by_hole(readable_len == 0));
+        let readable = self.is_readable_with(readable_len)
+            && std::mem::replace(&mut self.readable_armed, false);
+        (credit_due, readable, self.is_done())
+    }
+
+    /// After a STREAM frame, in one pass: whether a Readable event is due
+    /// (disarmed then until the next read); whether half the window is
+    /// received behind a hole while the application read all it could, so
+    /// the window, not the reader, is about to hold the peer and a larger
+    /// limit is worth a frame now; and whether the stream is done.
+    #[inline]
+    pub(super) fn after_data(&mut self) -> (bool, bool, bool) {
+        let readable_len = self.assembler.readable_len();
+        let readable = self.is_readable_with(readable_len)
+            && std::mem::replace(&mut self.readable_armed, false);
+        let held = self.wants_credit() && self.window.held_by_hole(readable_len == 0);
+        (readable, held, self.is_done())
     }
 
     /// Keeps waiting for readability after a stale event was dropped.
@@ -394,7 +409,7 @@ mod tests {
             "below the highest offset: free"
         );
         assert_eq!(r.state(), RecvState::DataRecvd);
-        assert!(r.take_readable_edge());
+        assert!(r.after_data().0);
         assert_eq!(read_all(&mut r), (b"helloworld".to_vec(), true));
         assert_eq!(r.state(), RecvState::DataRead);
         assert!(r.is_done());
@@ -478,11 +493,11 @@ mod tests {
         deliver(&mut r, 0, &[0; 100], false).unwrap();
         let mut buf = [0; 49];
         r.read(&mut buf).unwrap();
-        assert!(!r.update_due());
+        assert!(!r.after_read().0);
         r.read(&mut [0; 1]).unwrap();
-        assert!(r.update_due());
+        assert!(r.after_read().0);
         assert_eq!(r.advertise(Instant::ZERO, Duration::ZERO), 150);
-        assert!(!r.update_due());
+        assert!(!r.after_read().0);
         assert_eq!(deliver(&mut r, 100, &[0; 50], false), Ok(50));
         assert_eq!(
             r.check_data(150, 1, false),
@@ -503,7 +518,7 @@ mod tests {
             }
         );
         assert!(r.is_stopping());
-        assert!(!r.update_due(), "no more credit for a stream we stopped");
+        assert!(!r.after_read().0, "no more credit for a stream we stopped");
         assert_eq!(
             r.check_data(90, 20, false),
             Err(StreamError::FlowControl { id: ID })
@@ -518,12 +533,12 @@ mod tests {
     fn readable_edge_rearms_on_read() {
         let mut r = RecvStream::new(ID, 100, 100);
         deliver(&mut r, 0, &[0; 10], false).unwrap();
-        assert!(r.take_readable_edge());
+        assert!(r.after_data().0);
         deliver(&mut r, 10, &[0; 10], false).unwrap();
-        assert!(!r.take_readable_edge(), "no new event until the app reads");
+        assert!(!r.after_data().0, "no new event until the app reads");
         r.read(&mut [0; 5]).unwrap();
-        assert!(r.take_readable_edge(), "still readable after a short read");
+        assert!(r.after_read().1, "still readable after a short read");
         r.read(&mut [0; 100]).unwrap();
-        assert!(!r.take_readable_edge());
+        assert!(!r.after_read().1);
     }
 }
