@@ -15,7 +15,8 @@
 //!
 //! A run of one or two flows has at most [`FLAT`] components: there the
 //! wake-ups are kept in a plain array instead, written in one store and
-//! scanned when the next is wanted, which costs less than one climb.
+//! scanned when the next round's time is wanted, which costs less than one
+//! climb; a round keeps a bit mask of the components due at its time.
 //!
 //! Components are numbered in the order a round visits them, so ties are
 //! deterministic. Time advances in rounds: a round at `t` visits, in number
@@ -66,12 +67,16 @@ pub(crate) struct Wakeups {
     /// at the round's time: the engine schedules a component it visited
     /// again right after, and one climb then does what taking it out and
     /// putting it back did with two. Taken out before the tree is read if
-    /// it was not.
+    /// it was not. (The flat array takes it out at once.)
     popped: Option<usize>,
     /// With at most [`FLAT`] components: the tree is not used, and each
     /// component's wake-up in the tree's stead (padded with [`NEVER`]) is
     /// here.
     flat: Option<[u64; FLAT]>,
+    /// With the flat array, in an open round: bit `c` is set when
+    /// component `c`'s wake-up there is the round's time, so a pop takes
+    /// the lowest bit from the cursor on instead of scanning the array.
+    flat_due_now: u32,
 }
 
 impl Wakeups {
@@ -100,6 +105,7 @@ impl Wakeups {
             next_round: Vec::new(),
             popped: None,
             flat: (components <= FLAT).then_some([NEVER; FLAT]),
+            flat_due_now: 0,
         }
     }
 
@@ -142,6 +148,13 @@ impl Wakeups {
         self.in_round = true;
         self.now = now.as_nanos();
         self.cursor = 0;
+        if let Some(times) = &self.flat {
+            let now = self.now;
+            self.flat_due_now = times
+                .iter()
+                .enumerate()
+                .fold(0, |m, (c, &t)| m | (u32::from(t == now) << c));
+        }
     }
 
     /// The next component due in the current round, in number order; it
@@ -155,10 +168,20 @@ impl Wakeups {
         // No wake-up is earlier than the round, and those at its time are
         // all past the cursor: the next is the first due from the cursor
         // on, which in the tree is the root, if due.
-        let c = match &self.flat {
+        let c = match &mut self.flat {
             Some(times) => {
-                let later = times.get(self.cursor..)?;
-                self.cursor + later.iter().position(|&t| t == self.now)?
+                // Taken out of the array at once: a store is all a climb
+                // of the tree would have been spared.
+                let later = self.flat_due_now & (u32::MAX << self.cursor);
+                if later == 0 {
+                    return None;
+                }
+                let c = later.trailing_zeros() as usize;
+                times[c] = NEVER;
+                self.flat_due_now &= !(1 << c);
+                self.due[c] = NEVER;
+                self.cursor = c + 1;
+                return Some(c);
             }
             None => {
                 let root = self.pairs[0][1];
@@ -222,7 +245,16 @@ impl Wakeups {
     /// Writes a component's wake-up and replays the matches above it.
     fn set(&mut self, c: usize, t: u64) {
         if let Some(times) = &mut self.flat {
-            times[c % FLAT] = t;
+            let c = c % FLAT;
+            times[c] = t;
+            if self.in_round {
+                let bit = 1 << c;
+                if t == self.now {
+                    self.flat_due_now |= bit;
+                } else {
+                    self.flat_due_now &= !bit;
+                }
+            }
             return;
         }
         let mut node = self.leaves + c;
