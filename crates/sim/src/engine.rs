@@ -371,6 +371,11 @@ impl<'c> Engine<'c> {
         }
         self.drain_link(Direction::Down);
         self.drain_link(Direction::Up);
+        // The ledger pools the down direction's queue delays.
+        for f in &self.flows {
+            self.bottleneck
+                .add_queue_delays(Direction::Down, &f.metrics.queue_delay);
+        }
         Outcome {
             flows: self.flows,
             bottleneck: self.bottleneck,
@@ -608,6 +613,10 @@ impl FlowLedger for DataLedger<'_> {
             Direction::Down => self.0.get_mut(flow).map(|f| &mut f.metrics),
             Direction::Up => None,
         }
+    }
+
+    fn pools_queue_delays(&self) -> bool {
+        true
     }
 }
 
