@@ -77,6 +77,10 @@ pub(crate) struct Wakeups {
     /// component `c`'s wake-up there is the round's time, so a pop takes
     /// the lowest bit from the cursor on instead of scanning the array.
     flat_due_now: u32,
+    /// With the flat array: the earliest wake-up [`Wakeups::next_time`]
+    /// found and the mask of the components due then, until the next
+    /// change, for the round it opens to start from.
+    flat_next: Option<(u64, u32)>,
 }
 
 impl Wakeups {
@@ -106,6 +110,7 @@ impl Wakeups {
             popped: None,
             flat: (components <= FLAT).then_some([NEVER; FLAT]),
             flat_due_now: 0,
+            flat_next: None,
         }
     }
 
@@ -139,7 +144,14 @@ impl Wakeups {
     /// The time of the next round, if anything is scheduled.
     pub(crate) fn next_time(&mut self) -> Option<Instant> {
         self.settle_popped();
-        let least = self.least().at;
+        let least = match &self.flat {
+            Some(times) => {
+                let (least, due) = earliest(times);
+                self.flat_next = Some((least, due));
+                least
+            }
+            None => self.pairs[0][1].at,
+        };
         (least != NEVER).then(|| Instant::from_nanos(least))
     }
 
@@ -149,11 +161,16 @@ impl Wakeups {
         self.now = now.as_nanos();
         self.cursor = 0;
         if let Some(times) = &self.flat {
-            let now = self.now;
-            self.flat_due_now = times
-                .iter()
-                .enumerate()
-                .fold(0, |m, (c, &t)| m | (u32::from(t == now) << c));
+            self.flat_due_now = match self.flat_next.take() {
+                Some((least, due)) if least == self.now => due,
+                _ => {
+                    let now = self.now;
+                    times
+                        .iter()
+                        .enumerate()
+                        .fold(0, |m, (c, &t)| m | (u32::from(t == now) << c))
+                }
+            };
         }
     }
 
@@ -216,30 +233,11 @@ impl Wakeups {
 
     /// Takes the last popped component out of the tree if nothing
     /// scheduled it since.
+    #[inline]
     fn settle_popped(&mut self) {
         if let Some(c) = self.popped.take() {
             self.set(c, NEVER);
         }
-    }
-
-    /// The component due first (the lower number on ties) and when.
-    fn least(&self) -> Entry {
-        let Some(times) = &self.flat else {
-            return self.pairs[0][1];
-        };
-        let mut least = Entry {
-            at: times[0],
-            component: 0,
-        };
-        for (c, &at) in times.iter().enumerate().skip(1) {
-            if at < least.at {
-                least = Entry {
-                    at,
-                    component: c as u32,
-                };
-            }
-        }
-        least
     }
 
     /// Writes a component's wake-up and replays the matches above it.
@@ -247,6 +245,7 @@ impl Wakeups {
         if let Some(times) = &mut self.flat {
             let c = c % FLAT;
             times[c] = t;
+            self.flat_next = None;
             if self.in_round {
                 let bit = 1 << c;
                 if t == self.now {
@@ -276,6 +275,19 @@ impl Wakeups {
             entry = if r.at < l.at { r } else { l };
         }
     }
+}
+
+/// The earliest of the flat array's wake-ups, and the mask of the
+/// components due then, in one pass.
+fn earliest(times: &[u64; FLAT]) -> (u64, u32) {
+    let (mut least, mut due) = (NEVER, 0);
+    for (c, &t) in times.iter().enumerate() {
+        if t < least {
+            (least, due) = (t, 0);
+        }
+        due |= u32::from(t == least) << c;
+    }
+    (least, due)
 }
 
 #[cfg(test)]
