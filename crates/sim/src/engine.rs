@@ -492,7 +492,8 @@ impl<'c> Engine<'c> {
     /// Routes what a bottleneck direction delivered and records its events.
     fn drain_link(&mut self, dir: Direction) {
         loop {
-            let (at, packet) = match self.bottleneck.poll(dir, &mut DataLedger(&mut self.flows)) {
+            let ledger = &mut DataLedger(&mut self.flows);
+            let (at, packet) = match self.bottleneck.poll_quiet(dir, ledger) {
                 None => break,
                 Some(BottleneckOutput::Delivered { at, packet }) => (at, packet),
                 Some(BottleneckOutput::Event(

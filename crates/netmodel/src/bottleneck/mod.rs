@@ -165,6 +165,28 @@ impl Bottleneck {
         Some(BottleneckOutput::Delivered { at, packet })
     }
 
+    /// [`Bottleneck::poll`] for a driver that keeps no trace: a
+    /// [`LinkEvent::Dequeued`], one per packet, is counted and charged but
+    /// not handed out.
+    #[inline(always)]
+    pub fn poll_quiet(
+        &mut self,
+        dir: Direction,
+        ledger: &mut impl FlowLedger,
+    ) -> Option<BottleneckOutput> {
+        if let Some((at, packet)) = self.returned[dir.index()].pop_front() {
+            return Some(BottleneckOutput::Delivered { at, packet });
+        }
+        while let Some(event) = self.links[dir.index()].poll_event() {
+            self.account(dir, &event, ledger);
+            if !matches!(event, LinkEvent::Dequeued { .. }) {
+                return Some(BottleneckOutput::Event(event));
+            }
+        }
+        let (at, packet) = self.links[dir.index()].poll_delivery()?;
+        Some(BottleneckOutput::Delivered { at, packet })
+    }
+
     fn account(&mut self, dir: Direction, event: &LinkEvent, ledger: &mut impl FlowLedger) {
         match event {
             LinkEvent::Dequeued {
@@ -397,6 +419,49 @@ mod tests {
             let l = b.link_results(Direction::Down, Duration::from_secs(1));
             assert_eq!((l.transmitted_packets, l.lost_packets), (5, 0));
         }
+    }
+
+    #[test]
+    fn a_quiet_poll_hands_out_all_but_the_dequeues_and_charges_the_same() {
+        // The FIFO overflows: drops, dequeues and deliveries interleave.
+        let text = "[link.down]\nrate = \"10Mbit\"\ndelay = \"5ms\"\n\
+                    [link.up]\nrate = \"10Mbit\"\ndelay = \"5ms\"\n\
+                    [queue.fifo]\nlimit_packets = 3\n";
+        let network = Network::parse(text).unwrap();
+        let (s, r) = hosts(true);
+        let run = |quiet: bool| {
+            let mut b = Bottleneck::new(&network, 1);
+            for seq in 0..8 {
+                let d = udp_datagram(s, r, Ecn::NotEct, &[0; 900]).unwrap();
+                let at = Instant::from_micros(200 * seq);
+                let p = Packet::new(flow_tag::packet_id(Some(0), seq), at, d).unwrap();
+                b.handle_packet(at, Direction::Down, p);
+            }
+            let mut ledger = Ledger::default();
+            let mut out = Vec::new();
+            loop {
+                while let Some(o) = if quiet {
+                    b.poll_quiet(Direction::Down, &mut ledger)
+                } else {
+                    b.poll(Direction::Down, &mut ledger)
+                } {
+                    if !matches!(o, BottleneckOutput::Event(LinkEvent::Dequeued { .. })) {
+                        out.push(format!("{o:?}"));
+                    }
+                }
+                let Some(t) = b.poll_timeout(Direction::Down) else {
+                    break;
+                };
+                b.handle_timeout(t, Direction::Down);
+            }
+            let m = &ledger.0[0][0];
+            let delays = b.queue_results(Direction::Down).delay_ms;
+            (out, m.queue_drops, m.queue_delay.percentiles(), delays)
+        };
+        let (loud, quiet) = (run(false), run(true));
+        assert_eq!(loud.0.len(), 8, "{:?}", loud.0);
+        assert_eq!((loud.1, loud.3.count), (3, 5));
+        assert_eq!(loud, quiet);
     }
 
     /// [`Ledger`], pooling the queue delays it is charged.
