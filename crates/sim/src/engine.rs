@@ -371,6 +371,11 @@ impl<'c> Engine<'c> {
         }
         self.drain_link(Direction::Down);
         self.drain_link(Direction::Up);
+        // The ledger pools the down direction's queue delays.
+        for f in &self.flows {
+            self.bottleneck
+                .add_queue_delays(Direction::Down, &f.metrics.queue_delay);
+        }
         Outcome {
             flows: self.flows,
             bottleneck: self.bottleneck,
@@ -487,7 +492,8 @@ impl<'c> Engine<'c> {
     /// Routes what a bottleneck direction delivered and records its events.
     fn drain_link(&mut self, dir: Direction) {
         loop {
-            let (at, packet) = match self.bottleneck.poll(dir, &mut DataLedger(&mut self.flows)) {
+            let ledger = &mut DataLedger(&mut self.flows);
+            let (at, packet) = match self.bottleneck.poll_quiet(dir, ledger) {
                 None => break,
                 Some(BottleneckOutput::Delivered { at, packet }) => (at, packet),
                 Some(BottleneckOutput::Event(
@@ -608,6 +614,10 @@ impl FlowLedger for DataLedger<'_> {
             Direction::Down => self.0.get_mut(flow).map(|f| &mut f.metrics),
             Direction::Up => None,
         }
+    }
+
+    fn pools_queue_delays(&self) -> bool {
+        true
     }
 }
 

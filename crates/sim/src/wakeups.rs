@@ -15,7 +15,8 @@
 //!
 //! A run of one or two flows has at most [`FLAT`] components: there the
 //! wake-ups are kept in a plain array instead, written in one store and
-//! scanned when the next is wanted, which costs less than one climb.
+//! scanned when the next round's time is wanted, which costs less than one
+//! climb; a round keeps a bit mask of the components due at its time.
 //!
 //! Components are numbered in the order a round visits them, so ties are
 //! deterministic. Time advances in rounds: a round at `t` visits, in number
@@ -66,12 +67,20 @@ pub(crate) struct Wakeups {
     /// at the round's time: the engine schedules a component it visited
     /// again right after, and one climb then does what taking it out and
     /// putting it back did with two. Taken out before the tree is read if
-    /// it was not.
+    /// it was not. (The flat array takes it out at once.)
     popped: Option<usize>,
     /// With at most [`FLAT`] components: the tree is not used, and each
     /// component's wake-up in the tree's stead (padded with [`NEVER`]) is
     /// here.
     flat: Option<[u64; FLAT]>,
+    /// With the flat array, in an open round: bit `c` is set when
+    /// component `c`'s wake-up there is the round's time, so a pop takes
+    /// the lowest bit from the cursor on instead of scanning the array.
+    flat_due_now: u32,
+    /// With the flat array: the earliest wake-up [`Wakeups::next_time`]
+    /// found and the mask of the components due then, until the next
+    /// change, for the round it opens to start from.
+    flat_next: Option<(u64, u32)>,
 }
 
 impl Wakeups {
@@ -100,6 +109,8 @@ impl Wakeups {
             next_round: Vec::new(),
             popped: None,
             flat: (components <= FLAT).then_some([NEVER; FLAT]),
+            flat_due_now: 0,
+            flat_next: None,
         }
     }
 
@@ -133,7 +144,14 @@ impl Wakeups {
     /// The time of the next round, if anything is scheduled.
     pub(crate) fn next_time(&mut self) -> Option<Instant> {
         self.settle_popped();
-        let least = self.least().at;
+        let least = match &self.flat {
+            Some(times) => {
+                let (least, due) = earliest(times);
+                self.flat_next = Some((least, due));
+                least
+            }
+            None => self.pairs[0][1].at,
+        };
         (least != NEVER).then(|| Instant::from_nanos(least))
     }
 
@@ -142,6 +160,18 @@ impl Wakeups {
         self.in_round = true;
         self.now = now.as_nanos();
         self.cursor = 0;
+        if let Some(times) = &self.flat {
+            self.flat_due_now = match self.flat_next.take() {
+                Some((least, due)) if least == self.now => due,
+                _ => {
+                    let now = self.now;
+                    times
+                        .iter()
+                        .enumerate()
+                        .fold(0, |m, (c, &t)| m | (u32::from(t == now) << c))
+                }
+            };
+        }
     }
 
     /// The next component due in the current round, in number order; it
@@ -155,10 +185,20 @@ impl Wakeups {
         // No wake-up is earlier than the round, and those at its time are
         // all past the cursor: the next is the first due from the cursor
         // on, which in the tree is the root, if due.
-        let c = match &self.flat {
+        let c = match &mut self.flat {
             Some(times) => {
-                let later = times.get(self.cursor..)?;
-                self.cursor + later.iter().position(|&t| t == self.now)?
+                // Taken out of the array at once: a store is all a climb
+                // of the tree would have been spared.
+                let later = self.flat_due_now & (u32::MAX << self.cursor);
+                if later == 0 {
+                    return None;
+                }
+                let c = later.trailing_zeros() as usize;
+                times[c] = NEVER;
+                self.flat_due_now &= !(1 << c);
+                self.due[c] = NEVER;
+                self.cursor = c + 1;
+                return Some(c);
             }
             None => {
                 let root = self.pairs[0][1];
@@ -193,36 +233,27 @@ impl Wakeups {
 
     /// Takes the last popped component out of the tree if nothing
     /// scheduled it since.
+    #[inline]
     fn settle_popped(&mut self) {
         if let Some(c) = self.popped.take() {
             self.set(c, NEVER);
         }
     }
 
-    /// The component due first (the lower number on ties) and when.
-    fn least(&self) -> Entry {
-        let Some(times) = &self.flat else {
-            return self.pairs[0][1];
-        };
-        let mut least = Entry {
-            at: times[0],
-            component: 0,
-        };
-        for (c, &at) in times.iter().enumerate().skip(1) {
-            if at < least.at {
-                least = Entry {
-                    at,
-                    component: c as u32,
-                };
-            }
-        }
-        least
-    }
-
     /// Writes a component's wake-up and replays the matches above it.
     fn set(&mut self, c: usize, t: u64) {
         if let Some(times) = &mut self.flat {
-            times[c % FLAT] = t;
+            let c = c % FLAT;
+            times[c] = t;
+            self.flat_next = None;
+            if self.in_round {
+                let bit = 1 << c;
+                if t == self.now {
+                    self.flat_due_now |= bit;
+                } else {
+                    self.flat_due_now &= !bit;
+                }
+            }
             return;
         }
         let mut node = self.leaves + c;
@@ -244,6 +275,19 @@ impl Wakeups {
             entry = if r.at < l.at { r } else { l };
         }
     }
+}
+
+/// The earliest of the flat array's wake-ups, and the mask of the
+/// components due then, in one pass.
+fn earliest(times: &[u64; FLAT]) -> (u64, u32) {
+    let (mut least, mut due) = (NEVER, 0);
+    for (c, &t) in times.iter().enumerate() {
+        if t < least {
+            (least, due) = (t, 0);
+        }
+        due |= u32::from(t == least) << c;
+    }
+    (least, due)
 }
 
 #[cfg(test)]

@@ -44,82 +44,158 @@ pub struct Percentiles {
     pub count: u64,
 }
 
-/// An HDR histogram over `1..=max` in some integer unit (the second
-/// field: larger values count as `max`).
+/// An HDR histogram over `1..=max` in some integer unit (larger values
+/// count as `max`): the buckets of [`Histogram`] at three significant
+/// digits, counted here. Recording into the crate's histogram checked its
+/// range and kept its minimum and maximum on every sample, three samples
+/// per packet in a saturated run; here a sample is one index and one
+/// increment, and the crate's histogram is built from the counts when one
+/// is wanted, with the same buckets and so the same answers.
 ///
-/// It covers only up to the largest value recorded so far and grows in
-/// steps of one power of two: a histogram up to `max` from the start would
-/// take 188 kB for latencies up to an hour, however small the values
-/// recorded, which made a tracked flow of the live router (six summaries)
-/// cost over 1 MB. Up to 2,048 units it takes 16 kB. Buckets and
-/// quantiles are those of a fixed-range histogram.
+/// It covers only up to the largest value recorded so far: a histogram up
+/// to `max` from the start would take 188 kB for latencies up to an hour,
+/// however small the values recorded, which made a tracked flow of the
+/// live router (six summaries) cost over 1 MB. Up to 2,048 units it takes
+/// 16 kB.
 #[derive(Debug, Clone)]
-struct Hist(Histogram<u64>, u64);
+struct Hist {
+    /// Samples by bucket index (see [`bucket`]).
+    counts: Vec<u64>,
+    total: u64,
+    max: u64,
+}
+
+/// Buckets of one unit below this value; above, each power of two is cut
+/// in half this many buckets (three significant digits).
+const SUB_BUCKETS: u64 = 2048;
+
+/// The index of the bucket holding `value`: the one [`Histogram`] at
+/// three significant digits from a lowest value of 1 gives it.
+fn bucket(value: u64) -> usize {
+    // The power of two above the exact range, 0 inside it.
+    let power = (SUB_BUCKETS - 1).leading_zeros() - (value | (SUB_BUCKETS - 1)).leading_zeros();
+    let sub = value >> power;
+    (u64::from(power) * (SUB_BUCKETS / 2) + sub) as usize
+}
+
+/// The lowest value of bucket `index`, its width, and so its highest
+/// value and middle as [`Histogram`] has them.
+fn bucket_span(index: usize) -> (u64, u64) {
+    let half = SUB_BUCKETS / 2;
+    let index = index as u64;
+    if index < SUB_BUCKETS {
+        return (index, 1);
+    }
+    let power = index / half - 1;
+    let sub = index % half + half;
+    (sub << power, 1 << power)
+}
 
 impl Hist {
     fn new(max: u64) -> Self {
-        // The digits are a constant the crate accepts (at most 5), so this
-        // cannot fail.
-        Hist(
-            Histogram::new(SIGNIFICANT_DIGITS).expect("constant digits are valid"),
+        Hist {
+            counts: Vec::new(),
+            total: 0,
             max,
-        )
+        }
     }
 
+    #[inline]
     fn record(&mut self, value: u64) {
-        // Clamped to `max` as the fixed range did; growing can only fail
-        // on a target whose usize cannot index a 1 h or 1 TiB range.
-        let _ = self.0.record(value.min(self.1));
+        let i = bucket(value.min(self.max));
+        if i >= self.counts.len() {
+            self.grow(i);
+        }
+        self.counts[i] += 1;
+        self.total += 1;
+    }
+
+    /// Makes room up to bucket `i`, in steps of one power of two of the
+    /// values covered.
+    #[cold]
+    fn grow(&mut self, i: usize) {
+        let half = (SUB_BUCKETS / 2) as usize;
+        let len = (i / half + 1) * half;
+        self.counts.resize(len.max(SUB_BUCKETS as usize), 0);
     }
 
     fn merge(&mut self, other: &Hist) {
-        // `self` grows to cover `other`'s largest value, so nothing can
-        // fall outside its range.
-        let _ = self.0.add(&other.0);
+        if other.counts.len() > self.counts.len() {
+            self.counts.resize(other.counts.len(), 0);
+        }
+        for (a, b) in self.counts.iter_mut().zip(&other.counts) {
+            *a += b;
+        }
+        self.total += other.total;
+    }
+
+    /// The recorded buckets, lowest first: (lowest value, width, count).
+    fn recorded(&self) -> impl Iterator<Item = (u64, u64, u64)> + '_ {
+        self.counts
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| **c > 0)
+            .map(|(i, c)| {
+                let (low, width) = bucket_span(i);
+                (low, width, *c)
+            })
+    }
+
+    /// The same samples in the crate's histogram (each bucket's count at
+    /// its lowest value).
+    fn hdr(&self) -> Histogram<u64> {
+        // The digits are a constant the crate accepts (at most 5), so this
+        // cannot fail; it grows to any value a bucket here starts at.
+        let mut h = Histogram::new(SIGNIFICANT_DIGITS).expect("constant digits are valid");
+        for (low, _, count) in self.recorded() {
+            let _ = h.record_n(low, count);
+        }
+        h
     }
 
     fn quantile(&self, q: f64) -> u64 {
-        if self.0.is_empty() {
+        if self.total == 0 {
             0
         } else {
-            self.0.value_at_quantile(q)
+            self.hdr().value_at_quantile(q)
         }
     }
 
     fn percentiles(&self, scale: f64) -> Percentiles {
-        let h = &self.0;
-        if h.is_empty() {
+        if self.total == 0 {
             return Percentiles::default();
         }
         // One walk over the recorded buckets for the four quantiles and the
-        // mean: asked one by one, the histogram walks its buckets once per
-        // question, which summing up a hundred flows' delays was 4% of a
-        // run. Same arithmetic in the same order as `value_at_quantile` (the
-        // first bucket whose running count reaches ceil(q * count), at
-        // least 1; its highest value) and `mean` (each bucket's middle value
-        // times its share, added up from the lowest bucket), so the same
-        // numbers.
+        // mean, with the arithmetic of [`Histogram`], in the same order:
+        // `value_at_quantile` (the first bucket whose running count reaches
+        // ceil(q * count), at least 1; its highest value), `mean` (each
+        // bucket's middle value times its share, added up from the lowest
+        // bucket), `min` (the lowest bucket's lowest value) and `max` (the
+        // highest bucket's highest value), so the same numbers.
         const QUANTILES: [f64; 4] = [0.50, 0.90, 0.95, 0.99];
-        let total = h.len();
+        let total = self.total;
         let targets = QUANTILES.map(|q| ((q * total as f64).ceil() as u64).max(1));
         let mut at = [0u64; QUANTILES.len()];
         let (mut next, mut seen, mut mean) = (0, 0u64, 0.0_f64);
-        for v in h.iter_recorded() {
-            let (value, count) = (v.value_iterated_to(), v.count_at_value());
+        let (mut min, mut max) = (None, 0);
+        for (low, width, count) in self.recorded() {
+            let high = low + width - 1;
+            min.get_or_insert(low);
+            max = high;
             seen += count;
             while next < targets.len() && seen >= targets[next] {
-                at[next] = value;
+                at[next] = high;
                 next += 1;
             }
-            mean += h.median_equivalent(value) as f64 * count as f64 / total as f64;
+            mean += (low + width / 2) as f64 * count as f64 / total as f64;
         }
         Percentiles {
-            min: h.min() as f64 * scale,
+            min: min.unwrap_or(0) as f64 * scale,
             p50: at[0] as f64 * scale,
             p90: at[1] as f64 * scale,
             p95: at[2] as f64 * scale,
             p99: at[3] as f64 * scale,
-            max: h.max() as f64 * scale,
+            max: max as f64 * scale,
             mean: mean * scale,
             count: total,
         }
@@ -162,12 +238,12 @@ impl LatencySummary {
 
     /// Samples recorded.
     pub fn len(&self) -> u64 {
-        self.0.0.len()
+        self.0.total
     }
 
     /// True before the first sample.
     pub fn is_empty(&self) -> bool {
-        self.0.0.is_empty()
+        self.0.total == 0
     }
 
     /// min, p50, p90, p95, p99, max and mean in milliseconds.
@@ -206,12 +282,12 @@ impl SizeSummary {
 
     /// Samples recorded.
     pub fn len(&self) -> u64 {
-        self.0.0.len()
+        self.0.total
     }
 
     /// True before the first sample.
     pub fn is_empty(&self) -> bool {
-        self.0.0.is_empty()
+        self.0.total == 0
     }
 
     /// p50, p90, p95, p99, max and mean in bytes.
@@ -323,14 +399,38 @@ mod tests {
         for q in [0.0, 0.1, 0.5, 0.9, 0.99, 0.999, 1.0] {
             assert_eq!(a.quantile(q), fixed.value_at_quantile(q), "q {q}");
         }
-        assert_eq!((a.0.len(), a.0.max()), (fixed.len(), fixed.max()));
+        assert_eq!((a.hdr().len(), a.hdr().max()), (fixed.len(), fixed.max()));
         let small = Hist::new(MAX_LATENCY_US);
         assert!(
-            small.0.distinct_values() * 8 <= fixed.distinct_values(),
+            small.counts.len() * 8 <= fixed.distinct_values(),
             "{} counters against {}",
-            small.0.distinct_values(),
+            small.counts.len(),
             fixed.distinct_values()
         );
+    }
+
+    #[test]
+    fn buckets_are_those_of_the_crates_histogram() {
+        // Every power of two's edges and a spread in between, up to past
+        // the largest size kept apart.
+        let h = Histogram::<u64>::new_with_bounds(1, MAX_SIZE_BYTES * 4, 3).unwrap();
+        let mut x: u64 = 7;
+        let edges = (0..43).flat_map(|p| {
+            let v = 1u64 << p;
+            [v - 1, v, v + 1]
+        });
+        let spread = (0..50_000).map(|i| {
+            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            (x >> 20) % 10u64.pow(1 + (i % 13) as u32)
+        });
+        for v in edges.chain(spread).chain([0]) {
+            let (low, width) = bucket_span(bucket(v));
+            assert_eq!(
+                (low, low + width - 1),
+                (h.lowest_equivalent(v), h.highest_equivalent(v)),
+                "{v}"
+            );
+        }
     }
 
     #[test]
@@ -346,23 +446,33 @@ mod tests {
             seed
         };
         for case in 0..200u64 {
+            // The crate's histogram, fed every sample, beside ours.
             let mut h = Hist::new(MAX_LATENCY_US);
+            let mut direct = Histogram::<u64>::new(SIGNIFICANT_DIGITS).unwrap();
             let n = 1 + draw() % 3000;
             let span = 1 + draw() % 10u64.pow(1 + (case % 7) as u32);
+            // Zero is a value too, in every fourth case.
+            let least = u64::from(case % 4 != 0);
             for _ in 0..n {
-                let v = 1 + draw() % span;
-                h.record(v);
-                if draw() % 4 == 0 {
+                let v = least + draw() % span;
+                let times = if draw() % 4 == 0 { 2 } else { 1 };
+                for _ in 0..times {
                     h.record(v);
+                    direct.record(v).unwrap();
                 }
             }
             let p = h.percentiles(1.0);
-            let want = [0.50, 0.90, 0.95, 0.99].map(|q| h.0.value_at_quantile(q) as f64);
+            let want = [0.50, 0.90, 0.95, 0.99].map(|q| direct.value_at_quantile(q) as f64);
             assert_eq!([p.p50, p.p90, p.p95, p.p99], want, "case {case}");
-            assert_eq!(p.mean.to_bits(), h.0.mean().to_bits(), "case {case}");
+            assert_eq!(p.mean.to_bits(), direct.mean().to_bits(), "case {case}");
             assert_eq!(
                 (p.min, p.max, p.count),
-                (h.0.min() as f64, h.0.max() as f64, h.0.len())
+                (direct.min() as f64, direct.max() as f64, direct.len())
+            );
+            let q = [0.0, 0.3, 1.0];
+            assert_eq!(
+                q.map(|q| h.quantile(q)),
+                q.map(|q| direct.value_at_quantile(q))
             );
         }
     }

@@ -69,7 +69,7 @@ use rand::Rng as _;
 use reorder::Holds;
 use std::collections::VecDeque;
 use std::time::Duration;
-use transmitter::{Transmitter, TxOutput};
+use transmitter::{Transmitter, TxOutput, TxSink};
 
 /// Something the link did that a trace should show. Events come out in
 /// time order.
@@ -191,6 +191,9 @@ pub struct Link {
     /// Packets propagating, by (arrival, sequence) so ties keep send order.
     in_flight: InFlight,
     tx_out: Vec<TxOutput>,
+    /// A plain link's dequeues of one transmitter step (at, packet id,
+    /// queue delay), reported after the queue's own events of the step.
+    tx_dequeued: Vec<(Instant, u64, Duration)>,
     delivered: VecDeque<(Instant, Packet)>,
     /// Packet Too Big answers waiting to go back toward their senders.
     replies: VecDeque<(Instant, Packet)>,
@@ -254,6 +257,7 @@ impl Link {
             last_in_order: Instant::ZERO,
             in_flight: InFlight::default(),
             tx_out: Vec::new(),
+            tx_dequeued: Vec::new(),
             delivered: VecDeque::new(),
             replies: VecDeque::new(),
             events: VecDeque::new(),
@@ -443,11 +447,11 @@ impl Link {
     /// One transmitter step and what follows from it; true if the
     /// transmitter is due again at `at`.
     fn transmit_once(&mut self, at: Instant) -> bool {
+        if self.plain {
+            return self.transmit_plain(at);
+        }
         let mut out = std::mem::take(&mut self.tx_out);
-        // A plain link's sent packet only propagates, adding no event
-        // between the queue's, so the next packet may start in the same
-        // step: one step, one drain of queue events, per packet.
-        let again = self.tx.step(at, self.queue.as_mut(), &mut out, self.plain);
+        let again = self.tx.step(at, self.queue.as_mut(), &mut out, false);
         // Drops an AQM made while dequeuing happened at `at`, before the
         // packet it returned left.
         self.drain_queue_events();
@@ -466,13 +470,7 @@ impl Link {
                     self.stats.transmitted_packets += 1;
                     self.stats.transmitted_bytes += packet.len() as u64;
                     self.stats.busy += busy;
-                    if self.plain {
-                        // What `impair` and `propagate` come to without
-                        // impairments (`last_sent` only serves idle loss).
-                        self.in_order(at + self.config.delay, packet);
-                    } else {
-                        self.impair(at, busy, packet);
-                    }
+                    self.impair(at, busy, packet);
                 }
             }
         }
@@ -482,6 +480,34 @@ impl Link {
             for (t, p) in self.holds.flush(self.last_in_order) {
                 self.schedule(t, p);
             }
+        }
+        again
+    }
+
+    /// [`Link::transmit_once`] for a plain link: a sent packet goes
+    /// straight to propagation instead of through a list of outputs, and
+    /// only the dequeues wait, to follow the queue's events of the step as
+    /// they do there.
+    fn transmit_plain(&mut self, at: Instant) -> bool {
+        let mut sink = PlainSink {
+            in_flight: &mut self.in_flight,
+            last_in_order: &mut self.last_in_order,
+            stats: &mut self.stats,
+            delay: self.config.delay,
+            keep_order: !self.config.reorder_on_jitter,
+            dequeued: &mut self.tx_dequeued,
+        };
+        // A plain link's sent packet only propagates, adding no event
+        // between the queue's, so the next packet may start in the same
+        // step: one step, one drain of queue events, per packet.
+        let again = self.tx.step(at, self.queue.as_mut(), &mut sink, true);
+        self.drain_queue_events();
+        for (at, packet_id, queue_delay) in self.tx_dequeued.drain(..) {
+            self.events.push_back(LinkEvent::Dequeued {
+                at,
+                packet_id,
+                queue_delay,
+            });
         }
         again
     }
@@ -587,6 +613,40 @@ impl Link {
                 QueueEvent::Marked { at, packet_id } => LinkEvent::Marked { at, packet_id },
             });
         }
+    }
+}
+
+/// What a plain link does with a transmitter step's outputs: what
+/// [`Link::impair`] and [`Link::propagate`] come to without impairments
+/// (`last_sent` only serves idle loss, and no packet is ever held).
+struct PlainSink<'a> {
+    in_flight: &'a mut InFlight,
+    last_in_order: &'a mut Instant,
+    stats: &'a mut LinkStats,
+    delay: Duration,
+    /// Not `reorder_on_jitter`.
+    keep_order: bool,
+    dequeued: &'a mut Vec<(Instant, u64, Duration)>,
+}
+
+impl TxSink for PlainSink<'_> {
+    fn dequeued(&mut self, at: Instant, packet: &Packet) {
+        self.dequeued.push((at, packet.id, at - packet.enqueued_at));
+    }
+
+    fn sent(&mut self, at: Instant, packet: Packet, busy: Duration) {
+        self.stats.transmitted_packets += 1;
+        self.stats.transmitted_bytes += packet.len() as u64;
+        self.stats.busy += busy;
+        // As `Link::in_order` has it.
+        let natural = at + self.delay;
+        let arrival = if self.keep_order {
+            natural.max(*self.last_in_order)
+        } else {
+            natural
+        };
+        *self.last_in_order = (*self.last_in_order).max(arrival);
+        self.in_flight.insert(arrival, packet);
     }
 }
 

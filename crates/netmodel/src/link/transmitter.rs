@@ -28,6 +28,28 @@ pub(crate) enum TxOutput {
     },
 }
 
+/// Where a transmitter step puts what it produced, in order.
+pub(crate) trait TxSink {
+    /// `packet` left the queue at `at` to be serialized.
+    fn dequeued(&mut self, at: Instant, packet: &Packet);
+    /// `packet` finished serialization at `at` after `busy` of air time.
+    fn sent(&mut self, at: Instant, packet: Packet, busy: Duration);
+}
+
+impl TxSink for Vec<TxOutput> {
+    fn dequeued(&mut self, at: Instant, packet: &Packet) {
+        self.push(TxOutput::Dequeued {
+            at,
+            packet_id: packet.id,
+            queue_delay: at - packet.enqueued_at,
+        });
+    }
+
+    fn sent(&mut self, at: Instant, packet: Packet, busy: Duration) {
+        self.push(TxOutput::Sent { at, packet, busy });
+    }
+}
+
 #[derive(Debug)]
 pub(crate) struct Transmitter {
     /// Outages that freeze the transmitter (empty in `outage_drops` mode).
@@ -266,11 +288,11 @@ impl Transmitter {
     /// `chain` a continuous transmitter starts that next packet in the
     /// same step instead: for a caller whose handling of a sent packet
     /// leaves no trace event, the outputs come out in the same order.
-    pub(crate) fn step(
+    pub(crate) fn step<S: TxSink>(
         &mut self,
         at: Instant,
         queue: &mut dyn Queue,
-        out: &mut Vec<TxOutput>,
+        out: &mut S,
         chain: bool,
     ) -> bool {
         let frozen_until = self.freeze.up_again(at);
@@ -282,11 +304,7 @@ impl Transmitter {
             } => {
                 if let Some((packet, finish, busy)) = sending.take_if(|s| s.1 <= at) {
                     *free_at = finish;
-                    out.push(TxOutput::Sent {
-                        at: finish,
-                        packet,
-                        busy,
-                    });
+                    out.sent(finish, packet, busy);
                     // What `due` would answer now, without its questions.
                     let again = finish == at && frozen_until.is_none() && !queue.is_empty();
                     if !(again && chain) {
@@ -303,7 +321,7 @@ impl Transmitter {
                     *free_at = at;
                     return false;
                 };
-                out.push(dequeued(at, &packet));
+                out.dequeued(at, &packet);
                 let (finish, busy) = finish_time(rate, &self.freeze, at, packet.len());
                 *sending = Some((packet, finish, busy));
             }
@@ -386,12 +404,12 @@ impl Transmitter {
 /// queue) until the budget runs out; a packet it cannot finish keeps its
 /// remaining bytes in `sending`. Every packet finished leaves at `at`,
 /// with the air time `air(len)`.
-fn send_budget(
+fn send_budget<S: TxSink>(
     at: Instant,
     mut budget: usize,
-    next: &mut dyn FnMut(&mut Vec<TxOutput>) -> Option<Packet>,
+    next: &mut dyn FnMut(&mut S) -> Option<Packet>,
     sending: &mut Option<(Packet, usize)>,
-    out: &mut Vec<TxOutput>,
+    out: &mut S,
     air: impl Fn(usize) -> Duration,
 ) {
     while budget > 0 {
@@ -410,24 +428,16 @@ fn send_budget(
         budget -= used;
         if let Some((packet, _)) = sending.take_if(|s| s.1 == 0) {
             let busy = air(packet.len());
-            out.push(TxOutput::Sent { at, packet, busy });
+            out.sent(at, packet, busy);
         }
     }
 }
 
 /// The queue discipline's head at `at`, reported as it leaves.
-fn from_queue(at: Instant, queue: &mut dyn Queue, out: &mut Vec<TxOutput>) -> Option<Packet> {
+fn from_queue<S: TxSink>(at: Instant, queue: &mut dyn Queue, out: &mut S) -> Option<Packet> {
     let packet = queue.dequeue(at)?;
-    out.push(dequeued(at, &packet));
+    out.dequeued(at, &packet);
     Some(packet)
-}
-
-fn dequeued(at: Instant, packet: &Packet) -> TxOutput {
-    TxOutput::Dequeued {
-        at,
-        packet_id: packet.id,
-        queue_delay: at - packet.enqueued_at,
-    }
 }
 
 /// When a packet of `len_bytes` started at `start` is fully serialized, and

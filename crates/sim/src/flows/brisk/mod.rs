@@ -366,6 +366,9 @@ pub struct BriskFlow {
     /// Each end's last received headers (sender, receiver): a flow's
     /// datagrams repeat them, so most are not read again.
     udp_memo: [ip::UdpMemo; 2],
+    /// Each end's last IP and UDP headers, which its next datagram of the
+    /// same length repeats.
+    udp_headers: [ip::UdpHeaderMemo; 2],
     /// Each end's next timer, read again only when the engine asks after
     /// a call that touched it (`timer_stale`): walking an endpoint's
     /// connections each time was a twentieth of a saturated run, and
@@ -529,6 +532,7 @@ impl BriskFlow {
             spare: Vec::new(),
             touched: [Touched::ALL; 2],
             udp_memo: Default::default(),
+            udp_headers: Default::default(),
             timers: Default::default(),
             timer_stale: [Cell::new(true), Cell::new(true)],
             standby: None,
@@ -813,7 +817,8 @@ impl BriskFlow {
             // left for a capture to fill in: the receiving host takes it
             // on trust, and summing every byte of every datagram was a
             // thirtieth of a run.
-            if ip::udp_datagram_in_place_unsummed(src, t.destination, t.ecn, d).is_ok() {
+            let headers = &mut self.udp_headers[end as usize];
+            if headers.write(src, t.destination, t.ecn, d).is_ok() {
                 if end == End::Receiver
                     && let Some(r) = self.replay.as_mut()
                     && r.flight.is_none()
