@@ -221,6 +221,11 @@ impl Pacer {
         }
         // A packet larger than the bucket waits for a full bucket.
         let needed = (bytes as f64).min(self.capacity);
+        // The bucket only fills with time: what it held at the last refill
+        // is enough (a receiver's full bucket) without working out the rest.
+        if self.tokens >= needed {
+            return now;
+        }
         let missing = needed - self.tokens_at(now);
         if missing <= 0.0 {
             return now;

@@ -168,6 +168,14 @@ pub struct CcMetrics {
     pub extra: Option<(&'static str, f64)>,
 }
 
+/// What the pacer spreads: a rate the controller computed, in bytes per
+/// second, or a window over the RTT.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum PaceBy {
+    Rate(f64),
+    Window(u64),
+}
+
 /// A congestion controller.
 ///
 /// Call order per ACK frame, following RFC 9002 §A.7: first
@@ -206,6 +214,17 @@ pub(crate) trait Controller: Send + fmt::Debug {
     /// single-datagram bursts.
     fn pacing(&self) -> PacingParams {
         PacingParams::classic(self.in_slow_start())
+    }
+    /// What the pacer is asked with, in one call (it is asked before every
+    /// packet): [`pacing_rate`](Controller::pacing_rate) if the controller
+    /// has one, else [`pacing_window`](Controller::pacing_window), with
+    /// [`pacing`](Controller::pacing).
+    fn pace_by(&self) -> (PaceBy, PacingParams) {
+        let by = match self.pacing_rate() {
+            Some(rate) => PaceBy::Rate(rate),
+            None => PaceBy::Window(self.pacing_window()),
+        };
+        (by, self.pacing())
     }
     /// The largest datagram, in bytes, this controller wants sent now, if
     /// smaller than the path's `full` size (Prague at a few Mbit/s: see

@@ -18,6 +18,7 @@
 
 use super::Connection;
 use super::timer::Timer;
+use crate::congestion::PaceBy;
 use crate::crypto::TAG_LEN;
 use crate::frame::{Frame, RepairFrame, RepairedFrame, StreamFrame};
 use crate::packet::{Header, TruncatedPn};
@@ -401,17 +402,14 @@ impl Connection {
         if !probe && cwnd_ok {
             let small = (mds < full as u64).then_some(mds);
             self.pacer.set_burst_datagram(now, small);
-            let at = match self.cc.pacing_rate() {
-                Some(rate) => self
-                    .pacer
-                    .next_send_time_at_rate(now, mds, rate, self.cc.pacing()),
-                None => self.pacer.next_send_time(
-                    now,
-                    mds,
-                    self.cc.pacing_window(),
-                    self.rtt.pacing_rtt(),
-                    self.cc.pacing(),
-                ),
+            let at = match self.cc.pace_by() {
+                (PaceBy::Rate(rate), params) => {
+                    self.pacer.next_send_time_at_rate(now, mds, rate, params)
+                }
+                (PaceBy::Window(window), params) => {
+                    self.pacer
+                        .next_send_time(now, mds, window, self.rtt.pacing_rtt(), params)
+                }
             };
             if at > now {
                 pacing_ok = false;

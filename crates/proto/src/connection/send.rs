@@ -146,9 +146,10 @@ impl Connection {
         if matches!(self.state, ConnState::Draining | ConnState::Drained) {
             return None;
         }
-        // The datagram size, read once: nothing below changes it before
-        // the 1-RTT packet is written.
+        // The datagram size and the 1-RTT packet's, read once: nothing
+        // below changes them before that packet is written.
         let mds = self.mds();
+        let send_size = self.send_size_of(mds);
         // An established connection in its steady state is answered here
         // when it has nothing to send or is held by its window or the
         // pacer, before the budget and the header are worked out; either
@@ -156,7 +157,6 @@ impl Connection {
         // would ask, and gives the same answer.
         let mut paced = None;
         if self.steady(now) {
-            let send_size = self.send_size_of(mds);
             if self.nothing_to_send(now) {
                 self.pace(now, (mds, send_size), false);
                 return None;
@@ -201,7 +201,6 @@ impl Connection {
             ecn: Ecn::NotEct,
             full: false,
         };
-        let send_size = self.send_size_of(mds);
         let one_rtt_budget = budget.min(base + send_size);
         if self.state == ConnState::Established
             && let Some(w) = self.write_one_rtt(now, out, one_rtt_budget, (mds, send_size), paced)
