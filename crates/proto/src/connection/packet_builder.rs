@@ -193,11 +193,15 @@ impl Connection {
         sizes: (usize, usize),
         paced: Option<(bool, bool)>,
     ) -> Option<Written> {
-        if self.keys.as_ref().is_some_and(|(tx, _)| {
-            tx.cipher()
-                .confidentiality_limit_blocks()
-                .is_some_and(|limit| self.sealed_blocks >= limit)
-        }) {
+        // A poll that asked the pacer first found the connection steady,
+        // its key among other things not used up.
+        if paced.is_none()
+            && self.keys.as_ref().is_some_and(|(tx, _)| {
+                tx.cipher()
+                    .confidentiality_limit_blocks()
+                    .is_some_and(|limit| self.sealed_blocks >= limit)
+            })
+        {
             // Version 1 has no key update: the connection must end.
             self.transport_error(
                 now,
@@ -344,14 +348,16 @@ impl Connection {
     }
 
     /// Whether a packet may and should start now; sets or stops the
-    /// pacing timer on the way, unless `paced` holds the pacer's answer.
+    /// pacing timer on the way, unless `paced` holds the pacer's answer
+    /// (given only by a poll that found the connection steady at `now`,
+    /// so with no ACK due).
     fn gate(
         &mut self,
         now: Instant,
         sizes: (usize, usize),
         paced: Option<(bool, bool)>,
     ) -> Option<Gate> {
-        let ack_due = self.acks.ack_due(now);
+        let ack_due = paced.is_none() && self.acks.ack_due(now);
         let probe = self.probes_pending > 0;
         let (cwnd_ok, pacing_ok) = match paced {
             Some(p) => p,
@@ -371,7 +377,7 @@ impl Connection {
             && !self.ping_pending
             && !self.ack_frequency.as_ref().is_some_and(|a| a.has_pending())
             && !self.streams.may_have_frames()
-            && !self.datagrams_pending(now)
+            && !(self.datagrams_queued() && self.datagrams_pending(now))
             && !self.path_frames_pending(now)
             && self.fec_active().is_none_or(|f| f.next_repair().is_none())
         {
@@ -520,7 +526,7 @@ impl Connection {
             }
             FrameSource::Control => {
                 self.fill_path_frames(now, b, out);
-                while b.room(out) >= CONTROL_FRAME_MAX {
+                while self.streams.may_have_control() && b.room(out) >= CONTROL_FRAME_MAX {
                     let Some(c) = self.streams.poll_control(now, self.rtt.min()) else {
                         break;
                     };
@@ -529,7 +535,13 @@ impl Connection {
                     b.record(Some(SentFrame::Control(c)), || qlog::frame(&f), true);
                 }
             }
-            FrameSource::Datagram => self.fill_datagrams(now, b, out),
+            // Datagrams expire only while queued: an empty queue has none
+            // to drop.
+            FrameSource::Datagram => {
+                if self.datagrams_queued() {
+                    self.fill_datagrams(now, b, out);
+                }
+            }
             FrameSource::Stream => {
                 b.app_limited = self.fill_stream_data(b, out) && !self.datagrams_queued();
                 if gate.probe && !b.eliciting && self.requeue_newest_in_flight() {
@@ -670,7 +682,8 @@ impl Connection {
             if let Some(f) = self.fec_active() {
                 f.on_repair_sent(now, pn);
             }
-        } else if !b.mtu_probe {
+        } else if !b.mtu_probe && self.fec_active().is_some() {
+            // What the FEC sender is told is read only when there is one.
             let in_flight = self.sent.bytes_in_flight();
             let cwnd = self.cc.window();
             let mds = self.mds() as u64;
