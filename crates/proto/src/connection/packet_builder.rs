@@ -18,7 +18,7 @@
 
 use super::Connection;
 use super::timer::Timer;
-use crate::congestion::PaceBy;
+use crate::congestion::{PaceBy, SendView};
 use crate::crypto::TAG_LEN;
 use crate::frame::{Frame, RepairFrame, RepairedFrame, StreamFrame};
 use crate::packet::{Header, TruncatedPn};
@@ -172,6 +172,18 @@ impl PacketBuilder {
     }
 }
 
+/// What a datagram is sized and gated by, read once per datagram (nothing
+/// before its 1-RTT packet's gate changes it).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Sizing {
+    /// The current [`Connection::mds`].
+    pub(super) full: usize,
+    /// The 1-RTT packet's size, [`Connection::send_size_of`] `full`.
+    pub(super) send: usize,
+    /// The controller's view of `full`.
+    pub(super) cc: SendView,
+}
+
 /// What one written 1-RTT packet turned out to be.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Written {
@@ -182,15 +194,14 @@ pub(crate) struct Written {
 
 impl Connection {
     /// Appends one 1-RTT packet if there is anything worth sending, with
-    /// `out` allowed to grow to `budget` bytes; `sizes` are the current
-    /// [`Connection::mds`] and [`Connection::send_size_of`] it. `paced`:
+    /// `out` allowed to grow to `budget` bytes, sized by `sizes`. `paced`:
     /// the pacer's answer, when this poll already asked it.
     pub(super) fn write_one_rtt(
         &mut self,
         now: Instant,
         out: &mut Vec<u8>,
         budget: usize,
-        sizes: (usize, usize),
+        sizes: Sizing,
         paced: Option<(bool, bool)>,
     ) -> Option<Written> {
         // A poll that asked the pacer first found the connection steady,
@@ -359,12 +370,7 @@ impl Connection {
     /// pacing timer on the way, unless `paced` holds the pacer's answer
     /// (given only by a poll that found the connection steady at `now`,
     /// so with no ACK due).
-    fn gate(
-        &mut self,
-        now: Instant,
-        sizes: (usize, usize),
-        paced: Option<(bool, bool)>,
-    ) -> Option<Gate> {
+    fn gate(&mut self, now: Instant, sizes: Sizing, paced: Option<(bool, bool)>) -> Option<Gate> {
         let ack_due = paced.is_none() && self.acks.ack_due(now);
         let probe = self.probes_pending > 0;
         let (cwnd_ok, pacing_ok) = match paced {
@@ -399,28 +405,22 @@ impl Connection {
     }
 
     /// Whether the congestion window and the pacer let a packet of
-    /// `send_size` go now, as `(cwnd_ok, pacing_ok)`; sets or stops the
+    /// `sizes.send` go now, as `(cwnd_ok, pacing_ok)`; sets or stops the
     /// pacing timer on the way. Asked before every packet, and by a poll
     /// that finds nothing to send (`Connection::nothing_to_send`): the answer
     /// moves the pacing timer and the pacer's late credit, so it is asked
     /// the same whether or not a packet follows.
-    pub(super) fn pace(
-        &mut self,
-        now: Instant,
-        (full, send_size): (usize, usize),
-        probe: bool,
-    ) -> (bool, bool) {
-        let mds = send_size as u64;
-        let cwnd_ok = self.sent.bytes_in_flight() + mds <= self.cc.window();
+    pub(super) fn pace(&mut self, now: Instant, sizes: Sizing, probe: bool) -> (bool, bool) {
+        let mds = sizes.send as u64;
+        let cwnd_ok = self.sent.bytes_in_flight() + mds <= sizes.cc.window;
         let mut pacing_ok = true;
         if !probe && cwnd_ok {
-            let small = (mds < full as u64).then_some(mds);
+            let small = (mds < sizes.full as u64).then_some(mds);
             self.pacer.set_burst_datagram(now, small);
-            let at = match self.cc.pace_by() {
-                (PaceBy::Rate(rate), params) => {
-                    self.pacer.next_send_time_at_rate(now, mds, rate, params)
-                }
-                (PaceBy::Window(window), params) => {
+            let params = sizes.cc.pacing;
+            let at = match sizes.cc.pace_by {
+                PaceBy::Rate(rate) => self.pacer.next_send_time_at_rate(now, mds, rate, params),
+                PaceBy::Window(window) => {
                     self.pacer
                         .next_send_time(now, mds, window, self.rtt.pacing_rtt(), params)
                 }

@@ -5,6 +5,7 @@
 //! unvalidated connections). Full-sized datagrams in a row leave as one GSO
 //! train: equal segments, the last one possibly shorter.
 
+use super::packet_builder::Sizing;
 use super::{ConnState, Connection, Transmit, hs_payload};
 use crate::crypto::TAG_LEN;
 use crate::frame::{CloseFrame, Frame};
@@ -149,7 +150,13 @@ impl Connection {
         // The datagram size and the 1-RTT packet's, read once: nothing
         // below changes them before that packet is written.
         let mds = self.mds();
-        let send_size = self.send_size_of(mds);
+        let view = self.cc.send_view(mds as u64);
+        let sizing = Sizing {
+            full: mds,
+            send: self.send_size_of(mds, &view),
+            cc: view,
+        };
+        let send_size = sizing.send;
         // An established connection in its steady state is answered here
         // when it has nothing to send or is held by its window or the
         // pacer, before the budget and the header are worked out; either
@@ -158,11 +165,11 @@ impl Connection {
         let mut paced = None;
         if self.steady(now) {
             if self.nothing_to_send(now) {
-                self.pace(now, (mds, send_size), false);
+                self.pace(now, sizing, false);
                 return None;
             }
             if max_len == usize::MAX && send_size >= PACE_FIRST_ROOM {
-                let (cwnd_ok, pacing_ok) = self.pace(now, (mds, send_size), false);
+                let (cwnd_ok, pacing_ok) = self.pace(now, sizing, false);
                 if !(cwnd_ok && pacing_ok) {
                     return None;
                 }
@@ -203,7 +210,7 @@ impl Connection {
         };
         let one_rtt_budget = budget.min(base + send_size);
         if self.state == ConnState::Established
-            && let Some(w) = self.write_one_rtt(now, out, one_rtt_budget, (mds, send_size), paced)
+            && let Some(w) = self.write_one_rtt(now, out, one_rtt_budget, sizing, paced)
         {
             datagram = Datagram {
                 ecn: w.ecn,
