@@ -250,11 +250,16 @@ impl Pacer {
     /// (`None`: full ones), for a controller that sends datagrams smaller
     /// than the path's: a bucket of one full datagram would let several
     /// small ones leave back to back.
+    #[inline]
     pub(crate) fn set_burst_datagram(&mut self, now: Instant, bytes: Option<u64>) {
         let bytes = bytes.map_or(self.max_datagram_size, |b| b.max(1));
-        if bytes == self.burst_datagram {
-            return;
+        if bytes != self.burst_datagram {
+            self.change_burst_datagram(now, bytes);
         }
+    }
+
+    /// [`Pacer::set_burst_datagram`] to a new size.
+    fn change_burst_datagram(&mut self, now: Instant, bytes: u64) {
         self.burst_datagram = bytes;
         // Bank what accrued at the old size and recompute the bucket on
         // the next question.

@@ -409,7 +409,9 @@ impl Connection {
     /// pacing timer on the way. Asked before every packet, and by a poll
     /// that finds nothing to send (`Connection::nothing_to_send`): the answer
     /// moves the pacing timer and the pacer's late credit, so it is asked
-    /// the same whether or not a packet follows.
+    /// the same whether or not a packet follows. In line: it is asked by
+    /// every poll.
+    #[inline(always)]
     pub(super) fn pace(&mut self, now: Instant, sizes: Sizing, probe: bool) -> (bool, bool) {
         let mds = sizes.send as u64;
         let cwnd_ok = self.sent.bytes_in_flight() + mds <= sizes.cc.window;
