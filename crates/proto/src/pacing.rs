@@ -221,6 +221,11 @@ impl Pacer {
         }
         // A packet larger than the bucket waits for a full bucket.
         let needed = (bytes as f64).min(self.capacity);
+        // The bucket only fills with time: what it held at the last refill
+        // is enough (a receiver's full bucket) without working out the rest.
+        if self.tokens >= needed {
+            return now;
+        }
         let missing = needed - self.tokens_at(now);
         if missing <= 0.0 {
             return now;
@@ -245,11 +250,16 @@ impl Pacer {
     /// (`None`: full ones), for a controller that sends datagrams smaller
     /// than the path's: a bucket of one full datagram would let several
     /// small ones leave back to back.
+    #[inline]
     pub(crate) fn set_burst_datagram(&mut self, now: Instant, bytes: Option<u64>) {
         let bytes = bytes.map_or(self.max_datagram_size, |b| b.max(1));
-        if bytes == self.burst_datagram {
-            return;
+        if bytes != self.burst_datagram {
+            self.change_burst_datagram(now, bytes);
         }
+    }
+
+    /// [`Pacer::set_burst_datagram`] to a new size.
+    fn change_burst_datagram(&mut self, now: Instant, bytes: u64) {
         self.burst_datagram = bytes;
         // Bank what accrued at the old size and recompute the bucket on
         // the next question.
@@ -350,18 +360,25 @@ impl Pacer {
     }
 
     /// Whether `inputs` differ from the current rate's; if so, banks what
-    /// accrued so far (at the old rate) and records them.
+    /// accrued so far (at the old rate) and records them. In line: asked
+    /// before every packet, and mostly the same.
+    #[inline]
     fn inputs_changed(&mut self, now: Instant, inputs: RateInputs) -> bool {
         if self.rate_inputs == Some(inputs) {
             // Same rate and capacity; `on_sent` keeps the tokens within the
             // capacity.
             return false;
         }
+        self.bank_for(now, inputs);
+        true
+    }
+
+    /// Banks what accrued so far and records the new inputs.
+    fn bank_for(&mut self, now: Instant, inputs: RateInputs) {
         // What accrued so far accrued at the old rate.
         self.tokens = self.tokens_at(now);
         self.last_refill = Some(now.max(self.last_refill.unwrap_or(now)));
         self.rate_inputs = Some(inputs);
-        true
     }
 
     /// The bucket for the current rate: `MAX_BURST_TIME` of it, at least

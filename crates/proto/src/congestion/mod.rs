@@ -168,6 +168,28 @@ pub struct CcMetrics {
     pub extra: Option<(&'static str, f64)>,
 }
 
+/// What the pacer spreads: a rate the controller computed, in bytes per
+/// second, or a window over the RTT.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum PaceBy {
+    Rate(f64),
+    Window(u64),
+}
+
+/// What a sender reads from its controller before each datagram, in one
+/// call ([`Controller::send_view`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct SendView {
+    /// [`Controller::datagram_size`] of the path's full size.
+    pub datagram_size: Option<u64>,
+    /// [`Controller::window`].
+    pub window: u64,
+    /// What the pacer spreads, and its parameters
+    /// ([`Controller::pacing`]).
+    pub pace_by: PaceBy,
+    pub pacing: PacingParams,
+}
+
 /// A congestion controller.
 ///
 /// Call order per ACK frame, following RFC 9002 §A.7: first
@@ -206,6 +228,22 @@ pub(crate) trait Controller: Send + fmt::Debug {
     /// single-datagram bursts.
     fn pacing(&self) -> PacingParams {
         PacingParams::classic(self.in_slow_start())
+    }
+    /// What a sender asks before each datagram, in one call, with `full`
+    /// the path's datagram size: the datagram size, the window, and what
+    /// the pacer spreads ([`pacing_rate`](Controller::pacing_rate) if the
+    /// controller has one, else [`pacing_window`](Controller::pacing_window)).
+    fn send_view(&self, full: u64) -> SendView {
+        let pace_by = match self.pacing_rate() {
+            Some(rate) => PaceBy::Rate(rate),
+            None => PaceBy::Window(self.pacing_window()),
+        };
+        SendView {
+            datagram_size: self.datagram_size(full),
+            window: self.window(),
+            pace_by,
+            pacing: self.pacing(),
+        }
     }
     /// The largest datagram, in bytes, this controller wants sent now, if
     /// smaller than the path's `full` size (Prague at a few Mbit/s: see

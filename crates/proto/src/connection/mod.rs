@@ -58,7 +58,7 @@ use crate::ack_tracker::AckTracker;
 use crate::amplification::Allowance;
 use crate::anti_replay::{AntiReplay, Verdict};
 use crate::config::{ClientConfig, ServerConfig, TransportConfig};
-use crate::congestion::{CcAlgorithm, Controller};
+use crate::congestion::{CcAlgorithm, Controller, SendView};
 use crate::crypto::{KEY_LEN, Keypair, PacketCipher, PacketKey};
 use crate::ecn_validation::{EcnState, EcnValidator};
 use crate::error::{ConnectError, ConnectionError, EarlyDataError};
@@ -831,9 +831,10 @@ impl Connection {
     /// when the controller asks for smaller datagrams at its rate
     /// (Prague below a few Mbit/s). Application datagrams waiting to be
     /// sent are never split, so while one waits datagrams stay full.
-    /// `mds` is the current [`mds`](Self::mds), read once by the caller.
-    pub(super) fn send_size_of(&self, mds: usize) -> usize {
-        match self.cc.datagram_size(mds as u64) {
+    /// `mds` is the current [`mds`](Self::mds) and `view` the controller's
+    /// [`SendView`] of it, read once by the caller.
+    pub(super) fn send_size_of(&self, mds: usize, view: &SendView) -> usize {
+        match view.datagram_size {
             Some(size) if !self.datagrams_queued() => mds.min(size as usize),
             _ => mds,
         }

@@ -18,6 +18,7 @@
 
 use super::Connection;
 use super::timer::Timer;
+use crate::congestion::{PaceBy, SendView};
 use crate::crypto::TAG_LEN;
 use crate::frame::{Frame, RepairFrame, RepairedFrame, StreamFrame};
 use crate::packet::{Header, TruncatedPn};
@@ -171,6 +172,18 @@ impl PacketBuilder {
     }
 }
 
+/// What a datagram is sized and gated by, read once per datagram (nothing
+/// before its 1-RTT packet's gate changes it).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Sizing {
+    /// The current [`Connection::mds`].
+    pub(super) full: usize,
+    /// The 1-RTT packet's size, [`Connection::send_size_of`] `full`.
+    pub(super) send: usize,
+    /// The controller's view of `full`.
+    pub(super) cc: SendView,
+}
+
 /// What one written 1-RTT packet turned out to be.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Written {
@@ -181,22 +194,25 @@ pub(crate) struct Written {
 
 impl Connection {
     /// Appends one 1-RTT packet if there is anything worth sending, with
-    /// `out` allowed to grow to `budget` bytes; `sizes` are the current
-    /// [`Connection::mds`] and [`Connection::send_size_of`] it. `paced`:
+    /// `out` allowed to grow to `budget` bytes, sized by `sizes`. `paced`:
     /// the pacer's answer, when this poll already asked it.
     pub(super) fn write_one_rtt(
         &mut self,
         now: Instant,
         out: &mut Vec<u8>,
         budget: usize,
-        sizes: (usize, usize),
+        sizes: Sizing,
         paced: Option<(bool, bool)>,
     ) -> Option<Written> {
-        if self.keys.as_ref().is_some_and(|(tx, _)| {
-            tx.cipher()
-                .confidentiality_limit_blocks()
-                .is_some_and(|limit| self.sealed_blocks >= limit)
-        }) {
+        // A poll that asked the pacer first found the connection steady,
+        // its key among other things not used up.
+        if paced.is_none()
+            && self.keys.as_ref().is_some_and(|(tx, _)| {
+                tx.cipher()
+                    .confidentiality_limit_blocks()
+                    .is_some_and(|limit| self.sealed_blocks >= limit)
+            })
+        {
             // Version 1 has no key update: the connection must end.
             self.transport_error(
                 now,
@@ -257,9 +273,17 @@ impl Connection {
             pad: false,
         };
         let retransmitted_before = self.streams.stats().bytes_retransmitted;
-        for source in PRIORITY {
-            self.fill_from(source, now, gate, &mut b, out);
-        }
+        // Written out, each call inlined for its one source: a loop over
+        // the list paid a call and a dispatch per source per packet.
+        let [s0, s1, s2, s3, s4, s5, s6, s7] = PRIORITY;
+        self.fill_from(s0, now, gate, &mut b, out);
+        self.fill_from(s1, now, gate, &mut b, out);
+        self.fill_from(s2, now, gate, &mut b, out);
+        self.fill_from(s3, now, gate, &mut b, out);
+        self.fill_from(s4, now, gate, &mut b, out);
+        self.fill_from(s5, now, gate, &mut b, out);
+        self.fill_from(s6, now, gate, &mut b, out);
+        self.fill_from(s7, now, gate, &mut b, out);
         if b.eliciting {
             self.ping_pending = false;
         }
@@ -343,14 +367,11 @@ impl Connection {
     }
 
     /// Whether a packet may and should start now; sets or stops the
-    /// pacing timer on the way, unless `paced` holds the pacer's answer.
-    fn gate(
-        &mut self,
-        now: Instant,
-        sizes: (usize, usize),
-        paced: Option<(bool, bool)>,
-    ) -> Option<Gate> {
-        let ack_due = self.acks.ack_due(now);
+    /// pacing timer on the way, unless `paced` holds the pacer's answer
+    /// (given only by a poll that found the connection steady at `now`,
+    /// so with no ACK due).
+    fn gate(&mut self, now: Instant, sizes: Sizing, paced: Option<(bool, bool)>) -> Option<Gate> {
+        let ack_due = paced.is_none() && self.acks.ack_due(now);
         let probe = self.probes_pending > 0;
         let (cwnd_ok, pacing_ok) = match paced {
             Some(p) => p,
@@ -370,7 +391,7 @@ impl Connection {
             && !self.ping_pending
             && !self.ack_frequency.as_ref().is_some_and(|a| a.has_pending())
             && !self.streams.may_have_frames()
-            && !self.datagrams_pending(now)
+            && !(self.datagrams_queued() && self.datagrams_pending(now))
             && !self.path_frames_pending(now)
             && self.fec_active().is_none_or(|f| f.next_repair().is_none())
         {
@@ -384,34 +405,27 @@ impl Connection {
     }
 
     /// Whether the congestion window and the pacer let a packet of
-    /// `send_size` go now, as `(cwnd_ok, pacing_ok)`; sets or stops the
+    /// `sizes.send` go now, as `(cwnd_ok, pacing_ok)`; sets or stops the
     /// pacing timer on the way. Asked before every packet, and by a poll
     /// that finds nothing to send (`Connection::nothing_to_send`): the answer
     /// moves the pacing timer and the pacer's late credit, so it is asked
-    /// the same whether or not a packet follows.
-    pub(super) fn pace(
-        &mut self,
-        now: Instant,
-        (full, send_size): (usize, usize),
-        probe: bool,
-    ) -> (bool, bool) {
-        let mds = send_size as u64;
-        let cwnd_ok = self.sent.bytes_in_flight() + mds <= self.cc.window();
+    /// the same whether or not a packet follows. In line: it is asked by
+    /// every poll.
+    #[inline(always)]
+    pub(super) fn pace(&mut self, now: Instant, sizes: Sizing, probe: bool) -> (bool, bool) {
+        let mds = sizes.send as u64;
+        let cwnd_ok = self.sent.bytes_in_flight() + mds <= sizes.cc.window;
         let mut pacing_ok = true;
         if !probe && cwnd_ok {
-            let small = (mds < full as u64).then_some(mds);
+            let small = (mds < sizes.full as u64).then_some(mds);
             self.pacer.set_burst_datagram(now, small);
-            let at = match self.cc.pacing_rate() {
-                Some(rate) => self
-                    .pacer
-                    .next_send_time_at_rate(now, mds, rate, self.cc.pacing()),
-                None => self.pacer.next_send_time(
-                    now,
-                    mds,
-                    self.cc.pacing_window(),
-                    self.rtt.pacing_rtt(),
-                    self.cc.pacing(),
-                ),
+            let params = sizes.cc.pacing;
+            let at = match sizes.cc.pace_by {
+                PaceBy::Rate(rate) => self.pacer.next_send_time_at_rate(now, mds, rate, params),
+                PaceBy::Window(window) => {
+                    self.pacer
+                        .next_send_time(now, mds, window, self.rtt.pacing_rtt(), params)
+                }
             };
             if at > now {
                 pacing_ok = false;
@@ -427,6 +441,7 @@ impl Connection {
     }
 
     /// Writes what `source` has for the packet, within its room.
+    #[inline(always)]
     fn fill_from(
         &mut self,
         source: FrameSource,
@@ -522,7 +537,7 @@ impl Connection {
             }
             FrameSource::Control => {
                 self.fill_path_frames(now, b, out);
-                while b.room(out) >= CONTROL_FRAME_MAX {
+                while self.streams.may_have_control() && b.room(out) >= CONTROL_FRAME_MAX {
                     let Some(c) = self.streams.poll_control(now, self.rtt.min()) else {
                         break;
                     };
@@ -531,7 +546,13 @@ impl Connection {
                     b.record(Some(SentFrame::Control(c)), || qlog::frame(&f), true);
                 }
             }
-            FrameSource::Datagram => self.fill_datagrams(now, b, out),
+            // Datagrams expire only while queued: an empty queue has none
+            // to drop.
+            FrameSource::Datagram => {
+                if self.datagrams_queued() {
+                    self.fill_datagrams(now, b, out);
+                }
+            }
             FrameSource::Stream => {
                 b.app_limited = self.fill_stream_data(b, out) && !self.datagrams_queued();
                 if gate.probe && !b.eliciting && self.requeue_newest_in_flight() {
@@ -672,7 +693,8 @@ impl Connection {
             if let Some(f) = self.fec_active() {
                 f.on_repair_sent(now, pn);
             }
-        } else if !b.mtu_probe {
+        } else if !b.mtu_probe && self.fec_active().is_some() {
+            // What the FEC sender is told is read only when there is one.
             let in_flight = self.sent.bytes_in_flight();
             let cwnd = self.cc.window();
             let mds = self.mds() as u64;

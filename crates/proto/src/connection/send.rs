@@ -5,6 +5,7 @@
 //! unvalidated connections). Full-sized datagrams in a row leave as one GSO
 //! train: equal segments, the last one possibly shorter.
 
+use super::packet_builder::Sizing;
 use super::{ConnState, Connection, Transmit, hs_payload};
 use crate::crypto::TAG_LEN;
 use crate::frame::{CloseFrame, Frame};
@@ -146,9 +147,16 @@ impl Connection {
         if matches!(self.state, ConnState::Draining | ConnState::Drained) {
             return None;
         }
-        // The datagram size, read once: nothing below changes it before
-        // the 1-RTT packet is written.
+        // The datagram size and the 1-RTT packet's, read once: nothing
+        // below changes them before that packet is written.
         let mds = self.mds();
+        let view = self.cc.send_view(mds as u64);
+        let sizing = Sizing {
+            full: mds,
+            send: self.send_size_of(mds, &view),
+            cc: view,
+        };
+        let send_size = sizing.send;
         // An established connection in its steady state is answered here
         // when it has nothing to send or is held by its window or the
         // pacer, before the budget and the header are worked out; either
@@ -156,13 +164,12 @@ impl Connection {
         // would ask, and gives the same answer.
         let mut paced = None;
         if self.steady(now) {
-            let send_size = self.send_size_of(mds);
             if self.nothing_to_send(now) {
-                self.pace(now, (mds, send_size), false);
+                self.pace(now, sizing, false);
                 return None;
             }
             if max_len == usize::MAX && send_size >= PACE_FIRST_ROOM {
-                let (cwnd_ok, pacing_ok) = self.pace(now, (mds, send_size), false);
+                let (cwnd_ok, pacing_ok) = self.pace(now, sizing, false);
                 if !(cwnd_ok && pacing_ok) {
                     return None;
                 }
@@ -201,10 +208,9 @@ impl Connection {
             ecn: Ecn::NotEct,
             full: false,
         };
-        let send_size = self.send_size_of(mds);
         let one_rtt_budget = budget.min(base + send_size);
         if self.state == ConnState::Established
-            && let Some(w) = self.write_one_rtt(now, out, one_rtt_budget, (mds, send_size), paced)
+            && let Some(w) = self.write_one_rtt(now, out, one_rtt_budget, sizing, paced)
         {
             datagram = Datagram {
                 ecn: w.ecn,

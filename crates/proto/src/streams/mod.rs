@@ -1009,11 +1009,16 @@ impl Streams {
     /// anything: false means both would give nothing and change nothing,
     /// so a sender with no ACK due can skip starting a packet.
     pub(crate) fn may_have_frames(&self) -> bool {
+        self.may_have_control() || !self.scheduler.is_empty()
+    }
+
+    /// Whether [`Streams::poll_control`] may have a frame: false only when
+    /// it surely has none, so a packet skips asking.
+    pub(crate) fn may_have_control(&self) -> bool {
         !self.control.is_empty()
             || self.max_data_due
             || self.max_streams_due.contains(&true)
             || !self.max_stream_data_due.is_empty()
-            || !self.scheduler.is_empty()
     }
 
     /// The next frame to send reliably, at `now` with the path's minimum
