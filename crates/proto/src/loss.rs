@@ -388,19 +388,10 @@ fn nanos(d: Duration) -> u64 {
 }
 
 /// [`LossDetection::pto_base`] in integer nanoseconds: the timers are
-/// re-armed after every datagram in or out, and `Duration`'s checked
-/// arithmetic renormalises seconds and nanoseconds at each step.
+/// re-armed after every datagram in or out, so the RTT part is kept by the
+/// estimator.
 fn pto_base_nanos(rtt: &RttEstimator, max_ack_delay: Duration) -> u64 {
-    let smoothed = nanos(rtt.smoothed());
-    let variation = nanos(rtt.rttvar())
-        .saturating_mul(4)
-        .max(nanos(TIMER_GRANULARITY));
-    // RttEstimator::pto_base, never below twice the smoothed RTT.
-    let rtt_base = smoothed.saturating_add(variation);
-    smoothed
-        .saturating_mul(2)
-        .max(rtt_base)
-        .saturating_add(nanos(max_ack_delay))
+    rtt.pto_rtt_nanos().saturating_add(nanos(max_ack_delay))
 }
 
 #[cfg(test)]

@@ -30,6 +30,10 @@ pub struct RttEstimator {
     min: Duration,
     /// When the last sample was taken; `None` before the first one.
     last_sample_at: Option<Instant>,
+    /// [`pto_rtt_nanos`] of `smoothed` and `var`, kept with them: the
+    /// probe timeout is read after every datagram in or out, a sample
+    /// comes at most once per ACK.
+    pto_rtt_nanos: u64,
 }
 
 impl RttEstimator {
@@ -44,6 +48,7 @@ impl RttEstimator {
             var: initial_rtt / 2,
             min: initial_rtt,
             last_sample_at: None,
+            pto_rtt_nanos: pto_rtt_nanos(initial_rtt, initial_rtt / 2),
         }
     }
 
@@ -66,6 +71,7 @@ impl RttEstimator {
             self.smoothed = latest_rtt;
             self.var = latest_rtt / 2;
             self.last_sample_at = Some(now);
+            self.pto_rtt_nanos = pto_rtt_nanos(self.smoothed, self.var);
             return;
         }
         self.last_sample_at = Some(now);
@@ -80,6 +86,7 @@ impl RttEstimator {
         // panic the estimator.
         self.var = self.var.saturating_mul(3).saturating_add(deviation) / 4;
         self.smoothed = self.smoothed.saturating_mul(7).saturating_add(adjusted) / 8;
+        self.pto_rtt_nanos = pto_rtt_nanos(self.smoothed, self.var);
     }
 
     /// RFC 9002 §5.2: after persistent congestion the old minimum may belong
@@ -149,6 +156,26 @@ impl RttEstimator {
         self.smoothed
             .saturating_add(self.var.saturating_mul(4).max(TIMER_GRANULARITY))
     }
+
+    /// [`RttEstimator::pto_base`], never below twice the smoothed RTT, in
+    /// integer nanoseconds (saturating).
+    pub(crate) fn pto_rtt_nanos(&self) -> u64 {
+        self.pto_rtt_nanos
+    }
+}
+
+/// [`RttEstimator::pto_rtt_nanos`] of a smoothed RTT and RTT variation.
+fn pto_rtt_nanos(smoothed: Duration, var: Duration) -> u64 {
+    let smoothed = nanos(smoothed);
+    let variation = nanos(var).saturating_mul(4).max(nanos(TIMER_GRANULARITY));
+    smoothed
+        .saturating_mul(2)
+        .max(smoothed.saturating_add(variation))
+}
+
+/// `d` in nanoseconds, saturating (at 584 years).
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 impl Default for RttEstimator {
@@ -173,6 +200,7 @@ mod tests {
         assert_eq!(rtt.rttvar(), Duration::from_micros(166_500));
         // RFC 9002 §6.2.2: 333 ms + 4 * 166.5 ms = 999 ms before max_ack_delay.
         assert_eq!(rtt.pto_base(), ms(999));
+        assert_eq!(rtt.pto_rtt_nanos(), 999_000_000);
     }
 
     #[test]
@@ -185,6 +213,7 @@ mod tests {
         assert_eq!(rtt.smoothed(), ms(100));
         assert_eq!(rtt.rttvar(), ms(50));
         assert_eq!(rtt.pto_base(), ms(300));
+        assert_eq!(rtt.pto_rtt_nanos(), 300_000_000);
         assert_eq!(rtt.last_sample_at(), Some(Instant::from_millis(100)));
     }
 
@@ -208,6 +237,24 @@ mod tests {
         assert_eq!(rtt.min(), ms(100));
         // pto_base = 101.71875 + 4 * 30.9375 = 225.46875
         assert_eq!(rtt.pto_base(), Duration::from_nanos(225_468_750));
+        assert_eq!(rtt.pto_rtt_nanos(), 225_468_750);
+    }
+
+    /// The kept probe-timeout RTT follows every sample; once the variation
+    /// has decayed, twice the smoothed RTT is the larger term.
+    #[test]
+    fn pto_rtt_tracks_samples_and_floors_at_twice_smoothed() {
+        let mut rtt = RttEstimator::new(ms(333));
+        for i in 0..40 {
+            rtt.update(
+                ms(100 + i % 3),
+                Duration::ZERO,
+                Instant::from_millis(100 * i),
+            );
+            let want = (rtt.smoothed() * 2).max(rtt.pto_base());
+            assert_eq!(u128::from(rtt.pto_rtt_nanos()), want.as_nanos());
+        }
+        assert!(rtt.pto_base() < rtt.smoothed() * 2);
     }
 
     #[test]
