@@ -111,7 +111,11 @@ impl RttEstimator {
     /// window, held back. In steady state no sample falls to half the
     /// smoothed RTT and this is the smoothed RTT.
     pub(crate) fn pacing_rtt(&self) -> Duration {
-        if self.latest.saturating_mul(PACING_LATEST_FACTOR) < self.smoothed {
+        // In u128 nanoseconds, where the product cannot overflow: the
+        // pacer asks before every datagram, and `Duration::saturating_mul`
+        // renormalises seconds and nanoseconds.
+        let latest = self.latest.as_nanos() * u128::from(PACING_LATEST_FACTOR);
+        if latest < self.smoothed.as_nanos() {
             self.latest
         } else {
             self.smoothed
