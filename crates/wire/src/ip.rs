@@ -342,6 +342,9 @@ const UDP_HEADROOM_MAX: usize = 48;
 
 impl UdpHeaderMemo {
     /// [`udp_datagram_in_place_unsummed`]: same bytes, same errors.
+    // Inlined into the sender's loop, with the writing out of line: a
+    // repeat is a compare and a copy, less than the call it would make.
+    #[inline]
     pub fn write(
         &mut self,
         src: SocketAddr,
@@ -349,14 +352,28 @@ impl UdpHeaderMemo {
         ecn: Ecn,
         packet: &mut [u8],
     ) -> Result<()> {
-        let key = (src, dst, ecn, packet.len());
         if let Some((last, headers)) = &self.last
-            && *last == key
+            && *last == (src, dst, ecn, packet.len())
         {
             let room = udp_headroom(src.ip());
             packet[..room].copy_from_slice(&headers[..room]);
             return Ok(());
         }
+        self.write_new(src, dst, ecn, packet)
+    }
+
+    /// [`UdpHeaderMemo::write`] for headers not the last ones: writes and
+    /// remembers them.
+    #[cold]
+    #[inline(never)]
+    fn write_new(
+        &mut self,
+        src: SocketAddr,
+        dst: SocketAddr,
+        ecn: Ecn,
+        packet: &mut [u8],
+    ) -> Result<()> {
+        let key = (src, dst, ecn, packet.len());
         udp_datagram_in_place_unsummed(src, dst, ecn, packet)?;
         let room = udp_headroom(src.ip());
         self.last = packet.get(..room).and_then(|written| {
