@@ -153,16 +153,7 @@ impl Bottleneck {
         dir: Direction,
         ledger: &mut impl FlowLedger,
     ) -> Option<BottleneckOutput> {
-        if let Some((at, packet)) = self.returned[dir.index()].pop_front() {
-            return Some(BottleneckOutput::Delivered { at, packet });
-        }
-        let link = &mut self.links[dir.index()];
-        if let Some(event) = link.poll_event() {
-            self.account(dir, &event, ledger);
-            return Some(BottleneckOutput::Event(event));
-        }
-        let (at, packet) = link.poll_delivery()?;
-        Some(BottleneckOutput::Delivered { at, packet })
+        self.poll_keeping::<true>(dir, ledger)
     }
 
     /// [`Bottleneck::poll`] for a driver that keeps no trace: a
@@ -174,12 +165,22 @@ impl Bottleneck {
         dir: Direction,
         ledger: &mut impl FlowLedger,
     ) -> Option<BottleneckOutput> {
+        self.poll_keeping::<false>(dir, ledger)
+    }
+
+    /// The two polls: `DEQUEUED` says whether dequeue events are handed out.
+    #[inline(always)]
+    fn poll_keeping<const DEQUEUED: bool>(
+        &mut self,
+        dir: Direction,
+        ledger: &mut impl FlowLedger,
+    ) -> Option<BottleneckOutput> {
         if let Some((at, packet)) = self.returned[dir.index()].pop_front() {
             return Some(BottleneckOutput::Delivered { at, packet });
         }
         while let Some(event) = self.links[dir.index()].poll_event() {
             self.account(dir, &event, ledger);
-            if !matches!(event, LinkEvent::Dequeued { .. }) {
+            if DEQUEUED || !matches!(event, LinkEvent::Dequeued { .. }) {
                 return Some(BottleneckOutput::Event(event));
             }
         }
