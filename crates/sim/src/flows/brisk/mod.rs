@@ -347,6 +347,11 @@ pub struct BriskFlow {
     /// When the workload was last polled: its timers at or before this
     /// had their chance, so a timer that did not move waits on an event.
     polled_at: Option<Instant>,
+    /// The instant at which [`BriskFlow::process`] last found the
+    /// application with nothing it may write: only an event handed to it
+    /// changes that, so until one is, a second look at the same instant
+    /// (after every datagram's sending) need only ask for events.
+    app_idle_at: Option<Instant>,
     trace: Tracer,
     rtt_samples: Vec<(Instant, Duration)>,
     last_rtt_sample: Option<Instant>,
@@ -520,6 +525,7 @@ impl BriskFlow {
             receiver_up: false,
             workload,
             polled_at: None,
+            app_idle_at: None,
             trace,
             rtt_samples: Vec::new(),
             last_rtt_sample: None,
@@ -717,6 +723,10 @@ impl BriskFlow {
                 }
             }
         }
+        // Whether the application may do anything at all below (see
+        // `app_idle_at`).
+        let mut idle = !((self.receiver_up && self.workload.receiver_writes())
+            || (self.receiver_connects && self.closed_at.is_none()));
         // The connection is taken out (which has the endpoint look at it
         // again) only if the application may write on it.
         if self.sender_up
@@ -724,14 +734,17 @@ impl BriskFlow {
             && self.client.connection(h).is_some()
         {
             self.polled_at = Some(now);
-            if self.workload.sender_may_write(now)
-                && let Some(c) = self.client.connection_mut(h)
-                && self.workload.poll_sender(now, c, &self.trace)
-            {
-                progressed = true;
-                self.touch(End::Sender);
+            if self.workload.sender_may_write(now) {
+                idle = false;
+                if let Some(c) = self.client.connection_mut(h)
+                    && self.workload.poll_sender(now, c, &self.trace)
+                {
+                    progressed = true;
+                    self.touch(End::Sender);
+                }
             }
         }
+        self.app_idle_at = idle.then_some(now);
         if self.receiver_up
             && self.workload.receiver_writes()
             && let Some(c) = self.server_conn.and_then(|h| self.server.connection_mut(h))
@@ -757,6 +770,27 @@ impl BriskFlow {
             self.touch(End::Receiver);
         }
         progressed
+    }
+
+    /// Whether [`BriskFlow::process`] at `now` would do nothing: the
+    /// application found idle at `now` and no event waiting at either
+    /// end. Clears the ends' event marks as it would.
+    #[inline]
+    fn settled(&mut self, now: Instant) -> bool {
+        #[cfg(test)]
+        if ASK_EVERY_END.get() {
+            return false;
+        }
+        if self.app_idle_at != Some(now) {
+            return false;
+        }
+        let [s, r] = &mut self.touched;
+        if (s.events && self.client.may_have_event()) || (r.events && self.server.may_have_event())
+        {
+            return false;
+        }
+        (s.events, r.events) = (false, false);
+        true
     }
 
     /// Builds `end`'s next datagram, IP and UDP headers included, in `d`
@@ -907,7 +941,7 @@ impl FlowApp for BriskFlow {
             if let Some(end) = ends.find(|&end| self.poll_end(now, end, &mut d)) {
                 break Some(end);
             }
-            if !self.process(now) {
+            if self.settled(now) || !self.process(now) {
                 break None;
             }
         };
