@@ -386,7 +386,10 @@ impl<'c> Engine<'c> {
     }
 
     /// Reads a component's next wake-up into the agenda; called after
-    /// anything that may have changed it.
+    /// anything that may have changed it. Inlined: each caller names its
+    /// component, so only that component's arm is left at each, and a
+    /// wake-up that did not move costs no call.
+    #[inline(always)]
     fn reschedule(&mut self, c: Component) {
         let at = match c {
             Component::App(i) => {

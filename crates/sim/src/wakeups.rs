@@ -118,11 +118,23 @@ impl Wakeups {
     /// any earlier setting. During a round, a time at or before the round's
     /// is the round's own time; it is visited in this round if the round
     /// has not reached `component` yet, else in the next one.
+    #[inline(always)]
     pub(crate) fn schedule(&mut self, component: usize, at: Option<Instant>) {
         let mut t = at.map_or(NEVER, Instant::as_nanos);
         if self.in_round && t < self.now {
             t = self.now;
         }
+        // Most wake-ups asked for again have not moved.
+        if self.due.get(component) == Some(&t) && self.popped != Some(component) {
+            return;
+        }
+        self.schedule_moved(component, t);
+    }
+
+    /// [`Wakeups::schedule`] of a wake-up (`t`, in nanoseconds) that may
+    /// have moved.
+    #[inline(never)]
+    fn schedule_moved(&mut self, component: usize, t: u64) {
         let Some(due) = self.due.get_mut(component) else {
             return;
         };
