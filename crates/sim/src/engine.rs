@@ -243,7 +243,12 @@ impl<'c> Engine<'c> {
         Engine {
             now: Instant::ZERO,
             end: Instant::ZERO + scenario.duration,
-            bottleneck: Bottleneck::new(&scenario.network, seed),
+            bottleneck: {
+                // The engine only counts dequeues (`drain_link`).
+                let mut b = Bottleneck::new(&scenario.network, seed);
+                b.keep_dequeues_apart();
+                b
+            },
             flows: Vec::new(),
             routes: HashMap::new(),
             own_routes: Vec::new(),

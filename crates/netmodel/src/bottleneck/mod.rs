@@ -96,6 +96,14 @@ impl Bottleneck {
         }
     }
 
+    /// Has both links count their dequeues through
+    /// [`Bottleneck::poll_quiet`] without making each an event (see
+    /// [`Link::keep_dequeues_apart`]): for a driver that polls only with
+    /// it. Each dequeue is charged at the next such poll of its direction.
+    pub fn keep_dequeues_apart(&mut self) {
+        self.links.iter_mut().for_each(Link::keep_dequeues_apart);
+    }
+
     /// The link carrying direction `dir`, with its queue, config and stats.
     #[inline]
     pub fn link(&self, dir: Direction) -> &Link {
@@ -178,6 +186,13 @@ impl Bottleneck {
         if let Some((at, packet)) = self.returned[dir.index()].pop_front() {
             return Some(BottleneckOutput::Delivered { at, packet });
         }
+        if !DEQUEUED && !self.links[dir.index()].take_dequeues().is_empty() {
+            let mut kept = std::mem::take(self.links[dir.index()].take_dequeues());
+            for (at, packet_id, queue_delay) in kept.drain(..) {
+                self.account_dequeue(dir, at, packet_id, queue_delay, ledger);
+            }
+            *self.links[dir.index()].take_dequeues() = kept;
+        }
         while let Some(event) = self.links[dir.index()].poll_event() {
             self.account(dir, &event, ledger);
             if DEQUEUED || !matches!(event, LinkEvent::Dequeued { .. }) {
@@ -194,18 +209,7 @@ impl Bottleneck {
                 at,
                 packet_id,
                 queue_delay,
-            } => {
-                let pooled = ledger.pools_queue_delays();
-                match charge(ledger, dir, *packet_id) {
-                    Some(m) => {
-                        m.on_queue_delay(*at, *queue_delay);
-                        if !pooled {
-                            self.queue_delay[dir.index()].record(*queue_delay);
-                        }
-                    }
-                    None => self.queue_delay[dir.index()].record(*queue_delay),
-                }
-            }
+            } => self.account_dequeue(dir, *at, *packet_id, *queue_delay, ledger),
             LinkEvent::QueueDrop { packet, .. } => {
                 if let Some(m) = charge(ledger, dir, packet.id) {
                     m.queue_drops += 1;
@@ -226,6 +230,26 @@ impl Bottleneck {
             | LinkEvent::Duplicated { .. }
             | LinkEvent::TooBig { .. }
             | LinkEvent::Reordered { .. } => {}
+        }
+    }
+
+    fn account_dequeue(
+        &mut self,
+        dir: Direction,
+        at: Instant,
+        packet_id: u64,
+        queue_delay: Duration,
+        ledger: &mut impl FlowLedger,
+    ) {
+        let pooled = ledger.pools_queue_delays();
+        match charge(ledger, dir, packet_id) {
+            Some(m) => {
+                m.on_queue_delay(at, queue_delay);
+                if !pooled {
+                    self.queue_delay[dir.index()].record(queue_delay);
+                }
+            }
+            None => self.queue_delay[dir.index()].record(queue_delay),
         }
     }
 
@@ -423,15 +447,19 @@ mod tests {
     }
 
     #[test]
-    fn a_quiet_poll_hands_out_all_but_the_dequeues_and_charges_the_same() {
+    fn a_quiet_poll_hands_out_all_but_the_dequeues_and_charges_the_same_kept_apart_or_not() {
         // The FIFO overflows: drops, dequeues and deliveries interleave.
         let text = "[link.down]\nrate = \"10Mbit\"\ndelay = \"5ms\"\n\
                     [link.up]\nrate = \"10Mbit\"\ndelay = \"5ms\"\n\
                     [queue.fifo]\nlimit_packets = 3\n";
         let network = Network::parse(text).unwrap();
         let (s, r) = hosts(true);
-        let run = |quiet: bool| {
+        // `apart`: the dequeues are kept apart, not made events.
+        let run = |quiet: bool, apart: bool| {
             let mut b = Bottleneck::new(&network, 1);
+            if apart {
+                b.keep_dequeues_apart();
+            }
             for seq in 0..8 {
                 let d = udp_datagram(s, r, Ecn::NotEct, &[0; 900]).unwrap();
                 let at = Instant::from_micros(200 * seq);
@@ -459,10 +487,11 @@ mod tests {
             let delays = b.queue_results(Direction::Down).delay_ms;
             (out, m.queue_drops, m.queue_delay.percentiles(), delays)
         };
-        let (loud, quiet) = (run(false), run(true));
+        let (loud, quiet) = (run(false, false), run(true, false));
         assert_eq!(loud.0.len(), 8, "{:?}", loud.0);
         assert_eq!((loud.1, loud.3.count), (3, 5));
         assert_eq!(loud, quiet);
+        assert_eq!(run(true, true), quiet);
     }
 
     /// [`Ledger`], pooling the queue delays it is charged.

@@ -194,6 +194,10 @@ pub struct Link {
     /// A plain link's dequeues of one transmitter step (at, packet id,
     /// queue delay), reported after the queue's own events of the step.
     tx_dequeued: Vec<(Instant, u64, Duration)>,
+    /// A plain link's dequeues stay in `tx_dequeued` for
+    /// [`Link::take_dequeues`] instead of becoming events (see
+    /// [`Link::keep_dequeues_apart`]).
+    dequeues_apart: bool,
     delivered: VecDeque<(Instant, Packet)>,
     /// Packet Too Big answers waiting to go back toward their senders.
     replies: VecDeque<(Instant, Packet)>,
@@ -258,6 +262,7 @@ impl Link {
             in_flight: InFlight::default(),
             tx_out: Vec::new(),
             tx_dequeued: Vec::new(),
+            dequeues_apart: false,
             delivered: VecDeque::new(),
             replies: VecDeque::new(),
             events: VecDeque::new(),
@@ -348,6 +353,22 @@ impl Link {
     #[inline]
     pub fn poll_delivery(&mut self) -> Option<(Instant, Packet)> {
         self.delivered.pop_front()
+    }
+
+    /// From now on a plain link keeps each dequeue (when, packet id, queue
+    /// delay) for [`Link::take_dequeues`] instead of making it a
+    /// [`LinkEvent::Dequeued`]: for a driver that only counts them, which
+    /// then need not go through the event queue one by one. The order
+    /// among dequeues is kept; against the other events it is not.
+    pub fn keep_dequeues_apart(&mut self) {
+        self.dequeues_apart = true;
+    }
+
+    /// The dequeues kept since the last call (see
+    /// [`Link::keep_dequeues_apart`]), oldest first; the caller drains it.
+    #[inline]
+    pub fn take_dequeues(&mut self) -> &mut Vec<(Instant, u64, Duration)> {
+        &mut self.tx_dequeued
     }
 
     /// The next trace event since the last call, oldest first.
@@ -502,6 +523,9 @@ impl Link {
         // step: one step, one drain of queue events, per packet.
         let again = self.tx.step(at, self.queue.as_mut(), &mut sink, true);
         self.drain_queue_events();
+        if self.dequeues_apart {
+            return again;
+        }
         for (at, packet_id, queue_delay) in self.tx_dequeued.drain(..) {
             self.events.push_back(LinkEvent::Dequeued {
                 at,
