@@ -745,8 +745,16 @@ impl Streams {
     ) -> Option<(ChunkInfo, bool)> {
         let (lowat, limits) = (self.config.low_water_mark, self.buffer_limits());
         let room = self.connection_send_room();
-        for _ in 0..self.scheduler.queue_len(level, q) {
-            let id = self.scheduler.front(level, q)?;
+        let mut turns = None;
+        loop {
+            // One lookup of the queue per stream tried.
+            let queue = self.scheduler.queue_mut(level, q)?;
+            let left = turns.get_or_insert(queue.len());
+            if *left == 0 {
+                return None;
+            }
+            *left -= 1;
+            let id = *queue.front()?;
             let Some(s) = self.streams.get_mut(&id).and_then(|s| s.send.as_mut()) else {
                 self.scheduler.pop(level, q);
                 continue;
@@ -767,7 +775,8 @@ impl Streams {
             // A stream that still has work goes to the back of its queue
             // (its level is its priority: set_priority keeps them equal).
             if more {
-                self.scheduler.rotate(level, q);
+                queue.pop_front();
+                queue.push_back(id);
             } else {
                 self.scheduler.pop(level, q);
             }
@@ -799,7 +808,6 @@ impl Streams {
             });
             return Some((chunk, copied));
         }
-        None
     }
 
     pub(crate) fn on_chunk_acked(&mut self, id: StreamId, offset: u64, len: u64, fin: bool) {
