@@ -584,15 +584,11 @@ impl Connection {
                 b.full = true;
                 return false;
             }
-            let Some(chunk) = self.streams.poll_frame_chunk(room) else {
+            // The frame goes in straight from the send buffer.
+            let Some((chunk, copied)) = self.streams.poll_frame_chunk(room, out) else {
                 return true;
             };
-            // Header, then the bytes straight from the send buffer.
-            let frame_start = out.len();
-            StreamFrame::emit_header(chunk.id.0, chunk.offset, chunk.len as usize, chunk.fin, out);
-            let data_start = out.len();
-            if !self.streams.copy_chunk(&chunk, out) {
-                out.truncate(frame_start);
+            if !copied {
                 continue;
             }
             let sent = SentFrame::Stream {
@@ -601,7 +597,7 @@ impl Connection {
                 len: chunk.len,
                 fin: chunk.fin,
             };
-            let data = &out[data_start..];
+            let data = &out[out.len() - chunk.len as usize..];
             b.record(
                 Some(sent),
                 || {

@@ -119,3 +119,44 @@ fn buffers_made_before_the_datagram_size_grew_do_not_hold_the_pool() {
         );
     }
 }
+
+/// A reader that takes each packet's data at once decrypts every packet
+/// into the buffer returned last, whose lines are still in cache, not into
+/// the oldest of a pool grown by an earlier burst.
+#[test]
+fn a_reader_that_keeps_up_reuses_the_buffer_returned_last() {
+    let mut p = Pair::connected(false, false, false);
+    let id = p.client().open_stream(true, Priority::default()).unwrap();
+    // A burst left unread pins a buffer per packet: the pool grows.
+    let burst = vec![7u8; 20_000];
+    assert_eq!(p.client().write(id, &burst), Ok(burst.len()));
+    for _ in 0..20 {
+        p.exchange(1);
+        if p.server().rx_bufs_kept() > 4 {
+            break;
+        }
+    }
+    let kept = p.server().rx_bufs_kept();
+    assert!(kept > 4, "{kept} buffers after an unread burst");
+    let mut out = vec![0u8; 64 * 1024];
+    let mut read = 0;
+    let mut starts = Vec::new();
+    for round in 0..30 {
+        if round >= 20 {
+            assert_eq!(p.client().write(id, b"ping"), Ok(4));
+        }
+        p.exchange(1);
+        while let Ok(r) = p.server().read(id, &mut out) {
+            if r.bytes == 0 {
+                break;
+            }
+            read += r.bytes;
+        }
+        if round >= 20 {
+            starts.push(p.server().rx_buf_last());
+        }
+    }
+    assert_eq!(read, burst.len() + 10 * 4, "everything sent was read");
+    starts.dedup();
+    assert_eq!(starts.len(), 1, "buffers used in turn: {starts:?}");
+}

@@ -674,7 +674,9 @@ impl Streams {
     pub(crate) fn poll_transmit(&mut self, max_len: usize) -> Option<StreamChunk> {
         let c = self.poll_chunk(max_len)?;
         let mut data = Vec::with_capacity(c.len as usize);
-        self.copy_chunk(&c, &mut data);
+        if let Some(s) = self.streams.get(&c.id).and_then(|s| s.send.as_ref()) {
+            s.copy_range(c.offset, c.len, &mut data);
+        }
         Some(StreamChunk {
             id: c.id,
             offset: c.offset,
@@ -683,38 +685,41 @@ impl Streams {
         })
     }
 
-    /// Appends the bytes of a chunk from [`Streams::poll_chunk`] to `out`
-    /// (call before anything else touches the streams); false, with
-    /// nothing appended, if they are gone.
-    pub(crate) fn copy_chunk(&self, c: &ChunkInfo, out: &mut Vec<u8>) -> bool {
-        self.streams
-            .get(&c.id)
-            .and_then(|s| s.send.as_ref())
-            .is_some_and(|s| s.copy_range(c.offset, c.len, out))
-    }
-
     /// Like [`Streams::poll_transmit`], but leaves the bytes in the send
-    /// buffer, so the caller can copy them straight into a packet with
-    /// [`Streams::copy_chunk`].
+    /// buffer.
     #[cfg(test)]
     pub(crate) fn poll_chunk(&mut self, max_len: usize) -> Option<ChunkInfo> {
-        self.poll_chunk_within(Budget::Data(max_len))
+        self.poll_chunk_within(Budget::Data(max_len), None)
+            .map(|(c, _)| c)
     }
 
     /// Like [`Streams::poll_chunk`], for a STREAM frame of at most
     /// `frame_len` bytes, header included: the header is sized for the
     /// stream and offset chosen, so a full packet ends exactly at its
-    /// budget (equal-sized packets can leave as one GSO train).
-    pub(crate) fn poll_frame_chunk(&mut self, frame_len: usize) -> Option<ChunkInfo> {
-        self.poll_chunk_within(Budget::Frame(frame_len))
+    /// budget (equal-sized packets can leave as one GSO train). The frame,
+    /// header and bytes, is appended to `out` while the stream is at hand
+    /// (a second lookup per packet otherwise); the flag is false, with
+    /// nothing appended, if the chunk's bytes are no longer buffered.
+    pub(crate) fn poll_frame_chunk(
+        &mut self,
+        frame_len: usize,
+        out: &mut Vec<u8>,
+    ) -> Option<(ChunkInfo, bool)> {
+        self.poll_chunk_within(Budget::Frame(frame_len), Some(out))
     }
 
-    fn poll_chunk_within(&mut self, budget: Budget) -> Option<ChunkInfo> {
+    fn poll_chunk_within(
+        &mut self,
+        budget: Budget,
+        mut out: Option<&mut Vec<u8>>,
+    ) -> Option<(ChunkInfo, bool)> {
         let mut conn_blocked = false;
         let mut level = self.scheduler.next_level(None);
         while let Some(l) = level {
             for q in [Queue::Retransmit, Queue::Fresh] {
-                if let Some(chunk) = self.transmit_from(l, q, budget, &mut conn_blocked) {
+                if let Some(chunk) =
+                    self.transmit_from(l, q, budget, &mut conn_blocked, out.as_deref_mut())
+                {
                     return Some(chunk);
                 }
             }
@@ -728,18 +733,28 @@ impl Streams {
         None
     }
 
-    /// Tries each stream queued at `level` for `q` once, in turn.
+    /// Tries each stream queued at `level` for `q` once, in turn; the
+    /// chunk found goes to `out` as a STREAM frame if given.
     fn transmit_from(
         &mut self,
         level: u8,
         q: Queue,
         budget: Budget,
         conn_blocked: &mut bool,
-    ) -> Option<ChunkInfo> {
+        out: Option<&mut Vec<u8>>,
+    ) -> Option<(ChunkInfo, bool)> {
         let (lowat, limits) = (self.config.low_water_mark, self.buffer_limits());
         let room = self.connection_send_room();
-        for _ in 0..self.scheduler.queue_len(level, q) {
-            let id = self.scheduler.front(level, q)?;
+        let mut turns = None;
+        loop {
+            // One lookup of the queue per stream tried.
+            let queue = self.scheduler.queue_mut(level, q)?;
+            let left = turns.get_or_insert(queue.len());
+            if *left == 0 {
+                return None;
+            }
+            *left -= 1;
+            let id = *queue.front()?;
             let Some(s) = self.streams.get_mut(&id).and_then(|s| s.send.as_mut()) else {
                 self.scheduler.pop(level, q);
                 continue;
@@ -760,7 +775,8 @@ impl Streams {
             // A stream that still has work goes to the back of its queue
             // (its level is its priority: set_priority keeps them equal).
             if more {
-                self.scheduler.rotate(level, q);
+                queue.pop_front();
+                queue.push_back(id);
             } else {
                 self.scheduler.pop(level, q);
             }
@@ -781,9 +797,17 @@ impl Streams {
             if writable {
                 self.writable.insert(id);
             }
-            return Some(chunk);
+            let copied = out.is_some_and(|out| {
+                let frame_start = out.len();
+                StreamFrame::emit_header(id.0, chunk.offset, len as usize, chunk.fin, out);
+                let copied = s.copy_range(chunk.offset, len, out);
+                if !copied {
+                    out.truncate(frame_start);
+                }
+                copied
+            });
+            return Some((chunk, copied));
         }
-        None
     }
 
     pub(crate) fn on_chunk_acked(&mut self, id: StreamId, offset: u64, len: u64, fin: bool) {

@@ -123,27 +123,15 @@ impl Scheduler {
         Some(id)
     }
 
-    /// The stream at the front of `level`'s queue `q`, left in place.
-    pub(super) fn front(&self, level: u8, q: Queue) -> Option<StreamId> {
-        let l = self.levels.get(&level)?;
-        match q {
-            Queue::Retransmit => l.retransmit.front().copied(),
-            Queue::Fresh => l.fresh.front().copied(),
-        }
+    /// `level`'s queue `q`, if the level has streams queued: the caller
+    /// looks at its front and turns it (a stream that stays queued goes to
+    /// the back, the same as [`Scheduler::pop`] then [`Scheduler::push`] at
+    /// an unchanged priority) with one lookup of the level.
+    pub(super) fn queue_mut(&mut self, level: u8, q: Queue) -> Option<&mut VecDeque<StreamId>> {
+        self.levels.get_mut(&level).map(|l| l.queue(q))
     }
 
-    /// Moves the stream at the front of `level`'s queue `q` to its back:
-    /// the same as [`Scheduler::pop`] then [`Scheduler::push`] at an
-    /// unchanged priority, without giving up and re-creating the level and
-    /// membership entries for a stream that stays queued.
-    pub(super) fn rotate(&mut self, level: u8, q: Queue) {
-        if let Some(queue) = self.levels.get_mut(&level).map(|l| l.queue(q))
-            && let Some(id) = queue.pop_front()
-        {
-            queue.push_back(id);
-        }
-    }
-
+    #[cfg(test)]
     pub(super) fn queue_len(&self, level: u8, q: Queue) -> usize {
         self.levels.get(&level).map_or(0, |l| match q {
             Queue::Retransmit => l.retransmit.len(),
@@ -250,17 +238,18 @@ mod tests {
             b.push(StreamId(id), p, Queue::Fresh);
         }
         for _ in 0..4 {
-            let id = a.front(3, Queue::Fresh).unwrap();
-            a.rotate(3, Queue::Fresh);
+            let queue = a.queue_mut(3, Queue::Fresh).unwrap();
+            let id = *queue.front().unwrap();
+            queue.pop_front();
+            queue.push_back(id);
             assert_eq!(b.pop(3, Queue::Fresh), Some(id));
             b.push(id, p, Queue::Fresh);
         }
         for _ in 0..3 {
             assert_eq!(a.pop(3, Queue::Fresh), b.pop(3, Queue::Fresh));
         }
-        assert_eq!((a.front(3, Queue::Fresh), a.next_level(None)), (None, None));
-        a.rotate(3, Queue::Fresh);
-        assert_eq!(a.queue_len(3, Queue::Fresh), 0);
+        assert_eq!(a.next_level(None), None);
+        assert!(a.queue_mut(3, Queue::Fresh).is_none(), "the level is gone");
     }
 
     #[test]
