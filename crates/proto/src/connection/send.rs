@@ -161,19 +161,20 @@ impl Connection {
         // when it has nothing to send or is held by its window or the
         // pacer, before the budget and the header are worked out; either
         // way the pacer is asked the one question the full path's gate
-        // would ask, and gives the same answer.
+        // would ask, and gives the same answer. The pacer goes first: a
+        // paced sender's poll right after a packet is held there without
+        // looking at the frame sources.
         let mut paced = None;
         if self.steady(now) {
-            if self.nothing_to_send(now) {
-                self.pace(now, sizing, false);
-                return None;
-            }
             if max_len == usize::MAX && send_size >= PACE_FIRST_ROOM {
                 let (cwnd_ok, pacing_ok) = self.pace(now, sizing, false);
-                if !(cwnd_ok && pacing_ok) {
+                if !(cwnd_ok && pacing_ok) || self.nothing_to_send(now) {
                     return None;
                 }
                 paced = Some((cwnd_ok, pacing_ok));
+            } else if self.nothing_to_send(now) {
+                self.pace(now, sizing, false);
+                return None;
             }
         }
         let base = out.len();
