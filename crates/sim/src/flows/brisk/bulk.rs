@@ -201,6 +201,10 @@ impl Workload for Bulk {
         (!self.finished && self.total_bytes.is_none()).then_some(self.stop)
     }
 
+    fn receiver_event_moves_timer(&self) -> bool {
+        false
+    }
+
     fn report(&self, app: &mut AppReport, report: &mut TransportReport) {
         app.sent_bytes = self.written;
         app.delivered_bytes = self.received;

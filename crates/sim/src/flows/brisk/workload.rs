@@ -53,6 +53,12 @@ pub(crate) trait Workload {
     }
     /// The next moment the sender has something to do on its own.
     fn poll_timeout(&self) -> Option<Instant>;
+    /// Whether `receiver_event` can move [`Workload::poll_timeout`]: the
+    /// glue keeps the timer's last answer across those that cannot (one
+    /// per datagram the receiver reads).
+    fn receiver_event_moves_timer(&self) -> bool {
+        true
+    }
     /// Fills the byte counts of `app` and the workload's part of `report`.
     fn report(&self, app: &mut AppReport, report: &mut TransportReport);
 }
