@@ -1054,13 +1054,14 @@ impl FlowApp for BriskFlow {
             self.connect(now);
         }
         self.touch_all_in_reference_mode();
-        let due = [End::Sender, End::Receiver].map(|end| self.timer(end).is_some_and(|t| t <= now));
-        if due[End::Sender as usize] {
+        let due = |end| self.timer(end).is_some_and(|t| t <= now);
+        let due = (due(End::Sender), due(End::Receiver));
+        if due.0 {
             self.touch(End::Sender);
             self.client.handle_timeout(now);
             self.fail_over_if_stalled(now);
         }
-        if due[End::Receiver as usize] {
+        if due.1 {
             self.touch(End::Receiver);
             self.server.handle_timeout(now);
         }
