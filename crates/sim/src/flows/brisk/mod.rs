@@ -348,6 +348,9 @@ pub struct BriskFlow {
     /// move it was made: reading it through the trait object after every
     /// datagram found it unmoved nearly every time.
     app_timer: Cell<Option<Option<Instant>>>,
+    /// The workload's [`Workload::receiver_writes`], asked twice per
+    /// datagram through the trait object before it was kept.
+    receiver_writes: bool,
     /// The workload's [`Workload::receiver_event_moves_timer`].
     receiver_event_moves_timer: bool,
     /// The workload's [`Workload::sender_sleeps_through_receiver_events`].
@@ -537,6 +540,7 @@ impl BriskFlow {
             sender_up: false,
             receiver_up: false,
             receiver_event_moves_timer: workload.receiver_event_moves_timer(),
+            receiver_writes: workload.receiver_writes(),
             sender_sleeps_until: workload.sender_sleeps_through_receiver_events(),
             sender_asleep: false,
             workload,
@@ -779,7 +783,7 @@ impl BriskFlow {
         }
         // Whether the application may do anything at all below (see
         // `app_idle_at`).
-        let mut idle = !((self.receiver_up && self.workload.receiver_writes())
+        let mut idle = !((self.receiver_up && self.receiver_writes)
             || (self.receiver_connects && self.closed_at.is_none()));
         // The connection is taken out (which has the endpoint look at it
         // again) only if the application may write on it. Skipping the
@@ -813,7 +817,7 @@ impl BriskFlow {
         }
         self.app_idle_at = idle.then_some(now);
         if self.receiver_up
-            && self.workload.receiver_writes()
+            && self.receiver_writes
             && let Some(c) = self.server_conn.and_then(|h| self.server.connection_mut(h))
         {
             let wrote = self.workload.poll_receiver(now, c);

@@ -47,9 +47,10 @@ pub(crate) trait Workload {
     fn sender_sleeps_through_receiver_events(&self) -> Option<Instant> {
         None
     }
-    /// Whether `poll_receiver` ever does anything; the glue never calls it
-    /// otherwise. Every workload states it (no default), so one that
-    /// writes from the receiver cannot be left unpolled by omission.
+    /// Whether `poll_receiver` ever does anything (asked once, when the
+    /// flow is built); the glue never calls it otherwise. Every workload
+    /// states it (no default), so one that writes from the receiver
+    /// cannot be left unpolled by omission.
     fn receiver_writes(&self) -> bool;
     /// The receiver's connection was just opened toward the sender (it is
     /// the client: early data) and its first flight has not left: early
