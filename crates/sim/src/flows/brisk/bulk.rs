@@ -153,6 +153,12 @@ impl Workload for Bulk {
         !(self.finished || (self.blocked && now < self.stop))
     }
 
+    fn sender_sleeps_through_receiver_events(&self) -> Option<Instant> {
+        // Before the stop the answer is `finished || blocked`, which only
+        // the sender's calls change.
+        Some(self.stop)
+    }
+
     fn poll_sender(&mut self, now: Instant, conn: &mut Connection, trace: &Tracer) -> bool {
         if !self.sender_may_write(now) {
             return false;
@@ -199,6 +205,10 @@ impl Workload for Bulk {
 
     fn poll_timeout(&self) -> Option<Instant> {
         (!self.finished && self.total_bytes.is_none()).then_some(self.stop)
+    }
+
+    fn receiver_event_moves_timer(&self) -> bool {
+        false
     }
 
     fn report(&self, app: &mut AppReport, report: &mut TransportReport) {

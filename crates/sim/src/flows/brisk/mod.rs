@@ -344,6 +344,22 @@ pub struct BriskFlow {
     sender_up: bool,
     receiver_up: bool,
     workload: Box<dyn Workload>,
+    /// The workload's timer as last read, `None` once a call that may
+    /// move it was made: reading it through the trait object after every
+    /// datagram found it unmoved nearly every time.
+    app_timer: Cell<Option<Option<Instant>>>,
+    /// The workload's [`Workload::receiver_writes`], asked twice per
+    /// datagram through the trait object before it was kept.
+    receiver_writes: bool,
+    /// The workload's [`Workload::receiver_event_moves_timer`].
+    receiver_event_moves_timer: bool,
+    /// The workload's [`Workload::sender_sleeps_through_receiver_events`].
+    sender_sleeps_until: Option<Instant>,
+    /// [`BriskFlow::process`] last found the application unable to write
+    /// and only the receiver's events reached it since: before
+    /// `sender_sleeps_until` that answer holds, so the sender is not asked
+    /// again (nor its connection looked up) after each datagram read.
+    sender_asleep: bool,
     /// When the workload was last polled: its timers at or before this
     /// had their chance, so a timer that did not move waits on an event.
     polled_at: Option<Instant>,
@@ -523,7 +539,12 @@ impl BriskFlow {
             server_conn: None,
             sender_up: false,
             receiver_up: false,
+            receiver_event_moves_timer: workload.receiver_event_moves_timer(),
+            receiver_writes: workload.receiver_writes(),
+            sender_sleeps_until: workload.sender_sleeps_through_receiver_events(),
+            sender_asleep: false,
             workload,
+            app_timer: Cell::new(None),
             polled_at: None,
             app_idle_at: None,
             trace,
@@ -566,6 +587,9 @@ impl BriskFlow {
     fn touch(&mut self, end: End) {
         self.touched[end as usize] = Touched::ALL;
         self.timer_stale[end as usize].set(true);
+        if end == End::Sender {
+            self.sender_asleep = false;
+        }
     }
 
     /// In the tests' reference mode, marks both ends touched (see
@@ -575,6 +599,7 @@ impl BriskFlow {
         if ASK_EVERY_END.get() {
             self.touched = [Touched::ALL; 2];
             self.timer_stale.iter().for_each(|s| s.set(true));
+            self.sender_asleep = false;
             self.client.touch_all();
             self.server.touch_all();
         }
@@ -598,6 +623,31 @@ impl BriskFlow {
         self.timers[i].get()
     }
 
+    /// The workload's timer, read again only after a call that may have
+    /// moved it (every such call clears `app_timer`).
+    fn app_timer(&self) -> Option<Instant> {
+        #[cfg(test)]
+        if ASK_EVERY_END.get() {
+            self.app_timer.set(None);
+        }
+        let t = match self.app_timer.get() {
+            Some(t) => t,
+            None => {
+                let t = self.workload.poll_timeout();
+                self.app_timer.set(Some(t));
+                t
+            }
+        };
+        if cfg!(any(test, debug_assertions)) {
+            assert_eq!(
+                t,
+                self.workload.poll_timeout(),
+                "a call that moved the workload's timer did not clear it"
+            );
+        }
+        t
+    }
+
     fn connect(&mut self, now: Instant) {
         let Some(config) = self.client_config.take() else {
             return;
@@ -610,6 +660,8 @@ impl BriskFlow {
                     self.server_conn = Some(h);
                     if let Some(c) = self.server.connection_mut(h) {
                         self.workload.first_flight(now, c);
+                        self.app_timer.set(None);
+                        self.sender_asleep = false;
                     }
                 }
                 Err(e) => self.error = Some(e.to_string()),
@@ -675,6 +727,7 @@ impl BriskFlow {
                     Event::Stream(e) => {
                         if let Some(c) = self.client.connection_mut(h) {
                             self.workload.sender_event(now, c, e, &self.trace);
+                            self.app_timer.set(None);
                         }
                     }
                     Event::ConnectionLost(e) => {
@@ -705,11 +758,16 @@ impl BriskFlow {
                     Event::Stream(e) => {
                         if let Some(c) = self.server.connection_mut(h) {
                             self.workload.receiver_event(now, c, e);
+                            if self.receiver_event_moves_timer {
+                                self.app_timer.set(None);
+                            }
                         }
                     }
                     Event::DatagramsReadable => {
                         if let Some(c) = self.server.connection_mut(h) {
                             self.workload.receiver_datagrams(now, c);
+                            self.app_timer.set(None);
+                            self.sender_asleep = false;
                         }
                     }
                     Event::ConnectionLost(e) => {
@@ -725,17 +783,30 @@ impl BriskFlow {
         }
         // Whether the application may do anything at all below (see
         // `app_idle_at`).
-        let mut idle = !((self.receiver_up && self.workload.receiver_writes())
+        let mut idle = !((self.receiver_up && self.receiver_writes)
             || (self.receiver_connects && self.closed_at.is_none()));
         // The connection is taken out (which has the endpoint look at it
-        // again) only if the application may write on it.
-        if self.sender_up
+        // again) only if the application may write on it. Skipping the
+        // look leaves `polled_at` behind, which changes nothing: the
+        // workload's timer is not before `sender_sleeps_until`.
+        let asleep = self.sender_asleep && self.sender_sleeps_until.is_some_and(|u| now < u);
+        if asleep && cfg!(any(test, debug_assertions)) {
+            assert!(
+                !self.workload.sender_may_write(now),
+                "a receiver event woke a sender declared asleep"
+            );
+        }
+        if !asleep
+            && self.sender_up
             && let Some(h) = self.client_conn
             && self.client.connection(h).is_some()
         {
             self.polled_at = Some(now);
+            self.sender_asleep = true;
             if self.workload.sender_may_write(now) {
                 idle = false;
+                self.app_timer.set(None);
+                self.sender_asleep = false;
                 if let Some(c) = self.client.connection_mut(h)
                     && self.workload.poll_sender(now, c, &self.trace)
                 {
@@ -746,12 +817,16 @@ impl BriskFlow {
         }
         self.app_idle_at = idle.then_some(now);
         if self.receiver_up
-            && self.workload.receiver_writes()
+            && self.receiver_writes
             && let Some(c) = self.server_conn.and_then(|h| self.server.connection_mut(h))
-            && self.workload.poll_receiver(now, c)
         {
-            progressed = true;
-            self.touch(End::Receiver);
+            let wrote = self.workload.poll_receiver(now, c);
+            self.app_timer.set(None);
+            self.sender_asleep = false;
+            if wrote {
+                progressed = true;
+                self.touch(End::Receiver);
+            }
         }
         if self.receiver_connects
             && self.closed_at.is_none()
@@ -956,8 +1031,7 @@ impl FlowApp for BriskFlow {
 
     fn poll_timeout(&self) -> Option<Instant> {
         let app = self
-            .workload
-            .poll_timeout()
+            .app_timer()
             .filter(|t| self.sender_up && self.polled_at.is_none_or(|p| *t > p));
         let start = self.client_config.is_some().then_some(self.start);
         let replay = self
@@ -984,13 +1058,14 @@ impl FlowApp for BriskFlow {
             self.connect(now);
         }
         self.touch_all_in_reference_mode();
-        let due = [End::Sender, End::Receiver].map(|end| self.timer(end).is_some_and(|t| t <= now));
-        if due[End::Sender as usize] {
+        let due = |end| self.timer(end).is_some_and(|t| t <= now);
+        let due = (due(End::Sender), due(End::Receiver));
+        if due.0 {
             self.touch(End::Sender);
             self.client.handle_timeout(now);
             self.fail_over_if_stalled(now);
         }
-        if due[End::Receiver as usize] {
+        if due.1 {
             self.touch(End::Receiver);
             self.server.handle_timeout(now);
         }

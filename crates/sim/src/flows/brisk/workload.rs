@@ -39,9 +39,18 @@ pub(crate) trait Workload {
     fn sender_may_write(&self, _now: Instant) -> bool {
         true
     }
-    /// Whether `poll_receiver` ever does anything; the glue never calls it
-    /// otherwise. Every workload states it (no default), so one that
-    /// writes from the receiver cannot be left unpolled by omission.
+    /// Before this moment (which [`Workload::poll_timeout`] is never
+    /// before) a `sender_may_write` found false stays false through
+    /// `receiver_event`s and the passing of time, until any other call or
+    /// the sender's connection is touched; the glue then does not ask
+    /// again after the receiver's reads. `None`: always ask.
+    fn sender_sleeps_through_receiver_events(&self) -> Option<Instant> {
+        None
+    }
+    /// Whether `poll_receiver` ever does anything (asked once, when the
+    /// flow is built); the glue never calls it otherwise. Every workload
+    /// states it (no default), so one that writes from the receiver
+    /// cannot be left unpolled by omission.
     fn receiver_writes(&self) -> bool;
     /// The receiver's connection was just opened toward the sender (it is
     /// the client: early data) and its first flight has not left: early
@@ -53,6 +62,12 @@ pub(crate) trait Workload {
     }
     /// The next moment the sender has something to do on its own.
     fn poll_timeout(&self) -> Option<Instant>;
+    /// Whether `receiver_event` can move [`Workload::poll_timeout`]: the
+    /// glue keeps the timer's last answer across those that cannot (one
+    /// per datagram the receiver reads).
+    fn receiver_event_moves_timer(&self) -> bool {
+        true
+    }
     /// Fills the byte counts of `app` and the workload's part of `report`.
     fn report(&self, app: &mut AppReport, report: &mut TransportReport);
 }
