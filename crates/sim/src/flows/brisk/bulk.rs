@@ -153,12 +153,6 @@ impl Workload for Bulk {
         !(self.finished || (self.blocked && now < self.stop))
     }
 
-    fn sender_sleeps_through_receiver_events(&self) -> Option<Instant> {
-        // Before the stop the answer is `finished || blocked`, which only
-        // the sender's calls change.
-        Some(self.stop)
-    }
-
     fn poll_sender(&mut self, now: Instant, conn: &mut Connection, trace: &Tracer) -> bool {
         if !self.sender_may_write(now) {
             return false;

@@ -353,13 +353,6 @@ pub struct BriskFlow {
     receiver_writes: bool,
     /// The workload's [`Workload::receiver_event_moves_timer`].
     receiver_event_moves_timer: bool,
-    /// The workload's [`Workload::sender_sleeps_through_receiver_events`].
-    sender_sleeps_until: Option<Instant>,
-    /// [`BriskFlow::process`] last found the application unable to write
-    /// and only the receiver's events reached it since: before
-    /// `sender_sleeps_until` that answer holds, so the sender is not asked
-    /// again (nor its connection looked up) after each datagram read.
-    sender_asleep: bool,
     /// When the workload was last polled: its timers at or before this
     /// had their chance, so a timer that did not move waits on an event.
     polled_at: Option<Instant>,
@@ -541,8 +534,6 @@ impl BriskFlow {
             receiver_up: false,
             receiver_event_moves_timer: workload.receiver_event_moves_timer(),
             receiver_writes: workload.receiver_writes(),
-            sender_sleeps_until: workload.sender_sleeps_through_receiver_events(),
-            sender_asleep: false,
             workload,
             app_timer: Cell::new(None),
             polled_at: None,
@@ -587,9 +578,6 @@ impl BriskFlow {
     fn touch(&mut self, end: End) {
         self.touched[end as usize] = Touched::ALL;
         self.timer_stale[end as usize].set(true);
-        if end == End::Sender {
-            self.sender_asleep = false;
-        }
     }
 
     /// In the tests' reference mode, marks both ends touched (see
@@ -599,7 +587,6 @@ impl BriskFlow {
         if ASK_EVERY_END.get() {
             self.touched = [Touched::ALL; 2];
             self.timer_stale.iter().for_each(|s| s.set(true));
-            self.sender_asleep = false;
             self.client.touch_all();
             self.server.touch_all();
         }
@@ -661,7 +648,6 @@ impl BriskFlow {
                     if let Some(c) = self.server.connection_mut(h) {
                         self.workload.first_flight(now, c);
                         self.app_timer.set(None);
-                        self.sender_asleep = false;
                     }
                 }
                 Err(e) => self.error = Some(e.to_string()),
@@ -767,7 +753,6 @@ impl BriskFlow {
                         if let Some(c) = self.server.connection_mut(h) {
                             self.workload.receiver_datagrams(now, c);
                             self.app_timer.set(None);
-                            self.sender_asleep = false;
                         }
                     }
                     Event::ConnectionLost(e) => {
@@ -786,27 +771,15 @@ impl BriskFlow {
         let mut idle = !((self.receiver_up && self.receiver_writes)
             || (self.receiver_connects && self.closed_at.is_none()));
         // The connection is taken out (which has the endpoint look at it
-        // again) only if the application may write on it. Skipping the
-        // look leaves `polled_at` behind, which changes nothing: the
-        // workload's timer is not before `sender_sleeps_until`.
-        let asleep = self.sender_asleep && self.sender_sleeps_until.is_some_and(|u| now < u);
-        if asleep && cfg!(any(test, debug_assertions)) {
-            assert!(
-                !self.workload.sender_may_write(now),
-                "a receiver event woke a sender declared asleep"
-            );
-        }
-        if !asleep
-            && self.sender_up
+        // again) only if the application may write on it.
+        if self.sender_up
             && let Some(h) = self.client_conn
             && self.client.connection(h).is_some()
         {
             self.polled_at = Some(now);
-            self.sender_asleep = true;
             if self.workload.sender_may_write(now) {
                 idle = false;
                 self.app_timer.set(None);
-                self.sender_asleep = false;
                 if let Some(c) = self.client.connection_mut(h)
                     && self.workload.poll_sender(now, c, &self.trace)
                 {
@@ -822,7 +795,6 @@ impl BriskFlow {
         {
             let wrote = self.workload.poll_receiver(now, c);
             self.app_timer.set(None);
-            self.sender_asleep = false;
             if wrote {
                 progressed = true;
                 self.touch(End::Receiver);

@@ -39,14 +39,6 @@ pub(crate) trait Workload {
     fn sender_may_write(&self, _now: Instant) -> bool {
         true
     }
-    /// Before this moment (which [`Workload::poll_timeout`] is never
-    /// before) a `sender_may_write` found false stays false through
-    /// `receiver_event`s and the passing of time, until any other call or
-    /// the sender's connection is touched; the glue then does not ask
-    /// again after the receiver's reads. `None`: always ask.
-    fn sender_sleeps_through_receiver_events(&self) -> Option<Instant> {
-        None
-    }
     /// Whether `poll_receiver` ever does anything (asked once, when the
     /// flow is built); the glue never calls it otherwise. Every workload
     /// states it (no default), so one that writes from the receiver
