@@ -186,12 +186,11 @@ impl Bottleneck {
         if let Some((at, packet)) = self.returned[dir.index()].pop_front() {
             return Some(BottleneckOutput::Delivered { at, packet });
         }
-        if !DEQUEUED && !self.links[dir.index()].take_dequeues().is_empty() {
-            let mut kept = std::mem::take(self.links[dir.index()].take_dequeues());
-            for (at, packet_id, queue_delay) in kept.drain(..) {
-                self.account_dequeue(dir, at, packet_id, queue_delay, ledger);
+        if !DEQUEUED {
+            let summary = &mut self.queue_delay[dir.index()];
+            for (at, packet_id, queue_delay) in self.links[dir.index()].kept_dequeues().drain(..) {
+                account_dequeue(summary, dir, at, packet_id, queue_delay, ledger);
             }
-            *self.links[dir.index()].take_dequeues() = kept;
         }
         while let Some(event) = self.links[dir.index()].poll_event() {
             self.account(dir, &event, ledger);
@@ -209,7 +208,14 @@ impl Bottleneck {
                 at,
                 packet_id,
                 queue_delay,
-            } => self.account_dequeue(dir, *at, *packet_id, *queue_delay, ledger),
+            } => account_dequeue(
+                &mut self.queue_delay[dir.index()],
+                dir,
+                *at,
+                *packet_id,
+                *queue_delay,
+                ledger,
+            ),
             LinkEvent::QueueDrop { packet, .. } => {
                 if let Some(m) = charge(ledger, dir, packet.id) {
                     m.queue_drops += 1;
@@ -230,26 +236,6 @@ impl Bottleneck {
             | LinkEvent::Duplicated { .. }
             | LinkEvent::TooBig { .. }
             | LinkEvent::Reordered { .. } => {}
-        }
-    }
-
-    fn account_dequeue(
-        &mut self,
-        dir: Direction,
-        at: Instant,
-        packet_id: u64,
-        queue_delay: Duration,
-        ledger: &mut impl FlowLedger,
-    ) {
-        let pooled = ledger.pools_queue_delays();
-        match charge(ledger, dir, packet_id) {
-            Some(m) => {
-                m.on_queue_delay(at, queue_delay);
-                if !pooled {
-                    self.queue_delay[dir.index()].record(queue_delay);
-                }
-            }
-            None => self.queue_delay[dir.index()].record(queue_delay),
         }
     }
 
@@ -307,6 +293,28 @@ impl Bottleneck {
 
 /// The measurements a packet's events are charged to, if its flow is
 /// tagged in its id and accounted in `ledger`.
+/// Charges a dequeue's queue delay to its flow, and to the link's summary
+/// `summary` unless the ledger pools the flows' delays itself.
+fn account_dequeue(
+    summary: &mut LatencySummary,
+    dir: Direction,
+    at: Instant,
+    packet_id: u64,
+    queue_delay: Duration,
+    ledger: &mut impl FlowLedger,
+) {
+    let pooled = ledger.pools_queue_delays();
+    match charge(ledger, dir, packet_id) {
+        Some(m) => {
+            m.on_queue_delay(at, queue_delay);
+            if !pooled {
+                summary.record(queue_delay);
+            }
+        }
+        None => summary.record(queue_delay),
+    }
+}
+
 fn charge<L: FlowLedger>(ledger: &mut L, dir: Direction, id: u64) -> Option<&mut FlowMetrics> {
     flow_tag::flow_of(id).and_then(|f| ledger.metrics(dir, f))
 }

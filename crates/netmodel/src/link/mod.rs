@@ -195,7 +195,7 @@ pub struct Link {
     /// queue delay), reported after the queue's own events of the step.
     tx_dequeued: Vec<(Instant, u64, Duration)>,
     /// A plain link's dequeues stay in `tx_dequeued` for
-    /// [`Link::take_dequeues`] instead of becoming events (see
+    /// [`Link::kept_dequeues`] instead of becoming events (see
     /// [`Link::keep_dequeues_apart`]).
     dequeues_apart: bool,
     delivered: VecDeque<(Instant, Packet)>,
@@ -356,7 +356,7 @@ impl Link {
     }
 
     /// From now on a plain link keeps each dequeue (when, packet id, queue
-    /// delay) for [`Link::take_dequeues`] instead of making it a
+    /// delay) for [`Link::kept_dequeues`] instead of making it a
     /// [`LinkEvent::Dequeued`]: for a driver that only counts them, which
     /// then need not go through the event queue one by one. The order
     /// among dequeues is kept; against the other events it is not.
@@ -364,10 +364,10 @@ impl Link {
         self.dequeues_apart = true;
     }
 
-    /// The dequeues kept since the last call (see
-    /// [`Link::keep_dequeues_apart`]), oldest first; the caller drains it.
+    /// The dequeues kept (see [`Link::keep_dequeues_apart`]), oldest
+    /// first; the caller drains them.
     #[inline]
-    pub fn take_dequeues(&mut self) -> &mut Vec<(Instant, u64, Duration)> {
+    pub fn kept_dequeues(&mut self) -> &mut Vec<(Instant, u64, Duration)> {
         &mut self.tx_dequeued
     }
 
