@@ -695,7 +695,13 @@ impl BriskFlow {
             while let Some(h) = self.client.accept() {
                 self.client_conn.get_or_insert(h);
             }
-            while let Some((h, event)) = self.client.poll_event() {
+            // After the first (checked above), an event is asked for only
+            // while one may be queued: the closing ask that found nothing
+            // walked three calls deep.
+            let mut first = true;
+            while (std::mem::take(&mut first) || self.client.may_have_event())
+                && let Some((h, event)) = self.client.poll_event()
+            {
                 // The application may answer on the connection: ask again.
                 progressed = true;
                 self.touch(End::Sender);
@@ -733,7 +739,10 @@ impl BriskFlow {
             while let Some(h) = self.server.accept() {
                 self.server_conn.get_or_insert(h);
             }
-            while let Some((h, event)) = self.server.poll_event() {
+            let mut first = true;
+            while (std::mem::take(&mut first) || self.server.may_have_event())
+                && let Some((h, event)) = self.server.poll_event()
+            {
                 progressed = true;
                 self.touch(End::Receiver);
                 if Some(h) != self.server_conn {
@@ -844,10 +853,6 @@ impl BriskFlow {
     /// if it has one; an end not touched since it last had none is not
     /// asked.
     fn poll_end(&mut self, now: Instant, end: End, d: &mut Vec<u8>) -> bool {
-        let (host, src) = match end {
-            End::Sender => (&mut self.client, self.addrs.sender),
-            End::Receiver => (&mut self.server, self.addrs.receiver),
-        };
         if end == End::Receiver
             && let Some(r) = self.replay.as_mut()
             && !r.sent
@@ -860,7 +865,7 @@ impl BriskFlow {
                 .ok()
                 .map(|(_, to, ecn, payload)| (to, ecn, payload.to_vec()));
             if let Some((to, ecn, payload)) = replayed {
-                let mut from = src;
+                let mut from = self.addrs.receiver;
                 from.set_port(from.port().wrapping_add(1));
                 d.clear();
                 d.resize(ip::udp_headroom(from.ip()), 0);
@@ -874,6 +879,11 @@ impl BriskFlow {
         if !touched.transmit {
             return false;
         }
+        // Looked up only now: most polls are of an end left alone.
+        let (host, src) = match end {
+            End::Sender => (&mut self.client, self.addrs.sender),
+            End::Receiver => (&mut self.server, self.addrs.receiver),
+        };
         // Sending moves timers and can raise events (a connection that
         // used up its key closes).
         touched.events = true;
