@@ -1193,7 +1193,18 @@ impl Connection {
         // Whether a timer with work of its own ran; the pacer's and the
         // delayed ACK's only wake the driver to poll.
         let mut ran = false;
-        for t in Timer::ALL {
+        let due = self.timers.due(now);
+        // A pacing-limited sender comes here before every packet with only
+        // the pacer's timer due: those two just stop, without a walk of
+        // every timer.
+        let wake_only = Timer::AckDelay.bit() | Timer::Pacing.bit();
+        let walk = if due & !wake_only == 0 {
+            self.timers.stop_mask(due);
+            [].iter()
+        } else {
+            Timer::ALL.iter()
+        };
+        for &t in walk {
             if !self.timers.is_expired(t, now) {
                 continue;
             }

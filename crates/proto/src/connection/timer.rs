@@ -86,6 +86,31 @@ impl TimerTable {
     pub(crate) fn is_expired(&self, t: Timer, now: Instant) -> bool {
         self.at[t as usize] <= now
     }
+
+    /// The timers due at `now`, one bit per [`Timer`] (`1 << t`): one
+    /// pass, where asking each in turn took a branch per timer.
+    pub(crate) fn due(&self, now: Instant) -> u16 {
+        self.at
+            .iter()
+            .enumerate()
+            .fold(0, |m, (i, &at)| m | (u16::from(at <= now) << i))
+    }
+
+    /// Stops every timer of `mask` (bits as [`TimerTable::due`] gives).
+    pub(crate) fn stop_mask(&mut self, mask: u16) {
+        for (i, at) in self.at.iter_mut().enumerate() {
+            if mask & (1 << i) != 0 {
+                *at = Instant::FAR_FUTURE;
+            }
+        }
+    }
+}
+
+impl Timer {
+    /// This timer's bit in a [`TimerTable::due`] mask.
+    pub(crate) const fn bit(self) -> u16 {
+        1 << self as u16
+    }
 }
 
 fn armed(at: Instant) -> Option<Instant> {
@@ -105,7 +130,12 @@ mod tests {
         assert_eq!(t.next(), Some(Instant::from_millis(25)));
         assert!(t.is_expired(Timer::AckDelay, Instant::from_millis(25)));
         assert!(!t.is_expired(Timer::Idle, Instant::from_millis(25)));
-        t.stop(Timer::AckDelay);
+        assert_eq!(t.due(Instant::from_millis(25)), Timer::AckDelay.bit());
+        assert_eq!(
+            t.due(Instant::from_millis(30_000)),
+            Timer::AckDelay.bit() | Timer::Idle.bit()
+        );
+        t.stop_mask(Timer::AckDelay.bit());
         assert_eq!(t.next(), Some(Instant::from_millis(30_000)));
         t.stop_all();
         assert_eq!(t.get(Timer::Idle), None);
