@@ -1021,15 +1021,6 @@ impl FlowApp for BriskFlow {
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        let app = self
-            .app_timer()
-            .filter(|t| self.sender_up && self.polled_at.is_none_or(|p| *t > p));
-        let start = self.client_config.is_some().then_some(self.start);
-        let replay = self
-            .replay
-            .as_ref()
-            .filter(|r| !r.sent)
-            .and_then(|r| r.flight.as_ref().map(|(at, _)| *at + r.after));
         let timers = [self.timer(End::Sender), self.timer(End::Receiver)];
         if cfg!(any(test, debug_assertions)) {
             assert_eq!(
@@ -1038,10 +1029,25 @@ impl FlowApp for BriskFlow {
                 "a touched end's timer was not read again"
             );
         }
-        earliest(
-            earliest(timers[0], timers[1]),
-            earliest(earliest(app, start), replay),
-        )
+        // The rarer deadlines are folded in only when set: most flows have
+        // no start or replay pending, and the application's is asked only
+        // of an open sender.
+        let mut next = earliest(timers[0], timers[1]);
+        if self.sender_up
+            && let Some(t) = self.app_timer()
+            && self.polled_at.is_none_or(|p| t > p)
+        {
+            next = earliest(next, Some(t));
+        }
+        if self.client_config.is_some() {
+            next = earliest(next, Some(self.start));
+        }
+        if let Some(r) = self.replay.as_ref().filter(|r| !r.sent)
+            && let Some((at, _)) = r.flight.as_ref()
+        {
+            next = earliest(next, Some(*at + r.after));
+        }
+        next
     }
 
     fn handle_timeout(&mut self, now: Instant) {
