@@ -429,26 +429,30 @@ impl Link {
     }
 
     fn advance(&mut self, now: Instant) {
-        let (mut first, mut tx, mut rx) = self.due_times();
+        // In nanoseconds, none being the end of time (which no `now`
+        // reaches, so a wake-up there counts as none): the loop then
+        // compares plain numbers.
+        const NEVER: u64 = u64::MAX;
+        let nanos = |t: Option<Instant>| t.map_or(NEVER, Instant::as_nanos);
+        let now = now.as_nanos();
+        let mut tx = nanos(self.tx_due);
+        let mut rx = nanos(self.in_flight.first_arrival());
         loop {
-            match (tx.filter(|t| *t <= now), rx.filter(|t| *t <= now)) {
-                // Arrivals first on ties: they were scheduled earlier.
-                (Some(t), Some(r)) if t < r => self.transmit(t),
-                (_, Some(_)) => {
-                    // An arrival touches neither the queue nor the
-                    // transmitter: only the next arrival is new.
-                    rx = self.arrive();
-                    first = brisk_time::earliest(tx, rx);
-                    continue;
-                }
-                (Some(t), None) => self.transmit(t),
-                (None, None) => {
-                    self.next_due = first;
-                    break;
-                }
+            // Arrivals first on ties: they were scheduled earlier.
+            if rx <= now && rx <= tx {
+                // An arrival touches neither the queue nor the
+                // transmitter: only the next arrival is new.
+                rx = nanos(self.arrive());
+            } else if tx <= now {
+                self.transmit(Instant::from_nanos(tx));
+                tx = nanos(self.tx_due);
+                rx = nanos(self.in_flight.first_arrival());
+            } else {
+                break;
             }
-            (first, tx, rx) = self.due_times();
         }
+        let first = tx.min(rx);
+        self.next_due = (first != NEVER).then(|| Instant::from_nanos(first));
     }
 
     /// Delivers the first packet due to arrive (one is); returns the next
