@@ -446,7 +446,11 @@ impl Link {
             } else if tx <= now {
                 self.transmit(Instant::from_nanos(tx));
                 tx = nanos(self.tx_due);
-                rx = nanos(self.in_flight.first_arrival());
+                // A plain link's packets go behind those in flight: only
+                // the first one sent can be the next arrival.
+                if !self.plain || rx == NEVER {
+                    rx = nanos(self.in_flight.first_arrival());
+                }
             } else {
                 break;
             }
