@@ -291,8 +291,6 @@ impl Bottleneck {
     }
 }
 
-/// The measurements a packet's events are charged to, if its flow is
-/// tagged in its id and accounted in `ledger`.
 /// Charges a dequeue's queue delay to its flow, and to the link's summary
 /// `summary` unless the ledger pools the flows' delays itself.
 fn account_dequeue(
@@ -315,6 +313,8 @@ fn account_dequeue(
     }
 }
 
+/// The measurements a packet's events are charged to, if its flow is
+/// tagged in its id and accounted in `ledger`.
 fn charge<L: FlowLedger>(ledger: &mut L, dir: Direction, id: u64) -> Option<&mut FlowMetrics> {
     flow_tag::flow_of(id).and_then(|f| ledger.metrics(dir, f))
 }

@@ -704,11 +704,9 @@ impl BriskFlow {
             while let Some(h) = self.client.accept() {
                 self.client_conn.get_or_insert(h);
             }
-            // After the first (checked above), an event is asked for only
-            // while one may be queued: the closing ask that found nothing
-            // walked three calls deep.
-            let mut first = true;
-            while (std::mem::take(&mut first) || self.client.may_have_event())
+            // An event is asked for only while one may be queued: the
+            // closing ask that found nothing walked three calls deep.
+            while self.client.may_have_event()
                 && let Some((h, event)) = self.client.poll_event()
             {
                 // The application may answer on the connection: ask again.
@@ -748,8 +746,7 @@ impl BriskFlow {
             while let Some(h) = self.server.accept() {
                 self.server_conn.get_or_insert(h);
             }
-            let mut first = true;
-            while (std::mem::take(&mut first) || self.server.may_have_event())
+            while self.server.may_have_event()
                 && let Some((h, event)) = self.server.poll_event()
             {
                 progressed = true;
