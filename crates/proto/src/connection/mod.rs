@@ -116,7 +116,13 @@ impl Transmit {
 }
 
 /// Something the application should hear about.
+///
+/// A word-sized tag: with a byte tag, each move of an event copied the
+/// seven bytes after it as two overlapping halves, which the processor
+/// cannot forward from the stores that had just written them (a stall
+/// on every event handed to the application).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[repr(u64)]
 pub enum Event {
     /// The handshake completed: streams can carry data both ways.
     Connected,

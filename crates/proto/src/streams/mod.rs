@@ -179,8 +179,10 @@ impl PeerLimits {
     }
 }
 
-/// Something the application should hear about.
+/// Something the application should hear about. Word-sized tag: see
+/// [`crate::Event`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u64)]
 pub enum StreamEvent {
     /// The peer opened a stream; also queued for [`Streams::accept`].
     Opened(StreamId),
