@@ -299,7 +299,7 @@ impl Connection {
         }
         let retransmits = self.streams.stats().bytes_retransmitted > retransmitted_before;
         let full = b.full;
-        let ecn = self.seal_and_track(now, gate, b, out, retransmits)?;
+        let ecn = self.seal_and_track(now, gate, &mut b, out, retransmits)?;
         Some(Written { ecn, full })
     }
 
@@ -332,7 +332,7 @@ impl Connection {
             .qlog
             .as_ref()
             .is_some_and(|q| q.wants(qlog::EventClass::Packets));
-        let b = PacketBuilder {
+        let mut b = PacketBuilder {
             pn,
             start,
             payload_start,
@@ -361,7 +361,7 @@ impl Connection {
             probe: false,
             may_elicit: true,
         };
-        let ecn = self.seal_and_track(now, gate, b, out, false)?;
+        let ecn = self.seal_and_track(now, gate, &mut b, out, false)?;
         self.pmtu.on_probe_sent(pn, size);
         Some(ecn)
     }
@@ -615,19 +615,21 @@ impl Connection {
 
     /// Encrypts the packet `b` describes and does the bookkeeping of a
     /// sent packet; returns its ECN codepoint. `retransmits`: it carries
-    /// stream bytes sent before.
+    /// stream bytes sent before. `b` is borrowed, its frames taken: moved
+    /// whole, the builder was copied in wide loads from the narrow stores
+    /// that had just filled it, which the processor cannot forward.
     fn seal_and_track(
         &mut self,
         now: Instant,
         gate: Gate,
-        b: PacketBuilder,
+        b: &mut PacketBuilder,
         out: &mut Vec<u8>,
         retransmits: bool,
     ) -> Option<Ecn> {
         self.keys.as_ref()?;
         let pn = b.pn;
         if !b.repair && !b.mtu_probe && self.fec_rx.is_some() {
-            self.fec_on_source_sent(now, pn, &b, out);
+            self.fec_on_source_sent(now, pn, b, out);
         }
         let (tx, _) = self.keys.as_ref()?;
         tx.seal(pn, out, b.start, b.payload_start);
@@ -659,7 +661,7 @@ impl Connection {
                 ecn,
                 app_limited: b.app_limited,
                 largest_acked: b.largest_acked,
-                frames: b.frames,
+                frames: std::mem::take(&mut b.frames),
                 requeued: false,
             },
         );
@@ -700,7 +702,7 @@ impl Connection {
                 f.after_sent(in_flight, cwnd, mds, tail);
             }
         }
-        if let (Some(q), Some(frames)) = (self.qlog.as_mut(), b.qframes) {
+        if let (Some(q), Some(frames)) = (self.qlog.as_mut(), b.qframes.take()) {
             q.emit(
                 now,
                 QlogEvent::PacketSent(PacketEvent {

@@ -101,9 +101,13 @@ impl StreamFrame<'_> {
         if fin {
             t |= 0x01;
         }
-        // Put together on the stack and appended at once: one capacity
-        // check and copy instead of four (this runs for every packet sent).
-        let mut h = [0u8; 1 + 3 * 8];
+        // Written in place after one capacity check (this runs for every
+        // packet sent). Put together on the stack and copied over, its
+        // bytes were read back in one word from several narrow stores,
+        // which the processor cannot forward.
+        let at = out.len();
+        out.resize(at + 1 + 3 * 8, 0);
+        let h = &mut out[at..];
         h[0] = t;
         let mut n = 1;
         n += varint::put(&mut h[n..], id);
@@ -111,7 +115,7 @@ impl StreamFrame<'_> {
             n += varint::put(&mut h[n..], offset);
         }
         n += varint::put(&mut h[n..], len as u64);
-        out.extend_from_slice(&h[..n]);
+        out.truncate(at + n);
     }
 
     /// Header bytes of a STREAM frame that carries an explicit length.
