@@ -352,8 +352,14 @@ impl UdpHeaderMemo {
         ecn: Ecn,
         packet: &mut [u8],
     ) -> Result<()> {
-        if let Some((last, headers)) = &self.last
-            && *last == (src, dst, ecn, packet.len())
+        // Compared field by field: a key tuple put together on the stack
+        // was read back in pieces that straddled the stores just made,
+        // which the processor cannot forward.
+        if let Some(((s, d, e, len), headers)) = &self.last
+            && *len == packet.len()
+            && *e == ecn
+            && *d == dst
+            && *s == src
         {
             let room = udp_headroom(src.ip());
             packet[..room].copy_from_slice(&headers[..room]);
