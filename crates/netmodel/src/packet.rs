@@ -19,10 +19,13 @@ pub struct Packet {
     /// When it entered the current queue; set by the queue.
     pub enqueued_at: Instant,
     flow: FlowKey,
-    /// The header's ECN codepoint, kept beside it: a packet that waited in
-    /// a deep queue has a cold header, and reading it there was the
-    /// costliest load of a saturated run.
-    ecn: Ecn,
+    /// The bits of the header's ECN codepoint, kept beside it: a packet
+    /// that waited in a deep queue has a cold header, and reading it there
+    /// was the costliest load of a saturated run. A whole word: a one-byte
+    /// field left seven bytes of padding, which every move of a packet
+    /// copied in two overlapping halves that the processor cannot forward
+    /// from the stores just made.
+    ecn_bits: u64,
 }
 
 impl Packet {
@@ -56,7 +59,7 @@ impl Packet {
             sent_at,
             enqueued_at: sent_at,
             flow: s.flow,
-            ecn: s.ecn,
+            ecn_bits: u64::from(s.ecn.bits()),
         }
     }
 
@@ -77,14 +80,14 @@ impl Packet {
 
     /// The ECN codepoint as it is now in the header.
     pub fn ecn(&self) -> Ecn {
-        self.ecn
+        Ecn::from_bits(self.ecn_bits as u8)
     }
 
     /// Rewrites the ECN codepoint in the real header (checksum kept valid).
     pub fn set_ecn(&mut self, ecn: Ecn) {
         // The header was validated in `new`, so this cannot fail.
         if ip::set_ecn(&mut self.data, ecn).is_ok() {
-            self.ecn = ecn;
+            self.ecn_bits = u64::from(ecn.bits());
         }
     }
 

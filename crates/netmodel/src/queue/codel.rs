@@ -124,18 +124,23 @@ impl Queue for Codel {
     }
 
     fn dequeue(&mut self, now: Instant) -> Option<Packet> {
-        let released = self
-            .vars
-            .dequeue(now, &self.params, &mut self.backlog, &mut self.dropped);
+        let mut marked = false;
+        let released = self.vars.dequeue(
+            now,
+            &self.params,
+            &mut self.backlog,
+            &mut self.dropped,
+            &mut marked,
+        );
         for packet in self.dropped.drain(..) {
             self.backlog.drop(now, packet, DropReason::Aqm);
         }
         let released = released?;
-        if released.marked {
-            self.backlog.mark(now, released.packet.id);
+        if marked {
+            self.backlog.mark(now, released.id);
         }
-        self.backlog.count_dequeued(&released.packet);
-        Some(released.packet)
+        self.backlog.count_dequeued(&released);
+        Some(released)
     }
 
     fn stats(&self) -> QueueStats {

@@ -414,7 +414,9 @@ impl Queue for FqCodel {
                 stats: &mut self.stats,
                 mtu_backlog: self.mtu_backlog,
             };
-            let released = vars.dequeue(now, &self.params, &mut head, &mut self.dropped);
+            let mut marked = false;
+            let released =
+                vars.dequeue(now, &self.params, &mut head, &mut self.dropped, &mut marked);
             for packet in self.dropped.drain(..) {
                 self.stats.dropped_aqm += 1;
                 self.events.push_back(QueueEvent::Dropped {
@@ -435,17 +437,17 @@ impl Queue for FqCodel {
                 }
                 continue;
             };
-            *deficit -= released.packet.len() as i64;
-            if released.marked {
+            *deficit -= released.len() as i64;
+            if marked {
                 self.stats.marked += 1;
                 self.events.push_back(QueueEvent::Marked {
                     at: now,
-                    packet_id: released.packet.id,
+                    packet_id: released.id,
                 });
             }
             self.stats.dequeued_packets += 1;
-            self.stats.dequeued_bytes += released.packet.len() as u64;
-            return Some(released.packet);
+            self.stats.dequeued_bytes += released.len() as u64;
+            return Some(released);
         }
     }
 
