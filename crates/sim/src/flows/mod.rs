@@ -24,8 +24,12 @@ use brisk_time::Instant;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-/// Which end of a flow a datagram belongs to.
+/// Which end of a flow a datagram belongs to. A word wide: beside a
+/// datagram's buffer a one-byte end left seven bytes of padding, which
+/// each move copied in two overlapping halves that the processor cannot
+/// forward from the stores just made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u64)]
 pub enum End {
     /// The host that sends data; its packets cross the down direction.
     Sender,
