@@ -560,6 +560,23 @@ impl Endpoint {
     /// connections) itself.
     fn route(&mut self, now: Instant, remote: SocketAddr, data: &[u8]) -> Route {
         self.stats.datagrams_received += 1;
+        // The usual datagram: the same destination as the last one.
+        if let Some(last) = self.last_route
+            && !StatelessPacket::is_stateless_type(data)
+            && let Ok(view) = HeaderView::new_checked(data, LOCAL_CID_LEN)
+            && last.cid.matches(view.dcid())
+        {
+            return self.route_to(last.handle, last.detached, view.layout());
+        }
+        self.route_other(now, remote, data)
+    }
+
+    /// [`Endpoint::route`] for a datagram not simply to the last
+    /// destination. Out of line: accepting a connection needs a stack
+    /// frame of tens of kilobytes, which every datagram paid for (in
+    /// stack probes) while this was inlined.
+    #[inline(never)]
+    fn route_other(&mut self, now: Instant, remote: SocketAddr, data: &[u8]) -> Route {
         if StatelessPacket::is_stateless_type(data)
             && let Ok(p) = StatelessPacket::parse(data)
         {
@@ -570,7 +587,8 @@ impl Endpoint {
             self.stats.malformed += 1;
             return Route::Elsewhere(Delivery::Handled(None));
         };
-        // The usual datagram: the same destination as the last one.
+        // A datagram that looked stateless but did not parse as one may
+        // still be for the last destination.
         if let Some(last) = self.last_route
             && last.cid.matches(view.dcid())
         {
