@@ -775,10 +775,13 @@ impl Streams {
                 Queue::Fresh => (s.take_fresh(max_len, credit), s.has_fresh()),
             };
             // A stream that still has work goes to the back of its queue
-            // (its level is its priority: set_priority keeps them equal).
+            // (its level is its priority: set_priority keeps them equal);
+            // alone in it, it is already there.
             if more {
-                queue.pop_front();
-                queue.push_back(id);
+                if queue.len() > 1 {
+                    queue.pop_front();
+                    queue.push_back(id);
+                }
             } else {
                 self.scheduler.pop(level, q);
             }
